@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs everything the project needs on a machine that has only Node/npm and Go:
+# Bun (pinned, from npm), the JS dependencies (frozen lockfile), and the Go-built test peers
+# (kube-apiserver with embedded etcd, helm), each cached under $SANDBOX_CACHE so a second run is instant.
+# Source it (". scripts/bootstrap.sh") to get bun on PATH.
+set -euo pipefail
+BUN_VERSION=1.4.5
+export SANDBOX_CACHE="${SANDBOX_CACHE:-$HOME/.cache/sandbox-control-plane}"
+bun_dir="$SANDBOX_CACHE/bun-$BUN_VERSION"
+if [ ! -x "$bun_dir/node_modules/.bin/bun" ]; then
+  echo "bootstrap: installing bun $BUN_VERSION from npm into $bun_dir" >&2
+  mkdir -p "$bun_dir"
+  (cd "$bun_dir" && npm install --no-save --no-audit --no-fund --loglevel=error "bun@$BUN_VERSION" >&2)
+fi
+export PATH="$bun_dir/node_modules/.bin:$PATH"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+(cd "$repo" && bun install --frozen-lockfile >&2)
+if [ "${SKIP_TEST_PEERS:-}" != "1" ]; then
+  (cd "$repo" && bun run tests/kube/peers.ts ensure >&2)
+fi
