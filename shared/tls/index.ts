@@ -1,0 +1,5 @@
+export { type CertificateAuthority, type CertificateUsage, type IssueCertificateOptions, createCA, issueCertificate } from "./ca.ts";
+export { type CertKeyPem, generateKeyPairPem, publicKeyToPem } from "./keys.ts";
+export { KeyPairError, type LoadedKeyPair, loadKeyPair } from "./load.ts";
+export { type SelfSignedOptions, selfSignedServingCert } from "./self-signed.ts";
+export { type Validity, defaultValidity } from "./validity.ts";

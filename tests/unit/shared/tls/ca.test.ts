@@ -1,0 +1,59 @@
+import { describe, expect, test } from "bun:test";
+import * as x509 from "../../../../shared/tls/x509.ts";
+import { createCA, issueCertificate } from "../../../../shared/tls/index.ts";
+import { serveHello } from "./serve-hello.ts";
+
+describe("createCA / issueCertificate", () => {
+  test("a leaf chains to its CA and carries subject CN, O, SANs and the asked-for EKU", async () => {
+    const ca = await createCA("test-ca");
+    const leaf = await issueCertificate({
+      ca, cn: "admin", organizations: ["system:masters", "team"], dnsNames: ["api.local"], ips: ["::1"], usages: "both",
+    });
+    const caCert = new x509.X509Certificate(ca.certPem);
+    const cert = new x509.X509Certificate(leaf.certPem);
+    expect(caCert.getExtension(x509.BasicConstraintsExtension)!.ca).toBe(true);
+    expect(cert.issuer).toBe("CN=test-ca");
+    expect(cert.subject).toContain("CN=admin");
+    expect(cert.subject).toContain("O=system:masters");
+    expect(cert.subject).toContain("O=team");
+    expect(await cert.verify({ publicKey: caCert.publicKey })).toBe(true);
+    expect(cert.getExtension(x509.ExtendedKeyUsageExtension)!.usages).toEqual([
+      x509.ExtendedKeyUsage.serverAuth,
+      x509.ExtendedKeyUsage.clientAuth,
+    ]);
+    const names = cert.getExtension(x509.SubjectAlternativeNameExtension)!.names.toJSON();
+    expect(names).toContainEqual({ type: "dns", value: "api.local" });
+    expect(names.find((n) => n.type === "ip")).toBeDefined();
+  });
+
+  test("a client usage leaf has no serverAuth", async () => {
+    const ca = await createCA("c");
+    const cert = new x509.X509Certificate((await issueCertificate({ ca, cn: "u", usages: "client" })).certPem);
+    expect(cert.getExtension(x509.ExtendedKeyUsageExtension)!.usages).toEqual([x509.ExtendedKeyUsage.clientAuth]);
+    expect(cert.getExtension(x509.SubjectAlternativeNameExtension)).toBeNull();
+  });
+
+  test("Bun fetch trusts a CA-signed server only through that CA", async () => {
+    const ca = await createCA("serving-ca");
+    const other = await createCA("other-ca");
+    const leaf = await issueCertificate({ ca, cn: "localhost", dnsNames: ["localhost"], ips: ["127.0.0.1"], usages: "server" });
+    await using server = serveHello({ cert: leaf.certPem, key: leaf.keyPem });
+    expect(await (await fetch(server.url, { tls: { ca: ca.certPem } })).text()).toBe("hello");
+    await expect(fetch(server.url, { tls: { ca: other.certPem } })).rejects.toThrow();
+  });
+
+  test("a server requiring client certs admits one signed by its client CA and refuses one that is not", async () => {
+    const ca = await createCA("serving-ca");
+    const clientCa = await createCA("client-ca");
+    const stranger = await createCA("stranger-ca");
+    const leaf = await issueCertificate({ ca, cn: "localhost", ips: ["127.0.0.1"], usages: "server" });
+    const good = await issueCertificate({ ca: clientCa, cn: "alice", usages: "client" });
+    const bad = await issueCertificate({ ca: stranger, cn: "mallory", usages: "client" });
+    await using server = serveHello({
+      cert: leaf.certPem, key: leaf.keyPem, ca: clientCa.certPem, requestCert: true, rejectUnauthorized: true,
+    });
+    const ok = await fetch(server.url, { tls: { ca: ca.certPem, cert: good.certPem, key: good.keyPem } });
+    expect(ok.status).toBe(200);
+    await expect(fetch(server.url, { tls: { ca: ca.certPem, cert: bad.certPem, key: bad.keyPem } })).rejects.toThrow();
+  });
+});
