@@ -1,0 +1,309 @@
+// The one work queue every controller builds on (style item 6; virtual-kubelet internal/queue).
+// It owns keyed de-duplication, per-key exponential backoff, a token bucket, the attempt cap, an
+// injected clock and the retry policy. p-queue only bounds how many handlers run at once.
+//
+// Invariants:
+// - A key is queued at most once. Re-adding a queued key can only move it earlier.
+// - A key is never handled by two workers at once. Re-adding a key while its handler runs schedules
+//   exactly one more run after the current one finishes, however many times it was re-added.
+// - A failing key is retried after 5 ms × 2^(failures−1), capped at 1000 s; success resets it.
+//   After `maxAttempts` consecutive failures the key is dropped and logged (an unbounded retry
+//   loop would hide a permanent error behind a growing queue).
+import PQueue from "p-queue";
+
+export interface Clock {
+  now(): number;
+  /** Schedule `fn` after `ms`; returns a cancel function. */
+  setTimer(fn: () => void, ms: number): () => void;
+}
+
+export const systemClock: Clock = {
+  now: () => performance.now(),
+  setTimer(fn, ms) {
+    const t = setTimeout(fn, Math.max(0, ms));
+    return () => clearTimeout(t);
+  },
+};
+
+export interface QueueLogger {
+  warn(obj: object, msg: string): void;
+  debug(obj: object, msg: string): void;
+}
+
+/** Token-bucket parameters already normalised by the caller (qps 0 → 5/10 is the flag layer's job). */
+export interface QueueRate {
+  qps: number;
+  burst: number;
+}
+
+/** Decides the delay before retry number `failures` (1-based); undefined drops the key. */
+export type RetryPolicy = (key: string, err: unknown, failures: number) => number | undefined;
+
+export interface WorkQueueOptions {
+  name: string;
+  handler: (key: string) => Promise<void>;
+  /** Concurrent handlers. virtual-kubelet uses the CPU count. */
+  workers?: number;
+  /** Plain enqueues consume a token; undefined = no bucket (qps < 0 on the command line). */
+  rate?: QueueRate;
+  clock?: Clock;
+  maxAttempts?: number;
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  retryPolicy?: RetryPolicy;
+  log?: QueueLogger;
+}
+
+export const DEFAULT_MAX_ATTEMPTS = 20;
+export const DEFAULT_BASE_DELAY_MS = 5;
+export const DEFAULT_MAX_DELAY_MS = 1_000_000;
+
+interface Item {
+  due: number;
+  seq: number;
+}
+
+/** Exponential per-key backoff: 5 ms × 2^(failures−1), capped. Exported for tests and callers' policies. */
+export function backoffDelay(failures: number, baseMs = DEFAULT_BASE_DELAY_MS, capMs = DEFAULT_MAX_DELAY_MS): number {
+  if (failures <= 0) return 0;
+  // 2^60 already overflows any cap we use; avoid Infinity arithmetic.
+  const exp = Math.min(failures - 1, 60);
+  return Math.min(capMs, baseMs * 2 ** exp);
+}
+
+/**
+ * A reservation-style token bucket driven by the injected clock: `reserve()` always succeeds and
+ * returns how long the caller must wait (client-go's rate.Limiter.Reserve). Tokens go negative
+ * while reservations are outstanding, so N callers at once are spread 1/qps apart.
+ */
+export class ReservingBucket {
+  private tokens: number;
+  private last: number;
+  constructor(
+    private readonly rate: QueueRate,
+    private readonly clock: Clock,
+  ) {
+    this.tokens = rate.burst;
+    this.last = clock.now();
+  }
+  reserve(): number {
+    const now = this.clock.now();
+    this.tokens = Math.min(this.rate.burst, this.tokens + ((now - this.last) / 1000) * this.rate.qps);
+    this.last = now;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens / this.rate.qps) * 1000;
+  }
+}
+
+export class WorkQueue {
+  readonly name: string;
+  private readonly handler: (key: string) => Promise<void>;
+  private readonly clock: Clock;
+  private readonly workers: number;
+  private readonly maxAttempts: number;
+  private readonly retryPolicy: RetryPolicy;
+  private readonly bucket: ReservingBucket | undefined;
+  private readonly log: QueueLogger | undefined;
+  private readonly pool: PQueue;
+
+  private readonly queued = new Map<string, Item>();
+  private readonly running = new Set<string>();
+  /** Keys re-added while running: the earliest time the extra run may start. */
+  private readonly rerun = new Map<string, number>();
+  private readonly failures = new Map<string, number>();
+  private seq = 0;
+  private started = false;
+  private stopped = false;
+  private cancelTimer: (() => void) | undefined;
+  private timerDue = Infinity;
+  private idleWaiters: Array<() => void> = [];
+  private processed = 0;
+  private dropped = 0;
+
+  constructor(opts: WorkQueueOptions) {
+    this.name = opts.name;
+    this.handler = opts.handler;
+    this.clock = opts.clock ?? systemClock;
+    this.workers = Math.max(1, opts.workers ?? 1);
+    this.maxAttempts = opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+    const base = opts.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
+    const cap = opts.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
+    this.retryPolicy =
+      opts.retryPolicy ??
+      ((_key, _err, failures) => (failures >= this.maxAttempts ? undefined : backoffDelay(failures, base, cap)));
+    this.bucket = opts.rate && opts.rate.qps > 0 ? new ReservingBucket(opts.rate, this.clock) : undefined;
+    this.log = opts.log;
+    // Constructing has no side effects: p-queue starts paused-free but we only feed it after start().
+    this.pool = new PQueue({ concurrency: this.workers });
+  }
+
+  /** Plain enqueue: waits for a bucket token and, for a failing key, its backoff (max of the two). */
+  enqueue(key: string): void {
+    const bucketDelay = this.bucket ? this.bucket.reserve() : 0;
+    this.schedule(key, Math.max(bucketDelay, backoffDelay(this.failures.get(key) ?? 0)));
+  }
+
+  /** Force path: no bucket, no backoff (force deletes must not wait behind a status storm). */
+  enqueueNow(key: string): void {
+    this.schedule(key, 0);
+  }
+
+  /** Force path with a fixed delay, e.g. a deletion grace period. Bypasses the bucket. */
+  enqueueAfter(key: string, delayMs: number): void {
+    this.schedule(key, Math.max(0, delayMs));
+  }
+
+  /** Drop a queued (not running) key and its failure history, e.g. a cancelled force delete. */
+  remove(key: string): void {
+    this.queued.delete(key);
+    this.rerun.delete(key);
+    this.failures.delete(key);
+    this.maybeIdle();
+  }
+
+  has(key: string): boolean {
+    return this.queued.has(key) || this.running.has(key);
+  }
+
+  /** Queued plus running keys. */
+  get length(): number {
+    return this.queued.size + this.running.size;
+  }
+
+  failuresOf(key: string): number {
+    return this.failures.get(key) ?? 0;
+  }
+
+  stats(): { processed: number; dropped: number; queued: number; running: number } {
+    return { processed: this.processed, dropped: this.dropped, queued: this.queued.size, running: this.running.size };
+  }
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.pump();
+  }
+
+  /** Stop dispatching and wait for running handlers to finish. Queued keys are kept but never run. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    await this.pool.onIdle();
+    this.maybeIdle(true);
+  }
+
+  /** Resolves once nothing is queued or running (delayed keys count as queued). */
+  idle(): Promise<void> {
+    if (this.queued.size === 0 && this.running.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private schedule(key: string, delayMs: number): void {
+    if (this.stopped) return;
+    const due = this.clock.now() + delayMs;
+    if (this.running.has(key)) {
+      const prev = this.rerun.get(key);
+      this.rerun.set(key, prev === undefined ? due : Math.min(prev, due));
+      return;
+    }
+    const prev = this.queued.get(key);
+    if (prev) {
+      if (due < prev.due) prev.due = due;
+    } else {
+      this.queued.set(key, { due, seq: this.seq++ });
+    }
+    this.pump();
+  }
+
+  private pump(): void {
+    if (!this.started || this.stopped) return;
+    const now = this.clock.now();
+    while (this.running.size < this.workers) {
+      const next = this.earliest();
+      if (!next || next[1].due > now) break;
+      const key = next[0];
+      this.queued.delete(key);
+      this.running.add(key);
+      void this.pool.add(() => this.run(key));
+    }
+    this.armTimer();
+  }
+
+  /** Earliest due item, FIFO among equals. Linear: queues hold at most a node's pods (thousands). */
+  private earliest(): [string, Item] | undefined {
+    let best: [string, Item] | undefined;
+    for (const entry of this.queued) {
+      const it = entry[1];
+      if (!best || it.due < best[1].due || (it.due === best[1].due && it.seq < best[1].seq)) best = entry;
+    }
+    return best;
+  }
+
+  private armTimer(): void {
+    if (this.running.size >= this.workers) return; // a finishing worker pumps again
+    const next = this.earliest();
+    if (!next) {
+      this.cancelTimer?.();
+      this.cancelTimer = undefined;
+      this.timerDue = Infinity;
+      return;
+    }
+    const due = next[1].due;
+    if (this.cancelTimer && this.timerDue <= due) return;
+    this.cancelTimer?.();
+    this.timerDue = due;
+    this.cancelTimer = this.clock.setTimer(() => {
+      this.cancelTimer = undefined;
+      this.timerDue = Infinity;
+      this.pump();
+    }, due - this.clock.now());
+  }
+
+  private async run(key: string): Promise<void> {
+    let retryDelay: number | undefined;
+    let failed = false;
+    try {
+      await this.handler(key);
+      this.failures.delete(key);
+    } catch (err) {
+      failed = true;
+      const n = (this.failures.get(key) ?? 0) + 1;
+      this.failures.set(key, n);
+      retryDelay = this.retryPolicy(key, err, n);
+      if (retryDelay === undefined) {
+        this.failures.delete(key);
+        this.dropped++;
+        this.log?.warn({ queue: this.name, key, attempts: n, err: String(err) }, "work item dropped after retries");
+      } else {
+        this.log?.debug({ queue: this.name, key, attempts: n, retryInMs: retryDelay, err: String(err) }, "work item failed, retrying");
+      }
+    } finally {
+      this.processed++;
+      this.running.delete(key);
+      const extra = this.rerun.get(key);
+      this.rerun.delete(key);
+      if (!this.stopped) {
+        const now = this.clock.now();
+        let due: number | undefined = extra;
+        if (failed && retryDelay !== undefined) due = due === undefined ? now + retryDelay : Math.min(due, now + retryDelay);
+        if (due !== undefined) {
+          // A fresh add that happened while the key was queued again (between delete and here) wins if earlier.
+          const prev = this.queued.get(key);
+          if (prev) prev.due = Math.min(prev.due, due);
+          else this.queued.set(key, { due, seq: this.seq++ });
+        }
+        this.pump();
+      }
+      this.maybeIdle();
+    }
+  }
+
+  private maybeIdle(force = false): void {
+    if (!force && (this.queued.size > 0 || this.running.size > 0)) return;
+    if (force && this.running.size > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+}

@@ -1,0 +1,256 @@
+import { describe, expect, test } from "bun:test";
+import { backoffDelay, ReservingBucket, WorkQueue, type Clock } from "../../../../shared/kube/work-queue.ts";
+
+/** A manual clock: time moves only when the test advances it. */
+class FakeClock implements Clock {
+  t = 0;
+  private timers: Array<{ at: number; fn: () => void; live: boolean }> = [];
+  now(): number {
+    return this.t;
+  }
+  setTimer(fn: () => void, ms: number): () => void {
+    const timer = { at: this.t + Math.max(0, ms), fn, live: true };
+    this.timers.push(timer);
+    return () => {
+      timer.live = false;
+    };
+  }
+  /** Advance time, firing due timers in order and letting handlers settle between them. */
+  async advance(ms: number): Promise<void> {
+    const end = this.t + ms;
+    for (;;) {
+      await settle();
+      const due = this.timers.filter((x) => x.live && x.at <= end).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      due.live = false;
+      this.t = Math.max(this.t, due.at);
+      due.fn();
+    }
+    this.t = end;
+    await settle();
+  }
+  pendingTimers(): number {
+    return this.timers.filter((x) => x.live).length;
+  }
+}
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+  await new Promise((r) => setImmediate(r));
+}
+
+/** Wait on a condition, never on wall time (bounded so a bug fails rather than hangs). */
+async function until(cond: () => boolean, what = "condition"): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (cond()) return;
+    await settle();
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+describe("WorkQueue", () => {
+  test("a key added many times while queued runs once", async () => {
+    const clock = new FakeClock();
+    const seen: string[] = [];
+    const q = new WorkQueue({ name: "t", clock, handler: async (k) => void seen.push(k) });
+    for (let i = 0; i < 5; i++) q.enqueue("a");
+    q.enqueue("b");
+    expect(q.length).toBe(2);
+    q.start();
+    await q.idle();
+    expect(seen).toEqual(["a", "b"]);
+  });
+
+  test("re-adding a key moves it earlier, never later", async () => {
+    const clock = new FakeClock();
+    const seen: string[] = [];
+    const q = new WorkQueue({ name: "t", clock, handler: async (k) => void seen.push(k) });
+    q.start();
+    q.enqueueAfter("late", 100);
+    q.enqueueAfter("mid", 50);
+    q.enqueueAfter("late", 10); // moves earlier
+    q.enqueueAfter("mid", 500); // does not move later
+    await clock.advance(10);
+    expect(seen).toEqual(["late"]);
+    await clock.advance(40);
+    expect(seen).toEqual(["late", "mid"]);
+  });
+
+  test("re-adding a key that is running schedules exactly one more run", async () => {
+    const clock = new FakeClock();
+    const gate = deferred();
+    let runs = 0;
+    const q = new WorkQueue({
+      name: "t",
+      clock,
+      workers: 4,
+      handler: async () => {
+        runs++;
+        if (runs === 1) await gate.promise;
+      },
+    });
+    q.start();
+    q.enqueue("k");
+    await until(() => runs === 1, "first run");
+    for (let i = 0; i < 10; i++) q.enqueue("k");
+    await settle();
+    expect(runs).toBe(1); // never two workers on one key
+    gate.resolve();
+    await q.idle();
+    expect(runs).toBe(2);
+  });
+
+  test("a failing key backs off 5 ms doubling and success resets the count", async () => {
+    const clock = new FakeClock();
+    const times: number[] = [];
+    let fail = 3;
+    const q = new WorkQueue({
+      name: "t",
+      clock,
+      handler: async () => {
+        times.push(clock.now());
+        if (fail-- > 0) throw new Error("boom");
+      },
+    });
+    q.start();
+    q.enqueue("k");
+    await clock.advance(1000);
+    expect(times).toEqual([0, 5, 15, 35]);
+    expect(q.failuresOf("k")).toBe(0);
+  });
+
+  test("backoff is capped at 1000 s", () => {
+    expect(backoffDelay(1)).toBe(5);
+    expect(backoffDelay(2)).toBe(10);
+    expect(backoffDelay(18)).toBe(5 * 2 ** 17);
+    expect(backoffDelay(19)).toBe(1_000_000);
+    expect(backoffDelay(500)).toBe(1_000_000);
+  });
+
+  test("a key failing 20 times is dropped and logged", async () => {
+    const clock = new FakeClock();
+    let runs = 0;
+    const warnings: object[] = [];
+    const q = new WorkQueue({
+      name: "t",
+      clock,
+      log: { warn: (o) => void warnings.push(o), debug: () => {} },
+      handler: async () => {
+        runs++;
+        throw new Error("permanent");
+      },
+    });
+    q.start();
+    q.enqueue("k");
+    await clock.advance(3_000_000);
+    expect(runs).toBe(20);
+    expect(q.has("k")).toBe(false);
+    expect(q.stats().dropped).toBe(1);
+    expect(warnings).toHaveLength(1);
+  });
+
+  test("plain enqueues are paced by the token bucket after the burst", async () => {
+    const clock = new FakeClock();
+    const times: number[] = [];
+    const q = new WorkQueue({
+      name: "t",
+      clock,
+      workers: 8,
+      rate: { qps: 10, burst: 2 },
+      handler: async () => void times.push(clock.now()),
+    });
+    q.start();
+    for (let i = 0; i < 5; i++) q.enqueue(`k${i}`);
+    await clock.advance(1000);
+    // Two from the burst at once, then one every 100 ms.
+    expect(times).toEqual([0, 0, 100, 200, 300]);
+  });
+
+  test("the force path bypasses an exhausted bucket", async () => {
+    const clock = new FakeClock();
+    const seen: string[] = [];
+    const q = new WorkQueue({
+      name: "t",
+      clock,
+      rate: { qps: 1, burst: 1 },
+      handler: async (k) => void seen.push(k),
+    });
+    q.start();
+    q.enqueue("a");
+    q.enqueue("b"); // waits a second for a token
+    q.enqueueNow("forced");
+    await clock.advance(0);
+    expect(seen).toEqual(["a", "forced"]);
+    await clock.advance(1000);
+    expect(seen).toEqual(["a", "forced", "b"]);
+  });
+
+  test("no more than W handlers run at once", async () => {
+    const clock = new FakeClock();
+    const gate = deferred();
+    let active = 0;
+    let peak = 0;
+    const q = new WorkQueue({
+      name: "t",
+      clock,
+      workers: 3,
+      handler: async () => {
+        active++;
+        peak = Math.max(peak, active);
+        await gate.promise;
+        active--;
+      },
+    });
+    q.start();
+    for (let i = 0; i < 10; i++) q.enqueue(`k${i}`);
+    await until(() => active === 3, "three running");
+    await settle();
+    expect(active).toBe(3);
+    gate.resolve();
+    await q.idle();
+    expect(peak).toBe(3);
+    expect(q.stats().processed).toBe(10);
+  });
+
+  test("nothing runs before start and nothing after stop", async () => {
+    const clock = new FakeClock();
+    let runs = 0;
+    const q = new WorkQueue({ name: "t", clock, handler: async () => void runs++ });
+    q.enqueue("a");
+    await settle();
+    expect(runs).toBe(0);
+    q.start();
+    await q.idle();
+    expect(runs).toBe(1);
+    await q.stop();
+    q.enqueue("b");
+    await clock.advance(10);
+    expect(runs).toBe(1);
+  });
+
+  test("remove cancels a queued key", async () => {
+    const clock = new FakeClock();
+    let runs = 0;
+    const q = new WorkQueue({ name: "t", clock, handler: async () => void runs++ });
+    q.start();
+    q.enqueueAfter("k", 1000);
+    q.remove("k");
+    await clock.advance(2000);
+    expect(runs).toBe(0);
+    expect(clock.pendingTimers()).toBeLessThanOrEqual(1);
+  });
+
+  test("the reserving bucket spreads callers 1/qps apart and refills to burst", () => {
+    const clock = new FakeClock();
+    const b = new ReservingBucket({ qps: 4, burst: 2 }, clock);
+    expect([b.reserve(), b.reserve(), b.reserve(), b.reserve()]).toEqual([0, 0, 250, 500]);
+    clock.t = 10_000;
+    expect([b.reserve(), b.reserve(), b.reserve()]).toEqual([0, 0, 250]);
+  });
+});
