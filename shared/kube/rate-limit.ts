@@ -1,0 +1,94 @@
+// Client-side rate limit, as client-go's flowcontrol token bucket: `burst` tokens to start with, refilled at `qps`
+// per second, one token per request. Waiters are served in arrival order so a burst of callers cannot starve one.
+
+/** client-go's `DefaultQPS` and `DefaultBurst` (rest/config.go): what a zero flag means. */
+export const DEFAULT_QPS = 5;
+export const DEFAULT_BURST = 10;
+
+export class TokenBucket {
+  readonly qps: number;
+  readonly burst: number;
+  private tokens: number;
+  private last: number;
+  private readonly now: () => number;
+  private readonly waiters: { resolve: () => void; reject: (e: unknown) => void; cleanup: () => void }[] = [];
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  /** `now` returns milliseconds; tests inject a clock. */
+  constructor(qps: number, burst: number, now: () => number = () => performance.now()) {
+    if (!(qps > 0)) throw new RangeError(`token bucket qps must be positive, got ${qps}`);
+    if (!(burst >= 1)) throw new RangeError(`token bucket burst must be at least 1, got ${burst}`);
+    this.qps = qps;
+    this.burst = Math.floor(burst);
+    this.tokens = this.burst;
+    this.now = now;
+    this.last = now();
+  }
+
+  private refill(): void {
+    const t = this.now();
+    if (t > this.last) {
+      this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) * this.qps) / 1000);
+      this.last = t;
+    }
+  }
+
+  /** Takes a token if one is there now; never waits. Queued waiters come first. */
+  tryAcquire(): boolean {
+    this.refill();
+    if (this.waiters.length === 0 && this.tokens >= 1) {
+      this.tokens -= 1;
+      return true;
+    }
+    return false;
+  }
+
+  /** Resolves once a token is taken. Rejects with the signal's reason if it aborts first (no token is spent). */
+  acquire(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.tryAcquire()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        const i = this.waiters.indexOf(w);
+        if (i >= 0) this.waiters.splice(i, 1);
+        reject(signal?.reason);
+        this.schedule();
+      };
+      const w = { resolve, reject, cleanup: () => signal?.removeEventListener("abort", onAbort) };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.waiters.push(w);
+      this.schedule();
+    });
+  }
+
+  /** Called by tests with an injected clock after moving it; real timers call it on their own. */
+  drain(): void {
+    this.timer = undefined;
+    this.refill();
+    while (this.waiters.length > 0 && this.tokens >= 1) {
+      this.tokens -= 1;
+      const w = this.waiters.shift()!;
+      w.cleanup();
+      w.resolve();
+    }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.timer !== undefined || this.waiters.length === 0) return;
+    this.refill();
+    const waitMs = Math.max(0, ((1 - this.tokens) * 1000) / this.qps);
+    this.timer = setTimeout(() => this.drain(), Math.ceil(waitMs));
+  }
+}
+
+/**
+ * The limiter for `--kube-api-qps` / `--kube-api-burst`, with client-go's meaning: qps 0 → 5 qps, burst 0 → 10,
+ * a negative qps → no client-side limit at all (undefined).
+ */
+export function limiterFromFlags(qps: number, burst: number): TokenBucket | undefined {
+  if (qps < 0) return undefined;
+  const q = qps === 0 ? DEFAULT_QPS : qps;
+  const b = burst <= 0 ? DEFAULT_BURST : burst;
+  return new TokenBucket(q, b);
+}

@@ -1,0 +1,73 @@
+// The one Bun-specific piece of the client: Bun's native fetch with its `tls` option. @kubernetes/client-node under
+// Bun drops its undici dispatcher, so a kubeconfig's CA, client certificate and skip-verify are silently ignored
+// (anchors.md §E); Bun's own `tls` option honours all three. Everything else in shared/kube is runtime-neutral.
+import { readFile } from "node:fs/promises";
+import type { KubeConnection } from "./connection.ts";
+
+export interface TransportInit {
+  method: string;
+  headers: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+  /** Socket idle timeout in ms (Bun's `timeout`); 0 disables it. */
+  idleTimeoutMs?: number;
+}
+
+export type Transport = (url: string, init: TransportInit) => Promise<Response>;
+
+/** A fetch bound to the connection's TLS settings. Bun pools keep-alive connections per distinct `tls` object. */
+export function bunTransport(conn: KubeConnection): Transport {
+  const tls = conn.server.startsWith("https:")
+    ? {
+        // Skip-verify wins over a CA, as kubectl (which refuses the pair) would at best do.
+        ...(conn.insecureSkipVerify ? {} : conn.caPem ? { ca: conn.caPem } : {}),
+        ...(conn.certPem && conn.keyPem ? { cert: conn.certPem, key: conn.keyPem } : {}),
+        ...(conn.tlsServerName ? { serverName: conn.tlsServerName } : {}),
+        rejectUnauthorized: !conn.insecureSkipVerify,
+      }
+    : undefined;
+  return (url, init) =>
+    fetch(url, {
+      method: init.method,
+      headers: init.headers,
+      body: init.body,
+      signal: init.signal,
+      tls,
+      // Kubernetes is reached directly; an HTTP(S)_PROXY meant for egress must not capture it.
+      proxy: false,
+      ...(init.idleTimeoutMs !== undefined ? { timeout: init.idleTimeoutMs } : {}),
+    });
+}
+
+/**
+ * The bearer token. A token file is re-read at most once a minute, as client-go's cached token source does, so a
+ * rotated projected service-account token is picked up; a failed re-read keeps the last good token.
+ */
+export class BearerToken {
+  private cached: string | undefined;
+  private readAt = -Infinity;
+  constructor(
+    private readonly conn: Pick<KubeConnection, "token" | "tokenFile">,
+    private readonly reloadMs = 60_000,
+    private readonly now: () => number = () => performance.now(),
+    private readonly onReadError?: (e: unknown) => void,
+  ) {
+    this.cached = conn.token;
+  }
+
+  async get(): Promise<string | undefined> {
+    const file = this.conn.tokenFile;
+    if (!file) return this.cached;
+    const t = this.now();
+    if (t - this.readAt < this.reloadMs && this.cached) return this.cached;
+    try {
+      const v = (await readFile(file, "utf8")).trim();
+      if (v) this.cached = v;
+      this.readAt = t;
+    } catch (e) {
+      this.onReadError?.(e);
+      if (!this.cached) throw e;
+    }
+    return this.cached;
+  }
+}
