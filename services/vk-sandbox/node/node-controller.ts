@@ -1,0 +1,178 @@
+// Registers the virtual Node once and keeps its status fresh (spec §2.2).
+//
+// Lifecycle: `ensure()` (fatal on failure, the caller exits), then `start()` for the 60 s status loop, then
+// `markReady()` for the immediate readiness push. The constructor does nothing. A Node deleted while we run is not
+// recreated: the first status patch that meets NotFound flips `gone`, stops the loop and resolves `whenGone`, so the
+// Lease loop and the NodeInventory publisher stop writing objects owned by a Node that no longer exists. A restart
+// registers it again.
+import type { V1Node } from "@kubernetes/client-node";
+import type { KubeClient } from "../../../shared/kube/client.ts";
+import { isConflict, isNotFound } from "../../../shared/kube/errors.ts";
+import { Nodes } from "../../../shared/kube/resources.ts";
+import { type NodeSpecInput, buildNode, nodeLabels, nodeStatus } from "./node-object.ts";
+import { type LoopClock, type LoopLogger, errMessage, realLoopClock } from "./sleep.ts";
+import { nodeStatusPatch, withHeartbeat } from "./status-patch.ts";
+
+/** The slice of the Kubernetes client this controller calls. */
+export type NodeKubeClient = Pick<KubeClient, "get" | "create" | "patch">;
+
+/** virtual-kubelet's status cadence: frequent enough for `kubectl get nodes`, the Lease carries liveness. */
+export const DEFAULT_STATUS_INTERVAL_MS = 60_000;
+/** A 409 on a status patch means our view is stale: re-GET and retry this many times before waiting a tick. */
+const CONFLICT_RETRIES = 3;
+
+export interface NodeControllerOptions {
+  client: NodeKubeClient;
+  spec: NodeSpecInput;
+  log: LoopLogger;
+  clock?: LoopClock;
+  statusIntervalMs?: number;
+}
+
+export interface NodeRef {
+  name: string;
+  uid: string;
+}
+
+export class NodeController {
+  private readonly client: NodeKubeClient;
+  private readonly spec: NodeSpecInput;
+  private readonly log: LoopLogger;
+  private readonly clock: LoopClock;
+  private readonly intervalMs: number;
+  private live: V1Node | undefined;
+  private ready = false;
+  private goneFlag = false;
+  private resolveGone!: () => void;
+  private readonly abort = new AbortController();
+  private loop: Promise<void> | undefined;
+  /** Serializes pushes: the readiness push and a loop tick must not compute patches from the same stale view. */
+  private pushing: Promise<void> = Promise.resolve();
+  /** Resolves when the Node is found deleted while running. */
+  readonly whenGone: Promise<void>;
+
+  constructor(opts: NodeControllerOptions) {
+    this.client = opts.client;
+    this.spec = opts.spec;
+    this.log = opts.log;
+    this.clock = opts.clock ?? realLoopClock;
+    this.intervalMs = opts.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
+    this.whenGone = new Promise((r) => (this.resolveGone = r));
+  }
+
+  get name(): string {
+    return this.spec.nodeName;
+  }
+
+  /** True once a write found the Node deleted; stays true until the process restarts. */
+  get gone(): boolean {
+    return this.goneFlag;
+  }
+
+  /** The registered Node's name and UID (for ownerReferences), or undefined before registration. */
+  nodeRef(): NodeRef | undefined {
+    const uid = this.live?.metadata?.uid;
+    return uid ? { name: this.spec.nodeName, uid } : undefined;
+  }
+
+  /** The last Node object the apiserver returned. */
+  get current(): V1Node | undefined {
+    return this.live;
+  }
+
+  /**
+   * GET the Node; NotFound → POST the full object; found → patch labels, annotations and status only (its spec,
+   * taints included, is never changed: an operator's edits survive restarts). Throws on failure.
+   */
+  async ensure(): Promise<V1Node> {
+    const name = this.spec.nodeName;
+    let existing: V1Node | undefined;
+    try {
+      existing = await this.client.get<V1Node>(Nodes, name);
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    if (!existing) {
+      this.live = await this.client.create<V1Node>(Nodes, buildNode(this.spec, this.clock.now()));
+      this.log.info({ node: name, uid: this.live.metadata?.uid }, "registered the virtual node");
+      return this.live;
+    }
+    this.live = existing;
+    this.log.info({ node: name, uid: existing.metadata?.uid }, "virtual node exists; updating its status only");
+    await this.push();
+    return this.live;
+  }
+
+  /** Starts the periodic status loop. Idempotent. */
+  start(): void {
+    if (this.loop) return;
+    this.loop = this.run();
+  }
+
+  /** Ready=True, KubeletReady, phase Running, pushed now rather than at the next tick. */
+  async markReady(): Promise<void> {
+    this.ready = true;
+    await this.pushQuietly();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+    await this.pushing;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.abort.signal;
+    while (!signal.aborted && !this.goneFlag) {
+      await this.clock.sleep(this.intervalMs, signal);
+      if (signal.aborted || this.goneFlag) return;
+      await this.pushQuietly();
+    }
+  }
+
+  /** One status push; errors are logged and the next tick retries. */
+  private pushQuietly(): Promise<void> {
+    const next = this.pushing.then(async () => {
+      try {
+        await this.push();
+      } catch (e) {
+        this.log.warn({ node: this.spec.nodeName, err: errMessage(e) }, "node status patch failed; retrying next tick");
+      }
+    });
+    this.pushing = next;
+    return next;
+  }
+
+  private async push(): Promise<void> {
+    if (this.goneFlag || !this.live) return;
+    const name = this.spec.nodeName;
+    for (let attempt = 0; ; attempt++) {
+      const now = this.clock.now();
+      const desired = {
+        labels: nodeLabels(this.spec),
+        status: withHeartbeat(nodeStatus(this.spec, this.ready, now), now),
+      };
+      const patch = nodeStatusPatch(desired, this.live);
+      try {
+        this.live = await this.client.patch<V1Node>(Nodes, name, patch, { type: "strategic", subresource: "status" });
+        return;
+      } catch (e) {
+        if (isNotFound(e)) return this.markGone();
+        if (!isConflict(e) || attempt >= CONFLICT_RETRIES) throw e;
+        try {
+          this.live = await this.client.get<V1Node>(Nodes, name);
+        } catch (ge) {
+          if (isNotFound(ge)) return this.markGone();
+          throw ge;
+        }
+      }
+    }
+  }
+
+  private markGone(): void {
+    if (this.goneFlag) return;
+    this.goneFlag = true;
+    this.log.warn({ node: this.spec.nodeName }, "the virtual node was deleted; not recreating it until restart");
+    this.resolveGone();
+  }
+}
