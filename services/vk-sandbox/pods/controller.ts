@@ -1,0 +1,202 @@
+// The pod controller (spec §3): one informer on the Pods bound to this node feeds three queues —
+// sync (API → provider), delete (the final grace-0 delete) and status (provider → API). It knows the provider
+// only through the PodLifecycleProvider seam and nothing of sandboxd.
+//
+// Startup order (§1.1 step 11): handlers registered → informer started → cache synced → dangling pass →
+// queue workers. Nothing runs before the pod cache syncs.
+import type { V1Pod } from "@kubernetes/client-node";
+import type { EventRecorder } from "../../../shared/kube/events.ts";
+import { type Clock, type QueueRate, systemClock, WorkQueue } from "../../../shared/kube/work-queue.ts";
+import type { PodLifecycleProvider } from "./provider.ts";
+import type { ErrorClassifier, Log, PodSource, PodWriter } from "./ports.ts";
+import { liveShowsPush, updateNeedsSync } from "./compare.ts";
+import { podKey } from "./ports.ts";
+import { syncPod, type SyncState } from "./sync.ts";
+import { forceDeletePod } from "./force-delete.ts";
+import { pushStatus } from "./status.ts";
+
+export interface PodControllerOptions {
+  nodeName: string;
+  provider: PodLifecycleProvider;
+  pods: PodSource;
+  api: PodWriter;
+  errors: ErrorClassifier;
+  events: EventRecorder;
+  log: Log;
+  /** Workers per queue; virtual-kubelet uses the CPU count. */
+  workers: number;
+  /** The queues' token bucket from --kube-api-qps/--kube-api-burst, already normalised; undefined = none. */
+  rate?: QueueRate;
+  clock?: Clock;
+  /**
+   * True for a provider error that says "cannot tell right now" (sandboxd unreachable, a listing failed) rather
+   * than "this Pod cannot be served". Such an error never moves a Pod holding a claim to Pending or Failed, and
+   * never makes a restartPolicy-Never Pod terminal (README decision).
+   */
+  isTransient?: (err: unknown) => boolean;
+  /** How long a status push waits for its key to appear in the cache (virtual-kubelet: ~3 s in 151 ms polls). */
+  notifyWaitMs?: number;
+  notifyPollMs?: number;
+}
+
+export class PodController {
+  private readonly o: PodControllerOptions;
+  private readonly clock: Clock;
+  readonly syncQueue: WorkQueue;
+  readonly deleteQueue: WorkQueue;
+  readonly statusQueue: WorkQueue;
+  /** Keys the informer has delivered and not yet deleted; a status push waits for its key to be here. */
+  private readonly known = new Set<string>();
+  private readonly state: SyncState = { lastHandled: new Map() };
+  /** The last pushed object per key, and the keys whose latest push was dropped as a duplicate. */
+  private readonly pushed = new Map<string, V1Pod>();
+  private readonly skippedDuplicate = new Set<string>();
+  private started = false;
+  private stopping = false;
+  private resolveReady!: () => void;
+  /** Resolves once the cache synced, the dangling pass ran and the workers started. */
+  readonly ready: Promise<void> = new Promise((r) => (this.resolveReady = r));
+
+  constructor(o: PodControllerOptions) {
+    this.o = o;
+    this.clock = o.clock ?? systemClock;
+    const common = { workers: o.workers, clock: this.clock, log: o.log };
+    this.syncQueue = new WorkQueue({ ...common, name: "sync", rate: o.rate, handler: (k) => this.handleSync(k) });
+    this.deleteQueue = new WorkQueue({ ...common, name: "delete", rate: o.rate, handler: (k) => this.handleForceDelete(k) });
+    this.statusQueue = new WorkQueue({ ...common, name: "status", rate: o.rate, handler: (k) => this.handleStatus(k) });
+  }
+
+  async start(): Promise<void> {
+    if (this.started) return this.ready;
+    this.started = true;
+    const { pods, provider } = this.o;
+    pods.onAdd((pod) => this.onAdd(pod));
+    pods.onUpdate((oldPod, newPod) => this.onUpdate(oldPod, newPod));
+    pods.onDelete((pod) => this.onDelete(pod));
+    provider.notifyPods((pod) => this.onProviderPush(pod));
+    await pods.startAndSync();
+    await this.danglingPass();
+    this.syncQueue.start();
+    this.deleteQueue.start();
+    this.statusQueue.start();
+    this.resolveReady();
+  }
+
+  /** Stops dispatching and waits for running handlers. Nothing is released (§1.3). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([this.syncQueue.stop(), this.deleteQueue.stop(), this.statusQueue.stop()]);
+  }
+
+  /** Resolves when all three queues are empty (tests and the bench). */
+  async idle(): Promise<void> {
+    for (let i = 0; i < 3; i++) {
+      await Promise.all([this.syncQueue.idle(), this.deleteQueue.idle(), this.statusQueue.idle()]);
+    }
+  }
+
+  private onAdd(pod: V1Pod): void {
+    const key = podKey(pod);
+    this.known.add(key);
+    this.syncQueue.enqueue(key);
+  }
+
+  private onUpdate(oldPod: V1Pod, newPod: V1Pod): void {
+    const key = podKey(newPod);
+    this.known.add(key);
+    if (updateNeedsSync(oldPod, newPod)) this.syncQueue.enqueue(key);
+    // The provider is the only writer of pod status: if someone else changed what our dropped-as-duplicate
+    // push would have written, write it again.
+    const last = this.pushed.get(key);
+    if (last && this.skippedDuplicate.has(key) && !liveShowsPush(last, newPod)) {
+      this.skippedDuplicate.delete(key);
+      this.statusQueue.enqueue(key);
+    }
+  }
+
+  private onDelete(pod: V1Pod): void {
+    const key = podKey(pod);
+    this.known.delete(key);
+    this.pushed.delete(key);
+    this.skippedDuplicate.delete(key);
+    this.syncQueue.enqueue(key);
+    if (pod.metadata?.uid) this.deleteQueue.remove(`${key}/${pod.metadata.uid}`);
+  }
+
+  /** NotifyPods: never blocks the provider; waits up to ~3 s for the informer to know the key. */
+  private onProviderPush(pod: V1Pod): void {
+    const key = podKey(pod);
+    const copy = structuredClone(pod);
+    if (this.known.has(key)) {
+      this.acceptPush(key, copy);
+      return;
+    }
+    const waitMs = this.o.notifyWaitMs ?? 3000;
+    const pollMs = this.o.notifyPollMs ?? 151;
+    const started = this.clock.now();
+    const poll = () => {
+      if (this.stopping) return;
+      if (this.known.has(key)) this.acceptPush(key, copy);
+      else if (this.clock.now() - started < waitMs) this.clock.setTimer(poll, pollMs);
+      else this.o.log.debug({ pod: key }, "status push dropped: pod never appeared in the cache");
+    };
+    this.clock.setTimer(poll, pollMs);
+  }
+
+  private acceptPush(key: string, pod: V1Pod): void {
+    const prev = this.pushed.get(key);
+    if (prev && Bun.deepEquals(prev, pod)) {
+      this.skippedDuplicate.add(key);
+      return;
+    }
+    this.pushed.set(key, pod);
+    this.skippedDuplicate.delete(key);
+    this.statusQueue.enqueue(key);
+  }
+
+  private handleSync(key: string): Promise<void> {
+    return syncPod(key, {
+      provider: this.o.provider,
+      pods: this.o.pods,
+      api: this.o.api,
+      events: this.o.events,
+      log: this.o.log,
+      isTransient: this.o.isTransient ?? defaultIsTransient,
+      state: this.state,
+      forceDeleteNow: (k) => this.deleteQueue.enqueueNow(k),
+      forceDeleteAfter: (k, ms) => this.deleteQueue.enqueueAfter(k, ms),
+    });
+  }
+
+  private handleForceDelete(key: string): Promise<void> {
+    return forceDeletePod(key, { pods: this.o.pods, api: this.o.api, errors: this.o.errors, log: this.o.log });
+  }
+
+  private handleStatus(key: string): Promise<void> {
+    return pushStatus(key, { pods: this.o.pods, api: this.o.api, errors: this.o.errors, pushed: this.pushed });
+  }
+
+  /** §3.6: pods the provider holds but the cache lacks (deleted while we were down) get DeletePod, best effort. */
+  private async danglingPass(): Promise<void> {
+    for (const pod of this.o.provider.getPods()) {
+      const key = podKey(pod);
+      if (this.o.pods.get(key)) continue;
+      try {
+        await this.o.provider.deletePod(pod);
+      } catch (err) {
+        this.o.log.warn({ pod: key, err: String(err) }, "dangling pod delete failed");
+      }
+    }
+  }
+}
+
+/**
+ * Fallback classifier when wire supplies none: an error that declares itself transient, or one whose code
+ * names sandboxd being unreachable or a listing failure.
+ */
+export function defaultIsTransient(err: unknown): boolean {
+  if (typeof err !== "object" || err === null) return false;
+  const e = err as { transient?: unknown; code?: unknown };
+  if (e.transient === true) return true;
+  return typeof e.code === "string" && /unavailable|transport|timeout|list/i.test(e.code);
+}

@@ -1,0 +1,28 @@
+// §3.4: the final delete. Every Pod deletion ends here, which is why RBAC grants `pods delete`.
+// Key `<namespace>/<name>/<uid>`: the UID pins the generation, so a same-name replacement Pod is never removed
+// by its predecessor's pending delete.
+import type { ErrorClassifier, Log, PodSource, PodWriter } from "./ports.ts";
+
+export interface ForceDeleteDeps {
+  pods: PodSource;
+  api: PodWriter;
+  errors: ErrorClassifier;
+  log: Log;
+}
+
+export async function forceDeletePod(key: string, d: ForceDeleteDeps): Promise<void> {
+  const cut = key.lastIndexOf("/");
+  const podKey = key.slice(0, cut);
+  const uid = key.slice(cut + 1);
+  const cached = d.pods.get(podKey);
+  if (!cached || cached.metadata?.uid !== uid) return;
+  const [namespace, name] = [cached.metadata.namespace ?? "", cached.metadata.name ?? ""];
+  try {
+    await d.api.forceDelete(namespace, name, uid);
+    d.log.debug({ pod: podKey, uid }, "pod force-deleted");
+  } catch (err) {
+    // Gone already, or the UID precondition failed (a newer Pod owns the name): either way this one is done.
+    if (d.errors.isNotFound(err) || d.errors.isConflict(err)) return;
+    throw err;
+  }
+}

@@ -1,0 +1,45 @@
+// What the pod controller needs from the outside, declared by the consumer (style item 3): the pod cache fed by
+// the informer, two pod writes, and the logger. wire.ts adapts the shared KubeClient and Informer to these, so the
+// controller's unit tests run on plain fakes.
+import type { V1Pod } from "@kubernetes/client-node";
+
+/** The informer on Pods bound to this node (`fieldSelector=spec.nodeName=<node>`), keyed `<namespace>/<name>`. */
+export interface PodSource {
+  get(key: string): V1Pod | undefined;
+  list(): V1Pod[];
+  onAdd(fn: (pod: V1Pod) => void): void;
+  onUpdate(fn: (oldPod: V1Pod, newPod: V1Pod) => void): void;
+  onDelete(fn: (pod: V1Pod) => void): void;
+  /** Starts list+watch (idempotent) and resolves once the first LIST has been delivered. */
+  startAndSync(): Promise<void>;
+}
+
+/** The two pod writes the controller makes. Errors carry the HTTP status the classifiers read. */
+export interface PodWriter {
+  /** PUT pods/<name>/status with the given object (its resourceVersion, if any, is the precondition). */
+  updateStatus(pod: V1Pod): Promise<V1Pod>;
+  /** DELETE with gracePeriodSeconds 0 and a UID precondition. */
+  forceDelete(namespace: string, name: string, uid: string): Promise<void>;
+}
+
+/** The slice of the shared error classifiers the controller reads. */
+export interface ErrorClassifier {
+  isNotFound(err: unknown): boolean;
+  isConflict(err: unknown): boolean;
+}
+
+export interface Log {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export function podKey(pod: V1Pod): string {
+  return `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}`;
+}
+
+export function splitKey(key: string): [namespace: string, name: string] {
+  const i = key.indexOf("/");
+  return [key.slice(0, i), key.slice(i + 1)];
+}

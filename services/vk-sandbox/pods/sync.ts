@@ -1,0 +1,125 @@
+// §3.3: the sync queue's handler, steps 1–8, for one pod key. Step 6 (container env resolution) is skipped on
+// purpose: microVM Pods never consume container env, so the daemon runs no Secret/ConfigMap/Service informers
+// and a Pod referencing a missing ConfigMap is served like any other (spec README decision).
+import type { V1Pod } from "@kubernetes/client-node";
+import type { EventRecorder } from "../../../shared/kube/events.ts";
+import type { PodLifecycleProvider } from "./provider.ts";
+import type { Log, PodSource, PodWriter } from "./ports.ts";
+import { effectivelyEqual, isTerminal, noContainerRunning, providerFieldsEqual } from "./compare.ts";
+import { splitKey } from "./ports.ts";
+
+export const CLAIM_ID_ANNOTATION = "sandbox.cocoonstack.io/claim-id";
+
+export interface SyncState {
+  /** The last Pod the provider accepted per key; an effectively equal update is a no-op (step 3). */
+  lastHandled: Map<string, V1Pod>;
+}
+
+export interface SyncDeps {
+  provider: PodLifecycleProvider;
+  pods: PodSource;
+  api: PodWriter;
+  events: EventRecorder;
+  log: Log;
+  isTransient: (err: unknown) => boolean;
+  state: SyncState;
+  forceDeleteNow(key: string): void;
+  forceDeleteAfter(key: string, ms: number): void;
+}
+
+export async function syncPod(key: string, d: SyncDeps): Promise<void> {
+  const [namespace, name] = splitKey(key);
+  const pod = d.pods.get(key);
+
+  // 1. Gone from the cache: let the provider decide about what it stored (release versus preserve).
+  if (!pod) {
+    d.state.lastHandled.delete(key);
+    const stored = d.provider.getPod(namespace, name);
+    if (stored) await d.provider.deletePod(stored);
+    return;
+  }
+  const uid = pod.metadata?.uid ?? "";
+
+  // 2. Being deleted and nothing runs: no provider call, straight to the final delete.
+  if (pod.metadata?.deletionTimestamp && noContainerRunning(pod)) {
+    d.forceDeleteNow(`${key}/${uid}`);
+    return;
+  }
+
+  // 3. Nothing the provider cares about changed since the last time it accepted this Pod.
+  const last = d.state.lastHandled.get(key);
+  if (last && effectivelyEqual(last, pod)) return;
+
+  // 4. Being deleted while it runs: provider delete, then the final delete after the grace period.
+  if (pod.metadata?.deletionTimestamp) {
+    try {
+      await d.provider.deletePod(pod);
+    } catch (err) {
+      d.events.warning(pod, "ProviderDeleteFailed", errorText(err));
+      throw err;
+    }
+    d.events.normal(pod, "ProviderDeleteSuccess", "Delete pod in provider successfully");
+    d.state.lastHandled.set(key, pod);
+    const graceMs = Math.max(0, (pod.metadata.deletionGracePeriodSeconds ?? 0) * 1000);
+    d.forceDeleteAfter(`${key}/${uid}`, graceMs);
+    return;
+  }
+
+  // 5. Terminal pods are never handed to the provider again.
+  if (isTerminal(pod)) return;
+
+  // 7. Create or update.
+  const existing = d.provider.getPod(namespace, name);
+  const creating = !existing;
+  try {
+    if (creating) {
+      await d.provider.createPod(pod);
+      d.events.normal(pod, "ProviderCreateSuccess", "Create pod in provider successfully");
+    } else if (!providerFieldsEqual(existing, pod)) {
+      await d.provider.updatePod(pod);
+      d.events.normal(pod, "ProviderUpdateSuccess", "Update pod in provider successfully");
+    }
+  } catch (err) {
+    d.events.warning(pod, creating ? "ProviderCreateFailed" : "ProviderUpdateFailed", errorText(err));
+    await markProviderFailed(pod, err, d);
+    throw err;
+  }
+  d.state.lastHandled.set(key, pod);
+}
+
+/**
+ * 8. Record the failure on the Pod, without a precondition: Pending, or Failed under restartPolicy Never
+ * (terminal, so such Pods are not retried).
+ *
+ * Exception (README decision): a transient error — sandboxd unreachable, a listing that failed — is not
+ * evidence about the sandbox. A Pod that holds a claim keeps its status, and a restartPolicy-Never Pod is
+ * never made terminal by one; it is only marked Pending when it holds nothing yet.
+ */
+async function markProviderFailed(pod: V1Pod, err: unknown, d: SyncDeps): Promise<void> {
+  const transient = d.isTransient(err);
+  const holdsClaim = Boolean(pod.metadata?.annotations?.[CLAIM_ID_ANNOTATION]) || pod.status?.phase === "Running";
+  if (transient && holdsClaim) {
+    d.log.info({ pod: podName(pod), err: errorText(err) }, "provider unavailable; pod status left unchanged");
+    return;
+  }
+  const terminal = pod.spec?.restartPolicy === "Never" && !transient;
+  const { resourceVersion: _rv, ...metadata } = pod.metadata ?? {};
+  const body: V1Pod = {
+    ...pod,
+    metadata,
+    status: { ...pod.status, phase: terminal ? "Failed" : "Pending", reason: "ProviderFailed", message: errorText(err) },
+  };
+  try {
+    await d.api.updateStatus(body);
+  } catch (e) {
+    d.log.warn({ pod: podName(pod), err: errorText(e) }, "could not record provider failure on the pod");
+  }
+}
+
+function podName(pod: V1Pod): string {
+  return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,248 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import type { CoreV1Event } from "@kubernetes/client-node";
+import { EventRecorder } from "../../../../../shared/kube/events.ts";
+import { PodController } from "../../../../../services/vk-sandbox/pods/controller.ts";
+import { errors, FakePods, FakeProvider, FakeWriter, HttpishError, makePod, quietLog, runningStatus, until } from "./fakes.ts";
+
+let controllers: PodController[] = [];
+afterEach(async () => {
+  await Promise.all(controllers.map((c) => c.stop()));
+  controllers = [];
+});
+
+function setup(opts: { dropNormal?: boolean; isTransient?: (e: unknown) => boolean } = {}) {
+  const pods = new FakePods();
+  const api = new FakeWriter(pods);
+  const provider = new FakeProvider();
+  const events: CoreV1Event[] = [];
+  const recorder = new EventRecorder({
+    sink: { create: async (_ns, ev) => void events.push(ev), patch: async () => {} },
+    component: "vk/pod-controller",
+    dropNormal: opts.dropNormal,
+  });
+  const controller = new PodController({
+    nodeName: "vk",
+    provider,
+    pods,
+    api,
+    errors,
+    events: recorder,
+    log: quietLog,
+    workers: 2,
+    isTransient: opts.isTransient,
+    notifyWaitMs: 300,
+    notifyPollMs: 5,
+  });
+  controllers.push(controller);
+  const reasons = async () => {
+    await recorder.flush();
+    return events.map((e) => e.reason);
+  };
+  return { pods, api, provider, controller, reasons };
+}
+
+describe("pod controller", () => {
+  test("a pod bound to the node is created in the provider and its Running push lands with the claim id", async () => {
+    const { pods, api, provider, controller, reasons } = setup();
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => pods.get("ns/a")?.status?.phase === "Running", "Running");
+    expect(provider.creates).toHaveLength(1);
+    const write = api.statusWrites.at(-1)!;
+    expect(write.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"]).toBe("sb_a");
+    expect(write.metadata?.resourceVersion).toBe("1"); // the live resourceVersion at push time
+    expect(await reasons()).toEqual(["ProviderCreateSuccess"]);
+  });
+
+  test("a push deep-equal to the previous one is dropped", async () => {
+    const { pods, api, provider, controller } = setup();
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => api.statusWrites.length === 1);
+    provider.pushNow({ ...structuredClone(provider.getPod("ns", "a")!), status: runningStatus() });
+    await controller.idle();
+    expect(api.statusWrites).toHaveLength(1);
+  });
+
+  test("a push waits for its key to appear in the cache, and is dropped if it never does", async () => {
+    const { pods, api, provider, controller } = setup();
+    await controller.start();
+    const early = makePod("late");
+    provider.pushNow({ ...early, status: runningStatus() });
+    pods.add(early);
+    await until(() => api.statusWrites.length >= 1, "push after the key appeared");
+    provider.pushNow({ ...makePod("never"), status: runningStatus() });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(api.statusWrites.every((w) => w.metadata?.name !== "never")).toBe(true);
+  });
+
+  test("an update the provider does not care about makes no provider call", async () => {
+    const { pods, provider, controller } = setup();
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => pods.get("ns/a")?.status?.phase === "Running");
+    await controller.idle();
+    pods.update((p) => (p.status = { ...p.status, message: "x" }), "ns/a");
+    await controller.idle();
+    expect(provider.creates).toHaveLength(1);
+    expect(provider.updates).toHaveLength(0);
+  });
+
+  test("a label change reaches the provider as an update", async () => {
+    const { pods, provider, controller } = setup();
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => pods.get("ns/a")?.status?.phase === "Running");
+    pods.update((p) => (p.metadata!.labels = { x: "y" }), "ns/a");
+    await until(() => provider.updates.length === 1, "UpdatePod");
+  });
+
+  test("a failed create marks the pod Pending/ProviderFailed with a warning and retries with backoff", async () => {
+    const { pods, api, provider, controller, reasons } = setup();
+    provider.createError = new Error("no warm capacity");
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => provider.creates.length >= 3, "retries");
+    const st = api.statusWrites[0]!.status!;
+    expect(st).toMatchObject({ phase: "Pending", reason: "ProviderFailed", message: "no warm capacity" });
+    expect(api.statusWrites[0]!.metadata?.resourceVersion).toBeUndefined();
+    provider.createError = undefined;
+    await until(() => pods.get("ns/a")?.status?.phase === "Running", "Running once capacity returns");
+    expect((await reasons()).filter((r) => r === "ProviderCreateFailed").length).toBeGreaterThanOrEqual(1);
+  });
+
+  test("restartPolicy Never turns a failed create into a terminal Failed and stops retrying", async () => {
+    const { pods, provider, controller } = setup();
+    provider.createError = new Error("at capacity");
+    await controller.start();
+    pods.add(makePod("a", { restartPolicy: "Never" }));
+    await until(() => pods.get("ns/a")?.status?.phase === "Failed", "Failed");
+    await controller.idle();
+    expect(provider.creates).toHaveLength(1);
+  });
+
+  test("a transient provider error leaves a pod that holds a claim untouched", async () => {
+    const transient = Object.assign(new Error("sandboxd unreachable"), { transient: true });
+    const { pods, api, provider, controller } = setup();
+    provider.createError = transient;
+    const pod = makePod("a", { restartPolicy: "Never" });
+    pod.metadata!.annotations!["sandbox.cocoonstack.io/claim-id"] = "sb_old";
+    pod.status = runningStatus();
+    await controller.start();
+    pods.add(pod);
+    await until(() => provider.creates.length >= 3, "retries");
+    expect(api.statusWrites).toHaveLength(0);
+    expect(pods.get("ns/a")?.status?.phase).toBe("Running");
+  });
+
+  test("restartPolicy Never does not make a transient failure terminal", async () => {
+    const transient = Object.assign(new Error("listing failed"), { transient: true });
+    const { pods, api, provider, controller } = setup();
+    provider.createError = transient;
+    await controller.start();
+    pods.add(makePod("a", { restartPolicy: "Never" }));
+    await until(() => provider.creates.length >= 2, "retries");
+    expect(api.statusWrites.every((w) => w.status?.phase === "Pending")).toBe(true);
+  });
+
+  test("a running pod being deleted goes to the provider, then the grace-0 delete with its UID", async () => {
+    const { pods, api, provider, controller, reasons } = setup();
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => pods.get("ns/a")?.status?.phase === "Running");
+    pods.update((p) => {
+      p.metadata!.deletionTimestamp = new Date();
+      p.metadata!.deletionGracePeriodSeconds = 0;
+    }, "ns/a");
+    await until(() => !pods.get("ns/a"), "pod gone");
+    expect(provider.deletes).toHaveLength(1);
+    expect(api.deletes).toEqual([{ namespace: "ns", name: "a", uid: "uid-a" }]);
+    expect(await reasons()).toContain("ProviderDeleteSuccess");
+  });
+
+  test("a pod deleted with nothing running skips the provider and is force-deleted at once", async () => {
+    const { pods, api, provider, controller } = setup();
+    provider.createError = new Error("nope");
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => provider.creates.length >= 1);
+    pods.update((p) => {
+      p.metadata!.deletionTimestamp = new Date();
+      p.metadata!.deletionGracePeriodSeconds = 30;
+    }, "ns/a");
+    await until(() => api.deletes.length === 1, "force delete");
+    expect(provider.deletes).toHaveLength(0);
+  });
+
+  test("a failing provider delete is a warning and retried; the final delete waits for it", async () => {
+    const { pods, api, provider, controller, reasons } = setup();
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => pods.get("ns/a")?.status?.phase === "Running");
+    provider.deleteError = new HttpishError(500, "release failed");
+    pods.update((p) => {
+      p.metadata!.deletionTimestamp = new Date();
+      p.metadata!.deletionGracePeriodSeconds = 0;
+    }, "ns/a");
+    await until(() => provider.deletes.length >= 2, "retry");
+    expect(api.deletes).toHaveLength(0);
+    expect(await reasons()).toContain("ProviderDeleteFailed");
+    provider.deleteError = undefined;
+    await until(() => !pods.get("ns/a"), "pod gone after the release succeeded");
+  });
+
+  test("a pod that vanished from the cache is handed to the provider's delete", async () => {
+    const { pods, provider, controller } = setup();
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => provider.table.size === 1);
+    pods.remove("ns/a");
+    await until(() => provider.deletes.length === 1, "DeletePod");
+  });
+
+  test("force delete treats 404 and 409 as done", async () => {
+    const { pods, api, controller } = setup();
+    api.deleteError = new HttpishError(409);
+    await controller.start();
+    const p = makePod("a");
+    pods.add(p);
+    pods.update((x) => (x.metadata!.deletionTimestamp = new Date()), "ns/a");
+    await until(() => api.deletes.length === 1);
+    await controller.idle();
+    expect(api.deletes).toHaveLength(1);
+  });
+
+  test("the dangling pass deletes provider pods the cache lacks before any worker runs", async () => {
+    const { pods, provider, controller } = setup();
+    provider.table.set("ns/ghost", makePod("ghost"));
+    pods.store.set("ns/live", makePod("live"));
+    await controller.start();
+    expect(provider.deletes.map((p) => p.metadata?.name)).toEqual(["ghost"]);
+  });
+
+  test("a push for a replaced pod's old UID is not written onto the new pod", async () => {
+    const { pods, api, provider, controller } = setup();
+    await controller.start();
+    provider.createError = new Error("hold");
+    pods.add(makePod("a", {}, "new-uid"));
+    await until(() => api.statusWrites.length >= 1);
+    const before = api.statusWrites.length;
+    provider.pushNow({ ...makePod("a", {}, "old-uid"), status: runningStatus() });
+    await new Promise((r) => setTimeout(r, 30));
+    expect(api.statusWrites.slice(before).some((w) => w.metadata?.uid === "old-uid")).toBe(false);
+  });
+
+  test("disabled pod events drop the success events but keep warnings", async () => {
+    const { pods, provider, controller, reasons } = setup({ dropNormal: true });
+    await controller.start();
+    pods.add(makePod("ok"));
+    await until(() => pods.get("ns/ok")?.status?.phase === "Running");
+    provider.createError = new Error("bad template");
+    pods.add(makePod("bad"));
+    await until(() => provider.creates.length >= 2);
+    await until(() => pods.get("ns/bad")?.status?.reason === "ProviderFailed");
+    const r = await reasons();
+    expect(r).not.toContain("ProviderCreateSuccess");
+    expect(r).toContain("ProviderCreateFailed");
+  });
+});
