@@ -190,13 +190,7 @@ export class PodController {
   }
 }
 
-/**
- * Fallback classifier when wire supplies none: an error that declares itself transient, or one whose code
- * names sandboxd being unreachable or a listing failure.
- */
+/** Fallback classifier when wire supplies none: an error that declares itself transient (ProviderError does). */
 export function defaultIsTransient(err: unknown): boolean {
-  if (typeof err !== "object" || err === null) return false;
-  const e = err as { transient?: unknown; code?: unknown };
-  if (e.transient === true) return true;
-  return typeof e.code === "string" && /unavailable|transport|timeout|list/i.test(e.code);
+  return typeof err === "object" && err !== null && (err as { transient?: unknown }).transient === true;
 }

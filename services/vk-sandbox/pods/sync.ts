@@ -8,8 +8,6 @@ import type { Log, PodSource, PodWriter } from "./ports.ts";
 import { effectivelyEqual, isTerminal, noContainerRunning, providerFieldsEqual } from "./compare.ts";
 import { splitKey } from "./ports.ts";
 
-export const CLAIM_ID_ANNOTATION = "sandbox.cocoonstack.io/claim-id";
-
 export interface SyncState {
   /** The last Pod the provider accepted per key; an effectively equal update is a no-op (step 3). */
   lastHandled: Map<string, V1Pod>;
@@ -91,18 +89,17 @@ export async function syncPod(key: string, d: SyncDeps): Promise<void> {
  * 8. Record the failure on the Pod, without a precondition: Pending, or Failed under restartPolicy Never
  * (terminal, so such Pods are not retried).
  *
- * Exception (README decision): a transient error — sandboxd unreachable, a listing that failed — is not
- * evidence about the sandbox. A Pod that holds a claim keeps its status, and a restartPolicy-Never Pod is
- * never made terminal by one; it is only marked Pending when it holds nothing yet.
+ * Exception (README decision): a transient error — the provider's `transient` flag: sandboxd could not be
+ * read while the key holds a claim — is not evidence about the sandbox. The Pod's status is left as it is
+ * (so a Running Pod stays Running and a restartPolicy-Never Pod is never made terminal by an outage); the
+ * sync is only requeued. Status changes only on evidence.
  */
 async function markProviderFailed(pod: V1Pod, err: unknown, d: SyncDeps): Promise<void> {
-  const transient = d.isTransient(err);
-  const holdsClaim = Boolean(pod.metadata?.annotations?.[CLAIM_ID_ANNOTATION]) || pod.status?.phase === "Running";
-  if (transient && holdsClaim) {
-    d.log.info({ pod: podName(pod), err: errorText(err) }, "provider unavailable; pod status left unchanged");
+  if (d.isTransient(err)) {
+    d.log.info({ pod: podName(pod), err: errorText(err) }, "sandboxd unavailable; pod status left unchanged");
     return;
   }
-  const terminal = pod.spec?.restartPolicy === "Never" && !transient;
+  const terminal = pod.spec?.restartPolicy === "Never";
   const { resourceVersion: _rv, ...metadata } = pod.metadata ?? {};
   const body: V1Pod = {
     ...pod,
