@@ -61,16 +61,10 @@ import {
   SandboxDetail,
   Stats,
   OwnerReply,
-  parseWireTime,
 } from "./schemas.ts";
 
 /** A cold claim (unpooled key) may block for the node's 90 s cold-probe window; pass this as `timeoutMs`. */
 export const COLD_CLAIM_TIMEOUT_MS = 95_000;
-/**
- * When reconciling a lost claim reply, a listed row only counts as "possibly ours" if it was claimed no earlier
- * than this long before we sent the claim: the allowance for clock skew between us and the node.
- */
-export const RECONCILE_SKEW_MS = 30_000;
 
 export interface SandboxdClientOptions {
   /** `http://host:port` or a full origin; see {@link SandboxdClient.baseUrlFor} for inventory addresses. */
@@ -203,11 +197,17 @@ export class SandboxdClient {
    *   connection or `500 provisioning failed` surface as errors for which `provablyUndelivered` is true.
    * - After a possibly-delivered failure (timeout or reset once sent, an unusable 200, any other 5xx) we do
    *   not re-claim: we list the node by the request's identity (claim_ref, or from_checkpoint for a branch)
-   *   and adopt only when EXACTLY ONE row is unknown to the caller (not in `knownIds`), matches the key and
-   *   was claimed no earlier than the send time minus RECONCILE_SKEW_MS. claim_ref is not unique, so zero or
-   *   several such rows are an SandboxdAmbiguousClaim listing the candidates; we release nothing we cannot
-   *   prove is ours, and the TTL bounds any leak. Adoption reads the token with `GET /v1/sandboxes/{id}`,
-   *   which needs the root token; without it the claim is ambiguous too.
+   *   and adopt only when EXACTLY ONE row matches the key and is unknown to the caller (not in `knownIds`).
+   *   claim_ref is not unique, so zero or several such rows are a SandboxdAmbiguousClaim listing the
+   *   candidates: zero may mean "never committed" or "still provisioning" (a cold claim), several means we
+   *   cannot tell ours from another claimer's. We release nothing we cannot prove is ours; the TTL bounds any
+   *   leak and the caller's orphan audit finds it. A lone unknown row is adopted even if it predates this
+   *   send (no time window: node and caller clocks need not agree): it carries our claim_ref and key, so it
+   *   is a VM claimed for the same object that nobody holds, and adopting it beats leaking it. The adopted
+   *   reply carries the row's real deadline. This is only sound when one caller claims per claim_ref at a
+   *   time (vk-sandbox: one pod key; the apiserver: one object name) — pass `knownIds` for the rest.
+   *   Adoption reads the token with `GET /v1/sandboxes/{id}`, which needs the root token; without it the
+   *   claim is ambiguous too.
    * - A redirect replays the identical body with `no_redirect:true` (+ `require_promoted` when carried) at
    *   each target in order: an undelivered answer moves on, any other error stops, unknown targets are
    *   skipped, a 401 at a target falls back to the origin (no_redirect), one hop only, and running out of
@@ -269,19 +269,18 @@ export class SandboxdClient {
     o: ClaimOptions,
   ): Promise<ClaimReply | RedirectReply> {
     const c = this.ctx("POST", path, ctxExtra);
-    const sentAt = Date.now();
     let raw: RawReply;
     try {
       raw = await this.exchangeOnce("POST", path, undefined, body, c, o, this.token);
     } catch (e) {
       // A reset or timeout once sent, or an oversize 200: the node may have handed a VM out.
-      if (e instanceof SandboxdTransport && e.delivered === "maybe") return this.reconcile(e, c, rec, sentAt, o);
-      if (e instanceof SandboxdProtocol) return this.reconcile(e, c, rec, sentAt, o);
+      if (e instanceof SandboxdTransport && e.delivered === "maybe") return this.reconcile(e, c, rec, o);
+      if (e instanceof SandboxdProtocol) return this.reconcile(e, c, rec, o);
       throw e;
     }
     if (raw.status < 200 || raw.status >= 300) {
       const err = statusError(raw, c);
-      if (err instanceof SandboxdServerError && !err.provisioningFailed) return this.reconcile(err, c, rec, sentAt, o);
+      if (err instanceof SandboxdServerError && !err.provisioningFailed) return this.reconcile(err, c, rec, o);
       throw err;
     }
     const okCtx = { ...c, status: raw.status };
@@ -290,7 +289,7 @@ export class SandboxdClient {
       v = JSON.parse(new TextDecoder().decode(raw.body));
     } catch (e) {
       const err = new SandboxdProtocol(`sandboxd ${c.route} on ${c.node}: reply is not JSON`, okCtx, { problem: "bad_json", cause: e });
-      return this.reconcile(err, c, rec, sentAt, o);
+      return this.reconcile(err, c, rec, o);
     }
     if (v !== null && typeof v === "object" && "redirect" in v) {
       const r = decodeJson(raw.body, RedirectReply, okCtx);
@@ -305,7 +304,7 @@ export class SandboxdClient {
     try {
       return decodeJson(raw.body, ClaimReply, okCtx);
     } catch (e) {
-      return this.reconcile(e as SandboxdProtocol, c, rec, sentAt, o);
+      return this.reconcile(e as SandboxdProtocol, c, rec, o);
     }
   }
 
@@ -313,7 +312,6 @@ export class SandboxdClient {
     cause: Error,
     c: SandboxdErrorContext,
     rec: Reconciler | undefined,
-    sentAt: number,
     o: ClaimOptions,
   ): Promise<ClaimReply> {
     const ambiguous = (why: string, candidates: string[] = [], extra?: unknown) =>
@@ -332,12 +330,7 @@ export class SandboxdClient {
       throw ambiguous("and the node could not be listed to reconcile", [], e);
     }
     const known = new Set(o.knownIds ?? []);
-    const since = sentAt - RECONCILE_SKEW_MS;
-    const candidates = rows.filter((r) => {
-      if (known.has(r.id) || !rec.matches(r)) return false;
-      const at = r.claimed_at === undefined ? null : parseWireTime(r.claimed_at);
-      return at === null || at >= since;
-    });
+    const candidates = rows.filter((r) => !known.has(r.id) && rec.matches(r));
     const ids = candidates.map((r) => r.id);
     this.log?.warn({ route: c.route, claimRef: c.claimRef, candidates: ids, err: cause.message }, "sandboxd claim reply lost; reconciling by listing");
     if (candidates.length !== 1) {
