@@ -96,6 +96,7 @@ function reasonForCode(code: number): string | undefined {
   )[code];
 }
 
+// As client-go: the reason decides; the code decides only when the reason is missing or one we do not know.
 function classify(e: unknown, reasons: string[], code: number): boolean {
   if (!(e instanceof KubeApiError)) return false;
   if (e.reason && reasons.includes(e.reason)) return true;
@@ -127,7 +128,7 @@ const knownReasons = new Set([
 
 export const isNotFound = (e: unknown) => classify(e, ["NotFound"], 404);
 /** 409 with reason AlreadyExists is not a conflict: a create that lost a race, not a stale update. */
-export const isAlreadyExists = (e: unknown) => classify(e, ["AlreadyExists"], 409);
+export const isAlreadyExists = (e: unknown) => e instanceof KubeApiError && e.reason === "AlreadyExists";
 export const isConflict = (e: unknown) => classify(e, ["Conflict"], 409);
 export const isForbidden = (e: unknown) => classify(e, ["Forbidden"], 403);
 export const isUnauthorized = (e: unknown) => classify(e, ["Unauthorized"], 401);

@@ -8,13 +8,15 @@ export const DEFAULT_BURST = 10;
 export class TokenBucket {
   readonly qps: number;
   readonly burst: number;
+  // Goes negative while callers wait: each waiter reserves the moment its token will exist (as golang.org/x/time/rate
+  // reservations do), so a late timer never loses throughput and arrival order is kept.
   private tokens: number;
   private last: number;
   private readonly now: () => number;
-  private readonly waiters: { resolve: () => void; reject: (e: unknown) => void; cleanup: () => void }[] = [];
+  private readonly waiters: { due: number; resolve: () => void; cleanup: () => void }[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
 
-  /** `now` returns milliseconds; tests inject a clock. */
+  /** `now` returns milliseconds; tests inject a clock and call drain() after moving it. */
   constructor(qps: number, burst: number, now: () => number = () => performance.now()) {
     if (!(qps > 0)) throw new RangeError(`token bucket qps must be positive, got ${qps}`);
     if (!(burst >= 1)) throw new RangeError(`token bucket burst must be at least 1, got ${burst}`);
@@ -25,48 +27,53 @@ export class TokenBucket {
     this.last = now();
   }
 
-  private refill(): void {
+  private refill(): number {
     const t = this.now();
     if (t > this.last) {
       this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) * this.qps) / 1000);
       this.last = t;
     }
+    return t;
   }
 
-  /** Takes a token if one is there now; never waits. Queued waiters come first. */
+  /** Takes a token if one is there now; never waits, never jumps the queue. */
   tryAcquire(): boolean {
     this.refill();
-    if (this.waiters.length === 0 && this.tokens >= 1) {
+    if (this.tokens >= 1) {
       this.tokens -= 1;
       return true;
     }
     return false;
   }
 
-  /** Resolves once a token is taken. Rejects with the signal's reason if it aborts first (no token is spent). */
+  /** Resolves once the caller's token exists. If the signal aborts first it rejects and the token is given back. */
   acquire(signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.tryAcquire()) return Promise.resolve();
+    const t = this.refill();
+    this.tokens -= 1;
+    const due = t + (-this.tokens * 1000) / this.qps;
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
         const i = this.waiters.indexOf(w);
-        if (i >= 0) this.waiters.splice(i, 1);
+        if (i < 0) return;
+        this.waiters.splice(i, 1);
+        this.tokens += 1;
         reject(signal?.reason);
-        this.schedule();
       };
-      const w = { resolve, reject, cleanup: () => signal?.removeEventListener("abort", onAbort) };
+      const w = { due, resolve, cleanup: () => signal?.removeEventListener("abort", onAbort) };
       signal?.addEventListener("abort", onAbort, { once: true });
       this.waiters.push(w);
       this.schedule();
     });
   }
 
-  /** Called by tests with an injected clock after moving it; real timers call it on their own. */
+  /** Releases every waiter whose moment has come. Real timers call it; tests with an injected clock call it too. */
   drain(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
-    this.refill();
-    while (this.waiters.length > 0 && this.tokens >= 1) {
-      this.tokens -= 1;
+    const t = this.refill();
+    while (this.waiters.length > 0 && this.waiters[0]!.due <= t) {
       const w = this.waiters.shift()!;
       w.cleanup();
       w.resolve();
@@ -76,8 +83,7 @@ export class TokenBucket {
 
   private schedule(): void {
     if (this.timer !== undefined || this.waiters.length === 0) return;
-    this.refill();
-    const waitMs = Math.max(0, ((1 - this.tokens) * 1000) / this.qps);
+    const waitMs = Math.max(0, this.waiters[0]!.due - this.now());
     this.timer = setTimeout(() => this.drain(), Math.ceil(waitMs));
   }
 }

@@ -1,0 +1,98 @@
+import { describe, expect, test } from "bun:test";
+import { limiterFromFlags, TokenBucket } from "../../../../shared/kube/rate-limit.ts";
+
+function clock() {
+  let t = 0;
+  return { now: () => t, advance: (ms: number) => void (t += ms) };
+}
+
+describe("TokenBucket with an injected clock", () => {
+  test("starts full: exactly `burst` requests pass at once, the next does not", () => {
+    const c = clock();
+    const b = new TokenBucket(20, 5, c.now);
+    const got = Array.from({ length: 7 }, () => b.tryAcquire());
+    expect(got).toEqual([true, true, true, true, true, false, false]);
+  });
+
+  test("refills at qps and never above burst", () => {
+    const c = clock();
+    const b = new TokenBucket(10, 3, c.now);
+    for (let i = 0; i < 3; i++) expect(b.tryAcquire()).toBe(true);
+    c.advance(99);
+    expect(b.tryAcquire()).toBe(false); // 0.99 of a token
+    c.advance(1);
+    expect(b.tryAcquire()).toBe(true); // 100 ms at 10 qps = 1 token
+    c.advance(10_000); // a long idle period refills only up to burst
+    const burst = Array.from({ length: 5 }, () => b.tryAcquire()).filter(Boolean).length;
+    expect(burst).toBe(3);
+  });
+
+  test("over a long run admits qps*seconds + burst requests", () => {
+    const c = clock();
+    const b = new TokenBucket(20, 5, c.now);
+    let admitted = 0;
+    for (let ms = 0; ms <= 10_000; ms++) {
+      while (b.tryAcquire()) admitted++;
+      c.advance(1);
+    }
+    expect(admitted).toBe(20 * 10 + 5);
+  });
+
+  test("waiters are served in arrival order as tokens appear", async () => {
+    const c = clock();
+    const b = new TokenBucket(10, 1, c.now);
+    expect(b.tryAcquire()).toBe(true);
+    const order: number[] = [];
+    const ws = [1, 2, 3].map((i) => b.acquire().then(() => order.push(i)));
+    // A newcomer may not jump the queue.
+    expect(b.tryAcquire()).toBe(false);
+    c.advance(100);
+    b.drain();
+    await Promise.resolve();
+    expect(order).toEqual([1]);
+    c.advance(200);
+    b.drain();
+    await Promise.all(ws);
+    expect(order).toEqual([1, 2, 3]);
+  });
+
+  test("an aborted waiter rejects with the signal's reason and spends no token", async () => {
+    const c = clock();
+    const b = new TokenBucket(10, 1, c.now);
+    b.tryAcquire();
+    const ac = new AbortController();
+    const p = b.acquire(ac.signal);
+    ac.abort(new Error("gone"));
+    await expect(p).rejects.toThrow("gone");
+    c.advance(100);
+    expect(b.tryAcquire()).toBe(true);
+  });
+
+  test("with the real clock, acquire waits about 1/qps for the next token", async () => {
+    const b = new TokenBucket(50, 1);
+    await b.acquire();
+    const t0 = performance.now();
+    await b.acquire();
+    const waited = performance.now() - t0;
+    expect(waited).toBeGreaterThanOrEqual(15);
+    expect(waited).toBeLessThan(200);
+  });
+});
+
+describe("limiterFromFlags follows client-go", () => {
+  test("0 means the defaults 5 qps / burst 10", () => {
+    const l = limiterFromFlags(0, 0)!;
+    expect([l.qps, l.burst]).toEqual([5, 10]);
+  });
+  test("burst 0 alone means 10", () => {
+    const l = limiterFromFlags(50, 0)!;
+    expect([l.qps, l.burst]).toEqual([50, 10]);
+  });
+  test("explicit values are kept", () => {
+    const l = limiterFromFlags(20, 5)!;
+    expect([l.qps, l.burst]).toEqual([20, 5]);
+  });
+  test("a negative qps disables the limiter", () => {
+    expect(limiterFromFlags(-1, 10)).toBeUndefined();
+  });
+});
