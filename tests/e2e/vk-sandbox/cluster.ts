@@ -1,0 +1,220 @@
+// One real kube-apiserver per e2e file, prepared the way an operator installs vk-sandbox: the shipped
+// manifests/rbac.yaml applied, a ServiceAccount token for `sandbox-system/vk-sandbox` in a kubeconfig (the daemon
+// never runs as admin), a minimal `Sandbox` CRD of agents.x-k8s.io for owners, and an audit log of every request
+// the daemon's identity makes (the independent witness for the QPS/burst and idle-rate checks).
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { V1Pod } from "@kubernetes/client-node";
+import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
+
+const root = join(import.meta.dir, "..", "..", "..");
+export const DAEMON_USER = "system:serviceaccount:sandbox-system:vk-sandbox";
+
+export const SANDBOX_CRD = {
+  apiVersion: "apiextensions.k8s.io/v1",
+  kind: "CustomResourceDefinition",
+  metadata: { name: "sandboxes.agents.x-k8s.io" },
+  spec: {
+    group: "agents.x-k8s.io",
+    scope: "Namespaced",
+    names: { plural: "sandboxes", singular: "sandbox", kind: "Sandbox", listKind: "SandboxList" },
+    versions: [
+      {
+        name: "v1beta1",
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
+      },
+    ],
+  },
+};
+
+export interface E2eCluster {
+  cluster: TestCluster;
+  /** A kubeconfig holding the vk-sandbox ServiceAccount token bound by manifests/rbac.yaml. */
+  kubeconfig: string;
+  auditPath: string;
+  kube: Kube;
+  stop(): Promise<void>;
+}
+
+export async function startE2eCluster(): Promise<E2eCluster> {
+  const dir = mkdtempSync(join(tmpdir(), "vk-e2e-audit-"));
+  const policy = join(dir, "audit-policy.yaml");
+  const auditPath = join(dir, "audit.log");
+  writeFileSync(
+    policy,
+    [
+      "apiVersion: audit.k8s.io/v1",
+      "kind: Policy",
+      "omitStages: [ResponseStarted, ResponseComplete, Panic]",
+      "rules:",
+      "- level: Metadata",
+      `  users: ["${DAEMON_USER}"]`,
+      "- level: None",
+      "",
+    ].join("\n"),
+  );
+  const cluster = await startKubeApiserver({
+    extraArgs: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditPath}`, "--audit-log-mode=blocking"],
+  });
+  try {
+    await cluster.createNamespace("sandbox-system");
+    const manifests = join(root, "manifests");
+    const docs: string[] = [];
+    if (existsSync(manifests)) {
+      for (const f of readdirSync(manifests).sort()) {
+        if (/\.ya?ml$/.test(f) && !/example/i.test(f)) docs.push(readFileSync(join(manifests, f), "utf8"));
+      }
+    }
+    if (!docs.some((d) => /kind:\s*ClusterRole\b/.test(d))) throw new Error("manifests/rbac.yaml with the vk-sandbox ClusterRole is missing");
+    for (const d of docs) await cluster.apply(d);
+    await cluster.apply([SANDBOX_CRD]);
+    await cluster.createNamespace("ns");
+    const token = await cluster.serviceAccountToken("sandbox-system", "vk-sandbox", 7200);
+    const kubeconfig = cluster.kubeconfig({ auth: "token", token });
+    return { cluster, kubeconfig, auditPath, kube: new Kube(cluster), stop: () => cluster.stop() };
+  } catch (e) {
+    await cluster.stop();
+    throw e;
+  }
+}
+
+export interface AuditEvent {
+  verb: string;
+  requestURI: string;
+  user: { username: string };
+  stageTimestamp: string;
+  requestReceivedTimestamp: string;
+}
+
+/** The daemon identity's requests as the apiserver received them, in order. */
+export function auditEvents(path: string): AuditEvent[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as AuditEvent)
+    .filter((e) => e.user?.username === DAEMON_USER);
+}
+
+/**
+ * The largest excess of requests over a token bucket's allowance: for every window [t_i, t_j] the count must stay
+ * within burst + qps × (t_j − t_i). Returns the worst (count − allowance); ≤ 0 means the bucket held.
+ * `slack` absorbs arrival jitter between the client's send and the server's receive timestamps.
+ */
+export function worstBucketExcess(timesMs: number[], qps: number, burst: number): number {
+  const t = [...timesMs].sort((a, b) => a - b);
+  let worst = -Infinity;
+  for (let i = 0; i < t.length; i++) {
+    for (let j = i; j < t.length; j++) {
+      const excess = j - i + 1 - (burst + (qps * (t[j]! - t[i]!)) / 1000);
+      if (excess > worst) worst = excess;
+    }
+  }
+  return worst;
+}
+
+/** Small admin-side helpers over the test cluster. */
+export class Kube {
+  constructor(readonly c: TestCluster) {}
+
+  async req<T = unknown>(method: string, path: string, body?: unknown, contentType = "application/json"): Promise<{ status: number; body: T }> {
+    const r = await this.c.adminFetch(path, {
+      method,
+      headers: body === undefined ? {} : { "content-type": contentType },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    return { status: r.status, body: (text ? JSON.parse(text) : undefined) as T };
+  }
+
+  async ok<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+    const r = await this.req<T>(method, path, body);
+    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  }
+
+  pod(ns: string, name: string): Promise<V1Pod | undefined> {
+    return this.req<V1Pod>("GET", `/api/v1/namespaces/${ns}/pods/${name}`).then((r) => (r.status === 200 ? r.body : undefined));
+  }
+
+  async pods(ns: string): Promise<V1Pod[]> {
+    return (await this.ok<{ items: V1Pod[] }>("GET", `/api/v1/namespaces/${ns}/pods`)).items;
+  }
+
+  createPod(pod: V1Pod): Promise<V1Pod> {
+    return this.ok<V1Pod>("POST", `/api/v1/namespaces/${pod.metadata!.namespace}/pods`, pod);
+  }
+
+  deletePod(ns: string, name: string, graceSeconds?: number): Promise<unknown> {
+    return this.req("DELETE", `/api/v1/namespaces/${ns}/pods/${name}`, graceSeconds === undefined ? undefined : { gracePeriodSeconds: graceSeconds });
+  }
+
+  createSandbox(ns: string, name: string): Promise<{ metadata: { uid: string; name: string } }> {
+    return this.ok("POST", `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`, {
+      apiVersion: "agents.x-k8s.io/v1beta1",
+      kind: "Sandbox",
+      metadata: { name, namespace: ns },
+      spec: {},
+    });
+  }
+
+  deleteSandbox(ns: string, name: string): Promise<unknown> {
+    return this.req("DELETE", `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/${name}`);
+  }
+
+  node(name: string) {
+    return this.req<{ metadata: { labels: Record<string, string> }; spec: unknown; status: any }>("GET", `/api/v1/nodes/${name}`);
+  }
+
+  async events(ns: string): Promise<Array<{ reason: string; type: string; involvedObject: { name: string }; source: { component: string } }>> {
+    return (await this.ok<{ items: any[] }>("GET", `/api/v1/namespaces/${ns}/events`)).items;
+  }
+}
+
+/** A sandbox Pod bound straight to the node (no scheduler runs in the test cluster). */
+export function sandboxPod(
+  name: string,
+  node: string,
+  o: { ns?: string; owner?: { name: string; uid: string }; annotations?: Record<string, string>; restartPolicy?: string; grace?: number } = {},
+): V1Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name,
+      namespace: o.ns ?? "ns",
+      annotations: { "sandbox.cocoonstack.io/template": "base", ...o.annotations },
+      ownerReferences: o.owner
+        ? [{ apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", name: o.owner.name, uid: o.owner.uid, controller: true }]
+        : undefined,
+    },
+    spec: {
+      nodeName: node,
+      automountServiceAccountToken: false,
+      restartPolicy: o.restartPolicy ?? "Always",
+      terminationGracePeriodSeconds: o.grace ?? 1,
+      tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists", effect: "NoSchedule" }],
+      containers: [{ name: "main", image: "sandbox" }],
+    },
+  };
+}
+
+/** Poll a condition against the real apiserver (there is nothing to inject here), bounded. */
+export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await Bun.sleep(everyMs);
+  }
+}

@@ -1,0 +1,99 @@
+// Runs vk-sandbox as a separate process, the way systemd does: the compiled dist/vk-sandbox when it exists (the
+// issue asks for the binary), else `bun services/vk-sandbox/main.ts`. Output goes to a file the test can read.
+import { existsSync, mkdtempSync, readFileSync, openSync, closeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+
+const root = join(import.meta.dir, "..", "..", "..");
+export const DIST_BINARY = join(root, "dist", "vk-sandbox");
+
+export function daemonCommand(): string[] {
+  if (process.env.VK_E2E_SOURCE !== "1" && existsSync(DIST_BINARY)) return [DIST_BINARY];
+  return [process.execPath, join(root, "services", "vk-sandbox", "main.ts")];
+}
+
+export interface DaemonOptions {
+  args?: string[];
+  env?: Record<string, string | undefined>;
+  /** Inherit nothing from the test's environment but PATH/HOME (so a stray KUBECONFIG cannot leak in). */
+  cleanEnv?: boolean;
+}
+
+export class Daemon {
+  readonly proc: Subprocess;
+  readonly logPath: string;
+  private static live = new Set<Daemon>();
+
+  private constructor(proc: Subprocess, logPath: string) {
+    this.proc = proc;
+    this.logPath = logPath;
+    Daemon.live.add(this);
+    void proc.exited.then(() => Daemon.live.delete(this));
+  }
+
+  static start(o: DaemonOptions = {}): Daemon {
+    const dir = mkdtempSync(join(tmpdir(), "vk-e2e-"));
+    const logPath = join(dir, "daemon.log");
+    const fd = openSync(logPath, "w");
+    const base: Record<string, string | undefined> = o.cleanEnv === false ? { ...process.env } : { PATH: process.env.PATH, HOME: process.env.HOME };
+    try {
+      const proc = Bun.spawn([...daemonCommand(), ...(o.args ?? [])], {
+        env: { ...base, ...o.env } as Record<string, string>,
+        stdio: ["ignore", fd, fd],
+      });
+      return new Daemon(proc, logPath);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  log(): string {
+    try {
+      return readFileSync(this.logPath, "utf8");
+    } catch {
+      return "";
+    }
+  }
+
+  /** Waits until the output matches, failing early if the process exits first. */
+  async waitForLog(re: RegExp, timeoutMs = 30_000): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    while (!re.test(this.log())) {
+      if (this.proc.exitCode !== null || this.proc.signalCode !== null) {
+        throw new Error(`daemon exited (${this.proc.exitCode ?? this.proc.signalCode}) before ${re}:\n${this.tail()}`);
+      }
+      if (Date.now() > end) throw new Error(`timed out waiting for ${re}:\n${this.tail()}`);
+      await Bun.sleep(25);
+    }
+  }
+
+  tail(lines = 40): string {
+    return this.log().split("\n").slice(-lines).join("\n");
+  }
+
+  async kill(signal: "SIGKILL" | "SIGTERM" | "SIGINT"): Promise<number | null> {
+    this.proc.kill(signal);
+    await this.proc.exited;
+    return this.proc.exitCode;
+  }
+
+  /** The exit code; fails if the process is still running after the timeout. */
+  async exitCode(timeoutMs = 30_000): Promise<number> {
+    const t = setTimeout(() => this.proc.kill("SIGKILL"), timeoutMs);
+    try {
+      await this.proc.exited;
+    } finally {
+      clearTimeout(t);
+    }
+    return this.proc.exitCode ?? -1;
+  }
+
+  static async killAll(): Promise<void> {
+    await Promise.all([...Daemon.live].map((d) => d.kill("SIGKILL")));
+  }
+}
+
+process.on("exit", () => {
+  for (const d of (Daemon as unknown as { live: Set<Daemon> }).live) d.proc.kill("SIGKILL");
+});
