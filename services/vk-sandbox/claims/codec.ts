@@ -1,0 +1,97 @@
+// Table <-> file text. Compact JSON, members in the seed's order, empty members omitted (spec §5.12):
+// `address`, `authority`, `claimedAt`, `deadline`, `owner` when empty, `releasing` when it has no entries;
+// `podUID` always. Every claim rewrites the whole file, so encoding is on the claim path: each immutable row's
+// JSON is cached, and a write of 10,000 rows mostly concatenates cached strings.
+import { ClaimsFileSchema, type Claim, type ClaimFileRow, type OwnerRef, type TableSnapshot } from "./schema.ts";
+import { ClaimsStateError } from "./errors.ts";
+import { floorToSecond, formatRfc3339 } from "./time.ts";
+
+const rowCache = new WeakMap<Claim, string>();
+
+function encodeOwner(o: OwnerRef): string {
+  let s = `{"apiVersion":${JSON.stringify(o.apiVersion)},"kind":${JSON.stringify(o.kind)}`;
+  s += `,"name":${JSON.stringify(o.name)},"uid":${JSON.stringify(o.uid)}`;
+  if (o.controller !== undefined) s += `,"controller":${o.controller}`;
+  if (o.blockOwnerDeletion !== undefined) s += `,"blockOwnerDeletion":${o.blockOwnerDeletion}`;
+  return s + "}";
+}
+
+/** One row as compact JSON (no key). */
+export function encodeRow(c: Claim): string {
+  const hit = rowCache.get(c);
+  if (hit !== undefined) return hit;
+  let s = `{"id":${JSON.stringify(c.id)},"token":${JSON.stringify(c.token)}`;
+  if (c.address) s += `,"address":${JSON.stringify(c.address)}`;
+  s += `,"podUID":${JSON.stringify(c.podUID)}`;
+  if (c.authority) s += `,"authority":${JSON.stringify(c.authority)}`;
+  if (c.claimedAt) s += `,"claimedAt":"${formatRfc3339(c.claimedAt)}"`;
+  if (c.deadline) s += `,"deadline":"${formatRfc3339(c.deadline)}"`;
+  if (c.owner) s += `,"owner":${encodeOwner(c.owner)}`;
+  s += "}";
+  rowCache.set(c, s);
+  return s;
+}
+
+export function encodeTable(t: TableSnapshot): string {
+  const parts: string[] = [];
+  for (const [key, row] of t.claims) parts.push(`${JSON.stringify(key)}:${encodeRow(row)}`);
+  let s = `{"claims":{${parts.join(",")}}`;
+  const rel: string[] = [];
+  for (const row of t.releasing) rel.push(encodeRow(row));
+  if (rel.length > 0) s += `,"releasing":[${rel.join(",")}]`;
+  return s + "}";
+}
+
+export interface DecodedTable {
+  claims: Map<string, Claim>;
+  releasing: Claim[];
+  /** Rows whose missing claimedAt was filled with `now`; the startup write persists them. */
+  claimedAtFilled: number;
+}
+
+function toOwner(o: NonNullable<ClaimFileRow["owner"]>): OwnerRef | undefined {
+  if (!o.apiVersion && !o.kind && !o.name && !o.uid) return undefined;
+  const r: OwnerRef = { apiVersion: o.apiVersion, kind: o.kind, name: o.name, uid: o.uid };
+  if (o.controller !== undefined && o.controller !== null) r.controller = o.controller;
+  if (o.blockOwnerDeletion !== undefined && o.blockOwnerDeletion !== null) r.blockOwnerDeletion = o.blockOwnerDeletion;
+  return r;
+}
+
+/**
+ * Parse the file. Undecodable JSON or a wrongly typed member throws ClaimsStateError("malformed"): a table
+ * that cannot be read is never replaced by an empty one, because that would discard live release authority.
+ */
+export function decodeTable(text: string, path: string, now: number): DecodedTable {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new ClaimsStateError("malformed", path, `not valid JSON (${(e as Error).message})`, e);
+  }
+  const parsed = ClaimsFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.join(".") || "(root)";
+    throw new ClaimsStateError("malformed", path, `${where}: ${issue?.message ?? "invalid"}`, parsed.error);
+  }
+  const filledAt = floorToSecond(now);
+  let claimedAtFilled = 0;
+  const toClaim = (r: ClaimFileRow): Claim => {
+    if (r.claimedAt === undefined) claimedAtFilled++;
+    const owner = r.owner ? toOwner(r.owner) : undefined;
+    return {
+      id: r.id,
+      token: r.token,
+      address: r.address,
+      podUID: r.podUID,
+      authority: r.authority,
+      claimedAt: r.claimedAt ?? filledAt,
+      deadline: r.deadline ?? 0,
+      ...(owner ? { owner } : {}),
+    };
+  };
+  const claims = new Map<string, Claim>();
+  for (const [key, r] of Object.entries(parsed.data.claims ?? {})) claims.set(key, toClaim(r));
+  const releasing = (parsed.data.releasing ?? []).map(toClaim);
+  return { claims, releasing, claimedAtFilled };
+}

@@ -1,0 +1,83 @@
+// The provider's shared internals, handed to each verb and loop module: state, the sandboxd slices, the
+// owner reader, the clock, the logger and the status push. Nothing here knows about queues.
+import type { V1Pod } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import type { Claim } from "../claims/schema.ts";
+import { isNotFound } from "../../../shared/sandboxd/errors.ts";
+import { ProviderState } from "./state.ts";
+import type { Clock, OwnerReader, SandboxClaimer, SandboxLister, SandboxReleaser } from "./types.ts";
+
+/**
+ * A release started on behalf of a failed create must not be abandoned with it: it runs detached, with its
+ * own deadline, because the claim it ends is already on sandboxd and its token exists only in our memory.
+ */
+export const DETACHED_RELEASE_TIMEOUT_MS = 10_000;
+
+export class ReleaseTimeout extends Error {
+  constructor(id: string) {
+    super(`release of ${id} timed out after ${DETACHED_RELEASE_TIMEOUT_MS / 1000}s`);
+    this.name = "ReleaseTimeout";
+  }
+}
+
+export class Core {
+  readonly st: ProviderState;
+  private pushFn: ((pod: V1Pod) => void) | undefined;
+
+  constructor(
+    readonly nodeName: string,
+    readonly claimer: SandboxClaimer,
+    readonly releaser: SandboxReleaser,
+    readonly lister: SandboxLister,
+    readonly ownerReader: OwnerReader | undefined,
+    readonly clock: Clock,
+    readonly log: Logger,
+    st: ProviderState,
+  ) {
+    this.st = st;
+  }
+
+  setPush(fn: (pod: V1Pod) => void): void {
+    this.pushFn = fn;
+  }
+
+  /** Hand a whole Pod to the machinery. Never blocks; a push before notifyPods was wired is dropped. */
+  push(pod: V1Pod): void {
+    try {
+      this.pushFn?.(pod);
+    } catch (e) {
+      this.log.error({ err: e, pod: `${pod.metadata?.namespace}/${pod.metadata?.name}` }, "status push failed");
+    }
+  }
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  /** Release with the claim's own token; a 404 (already gone) counts as released. */
+  async release(claim: Claim): Promise<"released" | "already-gone"> {
+    try {
+      return await this.releaser.release(claim.id, { token: claim.token });
+    } catch (e) {
+      if (isNotFound(e)) return "already-gone";
+      throw e;
+    }
+  }
+
+  /** Release under the detached 10 s deadline (the create that asked for it has already failed). */
+  releaseDetached(claim: Claim): Promise<"released" | "already-gone"> {
+    return new Promise((resolve, reject) => {
+      const timer = this.clock.after(DETACHED_RELEASE_TIMEOUT_MS, () => reject(new ReleaseTimeout(claim.id)));
+      this.release(claim).then(
+        (r) => {
+          timer.cancel();
+          resolve(r);
+        },
+        (e) => {
+          timer.cancel();
+          reject(e);
+        },
+      );
+    });
+  }
+}

@@ -1,0 +1,161 @@
+// CreatePod (spec §5.2), in order: runtime check, quarantine, past deadline, adoption, stranded tentative
+// claim, annotations, the claim, then durability before visibility.
+//
+// Durable before visible: a claim is reported Running only after a state write containing its row has
+// landed. If the write fails the new sandbox is released at once (it exists only in our memory, and a
+// restart would leak it); if that release fails too, the row stays tentative in memory and the next sync of
+// the Pod (UpdatePod -> CreatePod, step 5) releases it before claiming again.
+import type { V1Pod } from "@kubernetes/client-node";
+import type { Claim } from "../claims/schema.ts";
+import { floorToSecond } from "../claims/time.ts";
+import type { Core } from "./core.ts";
+import { ProviderError, messageOf } from "./errors.ts";
+import { byId, listedDeadline, wireDeadline } from "./listing.ts";
+import { adoptable, authorityOf } from "./ownership.ts";
+import { checkRuntime, claimRequestFor, podKey, podUID, withClaimId } from "./pod-contract.ts";
+import type { Verifier } from "./quarantine.ts";
+import { pastDeadline, podWithStatus, runningStatus } from "./status.ts";
+
+export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Promise<void> {
+  const { st, log } = core;
+  const key = podKey(pod);
+  const plog = log.child({ pod: key });
+
+  // 1. Before anything else, adoption included.
+  checkRuntime(pod);
+
+  // 2. A row loaded from disk is never claimed over until sandboxd has vouched for or against it.
+  if (st.quarantined.has(key)) {
+    const ok = await verifier.verifyOnce();
+    if (!ok && st.quarantined.has(key)) {
+      throw new ProviderError("sandboxd-unavailable", `cannot verify the stored claim for ${key}: sandboxd listing failed`, {
+        pod: key,
+        claimId: st.claims.get(key)?.id,
+      }, { transient: true });
+    }
+  }
+
+  // 3. Past its cached deadline: confirm with a listing before adopting or claiming over it.
+  let row = st.claims.get(key);
+  if (row && st.settled(key) && pastDeadline(row, core.now())) {
+    const held = row;
+    let listing;
+    try {
+      listing = byId(await core.lister.list());
+    } catch (e) {
+      throw new ProviderError(
+        "sandboxd-unavailable",
+        `claim ${held.id} for ${key} is past its deadline and sandboxd listing failed: ${messageOf(e)}`,
+        { pod: key, claimId: held.id },
+        { cause: e, transient: true },
+      );
+    }
+    const listed = listing.get(held.id);
+    if (listed) {
+      st.update(key, held.id, (c) => ({ ...c, deadline: listedDeadline(listed) }));
+    } else if (st.drop(key, held.id)) {
+      plog.info({ claimId: held.id }, "claim past its deadline is no longer listed; dropping the row");
+    }
+  }
+
+  // 4. A settled row: adopt it, or detach it for release and claim fresh.
+  row = st.claims.get(key);
+  if (row && st.settled(key)) {
+    if (adoptable(row, pod)) return adopt(core, pod, key, row);
+    st.moveToReleasing(key, row.id);
+    plog.info({ claimId: row.id }, "stored claim belongs to another owner; queued for release, claiming fresh");
+  }
+
+  // 5. A tentative row (its write and its undo both failed): end it before claiming again.
+  row = st.claims.get(key);
+  if (row && st.tentative.has(key)) {
+    const stranded = row;
+    try {
+      await core.releaseDetached(stranded);
+    } catch (e) {
+      throw new ProviderError(
+        "release-failed",
+        `stranded claim ${stranded.id} for ${key} could not be released: ${messageOf(e)}`,
+        { pod: key, claimId: stranded.id },
+        { cause: e },
+      );
+    }
+    if (st.drop(key, stranded.id)) st.pods.delete(key);
+    plog.info({ claimId: stranded.id }, "stranded tentative claim released");
+  }
+
+  // 6–7. Annotations, then one claim; no provider-side retry (the controller backs off).
+  const req = claimRequestFor(pod);
+  let reply;
+  try {
+    reply = await core.claimer.claim(req);
+  } catch (e) {
+    throw new ProviderError("claim-failed", `sandboxd claim for ${key} failed: ${messageOf(e)}`, { pod: key }, { cause: e });
+  }
+  if (!reply.id) throw new ProviderError("claim-failed", `sandboxd handed out no sandbox for ${key}`, { pod: key });
+
+  // 8. Record the row, tentative until its own write lands.
+  const claimedAt = floorToSecond(core.now());
+  const claim: Claim = {
+    id: reply.id,
+    token: reply.token,
+    address: reply.owner_addr,
+    podUID: podUID(pod),
+    authority: authorityOf(pod),
+    claimedAt,
+    deadline: wireDeadline(reply.deadline),
+  };
+  st.claims.set(key, claim);
+  st.tentative.add(key);
+  st.pods.set(key, withClaimId(pod, claim.id));
+
+  // 9. Durable before visible.
+  try {
+    await st.commitRow(claim.id);
+  } catch (writeErr) {
+    return undoClaim(core, key, claim, writeErr);
+  }
+  if (!st.holds(key, claim.id)) return; // released by a concurrent delete while the write was in flight
+  st.tentative.delete(key);
+  plog.info({ claimId: claim.id }, "sandbox claimed");
+  const stored = st.pods.get(key);
+  if (stored) core.push(podWithStatus(stored, claim, runningStatus(stored, claim)));
+}
+
+async function adopt(core: Core, pod: V1Pod, key: string, row: Claim): Promise<void> {
+  const { st, log } = core;
+  const now = floorToSecond(core.now());
+  st.update(key, row.id, (c) => {
+    const { owner: _dropped, ...rest } = c;
+    return { ...rest, podUID: podUID(pod), authority: authorityOf(pod), claimedAt: c.claimedAt || now };
+  });
+  const stored = withClaimId(pod, row.id);
+  st.pods.set(key, stored);
+  log.info({ pod: key, claimId: row.id }, "adopted stored claim");
+  await st.save().catch((e) => log.error({ pod: key, err: messageOf(e) }, "claims state write after adoption failed"));
+  const current = st.claims.get(key);
+  if (current && current.id === row.id) core.push(podWithStatus(stored, current, runningStatus(stored, current)));
+}
+
+async function undoClaim(core: Core, key: string, claim: Claim, writeErr: unknown): Promise<never> {
+  const { st, log } = core;
+  try {
+    await core.releaseDetached(claim);
+  } catch (releaseErr) {
+    log.error({ pod: key, claimId: claim.id, err: messageOf(releaseErr) }, "claim not persisted and its release failed; kept tentative");
+    throw new ProviderError(
+      "state-write-failed",
+      `claims state write failed (${messageOf(writeErr)}) and releasing sandbox ${claim.id} failed (${messageOf(releaseErr)})`,
+      { pod: key, claimId: claim.id },
+      { cause: new AggregateError([writeErr, releaseErr]) },
+    );
+  }
+  if (st.drop(key, claim.id)) st.pods.delete(key);
+  log.warn({ pod: key, claimId: claim.id }, "claim not persisted; sandbox released");
+  throw new ProviderError(
+    "state-write-failed",
+    `claims state write failed, sandbox ${claim.id} released: ${messageOf(writeErr)}`,
+    { pod: key, claimId: claim.id },
+    { cause: writeErr },
+  );
+}

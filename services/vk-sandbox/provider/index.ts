@@ -1,0 +1,18 @@
+// The sandboxd-backed provider. Data path and verdict tables: ../docs/provider.md.
+export { createSandboxProvider, SandboxProvider, type SandboxProviderHandle } from "./provider.ts";
+export type {
+  SandboxClaimer,
+  SandboxReleaser,
+  SandboxLister,
+  OwnerReader,
+  OwnerLookup,
+  OwnerTarget,
+  OwnerObject,
+  Clock,
+  ProviderIntervals,
+  SandboxProviderDeps,
+} from "./types.ts";
+export { realClock, DEFAULT_INTERVALS } from "./types.ts";
+export { ProviderError, isProviderError, isTransientForHeldClaim, type ProviderErrorCode } from "./errors.ts";
+export { pluralOf, ownerTargetOf, authorityOf } from "./ownership.ts";
+export * from "./pod-contract.ts";

@@ -1,0 +1,163 @@
+// The sandboxd-backed PodLifecycleProvider: wiring of the verb and loop modules around one state.
+//
+// Startup (spec §1.1 step 7), run by `ready`: load the table (fatal if unreadable or malformed), quarantine
+// every loaded row, one verification listing (a failure is tolerated: rows stay quarantined), then one
+// write, whose failure is fatal: without a writable table every claim would leak on the next restart.
+import type { V1Pod, V1PodStatus } from "@kubernetes/client-node";
+import type { PodLifecycleProvider } from "../pods/provider.ts";
+import { ClaimsStateError } from "../claims/errors.ts";
+import { Core } from "./core.ts";
+import { createPod } from "./create.ts";
+import { deletePod, updatePod } from "./delete.ts";
+import { messageOf } from "./errors.ts";
+import { KeyedMutex } from "./keyed-mutex.ts";
+import { leaseWatchTick } from "./lease-watch.ts";
+import { Loop } from "./loop.ts";
+import { orphanAuditTick } from "./orphan-audit.ts";
+import { ownerRecheckTick } from "./owner-recheck.ts";
+import { podKey } from "./pod-contract.ts";
+import { Verifier } from "./quarantine.ts";
+import { ProviderState } from "./state.ts";
+import { expiredStatus, pastDeadline, runningStatus } from "./status.ts";
+import { DEFAULT_INTERVALS, realClock, type ProviderIntervals, type SandboxProviderDeps } from "./types.ts";
+
+export class SandboxProvider implements PodLifecycleProvider {
+  readonly core: Core;
+  readonly verifier: Verifier;
+  readonly intervals: ProviderIntervals;
+  private readonly locks = new KeyedMutex();
+  private readonly loops: Loop[];
+  private startup: Promise<void> | undefined;
+
+  /** No side effects: nothing is read, written or listed until `ready` is awaited. */
+  constructor(private readonly deps: SandboxProviderDeps) {
+    const clock = deps.clock ?? realClock;
+    const log = deps.log.child({ component: "provider" });
+    this.core = new Core(
+      deps.nodeName,
+      deps.claimer,
+      deps.releaser,
+      deps.lister,
+      deps.ownerReader,
+      clock,
+      log,
+      new ProviderState(deps.store),
+    );
+    this.verifier = new Verifier(this.core);
+    this.intervals = { ...DEFAULT_INTERVALS, ...deps.intervals };
+    const i = this.intervals;
+    this.loops = [
+      new Loop("claim-verification", clock, i.verifyMs, () => this.verifier.tick(), log),
+      new Loop("lease-watch", clock, i.leaseWatchMs, () => leaseWatchTick(this.core), log),
+      new Loop("owner-recheck", clock, i.ownerRecheckMs, () => ownerRecheckTick(this.core), log),
+      new Loop("orphan-scan", clock, i.orphanScanMs, () => orphanAuditTick(this.core), log),
+    ];
+  }
+
+  /** Startup; rejects with ClaimsStateError, which main treats as fatal. Idempotent. */
+  get ready(): Promise<void> {
+    this.startup ??= this.init();
+    return this.startup;
+  }
+
+  private async init(): Promise<void> {
+    const { st, log } = this.core;
+    const loaded = await this.deps.store.load(this.core.now());
+    for (const [key, c] of loaded.claims) {
+      st.claims.set(key, c);
+      st.quarantined.add(key);
+    }
+    st.releasing = loaded.releasing.map((claim) => ({ claim, durable: true }));
+    log.info(
+      { path: this.deps.store.path, claims: st.claims.size, releasing: st.releasing.length, claimedAtFilled: loaded.claimedAtFilled },
+      "claims table loaded; every row quarantined until sandboxd lists it",
+    );
+    await this.verifier.verifyAtStartup();
+    try {
+      await st.save();
+    } catch (e) {
+      if (e instanceof ClaimsStateError) throw e;
+      throw new ClaimsStateError("unwritable", this.deps.store.path, messageOf(e), e);
+    }
+  }
+
+  /** Start the loops (after `ready`). The verification loop stops itself once nothing is quarantined. */
+  start(): void {
+    for (const l of this.loops) l.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.loops.map((l) => l.stop()));
+    await this.core.st.idle();
+  }
+
+  createPod(pod: V1Pod): Promise<void> {
+    return this.locks.run(podKey(pod), () => createPod(this.core, this.verifier, pod));
+  }
+
+  updatePod(pod: V1Pod): Promise<void> {
+    return this.locks.run(podKey(pod), () => updatePod(this.core, pod, (p) => createPod(this.core, this.verifier, p)));
+  }
+
+  deletePod(pod: V1Pod): Promise<void> {
+    return this.locks.run(podKey(pod), () => deletePod(this.core, pod));
+  }
+
+  getPod(namespace: string, name: string): V1Pod | undefined {
+    return this.core.st.pods.get(`${namespace}/${name}`);
+  }
+
+  getPods(): V1Pod[] {
+    return [...this.core.st.pods.values()];
+  }
+
+  getPodStatus(namespace: string, name: string): V1PodStatus | undefined {
+    const { st } = this.core;
+    const key = `${namespace}/${name}`;
+    const pod = st.pods.get(key);
+    if (!pod) return undefined;
+    const claim = st.claims.get(key);
+    if (!claim || !st.settled(key)) return { ...pod.status, phase: "Pending" };
+    if (pastDeadline(claim, this.core.now())) return expiredStatus(pod, claim);
+    return runningStatus(pod, claim);
+  }
+
+  notifyPods(push: (pod: V1Pod) => void): void {
+    this.core.setPush(push);
+  }
+
+  /** Run one tick of a loop now (tests, and an operator-triggered audit). */
+  tick(loop: "verify" | "lease-watch" | "owner-recheck" | "orphan-scan"): Promise<unknown> {
+    switch (loop) {
+      case "verify":
+        return this.verifier.tick();
+      case "lease-watch":
+        return leaseWatchTick(this.core);
+      case "owner-recheck":
+        return ownerRecheckTick(this.core);
+      case "orphan-scan":
+        return orphanAuditTick(this.core);
+    }
+  }
+}
+
+export interface SandboxProviderHandle {
+  provider: PodLifecycleProvider;
+  /** Startup (load, quarantine, verify, write); rejects with a fatal ClaimsStateError. */
+  readonly ready: Promise<void>;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export function createSandboxProvider(deps: SandboxProviderDeps): SandboxProviderHandle & { impl: SandboxProvider } {
+  const impl = new SandboxProvider(deps);
+  return {
+    provider: impl,
+    impl,
+    get ready() {
+      return impl.ready;
+    },
+    start: () => impl.start(),
+    stop: () => impl.stop(),
+  };
+}

@@ -1,0 +1,117 @@
+// The provider's in-memory state (spec §5.1) and the one path by which it reaches the disk.
+//
+// Mutations are serialised the JavaScript way: every change is a synchronous section between awaits, and any
+// change made after an await re-checks that the key still holds the same claim id (the ID guard), because a
+// create, a delete or a loop may have replaced the row meanwhile. Rows are immutable objects: a change
+// replaces the row, so holding a reference never hides a concurrent change.
+import type { V1Pod } from "@kubernetes/client-node";
+import type { Claim } from "../claims/schema.ts";
+import type { ClaimsFile } from "../claims/file.ts";
+import { encodeTable } from "../claims/codec.ts";
+import { GroupCommit } from "../claims/group-commit.ts";
+
+/** A claim detached from its pod key, awaiting a confirmed release. */
+export interface ReleasingEntry {
+  claim: Claim;
+  /**
+   * True once a landed write contained this entry. Only durable entries are released: a release credential is
+   * never acted on before it is on disk, so a crash between the move and the release cannot lose it.
+   */
+  durable: boolean;
+}
+
+export type OrphanVerdict = "orphan" | "external" | "stale";
+
+export class ProviderState {
+  /** key -> last accepted Pod (with the claim-id annotation once claimed). */
+  readonly pods = new Map<string, V1Pod>();
+  /** key -> claim. Includes tentative and quarantined rows. */
+  readonly claims = new Map<string, Claim>();
+  /** Keys whose row's own write has not landed: never Running, never adopted, never in another's snapshot. */
+  readonly tentative = new Set<string>();
+  /** Keys loaded from disk and not yet confirmed by a listing: releasable, nothing else. */
+  readonly quarantined = new Set<string>();
+  releasing: ReleasingEntry[] = [];
+  /** Preserved keys -> when to read the owner next and the current backoff. */
+  readonly ownerRechecks = new Map<string, { next: number; delay: number }>();
+  /** Orphan-audit verdicts of the last successful scan, by sandbox id. */
+  orphanVerdicts = new Map<string, OrphanVerdict>();
+
+  private readonly commits: GroupCommit<string>;
+
+  constructor(private readonly file: ClaimsFile) {
+    this.commits = new GroupCommit<string>((included) => this.writeBatch(included));
+  }
+
+  /** Writes started so far (tests and benchmarks). */
+  get writes(): number {
+    return this.commits.writes;
+  }
+
+  holds(key: string, id: string): boolean {
+    return this.claims.get(key)?.id === id;
+  }
+
+  /** A row that is neither tentative nor quarantined. */
+  settled(key: string): boolean {
+    return this.claims.has(key) && !this.tentative.has(key) && !this.quarantined.has(key);
+  }
+
+  /** Replace the row only while the key still holds claim `id`. */
+  update(key: string, id: string, change: (c: Claim) => Claim): boolean {
+    const c = this.claims.get(key);
+    if (!c || c.id !== id) return false;
+    this.claims.set(key, change(c));
+    return true;
+  }
+
+  /** Remove the row and every mark on the key, only while the key still holds claim `id`. */
+  drop(key: string, id: string): boolean {
+    if (!this.holds(key, id)) return false;
+    this.claims.delete(key);
+    this.tentative.delete(key);
+    this.quarantined.delete(key);
+    this.ownerRechecks.delete(key);
+    return true;
+  }
+
+  /** Detach the row from its key onto the releasing list (ID-guarded). Persist it before releasing. */
+  moveToReleasing(key: string, id: string): boolean {
+    const c = this.claims.get(key);
+    if (!c || c.id !== id) return false;
+    this.drop(key, id);
+    this.releasing.push({ claim: c, durable: false });
+    return true;
+  }
+
+  /** Persist the table as it is when the write starts. */
+  save(): Promise<void> {
+    return this.commits.commit();
+  }
+
+  /**
+   * Persist the table including the tentative row with claim `id` (a fresh claim being committed). Resolves
+   * only after a write that contains that row has landed; concurrent commits share writes.
+   */
+  commitRow(id: string): Promise<void> {
+    return this.commits.commit(id);
+  }
+
+  /** Resolves when no write is pending or running. */
+  idle(): Promise<void> {
+    return this.commits.idle();
+  }
+
+  private async writeBatch(included: ReadonlySet<string>): Promise<void> {
+    // Snapshot and encode synchronously: nothing can change the table between these lines.
+    const rows: Array<readonly [string, Claim]> = [];
+    for (const [key, c] of this.claims) {
+      if (this.tentative.has(key) && !included.has(c.id)) continue;
+      rows.push([key, c]);
+    }
+    const releasing = this.releasing.slice();
+    const text = encodeTable({ claims: rows, releasing: releasing.map((e) => e.claim) });
+    await this.file.write(text);
+    for (const e of releasing) e.durable = true;
+  }
+}

@@ -1,0 +1,97 @@
+// What the provider consumes. Each sandboxd slice is its own interface so a test can fail one alone (a
+// listing that fails while claims succeed is the case that matters most: a failed list is not an empty
+// list). The wire types come from shared/sandboxd/schemas.ts, the one home of the sandboxd contract;
+// shared/sandboxd/client.ts satisfies all three.
+import type { Logger } from "pino";
+import type { ClaimReply, ClaimRequest, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
+import type { ClaimsFile } from "../claims/file.ts";
+
+/** `POST /v1/claim`. Throws a shared/sandboxd error on 429, a redirect, non-2xx, transport failure, timeout. */
+export interface SandboxClaimer {
+  claim(req: ClaimRequest): Promise<ClaimReply>;
+}
+
+/** `POST /v1/sandboxes/{id}/release` with the claim's own token; 404 is "already-gone", not an error. */
+export interface SandboxReleaser {
+  release(id: string, opts: { token: string }): Promise<"released" | "already-gone">;
+}
+
+/** `GET /v1/sandboxes`. Throws on any failure: it never answers an empty list for a node it could not read. */
+export interface SandboxLister {
+  list(): Promise<SandboxRow[]>;
+}
+
+/** The controller owner to read, with the resource already derived by the plural rule (ownership.ts). */
+export interface OwnerTarget {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  /** "" for the core group. */
+  group: string;
+  version: string;
+  /** Lower-cased plural: sandbox -> sandboxes, policy -> policies. */
+  resource: string;
+}
+
+/** The parts of an owner object the delete-authorization table reads. */
+export interface OwnerObject {
+  metadata?: { uid?: string; deletionTimestamp?: unknown };
+  status?: { conditions?: Array<{ type?: string; reason?: string }> };
+}
+
+export type OwnerLookup =
+  | { outcome: "found"; object: OwnerObject }
+  /** A 404 Status; `detailsName` is its `details.name`, which proves the object (not the route) is gone. */
+  | { outcome: "not-found"; detailsName?: string }
+  /** 403, 5xx, timeout, transport: says nothing about the owner. */
+  | { outcome: "error"; error: unknown };
+
+/**
+ * GET the owner in the Pod's namespace, no resourceVersion (a fresh read). Wired to the kube client by
+ * main; its RBAC grants get on the owner CR. Must not throw: classify into an OwnerLookup.
+ */
+export type OwnerReader = (ref: OwnerTarget, namespace: string) => Promise<OwnerLookup>;
+
+/** Time and timers. Structurally a subset of the sandboxd simulator's clock, so a test can share one. */
+export interface Clock {
+  now(): number;
+  after(ms: number, fn: () => void): { cancel(): void };
+}
+
+export const realClock: Clock = {
+  now: () => Date.now(),
+  after(ms, fn) {
+    const h = setTimeout(fn, ms);
+    return { cancel: () => clearTimeout(h) };
+  },
+};
+
+/** Loop cadences (spec §1.1, §5.8–5.11). Tests shorten nothing: they drive ticks with an injected clock. */
+export interface ProviderIntervals {
+  verifyMs: number;
+  leaseWatchMs: number;
+  ownerRecheckMs: number;
+  /** <= 0 disables the orphan scan. */
+  orphanScanMs: number;
+}
+
+export const DEFAULT_INTERVALS: ProviderIntervals = {
+  verifyMs: 15_000,
+  leaseWatchMs: 30_000,
+  ownerRecheckMs: 10_000,
+  orphanScanMs: 60_000,
+};
+
+export interface SandboxProviderDeps {
+  nodeName: string;
+  claimer: SandboxClaimer;
+  releaser: SandboxReleaser;
+  lister: SandboxLister;
+  /** Absent = no dynamic client: every owned Pod's claim is preserved (the safe side). */
+  ownerReader?: OwnerReader;
+  store: ClaimsFile;
+  log: Logger;
+  clock?: Clock;
+  intervals?: Partial<ProviderIntervals>;
+}
