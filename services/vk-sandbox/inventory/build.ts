@@ -1,0 +1,72 @@
+// From one sandboxd listing and one /v1/info to the NodeInventory this node applies (spec §9). Pure.
+//
+// The node's index, not the claims table, is the source: sandboxes claimed by others (e2b, the operator) appear, and
+// reaped ones vanish on the next publish.
+import { GO_ZERO_TIME, type Info, type SandboxRow } from "../../../shared/sandboxd/schemas.ts";
+import { API_VERSION, type InventoryEntry, type InventoryPool, KIND, type NodeInventory } from "./schema.ts";
+
+export interface BuildInput {
+  nodeName: string;
+  /** --sandboxd-advertise-addr or its default. */
+  address: string;
+  /** The Node's UID, when the Node exists: the inventory is then garbage-collected with it. */
+  nodeUid?: string;
+  rows: SandboxRow[];
+  info: Info;
+  /** owner_addr of this provider's own claim with that id; undefined for sandboxes claimed elsewhere. */
+  ownAddressOf(id: string): string | undefined;
+  publishedAt: Date;
+}
+
+const isZero = (t: string | undefined): t is undefined => !t || t.startsWith(GO_ZERO_TIME.slice(0, 19));
+
+export function inventoryEntry(row: SandboxRow, ownAddressOf: (id: string) => string | undefined): InventoryEntry {
+  const name = row.claim_ref || row.id;
+  const e: InventoryEntry = {
+    name,
+    phase: row.hibernated || row.archived ? "Hibernated" : "Running",
+    id: row.id,
+    template: row.key.template,
+    claimRef: name,
+  };
+  const addr = ownAddressOf(row.id);
+  if (addr) e.addr = addr;
+  if (!isZero(row.deadline)) e.deadline = row.deadline;
+  if (!isZero(row.claimed_at)) e.claimedAt = row.claimed_at;
+  return e;
+}
+
+function byNameThenId(a: InventoryEntry, b: InventoryEntry): number {
+  if (a.name !== b.name) return a.name < b.name ? -1 : 1;
+  const ai = a.id ?? "";
+  const bi = b.id ?? "";
+  return ai < bi ? -1 : ai > bi ? 1 : 0;
+}
+
+/** RFC 3339, UTC, millisecond precision. */
+export const rfc3339 = (d: Date): string => d.toISOString();
+
+export function buildInventory(i: BuildInput): NodeInventory {
+  const pools: InventoryPool[] = i.info.pools.map((p) => ({
+    template: p.key.template,
+    net: p.key.net,
+    size: p.key.size,
+    warm: p.warm,
+    target: p.target,
+  }));
+  // Sorted (ties broken by id) so an unchanged index always produces the same list.
+  const entries = i.rows.map((r) => inventoryEntry(r, i.ownAddressOf)).sort(byNameThenId);
+  const inv: NodeInventory = {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name: i.nodeName },
+    node: i.nodeName,
+    publishedAt: rfc3339(i.publishedAt),
+  };
+  if (i.nodeUid) inv.metadata.ownerReferences = [{ apiVersion: "v1", kind: "Node", name: i.nodeName, uid: i.nodeUid }];
+  if (i.address) inv.address = i.address;
+  // An empty list is left out, not sent as []: with server-side apply, a field this manager stops sending is cleared.
+  if (pools.length > 0) inv.pools = pools;
+  if (entries.length > 0) inv.entries = entries;
+  return inv;
+}

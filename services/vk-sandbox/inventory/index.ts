@@ -1,0 +1,10 @@
+export { type BuildInput, buildInventory, inventoryEntry } from "./build.ts";
+export {
+  FIELD_MANAGER,
+  type InventoryKubeClient,
+  InventoryPublisher,
+  type InventoryPublisherOptions,
+  type InventorySandboxd,
+  type PublishOutcome,
+} from "./publisher.ts";
+export { API_VERSION, GROUP, InventoryEntry, InventoryPool, KIND, NodeInventories, NodeInventory, VERSION } from "./schema.ts";

@@ -1,0 +1,154 @@
+// The NodeInventory publisher (spec §9, --publish-inventory): immediately, then every --publish-interval, rebuild
+// this node's inventory from live sandboxd state and server-side apply it as field manager `vk-sandbox`.
+//
+// Every failure is logged and skips one publish, never more: the next tick rebuilds from scratch. A failed listing
+// is not an empty list, so nothing is applied when either sandboxd read fails (readers then see `publishedAt`
+// stall and treat the node as stale, which is the truth). A Node seen once and then gone stops publishing: the
+// inventory is owned by the Node, GC removes it, and re-applying would resurrect an orphan.
+import type { V1Node } from "@kubernetes/client-node";
+import type { KubeClient } from "../../../shared/kube/client.ts";
+import { isNotFound } from "../../../shared/kube/errors.ts";
+import { Nodes } from "../../../shared/kube/resources.ts";
+import type { SandboxdClient } from "../../../shared/sandboxd/client.ts";
+import { buildInventory } from "./build.ts";
+import { NodeInventories, type NodeInventory } from "./schema.ts";
+
+export type InventoryKubeClient = Pick<KubeClient, "get" | "patch">;
+/** Declared apart so a test can fail the listing alone. */
+export type InventorySandboxd = Pick<SandboxdClient, "list" | "info">;
+
+export const FIELD_MANAGER = "vk-sandbox";
+
+export interface PublisherLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  debug(obj: object, msg: string): void;
+}
+
+export interface InventoryPublisherOptions {
+  kube: InventoryKubeClient;
+  sandboxd: InventorySandboxd;
+  nodeName: string;
+  /** --sandboxd-advertise-addr (or its default). */
+  address: string;
+  ownAddressOf(id: string): string | undefined;
+  /** The node controller's signal that the Node was deleted while running. */
+  nodeGone?: () => boolean;
+  /** --publish-interval, positive (the flags reject anything else). */
+  intervalMs: number;
+  log: PublisherLogger;
+  now?: () => Date;
+  /** Resolves after `ms` or when the signal aborts. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+export type PublishOutcome =
+  | { published: true; inventory: NodeInventory }
+  | { published: false; reason: "node-gone" | "node-read-failed" | "sandboxd-failed" | "apply-failed"; error?: unknown };
+
+const defaultSleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+export class InventoryPublisher {
+  private readonly o: InventoryPublisherOptions;
+  private readonly now: () => Date;
+  private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  private readonly abort = new AbortController();
+  private loop: Promise<void> | undefined;
+  private nodeSeen = false;
+  private publishes = 0;
+
+  constructor(opts: InventoryPublisherOptions) {
+    if (!(opts.intervalMs > 0)) throw new RangeError(`publish interval must be positive, got ${opts.intervalMs} ms`);
+    this.o = opts;
+    this.now = opts.now ?? (() => new Date());
+    this.sleep = opts.sleep ?? defaultSleep;
+  }
+
+  /** Successful applies since start. */
+  get publishCount(): number {
+    return this.publishes;
+  }
+
+  /** Publishes now, then every interval, until stopped. Idempotent. */
+  start(): void {
+    if (this.loop) return;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.abort.signal;
+    while (!signal.aborted) {
+      await this.publishOnce();
+      await this.sleep(this.o.intervalMs, signal);
+    }
+  }
+
+  /** One publish; never throws. */
+  async publishOnce(): Promise<PublishOutcome> {
+    const name = this.o.nodeName;
+    const log = this.o.log;
+    if (this.o.nodeGone?.()) {
+      log.debug({ node: name }, "node deleted while running; not publishing its inventory");
+      return { published: false, reason: "node-gone" };
+    }
+    let nodeUid: string | undefined;
+    try {
+      // resourceVersion=0: served from the apiserver's watch cache; the UID never changes for one Node object.
+      const node = await this.o.kube.get<V1Node>(Nodes, name, { resourceVersion: "0" });
+      nodeUid = node.metadata?.uid;
+      this.nodeSeen = true;
+    } catch (e) {
+      if (!isNotFound(e)) {
+        log.warn({ node: name, err: message(e) }, "cannot read the Node; skipping this inventory publish");
+        return { published: false, reason: "node-read-failed", error: e };
+      }
+      if (this.nodeSeen) {
+        log.warn({ node: name }, "the Node was deleted; not publishing an inventory it would no longer own");
+        return { published: false, reason: "node-gone", error: e };
+      }
+      // Never seen yet (registration still under way): publish without an owner; a later apply adds it.
+    }
+    let rows, info;
+    try {
+      [rows, info] = await Promise.all([this.o.sandboxd.list(), this.o.sandboxd.info()]);
+    } catch (e) {
+      log.warn({ node: name, err: message(e) }, "sandboxd listing or info failed; skipping this inventory publish");
+      return { published: false, reason: "sandboxd-failed", error: e };
+    }
+    const inventory = buildInventory({
+      nodeName: name,
+      address: this.o.address,
+      nodeUid,
+      rows,
+      info,
+      ownAddressOf: this.o.ownAddressOf,
+      publishedAt: this.now(),
+    });
+    try {
+      await this.o.kube.patch(NodeInventories, name, inventory, { type: "apply", fieldManager: FIELD_MANAGER, force: true });
+    } catch (e) {
+      log.warn({ node: name, err: message(e) }, "NodeInventory apply failed; the next tick retries");
+      return { published: false, reason: "apply-failed", error: e };
+    }
+    this.publishes++;
+    log.debug({ node: name, entries: inventory.entries?.length ?? 0, pools: inventory.pools?.length ?? 0 }, "published NodeInventory");
+    return { published: true, inventory };
+  }
+}

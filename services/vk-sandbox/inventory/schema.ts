@@ -1,0 +1,61 @@
+// The NodeInventory object (CRD nodeinventories.sandbox.cocoonstack.io, manifests/crds/) as one zod schema: the
+// publisher builds it, the tests safeParse what the apiserver returns. It lives here only until a reader (the
+// aggregated apiserver's fleet view) needs it; then it moves to shared/inventory/ so there is one home, not a twin.
+import { z } from "zod";
+import type { ResourceRef } from "../../../shared/kube/resources.ts";
+
+export const GROUP = "sandbox.cocoonstack.io";
+export const VERSION = "v1beta1";
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = "NodeInventory";
+
+export const NodeInventories: ResourceRef = { group: GROUP, version: VERSION, resource: "nodeinventories", namespaced: false };
+
+export const InventoryPool = z.object({
+  template: z.string().min(1),
+  net: z.string().optional(),
+  size: z.string().optional(),
+  warm: z.number().int(),
+  target: z.number().int(),
+});
+export type InventoryPool = z.infer<typeof InventoryPool>;
+
+export const EntryPhase = z.enum(["Running", "Hibernated"]);
+
+export const InventoryEntry = z.object({
+  /** claim_ref, or the id when the row has none. */
+  name: z.string().min(1),
+  phase: EntryPhase,
+  id: z.string().optional(),
+  template: z.string().optional(),
+  claimRef: z.string().optional(),
+  /** Only for rows this node's provider holds (owner_addr of its claim). */
+  addr: z.string().optional(),
+  deadline: z.string().optional(),
+  claimedAt: z.string().optional(),
+});
+export type InventoryEntry = z.infer<typeof InventoryEntry>;
+
+export const OwnerReference = z.object({
+  apiVersion: z.string(),
+  kind: z.string(),
+  name: z.string(),
+  uid: z.string(),
+});
+
+export const NodeInventory = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(KIND),
+  metadata: z
+    .object({
+      name: z.string(),
+      ownerReferences: z.array(OwnerReference).optional(),
+    })
+    .passthrough(),
+  node: z.string().min(1),
+  address: z.string().optional(),
+  pools: z.array(InventoryPool).optional(),
+  entries: z.array(InventoryEntry).optional(),
+  publishedAt: z.string().optional(),
+});
+export type NodeInventory = z.infer<typeof NodeInventory>;
