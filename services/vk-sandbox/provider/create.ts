@@ -88,7 +88,11 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
   const req = claimRequestFor(pod);
   let reply;
   try {
-    reply = await core.claimer.claim(req);
+    // Only rows that can carry this claim_ref matter: this key's own row and the releasing list.
+    const knownIds = st.releasing.map((e) => e.claim.id);
+    const own = st.claims.get(key);
+    if (own) knownIds.push(own.id);
+    reply = await core.claimer.claim(req, { knownIds });
   } catch (e) {
     throw new ProviderError("claim-failed", `sandboxd claim for ${key} failed: ${messageOf(e)}`, { pod: key }, { cause: e });
   }

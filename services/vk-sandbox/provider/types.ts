@@ -8,7 +8,12 @@ import type { ClaimsFile } from "../claims/file.ts";
 
 /** `POST /v1/claim`. Throws a shared/sandboxd error on 429, a redirect, non-2xx, transport failure, timeout. */
 export interface SandboxClaimer {
-  claim(req: ClaimRequest): Promise<ClaimReply>;
+  /**
+   * `knownIds`: every id this node already holds (rows and releasing entries). When a claim reply is lost, the
+   * client reconciles by listing `claim_ref`, and must never adopt one of these: a releasing entry of the same
+   * pod key carries the same claim_ref.
+   */
+  claim(req: ClaimRequest, opts?: { knownIds?: Iterable<string> }): Promise<ClaimReply>;
 }
 
 /** `POST /v1/sandboxes/{id}/release` with the claim's own token; 404 is "already-gone", not an error. */

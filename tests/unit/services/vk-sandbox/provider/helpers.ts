@@ -1,0 +1,260 @@
+// Test doubles for the provider: a fake clock, waitable counters, a stub sandboxd implementing the three
+// consumer interfaces, an owner reader backed by a map, pod builders and a harness. Tests wait on conditions
+// (counters, promises), never on wall time.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import type { V1Pod } from "@kubernetes/client-node";
+import type { ClaimReply, ClaimRequest, SandboxRow } from "../../../../../shared/sandboxd/schemas.ts";
+import { toWireTime } from "../../../../../shared/sandboxd/schemas.ts";
+import { SandboxdCapacity, SandboxdServerError, SandboxdTransport } from "../../../../../shared/sandboxd/errors.ts";
+import { ClaimsFile } from "../../../../../services/vk-sandbox/claims/file.ts";
+import { createSandboxProvider } from "../../../../../services/vk-sandbox/provider/provider.ts";
+import type {
+  Clock,
+  OwnerLookup,
+  OwnerObject,
+  OwnerReader,
+  OwnerTarget,
+  SandboxClaimer,
+  SandboxLister,
+  SandboxReleaser,
+} from "../../../../../services/vk-sandbox/provider/types.ts";
+
+export class FakeClock implements Clock {
+  private timers: Array<{ due: number; fn: () => void; seq: number; cancelled: boolean }> = [];
+  private seq = 0;
+  constructor(public t = Date.UTC(2026, 6, 27, 2, 15, 0)) {}
+  now(): number {
+    return this.t;
+  }
+  after(ms: number, fn: () => void) {
+    const timer = { due: this.t + ms, fn, seq: this.seq++, cancelled: false };
+    this.timers.push(timer);
+    return { cancel: () => void (timer.cancelled = true) };
+  }
+  get pending(): number {
+    return this.timers.filter((x) => !x.cancelled).length;
+  }
+  /** Move time forward, firing due timers in order. */
+  advance(ms: number): void {
+    const target = this.t + ms;
+    for (;;) {
+      this.timers = this.timers.filter((x) => !x.cancelled);
+      const due = this.timers.filter((x) => x.due <= target).sort((a, b) => a.due - b.due || a.seq - b.seq)[0];
+      if (!due) break;
+      this.t = Math.max(this.t, due.due);
+      due.cancelled = true;
+      due.fn();
+    }
+    this.t = target;
+  }
+}
+
+/** A counter a test can await: `await c.until(3)`. */
+export class Counter {
+  n = 0;
+  private waiters: Array<{ n: number; resolve: () => void }> = [];
+  inc(): void {
+    this.n++;
+    this.waiters = this.waiters.filter((w) => (w.n <= this.n ? (w.resolve(), false) : true));
+  }
+  until(n: number): Promise<void> {
+    if (this.n >= n) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ n, resolve }));
+  }
+}
+
+/** A promise a test opens by hand. */
+export function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((r) => (open = r));
+  return { promise, open };
+}
+
+const ctx = { node: "stub", route: "stub" };
+export const capacityError = () => new SandboxdCapacity("node claim quota reached", { ...ctx, status: 429 });
+export const serverError = (msg = "release failed") => new SandboxdServerError(msg, { ...ctx, status: 500 }, { serverMessage: msg });
+export const listError = () => new SandboxdTransport("connect ECONNREFUSED", ctx, { delivered: "no" });
+
+interface StubRow {
+  id: string;
+  token: string;
+  deadline: number;
+  claimRef?: string;
+  template: string;
+}
+
+/**
+ * sandboxd as the provider sees it. Knobs fail one slice at a time; `rows` is the node's claim table.
+ * Release follows the wire: the claim's own token or 404 (already-gone).
+ */
+export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLister {
+  readonly rows = new Map<string, StubRow>();
+  readonly claimCalls = new Counter();
+  readonly releaseCalls = new Counter();
+  readonly listCalls = new Counter();
+  readonly claimRequests: ClaimRequest[] = [];
+  readonly released: string[] = [];
+  /** Each claim takes the next failure from this queue while it is non-empty. */
+  claimFailures: Array<() => Error> = [];
+  /** Fail every release with this while set. */
+  releaseFails: (() => Error) | undefined;
+  /** Fail every listing while set. */
+  listFails = false;
+  /** Claims wait on this while set (to hold many creates in flight). */
+  claimGate: Promise<void> | undefined;
+  /** Hook run inside release before it answers (lets a test inspect the disk at that moment). */
+  onRelease: ((id: string) => void) | undefined;
+  private next = 0;
+
+  constructor(readonly clock: Clock, readonly address = "10.0.0.5:7777") {}
+
+  async claim(req: ClaimRequest): Promise<ClaimReply> {
+    this.claimCalls.inc();
+    this.claimRequests.push(req);
+    if (this.claimGate) await this.claimGate;
+    const fail = this.claimFailures.shift();
+    if (fail) throw fail();
+    const id = `sb_${(this.next++).toString(16).padStart(16, "0")}`;
+    const token = `${id.slice(3)}${"0".repeat(16)}`;
+    const ttl = req.ttl_seconds && req.ttl_seconds > 0 ? Math.min(req.ttl_seconds, 86_400) : 300;
+    const deadline = this.clock.now() + ttl * 1000;
+    this.rows.set(id, { id, token, deadline, claimRef: req.claim_ref, template: req.template });
+    return { id, token, deadline: toWireTime(deadline), owner_addr: this.address, net_route: "none" };
+  }
+
+  async release(id: string, opts: { token: string }): Promise<"released" | "already-gone"> {
+    this.releaseCalls.inc();
+    this.onRelease?.(id);
+    if (this.releaseFails) throw this.releaseFails();
+    const row = this.rows.get(id);
+    if (!row || row.token !== opts.token) return "already-gone";
+    this.rows.delete(id);
+    this.released.push(id);
+    return "released";
+  }
+
+  async list(): Promise<SandboxRow[]> {
+    this.listCalls.inc();
+    if (this.listFails) throw listError();
+    return [...this.rows.values()].map((r) => ({
+      id: r.id,
+      key: { template: r.template, net: "none", size: "small" },
+      deadline: toWireTime(r.deadline),
+      hibernated: false,
+      ...(r.claimRef ? { claim_ref: r.claimRef } : {}),
+    }));
+  }
+
+  /** An out-of-band claim (another control plane's, or an orphan). */
+  addForeign(id: string, claimRef?: string): void {
+    this.rows.set(id, { id, token: "f".repeat(32), deadline: this.clock.now() + 3600_000, claimRef, template: "t" });
+  }
+}
+
+/** Owners by name; each entry is what a GET answers. Unknown names answer a 404 naming the object. */
+export class FakeOwners {
+  readonly objects = new Map<string, OwnerLookup>();
+  readonly reads = new Counter();
+  readonly targets: OwnerTarget[] = [];
+  alive(name: string, uid: string, extra: Partial<OwnerObject> = {}): void {
+    this.objects.set(name, { outcome: "found", object: { metadata: { uid }, ...extra } });
+  }
+  set(name: string, lookup: OwnerLookup): void {
+    this.objects.set(name, lookup);
+  }
+  gone(name: string): void {
+    this.objects.delete(name);
+  }
+  readonly reader: OwnerReader = async (ref) => {
+    this.reads.inc();
+    this.targets.push(ref);
+    return this.objects.get(ref.name) ?? { outcome: "not-found", detailsName: ref.name };
+  };
+}
+
+export interface PodOpts {
+  ns?: string;
+  name?: string;
+  uid?: string;
+  annotations?: Record<string, string>;
+  owner?: { name: string; uid: string; kind?: string; apiVersion?: string } | null;
+  containers?: Array<{ name: string; image: string }>;
+}
+
+/** A Pod as the pod controller hands it over; by default owned by a Sandbox named after the Pod. */
+export function pod(o: PodOpts = {}): V1Pod {
+  const name = o.name ?? "sb1";
+  const owner =
+    o.owner === null
+      ? undefined
+      : { apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", name, uid: `owner-${name}`, ...(o.owner ?? {}) };
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      namespace: o.ns ?? "default",
+      name,
+      uid: o.uid ?? `uid-${name}`,
+      annotations: { "sandbox.cocoonstack.io/template": "python", ...o.annotations },
+      ...(owner ? { ownerReferences: [{ ...owner, controller: true, blockOwnerDeletion: true }] } : {}),
+    },
+    spec: { nodeName: "vk-sandboxd", containers: o.containers ?? [{ name: "main", image: "python:3.12" }] },
+    status: { phase: "Pending" },
+  };
+}
+
+export function bare(o: PodOpts = {}): V1Pod {
+  return pod({ ...o, owner: null });
+}
+
+export function tempDir(): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), "vk-claims-"));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A pino logger whose records land in `lines` (parsed). */
+export function captureLog() {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = pino({ level: "debug" }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+  return { log, lines };
+}
+
+export interface HarnessOpts {
+  path: string;
+  clock?: FakeClock;
+  sandboxd?: StubSandboxd;
+  owners?: FakeOwners | null;
+  start?: boolean;
+}
+
+/** A provider over a real file, a stub sandboxd and fake owners; pushes are collected. */
+export async function harness(o: HarnessOpts) {
+  const clock = o.clock ?? new FakeClock();
+  const sandboxd = o.sandboxd ?? new StubSandboxd(clock);
+  const owners = o.owners === null ? undefined : (o.owners ?? new FakeOwners());
+  const { log, lines } = captureLog();
+  const store = new ClaimsFile({ path: o.path });
+  const handle = createSandboxProvider({
+    nodeName: "vk-sandboxd",
+    claimer: sandboxd,
+    releaser: sandboxd,
+    lister: sandboxd,
+    ownerReader: owners?.reader,
+    store,
+    log,
+    clock,
+  });
+  const pushes: V1Pod[] = [];
+  const pushCount = new Counter();
+  handle.provider.notifyPods((p) => {
+    pushes.push(p);
+    pushCount.inc();
+  });
+  await handle.ready;
+  return { ...handle, p: handle.provider, impl: handle.impl, clock, sandboxd, owners, store, lines, pushes, pushCount };
+}
+
+export type Harness = Awaited<ReturnType<typeof harness>>;
