@@ -1,0 +1,156 @@
+// sandboxd-sim — development substrate standing in for sandboxd (which needs KVM). Not product code.
+//
+// The claim table and its state machine (sandboxd.md §6). One table answers every read and verb; `claimed`
+// counts it in every state.
+//
+//   running ⇄ hibernated       hibernate; wake or sandbox-token data-plane access
+//   hibernated/running → archived   on_expire:"archive" at the deadline (or the archive knob)
+//   archived → running          wake / access, with a fresh lease of the claim's granted length
+//   failed (VMM down)           until wake cold-boots it (restarts + 1)
+//   any → gone                  release (instant: the row vanishes at once) or reap (default on_expire)
+//
+// Expiry is strict: a claim expires when now > deadline, and only a reap tick (every 5 s) acts on it, so between
+// the deadline and the next tick the claim is still live and answers verbs.
+import { grantedTtlSeconds, SIZE_TIERS, toWireTime, GO_ZERO_TIME, type OnExpire, type PoolKey, type SandboxRow } from "../../shared/sandboxd/schemas.ts";
+
+export type ClaimState = "running" | "hibernated" | "archived" | "failed";
+
+export interface Claim {
+  id: string;
+  token: string;
+  key: PoolKey;
+  tenant?: string;
+  claimRef?: string;
+  metadata?: Record<string, string>;
+  onExpire: OnExpire;
+  /** Whether on_expire was set explicitly (the row echoes it only then). */
+  onExpireSet: boolean;
+  grantedTtlSeconds: number;
+  /** Lease end in ms; null = archived with no retention deadline. */
+  deadline: number | null;
+  /** First grant; never moves. */
+  claimedAt: number;
+  state: ClaimState;
+  failedReason?: string;
+  restarts: number;
+  restartedAt?: number;
+  fromCheckpoint?: string;
+  templateDigest?: string;
+  instanceMetadata?: Record<string, unknown>;
+  lastActivity: number;
+}
+
+/** How an archived-forever claim shows its deadline (sandboxd.md §9.3 leaves it open; clients must accept both). */
+export type ArchivedDeadlineStyle = "omit" | "zero";
+
+export class ClaimTable {
+  private readonly claims = new Map<string, Claim>();
+
+  get size(): number {
+    return this.claims.size;
+  }
+  get(id: string): Claim | undefined {
+    return this.claims.get(id);
+  }
+  all(): Claim[] {
+    return [...this.claims.values()];
+  }
+  add(c: Claim): void {
+    this.claims.set(c.id, c);
+  }
+  /** Release, reap and the out-of-band vanish knob all land here: the row is gone from every listing at once. */
+  remove(id: string): boolean {
+    return this.claims.delete(id);
+  }
+  count(pred: (c: Claim) => boolean = () => true): number {
+    let n = 0;
+    for (const c of this.claims.values()) if (pred(c)) n++;
+    return n;
+  }
+  byToken(token: string): Claim | undefined {
+    for (const c of this.claims.values()) if (c.token === token) return c;
+    return undefined;
+  }
+
+  /**
+   * One reap pass. Claims past their deadline (strictly) are destroyed, or archived when on_expire is "archive".
+   * Returns what happened, for metrics and logs.
+   */
+  reap(now: number): { reaped: string[]; archived: string[] } {
+    const reaped: string[] = [];
+    const archived: string[] = [];
+    for (const c of [...this.claims.values()]) {
+      if (c.deadline === null || !(now > c.deadline)) continue;
+      if (c.state === "archived") continue; // an archive's retention window is not modelled; it stays
+      if (c.onExpire === "archive") {
+        archiveClaim(c);
+        archived.push(c.id);
+      } else {
+        this.claims.delete(c.id);
+        reaped.push(c.id);
+      }
+    }
+    return { reaped, archived };
+  }
+}
+
+export function newLease(now: number, requestedTtl: number | undefined): { granted: number; deadline: number } {
+  const granted = grantedTtlSeconds(requestedTtl);
+  return { granted, deadline: now + granted * 1000 };
+}
+
+export function archiveClaim(c: Claim): void {
+  c.state = "archived";
+  c.deadline = null;
+  c.failedReason = undefined;
+}
+
+/** Wake: hibernated keeps its deadline; archived restarts a fresh lease; failed cold-boots (restarts + 1). */
+export function wakeClaim(c: Claim, now: number): void {
+  if (c.state === "archived") {
+    c.deadline = now + c.grantedTtlSeconds * 1000;
+  } else if (c.state === "failed") {
+    c.restarts += 1;
+    c.restartedAt = now;
+    c.failedReason = undefined;
+  }
+  c.state = "running";
+  c.lastActivity = now;
+}
+
+export interface RowOptions {
+  legacy?: boolean;
+  archivedDeadline?: ArchivedDeadlineStyle;
+}
+
+/** The §5.1 row, with its omission rules. Never carries the token. */
+export function toRow(c: Claim, opts: RowOptions = {}): SandboxRow {
+  const deadline = c.deadline === null ? (opts.archivedDeadline === "zero" ? GO_ZERO_TIME : undefined) : toWireTime(c.deadline);
+  if (opts.legacy) {
+    // The older index: {id,key,deadline,hibernated,from_checkpoint?} only (sandboxd.md §9.1).
+    const row: SandboxRow = { id: c.id, key: { ...c.key }, hibernated: c.state === "hibernated" };
+    if (deadline !== undefined) row.deadline = deadline;
+    if (c.fromCheckpoint) row.from_checkpoint = c.fromCheckpoint;
+    return row;
+  }
+  const tier = SIZE_TIERS[c.key.size];
+  const row: SandboxRow = {
+    id: c.id,
+    key: { ...c.key },
+    hibernated: c.state === "hibernated",
+    cpu_count: tier.cpu_count,
+    mem_total_bytes: tier.mem_total_bytes,
+  };
+  if (deadline !== undefined) row.deadline = deadline;
+  if (c.tenant !== undefined) row.tenant = c.tenant;
+  row.claimed_at = toWireTime(c.claimedAt);
+  if (c.state === "archived") row.archived = true;
+  if (c.fromCheckpoint) row.from_checkpoint = c.fromCheckpoint;
+  if (c.claimRef) row.claim_ref = c.claimRef;
+  if (c.metadata && Object.keys(c.metadata).length > 0) row.metadata = { ...c.metadata };
+  if (c.onExpireSet) row.on_expire = c.onExpire;
+  if (c.restarts > 0) row.restarts = c.restarts;
+  if (c.restartedAt !== undefined) row.restarted_at = toWireTime(c.restartedAt);
+  if (c.state === "failed") row.failed = c.failedReason || "vmm exited";
+  return row;
+}

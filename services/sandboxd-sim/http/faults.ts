@@ -1,0 +1,62 @@
+// sandboxd-sim — development substrate standing in for sandboxd (which needs KVM). Not product code.
+//
+// Fault injection, applied by the socket layer before (and, for reset-after, after) a route's handler:
+//   latency(route, ms | () => ms)   a slow node (real wall time: it is meant to trip client timeouts)
+//   hang(route, count?)             accept the request, never answer (until the client gives up or the sim stops)
+//   fail(route, status, body?, n?)  answer the next n requests (default 1) without touching state
+//   reset(route, "before"|"after")  drop the connection before handling, or after committing — the ambiguous
+//                                   "claim delivered, reply lost"
+//   listFails(mode)                 GET /v1/sandboxes only: "500" | "hang" | "truncated" | "oversize" | false
+// A route is a name from routes/table.ts, or "*" for every route.
+import type { RouteName } from "../routes/table.ts";
+
+export type FaultRoute = RouteName | "*";
+export type ListFailMode = "500" | "hang" | "truncated" | "oversize" | false;
+export type Latency = number | (() => number);
+
+export type FaultAction =
+  | { kind: "fail"; status: number; body?: unknown }
+  | { kind: "reset"; when: "before" | "after" }
+  | { kind: "hang" };
+
+interface Queued {
+  route: FaultRoute;
+  action: FaultAction;
+  remaining: number;
+}
+
+export class Faults {
+  private readonly latencies = new Map<FaultRoute, Latency>();
+  private queue: Queued[] = [];
+  listMode: ListFailMode = false;
+
+  latency(route: FaultRoute, ms: Latency | null): void {
+    if (ms === null || ms === 0) this.latencies.delete(route);
+    else this.latencies.set(route, ms);
+  }
+  latencyFor(route: RouteName): number {
+    const l = this.latencies.get(route) ?? this.latencies.get("*");
+    if (l === undefined) return 0;
+    return Math.max(0, typeof l === "function" ? l() : l);
+  }
+
+  /** count: how many requests the fault applies to (Infinity = until cleared). */
+  push(route: FaultRoute, action: FaultAction, count = 1): void {
+    this.queue.push({ route, action, remaining: count });
+  }
+
+  /** The next queued action for this route, consuming one use of it. */
+  take(route: RouteName): FaultAction | undefined {
+    const q = this.queue.find((x) => x.remaining > 0 && (x.route === route || x.route === "*"));
+    if (!q) return undefined;
+    q.remaining--;
+    this.queue = this.queue.filter((x) => x.remaining > 0);
+    return q.action;
+  }
+
+  clear(): void {
+    this.latencies.clear();
+    this.queue = [];
+    this.listMode = false;
+  }
+}

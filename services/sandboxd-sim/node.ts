@@ -1,0 +1,240 @@
+// sandboxd-sim — development substrate standing in for sandboxd (which needs KVM). Not product code.
+//
+// One simulated node's state: tokens, the claim table, pools, promoted templates, checkpoints, peers, guest
+// upstreams for the ports relay, counters for /metrics, and the out-of-band knobs. HTTP lives elsewhere
+// (http/server.ts, routes/); the verbs that create claims live in verbs.ts.
+import type { SimClock, Timer } from "./clock.ts";
+import type { IdSource } from "./ids.ts";
+import { TokenSet, type TenantConfig } from "./auth.ts";
+import { ClaimTable, archiveClaim, type ArchivedDeadlineStyle, type Claim } from "./claims.ts";
+import { Pools } from "./pools.ts";
+import type { Mesh } from "./mesh.ts";
+import { SimError } from "./errors.ts";
+import { SIZE_TIERS, poolKeyString, toWireTime, type InfoWire, type PoolKey, type TemplateInfo } from "../../shared/sandboxd/schemas.ts";
+
+export const REAP_INTERVAL_MS = 5_000;
+
+export interface TemplateRec {
+  key: PoolKey;
+  contentDigest: string;
+  tenant?: string;
+  createdAt: number;
+  labels: Record<string, string>;
+}
+
+export interface CheckpointRec {
+  id: string;
+  name?: string;
+  sandboxId: string;
+  key: PoolKey;
+  tenant?: string;
+  createdAt: number;
+}
+
+export interface GuestTarget {
+  host: string;
+  port: number;
+}
+
+export interface NodeOptions {
+  addr: string;
+  clock: SimClock;
+  ids: IdSource;
+  mesh: Mesh;
+  rootToken?: string;
+  tenants?: Record<string, TenantConfig>;
+  maxClaims?: number;
+  maxForkCount?: number;
+  provisionLatencyMs?: number;
+  refillConcurrency?: number;
+  /** Whether the node has an egress attachment (net=egress claims and pools); default true. */
+  egressAttachment?: boolean;
+  /** The older index: `GET /v1/sandboxes` root-only with the short row (sandboxd.md §9.1). */
+  legacyIndex?: boolean;
+  archivedDeadline?: ArchivedDeadlineStyle;
+}
+
+export class SimNode {
+  addr: string;
+  readonly clock: SimClock;
+  readonly ids: IdSource;
+  readonly mesh: Mesh;
+  readonly tokens: TokenSet;
+  readonly table = new ClaimTable();
+  readonly pools: Pools;
+  readonly templates = new Map<string, TemplateRec>();
+  readonly checkpoints = new Map<string, CheckpointRec>();
+  readonly guests = new Map<string, GuestTarget>();
+  readonly counters = new Map<string, number>();
+  peerAddrs: string[] = [];
+  forced: { targets: string[]; requirePromoted: boolean } | null = null;
+  maxClaims: number;
+  maxForkCount: number;
+  egressAttachment: boolean;
+  legacyIndex: boolean;
+  archivedDeadline: ArchivedDeadlineStyle;
+  /** False between stop and start (and during restart); peers skip a node that is down. */
+  listening = false;
+  private reaper: Timer | undefined;
+
+  constructor(o: NodeOptions) {
+    this.addr = o.addr;
+    this.clock = o.clock;
+    this.ids = o.ids;
+    this.mesh = o.mesh;
+    this.tokens = new TokenSet(o.rootToken, o.tenants);
+    this.maxClaims = o.maxClaims ?? 0;
+    this.maxForkCount = o.maxForkCount ?? 16;
+    this.egressAttachment = o.egressAttachment ?? true;
+    this.legacyIndex = o.legacyIndex ?? false;
+    this.archivedDeadline = o.archivedDeadline ?? "omit";
+    this.pools = new Pools({ clock: o.clock, ids: o.ids, provisionLatencyMs: o.provisionLatencyMs ?? 0, refillConcurrency: o.refillConcurrency ?? 8 });
+  }
+
+  start(): void {
+    this.reaper ??= this.clock.every(REAP_INTERVAL_MS, () => this.reapNow());
+    this.pools.start();
+    this.pools.refill();
+  }
+  stop(): void {
+    this.reaper?.cancel();
+    this.reaper = undefined;
+    this.pools.stop();
+  }
+
+  count(name: string, by = 1): void {
+    this.counters.set(name, (this.counters.get(name) ?? 0) + by);
+  }
+
+  get draining(): boolean {
+    return this.pools.draining;
+  }
+  capacityState() {
+    return { maxClaims: this.maxClaims, draining: this.pools.draining };
+  }
+
+  /** One reaper tick: strict now > deadline; destroy, or archive when on_expire is "archive". */
+  reapNow(): { reaped: string[]; archived: string[] } {
+    const r = this.table.reap(this.clock.now());
+    this.count("reaps_total", r.reaped.length);
+    this.count("archives_total", r.archived.length);
+    return r;
+  }
+
+  /** The claim, or the uniform 404 a caller would get. */
+  mustGet(id: string): Claim {
+    const c = this.table.get(id);
+    if (!c) throw new SimError(404, "unknown sandbox");
+    return c;
+  }
+
+  info(): InfoWire {
+    const claimed = this.table.size;
+    const hib = this.table.count((c) => c.state === "hibernated");
+    const arch = this.table.count((c) => c.state === "archived");
+    const failed = this.table.count((c) => c.state === "failed");
+    const out: InfoWire = {
+      pools: this.pools.status(),
+      templates: [...this.templates.values()].map((t) => this.templateInfo(t)),
+      claimed,
+      advertise_addr: this.addr,
+    };
+    if (hib) out.hibernated = hib;
+    if (arch) out.archived = arch;
+    if (failed) out.failed = failed;
+    if (this.pools.draining) out.draining = true;
+    if (this.pools.atCapacityReason !== undefined) {
+      out.at_capacity = true;
+      out.at_capacity_reason = this.pools.atCapacityReason;
+    }
+    if (this.peerAddrs.length) out.peers = [...this.peerAddrs];
+    return out;
+  }
+
+  templateInfo(t: TemplateRec): TemplateInfo {
+    const tier = SIZE_TIERS[t.key.size];
+    const out: TemplateInfo = {
+      key: { ...t.key },
+      content_digest: t.contentDigest,
+      created_at: toWireTime(t.createdAt),
+      cpu_count: tier.cpu_count,
+      mem_total_bytes: tier.mem_total_bytes,
+      labels: { ...t.labels },
+    };
+    if (t.tenant !== undefined) out.tenant = t.tenant;
+    return out;
+  }
+
+  // ---- knobs: capacity and tokens ----------------------------------------------------------------------------
+
+  setTokens(root: string | null | undefined, tenants: Record<string, TenantConfig> = {}): void {
+    this.tokens.set(root, tenants);
+  }
+  setTenant(name: string, token: string, cap = 0): void {
+    this.tokens.tenants.set(name, { token, max_claims: cap });
+  }
+  /** A removed tenant's token gets 401 at once; its claims run to their deadline but cannot extend. */
+  removeTenant(name: string): void {
+    this.tokens.tenants.delete(name);
+  }
+  drain(): void {
+    this.pools.drain();
+  }
+  undrain(): void {
+    this.pools.undrain();
+  }
+  atCapacity(reason: string | null | undefined): void {
+    this.pools.atCapacityReason = reason ?? undefined;
+    if (reason == null) this.pools.refill();
+  }
+
+  // ---- knobs: out-of-band node actions -------------------------------------------------------------------------
+
+  /** Make the claim's deadline pass (now − 1 ms); the next reap tick acts on it. */
+  expire(id: string): void {
+    this.mustGet(id).deadline = this.clock.now() - 1;
+  }
+  hibernate(id: string): void {
+    const c = this.mustGet(id);
+    if (c.state === "running") c.state = "hibernated";
+  }
+  archive(id: string): void {
+    archiveClaim(this.mustGet(id));
+    this.count("archives_total");
+  }
+  failVmm(id: string, reason = "vmm exited"): void {
+    const c = this.mustGet(id);
+    c.state = "failed";
+    c.failedReason = reason;
+  }
+  /** The sandbox disappears without a release (host crash, manual cleanup). */
+  vanish(id: string): void {
+    this.table.remove(id);
+  }
+
+  attachGuest(id: string, port: number, target: number | string): void {
+    const [host, p] = typeof target === "number" ? ["127.0.0.1", target] : splitHostPort(target);
+    this.guests.set(`${id}:${port}`, { host, port: p });
+  }
+  detachGuest(id: string, port: number): void {
+    this.guests.delete(`${id}:${port}`);
+  }
+
+  /** Restart semantics: claims and the pool set survive; the drain flag clears; warm VMs are rebuilt. */
+  restartState(): void {
+    this.pools.restart();
+  }
+
+  templateFor(key: PoolKey): TemplateRec | undefined {
+    return this.templates.get(poolKeyString(key));
+  }
+}
+
+export function splitHostPort(s: string): [string, number] {
+  const i = s.lastIndexOf(":");
+  if (i < 0) throw new Error(`expected host:port, got ${JSON.stringify(s)}`);
+  const host = s.slice(0, i).replace(/^\[|\]$/g, "") || "127.0.0.1";
+  const port = Number(s.slice(i + 1));
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad port in ${JSON.stringify(s)}`);
+  return [host, port];
+}

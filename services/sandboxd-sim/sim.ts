@@ -1,0 +1,251 @@
+// sandboxd-sim — development substrate standing in for sandboxd (which needs KVM). Not product code.
+//
+// The programmatic entry points: startSandboxdSim(opts) starts one simulated node on a real HTTP listener and
+// returns its control handle; startSimCluster(n, opts) starts n nodes on one shared clock, peers of each other
+// (a mesh). Every knob of sandboxd.md §7 is a method of the handle, and the same knobs are reachable over
+// `/_sim/<knob>` (admin.ts).
+import { FakeClock, RealClock, type SimClock } from "./clock.ts";
+import { createIdSource, type IdSource } from "./ids.ts";
+import { Mesh } from "./mesh.ts";
+import { SimNode } from "./node.ts";
+import { parseKeySpec } from "./pools.ts";
+import { createApp } from "./routes/index.ts";
+import { Faults, type FaultRoute, type Latency, type ListFailMode } from "./http/faults.ts";
+import { RequestLog, type RequestLogEntry } from "./http/reqlog.ts";
+import { NodeServer } from "./http/server.ts";
+import { createAdminHandler } from "./admin.ts";
+import { startFakeGuest, type FakeGuest, type FakeGuestOptions } from "./guest.ts";
+import type { TenantConfig } from "./auth.ts";
+import type { ArchivedDeadlineStyle, Claim } from "./claims.ts";
+import { PoolEntry, type InfoWire, type PoolEntryInput, type PoolKey } from "../../shared/sandboxd/schemas.ts";
+
+export interface SimOptions {
+  /** Listen host (default 127.0.0.1) and port (default 0 = any free port). */
+  host?: string;
+  port?: number;
+  /** The address claims report as owner_addr; default the bound host:port. */
+  advertiseAddr?: string;
+  rootToken?: string;
+  tenants?: Record<string, TenantConfig>;
+  /** Initial pool set, as PUT /v1/pools entries or `template/net/size=warm` specs. */
+  pools?: (PoolEntryInput | string)[];
+  maxClaims?: number;
+  maxForkCount?: number;
+  /** Deterministic ids/tokens/digests. */
+  seed?: string | number;
+  /** "fake" (time moves only by advance) or "real" (default). A cluster shares one. */
+  clock?: "fake" | "real" | SimClock;
+  provisionLatencyMs?: number;
+  refillConcurrency?: number;
+  egressAttachment?: boolean;
+  legacyIndex?: boolean;
+  archivedDeadline?: ArchivedDeadlineStyle;
+  /** Serve /_sim/* on the node's own listener (default true). */
+  adminOnNode?: boolean;
+  /** Internal: the mesh registry shared by a cluster. */
+  mesh?: Mesh;
+  ids?: IdSource;
+}
+
+export interface SandboxdSim {
+  readonly url: string;
+  readonly addr: string;
+  readonly node: SimNode;
+  readonly clock: SimClock;
+  readonly requests: RequestLogEntry[];
+  readonly log: RequestLog;
+  // time
+  advance(ms: number): void;
+  reapNow(): { reaped: string[]; archived: string[] };
+  refillNow(): void;
+  // faults
+  latency(route: FaultRoute, ms: Latency | null): void;
+  hang(route: FaultRoute, count?: number): void;
+  fail(route: FaultRoute, status: number, body?: unknown, count?: number): void;
+  reset(route: FaultRoute, when: "before" | "after", count?: number): void;
+  listFails(mode: ListFailMode): void;
+  clearFaults(): void;
+  // pools
+  setWarm(key: PoolKey | string, n: number): void;
+  setGolden(key: PoolKey | string, golden: boolean): void;
+  provisionFails(key: PoolKey | string, fails?: boolean): void;
+  atCapacity(reason: string | null): void;
+  setProvisionLatency(ms: number): void;
+  // capacity and credentials
+  setMaxClaims(n: number): void;
+  setTenant(name: string, token: string, cap?: number): void;
+  removeTenant(name: string): void;
+  setTokens(root: string | null, tenants?: Record<string, TenantConfig>): void;
+  drain(): void;
+  undrain(): void;
+  // out-of-band node actions
+  expire(id: string): void;
+  hibernate(id: string): void;
+  archive(id: string): void;
+  failVmm(id: string, reason?: string): void;
+  vanish(id: string): void;
+  // mesh and data plane
+  peers(addrs: string[]): void;
+  forceRedirect(targets: string[] | null, requirePromoted?: boolean): void;
+  attachGuest(id: string, port: number, target: number | string): void;
+  detachGuest(id: string, port: number): void;
+  attachFakeGuest(id: string, opts?: FakeGuestOptions): Promise<FakeGuest>;
+  // inspection
+  claims(): Claim[];
+  info(): InfoWire;
+  // lifecycle
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function makeClock(c: SimOptions["clock"]): SimClock {
+  if (c && typeof c === "object") return c;
+  return c === "fake" ? new FakeClock() : new RealClock();
+}
+
+export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdSim> {
+  const clock = makeClock(opts.clock);
+  const ids = opts.ids ?? createIdSource(opts.seed);
+  const mesh = opts.mesh ?? new Mesh();
+  const host = opts.host ?? "127.0.0.1";
+  const node = new SimNode({
+    addr: "",
+    clock,
+    ids,
+    mesh,
+    rootToken: opts.rootToken,
+    tenants: opts.tenants,
+    maxClaims: opts.maxClaims,
+    maxForkCount: opts.maxForkCount,
+    provisionLatencyMs: opts.provisionLatencyMs,
+    refillConcurrency: opts.refillConcurrency,
+    egressAttachment: opts.egressAttachment,
+    legacyIndex: opts.legacyIndex,
+    archivedDeadline: opts.archivedDeadline,
+  });
+  const faults = new Faults();
+  const log = new RequestLog();
+  const guests: FakeGuest[] = [];
+  let handle!: SandboxdSim;
+  const server = new NodeServer({
+    node,
+    app: createApp(node),
+    faults,
+    log,
+    admin: opts.adminOnNode === false ? undefined : (req) => createAdminHandler(() => handle)(req),
+  });
+  await server.listen(host, opts.port ?? 0);
+  const bound = `${host.includes(":") ? `[${host}]` : host}:${server.port}`;
+  node.addr = opts.advertiseAddr ?? bound;
+  mesh.register(node);
+  if (opts.pools?.length) {
+    node.pools.replace(opts.pools.map((p) => (typeof p === "string" ? poolSpec(p) : PoolEntry.parse(p))));
+  }
+  node.listening = true;
+  node.start();
+
+  const key = (k: PoolKey | string) => parseKeySpec(k);
+  handle = {
+    url: `http://${bound}`,
+    addr: node.addr,
+    node,
+    clock,
+    log,
+    get requests() {
+      return log.entries;
+    },
+    advance: (ms) => clock.advance(ms),
+    reapNow: () => node.reapNow(),
+    refillNow: () => node.pools.refill(),
+    latency: (route, ms) => faults.latency(route, ms),
+    hang: (route, count = 1) => faults.push(route, { kind: "hang" }, count),
+    fail: (route, status, body, count = 1) => faults.push(route, { kind: "fail", status, body }, count),
+    reset: (route, when, count = 1) => faults.push(route, { kind: "reset", when }, count),
+    listFails: (mode) => void (faults.listMode = mode),
+    clearFaults: () => faults.clear(),
+    setWarm: (k, n) => node.pools.setWarm(key(k), n),
+    setGolden: (k, b) => node.pools.setGolden(key(k), b),
+    provisionFails: (k, fails = true) => node.pools.provisionFails(key(k), fails),
+    atCapacity: (reason) => node.atCapacity(reason),
+    setProvisionLatency: (ms) => void (node.pools.provisionLatencyMs = ms),
+    setMaxClaims: (n) => void (node.maxClaims = n),
+    setTenant: (name, token, cap = 0) => node.setTenant(name, token, cap),
+    removeTenant: (name) => node.removeTenant(name),
+    setTokens: (root, tenants) => node.setTokens(root, tenants),
+    drain: () => node.drain(),
+    undrain: () => node.undrain(),
+    expire: (id) => node.expire(id),
+    hibernate: (id) => node.hibernate(id),
+    archive: (id) => node.archive(id),
+    failVmm: (id, reason) => node.failVmm(id, reason),
+    vanish: (id) => node.vanish(id),
+    peers: (addrs) => void (node.peerAddrs = [...addrs]),
+    forceRedirect: (targets, requirePromoted = false) => void (node.forced = targets ? { targets: [...targets], requirePromoted } : null),
+    attachGuest: (id, port, target) => node.attachGuest(id, port, target),
+    detachGuest: (id, port) => node.detachGuest(id, port),
+    attachFakeGuest: async (id, o = {}) => {
+      const c = node.table.get(id);
+      const g = await startFakeGuest({ claimToken: c?.token, ...o });
+      guests.push(g);
+      node.attachGuest(id, 49983, g.port);
+      return g;
+    },
+    claims: () => node.table.all(),
+    info: () => node.info(),
+    restart: async () => {
+      // Claims and the PUT pool set survive; the drain flag clears; warm VMs are rebuilt. Connections drop.
+      node.listening = false;
+      node.stop();
+      await server.close();
+      node.restartState();
+      await server.listen(host, server.port);
+      node.listening = true;
+      node.start();
+    },
+    stop: async () => {
+      node.listening = false;
+      node.stop();
+      mesh.unregister(node);
+      await server.close();
+      await Promise.all(guests.map((g) => g.stop()));
+    },
+  };
+  return handle;
+}
+
+/** `base:24.04/none/small=5` -> a pool entry with warm 5 (warm defaults to 0 when `=n` is absent). */
+export function poolSpec(spec: string): PoolEntry {
+  const eq = spec.lastIndexOf("=");
+  const keyPart = eq >= 0 ? spec.slice(0, eq) : spec;
+  const warm = eq >= 0 ? Number(spec.slice(eq + 1)) : 0;
+  if (!Number.isInteger(warm) || warm < 0) throw new Error(`invalid warm count in pool spec ${JSON.stringify(spec)}`);
+  const k = parseKeySpec(keyPart);
+  return PoolEntry.parse({ ...k, warm });
+}
+
+export interface SimCluster {
+  readonly nodes: SandboxdSim[];
+  readonly clock: SimClock;
+  readonly urls: string[];
+  advance(ms: number): void;
+  stop(): Promise<void>;
+}
+
+/** n nodes on one clock and one mesh registry, every node a peer of every other. */
+export async function startSimCluster(n: number, opts: SimOptions & { ports?: number[] } = {}): Promise<SimCluster> {
+  const clock = makeClock(opts.clock);
+  const ids = opts.ids ?? createIdSource(opts.seed);
+  const mesh = new Mesh();
+  const nodes: SandboxdSim[] = [];
+  for (let i = 0; i < n; i++) {
+    nodes.push(await startSandboxdSim({ ...opts, port: opts.ports?.[i] ?? (i === 0 ? opts.port : 0), clock, ids, mesh }));
+  }
+  if (n > 1) for (const x of nodes) x.peers(nodes.filter((y) => y !== x).map((y) => y.addr));
+  return {
+    nodes,
+    clock,
+    urls: nodes.map((x) => x.url),
+    advance: (ms) => clock.advance(ms),
+    stop: async () => void (await Promise.all(nodes.map((x) => x.stop()))),
+  };
+}
