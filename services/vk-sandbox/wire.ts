@@ -1,0 +1,274 @@
+// Builds and starts the daemon from its parsed configuration, in the observable order of spec §1.1 (steps 5–11).
+// main.ts owns steps 1–4 (flags, log level, state path, signals) and the exit codes; this file owns which module
+// gets which client and what runs first. Every module it starts is registered with the shutdown as it starts, so
+// a fatal error half-way still stops what already runs.
+import { readFile, writeFile } from "node:fs/promises";
+import { availableParallelism } from "node:os";
+import type { CoreV1Event, V1Pod } from "@kubernetes/client-node";
+import { StartupError } from "../../shared/config/errors.ts";
+import { KubeClient } from "../../shared/kube/client.ts";
+import { loadKubeConnection } from "../../shared/kube/connection.ts";
+import { isConflict, isNotFound, KubeApiError } from "../../shared/kube/errors.ts";
+import { EventRecorder } from "../../shared/kube/events.ts";
+import { Informer } from "../../shared/kube/informer.ts";
+import { limiterFromFlags, DEFAULT_BURST, DEFAULT_QPS } from "../../shared/kube/rate-limit.ts";
+import { Events, Pods, resourcePath } from "../../shared/kube/resources.ts";
+import type { QueueRate } from "../../shared/kube/work-queue.ts";
+import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import { SandboxdClient } from "../../shared/sandboxd/client.ts";
+import { ClaimsFile } from "./claims/file.ts";
+import type { VkSandboxConfig } from "./flags.ts";
+import { InventoryPublisher } from "./inventory/publisher.ts";
+import { createKubeletApp, kubeletTlsPair, serveKubeletApi } from "./kubelet-api/index.ts";
+import { LeaseController, NodeController } from "./node/index.ts";
+import { PodController } from "./pods/controller.ts";
+import type { PodSource, PodWriter } from "./pods/ports.ts";
+import { createSandboxProvider, isTransientForHeldClaim, type OwnerReader, type SandboxClaimer } from "./provider/index.ts";
+
+/** sandboxd HTTP client request timeout (spec §1.1 step 6). */
+const SANDBOXD_TIMEOUT_MS = 10_000;
+
+/**
+ * Test-only: when set to a file path, the daemon writes the first claim reply's id there after sandboxd answered
+ * and then never lets the provider see the reply, so a test can SIGKILL it exactly between "sandboxd delivered a
+ * claim" and "the claims table recorded it". Nothing else changes; unset in every real deployment.
+ */
+export const TEST_HOLD_AFTER_CLAIM_ENV = "VK_SANDBOX_TEST_HOLD_AFTER_CLAIM";
+
+export interface WireDeps {
+  config: VkSandboxConfig;
+  log: Logger;
+  env: Record<string, string | undefined>;
+  shutdown: Shutdown;
+}
+
+/** What a running daemon exposes to main and to in-process tests and benchmarks. */
+export interface VkSandbox {
+  kube: KubeClient;
+  pods: PodController;
+  node: NodeController;
+  kubeletPort: number;
+}
+
+/** The queues' bucket with client-go's meaning of the flags: 0 → 5/10, qps < 0 → none (per-item backoff only). */
+export function queueRate(qps: number, burst: number): QueueRate | undefined {
+  if (qps < 0) return undefined;
+  return { qps: qps === 0 ? DEFAULT_QPS : qps, burst: burst <= 0 ? DEFAULT_BURST : burst };
+}
+
+export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
+  const { config: cfg, log, shutdown } = d;
+
+  // 5. Kube config. One token bucket shared by every Kubernetes client of the process (node, lease, pod status,
+  // pod delete, events, owner reads, inventory): the operator's --kube-api-qps/--kube-api-burst is then a bound
+  // on what this node costs the apiserver, which is what it is for. (Go gave the dynamic and inventory clients
+  // buckets of their own; a shared one is stricter and only slows owner reads during a status storm.)
+  const conn = await loadKubeConnection(d.env).catch((e) => {
+    throw new StartupError(`kube config: ${(e as Error).message}`);
+  });
+  const kube = new KubeClient(conn, {
+    limiter: limiterFromFlags(cfg.kubeApiQps, cfg.kubeApiBurst),
+    userAgent: `vk-sandbox/${cfg.nodeName}`,
+    log: log.child({ component: "kube" }),
+  });
+
+  // 6. sandboxd: token file read once (rotation needs a restart).
+  let token: string | undefined;
+  if (cfg.sandboxdTokenFile) {
+    try {
+      token = (await readFile(cfg.sandboxdTokenFile, "utf8")).trim();
+    } catch (e) {
+      throw new StartupError(`--sandboxd-token-file ${cfg.sandboxdTokenFile}: ${(e as Error).message}`);
+    }
+  }
+  const sandboxd = new SandboxdClient({
+    baseUrl: cfg.sandboxdUrl,
+    token,
+    timeoutMs: SANDBOXD_TIMEOUT_MS,
+    log: log.child({ component: "sandboxd" }),
+  });
+
+  // 7. Provider: load, quarantine, verify once, write once. A failure here is fatal and happens before any Node
+  // exists, so a node without durable claims never enters scheduling.
+  const handle = createSandboxProvider({
+    nodeName: cfg.nodeName,
+    claimer: holdAfterClaimForTests(sandboxd, d.env[TEST_HOLD_AFTER_CLAIM_ENV]),
+    releaser: sandboxd,
+    lister: sandboxd,
+    ownerReader: ownerReaderFor(kube),
+    store: new ClaimsFile({ path: cfg.statePath }),
+    log,
+    intervals: { orphanScanMs: cfg.orphanScanInterval },
+  });
+  try {
+    await handle.ready;
+  } catch (e) {
+    throw new StartupError(`claims state ${cfg.statePath}: ${(e as Error).message}`);
+  }
+  shutdown.addCloser("provider", () => handle.stop());
+
+  // 8. Kubelet TLS: the given pair or a self-signed one (fatal on a bad pair).
+  const tls = await kubeletTlsPair({ tlsCert: cfg.tlsCert, tlsKey: cfg.tlsKey, nodeName: cfg.nodeName, nodeIp: cfg.nodeIp }).catch((e) => {
+    throw new StartupError(`kubelet TLS: ${(e as Error).message}`);
+  });
+
+  // 9. Capacity quantities were validated by the flag parser; the node object takes their canonical text.
+  const node = new NodeController({
+    client: kube,
+    log: log.child({ component: "node" }),
+    spec: {
+      nodeName: cfg.nodeName,
+      nodeIp: cfg.nodeIp,
+      kubeletPort: cfg.listenPort,
+      cpu: cfg.nodeCpu.string,
+      memory: cfg.nodeMemory.string,
+      pods: cfg.nodePods.string,
+      extraLabels: cfg.nodeLabels,
+    },
+  });
+
+  // 10. Provider loops, then the inventory publisher (immediate, then every interval).
+  handle.start();
+  if (cfg.publishInventory) {
+    const publisher = new InventoryPublisher({
+      kube,
+      sandboxd,
+      nodeName: cfg.nodeName,
+      address: cfg.sandboxdAdvertiseAddr,
+      ownAddressOf: (id) => ownAddress(handle.impl.core.st.claims.values(), id),
+      nodeGone: () => node.gone,
+      intervalMs: cfg.publishInterval,
+      log: log.child({ component: "inventory" }),
+    });
+    publisher.start();
+    shutdown.addCloser("inventory", () => publisher.stop());
+  }
+
+  // 11. Library layer: HTTPS → pod informer → cache sync → dangling pass → workers → Node → Lease → Ready.
+  const informer = new Informer<V1Pod>(kube, Pods, {
+    fieldSelector: `spec.nodeName=${cfg.nodeName}`,
+    log: log.child({ component: "pod-informer" }),
+  });
+  const hostname = cfg.listenAddr.slice(0, cfg.listenAddr.lastIndexOf(":")).replace(/^\[|\]$/g, "");
+  let server;
+  try {
+    server = serveKubeletApi({
+      app: createKubeletApp({ listPods: () => informer.list(), runningPods: () => handle.provider.getPods() }),
+      tls,
+      hostname: hostname || undefined,
+      port: cfg.listenPort,
+    });
+  } catch (e) {
+    throw new StartupError(`--listen-addr ${cfg.listenAddr}: ${(e as Error).message}`);
+  }
+  shutdown.addListener("kubelet-api", () => server.stop());
+
+  const events = new EventRecorder({
+    sink: eventSink(kube),
+    component: `${cfg.nodeName}/pod-controller`,
+    host: cfg.nodeName,
+    dropNormal: cfg.disablePodEvents,
+    isNotFound,
+    log: log.child({ component: "events" }),
+  });
+  const pods = new PodController({
+    nodeName: cfg.nodeName,
+    provider: handle.provider,
+    pods: podSource(informer),
+    api: podWriter(kube),
+    errors: { isNotFound, isConflict },
+    events,
+    log: log.child({ component: "pod-controller" }),
+    workers: availableParallelism(),
+    rate: queueRate(cfg.kubeApiQps, cfg.kubeApiBurst),
+    isTransient: isTransientForHeldClaim,
+  });
+  // Closers run in reverse: the queues stop before the informer, the recorder last of the three.
+  shutdown.addCloser("events", () => events.close());
+  shutdown.addCloser("pod-informer", () => informer.stop());
+  shutdown.addCloser("pod-controller", () => pods.stop());
+  await pods.start();
+
+  await node.ensure().catch((e) => {
+    throw new StartupError(`node ${cfg.nodeName}: ${(e as Error).message}`);
+  });
+  node.start();
+  shutdown.addCloser("node", () => node.stop());
+  const lease = new LeaseController({
+    client: kube,
+    nodeName: cfg.nodeName,
+    nodeRef: () => node.nodeRef(),
+    nodeGone: () => node.gone,
+    log: log.child({ component: "lease" }),
+  });
+  lease.start();
+  shutdown.addCloser("lease", () => lease.stop());
+  await node.markReady();
+  log.info({ node: cfg.nodeName, port: server.port }, "vk-sandbox ready");
+  return { kube, pods, node, kubeletPort: server.port };
+}
+
+function podSource(informer: Informer<V1Pod>): PodSource {
+  return {
+    get: (k) => informer.get(k),
+    list: () => informer.list(),
+    onAdd: (fn) => informer.onAdd(fn),
+    onUpdate: (fn) => informer.onUpdate(fn),
+    onDelete: (fn) => informer.onDelete(fn),
+    async startAndSync() {
+      informer.start();
+      await informer.synced;
+    },
+  };
+}
+
+function podWriter(kube: KubeClient): PodWriter {
+  return {
+    updateStatus: (pod) => kube.update<V1Pod>(Pods, pod, { namespace: pod.metadata?.namespace, subresource: "status" }),
+    forceDelete: (namespace, name, uid) => kube.delete(Pods, name, { namespace, gracePeriodSeconds: 0, preconditions: { uid } }),
+  };
+}
+
+function eventSink(kube: KubeClient) {
+  return {
+    create: (namespace: string, ev: CoreV1Event) => kube.create(Events, ev, { namespace }),
+    patch: (namespace: string, name: string, patch: Partial<CoreV1Event>) => kube.patch(Events, name, patch, { namespace, type: "merge" }),
+  };
+}
+
+/** The sandboxd owner_addr of this provider's own row for a sandbox id (absent for sandboxes claimed elsewhere). */
+function ownAddress(rows: Iterable<{ id: string; address?: string }>, id: string): string | undefined {
+  for (const c of rows) if (c.id === id) return c.address || undefined;
+  return undefined;
+}
+
+/**
+ * The delete-authorization owner read (§5.5): GET the controller owner in the Pod's namespace with no
+ * resourceVersion. A 404 is reported with its Status `details.name`, which is what tells "this object is gone"
+ * from "this resource path does not exist" (an unknown CRD). Never throws.
+ */
+export function ownerReaderFor(kube: KubeClient): OwnerReader {
+  return async (ref, namespace) => {
+    const res = { group: ref.group, version: ref.version, resource: ref.resource, namespaced: true };
+    try {
+      const object = await kube.request<object>("GET", resourcePath(res, { namespace, name: ref.name }), { verb: "get" });
+      return { outcome: "found", object };
+    } catch (e) {
+      if (isNotFound(e)) return { outcome: "not-found", detailsName: e instanceof KubeApiError ? e.details?.name : undefined };
+      return { outcome: "error", error: e };
+    }
+  };
+}
+
+function holdAfterClaimForTests(claimer: SandboxClaimer, markerPath: string | undefined): SandboxClaimer {
+  if (!markerPath) return claimer;
+  return {
+    async claim(req) {
+      const reply = await claimer.claim(req);
+      await writeFile(markerPath, JSON.stringify({ id: reply.id, claim_ref: req.claim_ref }));
+      return new Promise<never>(() => {});
+    },
+  };
+}
+
