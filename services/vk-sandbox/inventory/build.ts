@@ -3,7 +3,7 @@
 // The node's index, not the claims table, is the source: sandboxes claimed by others (e2b, the operator) appear, and
 // reaped ones vanish on the next publish.
 import { GO_ZERO_TIME, type Info, type SandboxRow } from "../../../shared/sandboxd/schemas.ts";
-import { API_VERSION, type InventoryEntry, type InventoryPool, KIND, type NodeInventory } from "./schema.ts";
+import { API_VERSION, type InventoryEntry, type InventoryPool, type InventoryTemplate, KIND, type NodeInventory } from "./schema.ts";
 
 export interface BuildInput {
   nodeName: string;
@@ -33,6 +33,9 @@ export function inventoryEntry(row: SandboxRow, ownAddressOf: (id: string) => st
   if (addr) e.addr = addr;
   if (!isZero(row.deadline)) e.deadline = row.deadline;
   if (!isZero(row.claimed_at)) e.claimedAt = row.claimed_at;
+  if (row.metadata && Object.keys(row.metadata).length > 0) e.claimMetadata = JSON.stringify(row.metadata);
+  if (row.cpu_count && row.cpu_count > 0) e.cpuCount = row.cpu_count;
+  if (row.mem_total_bytes && row.mem_total_bytes > 0) e.memoryBytes = row.mem_total_bytes;
   return e;
 }
 
@@ -54,6 +57,14 @@ export function buildInventory(i: BuildInput): NodeInventory {
     warm: p.warm,
     target: p.target,
   }));
+  const templates: InventoryTemplate[] = (i.info.templates ?? []).map((t) => {
+    const out: InventoryTemplate = { template: t.key.template, net: t.key.net, size: t.key.size, contentDigest: t.content_digest };
+    if (t.tenant) out.tenant = t.tenant;
+    if (!isZero(t.created_at)) out.createdAt = t.created_at;
+    if (t.cpu_count > 0) out.cpuCount = t.cpu_count;
+    if (t.mem_total_bytes > 0) out.memoryBytes = t.mem_total_bytes;
+    return out;
+  });
   // Sorted (ties broken by id) so an unchanged index always produces the same list.
   const entries = i.rows.map((r) => inventoryEntry(r, i.ownAddressOf)).sort(byNameThenId);
   const inv: NodeInventory = {
@@ -67,6 +78,7 @@ export function buildInventory(i: BuildInput): NodeInventory {
   if (i.address) inv.address = i.address;
   // An empty list is left out, not sent as []: with server-side apply, a field this manager stops sending is cleared.
   if (pools.length > 0) inv.pools = pools;
+  if (templates.length > 0) inv.templates = templates;
   if (entries.length > 0) inv.entries = entries;
   return inv;
 }

@@ -7,4 +7,4 @@ export {
   type InventorySandboxd,
   type PublishOutcome,
 } from "./publisher.ts";
-export { API_VERSION, GROUP, InventoryEntry, InventoryPool, KIND, NodeInventories, NodeInventory, VERSION } from "./schema.ts";
+export { API_VERSION, GROUP, InventoryEntry, InventoryPool, InventoryTemplate, KIND, NodeInventories, NodeInventory, VERSION } from "./schema.ts";

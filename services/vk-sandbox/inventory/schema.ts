@@ -20,6 +20,19 @@ export const InventoryPool = z.object({
 });
 export type InventoryPool = z.infer<typeof InventoryPool>;
 
+/** A promoted template from /v1/info (vk-sandbox.md open question 4: published now that the CRD defines it). */
+export const InventoryTemplate = z.object({
+  template: z.string().min(1),
+  net: z.string().optional(),
+  size: z.string().optional(),
+  contentDigest: z.string().optional(),
+  tenant: z.string().optional(),
+  createdAt: z.string().optional(),
+  cpuCount: z.number().int().optional(),
+  memoryBytes: z.number().int().optional(),
+});
+export type InventoryTemplate = z.infer<typeof InventoryTemplate>;
+
 export const EntryPhase = z.enum(["Running", "Hibernated"]);
 
 export const InventoryEntry = z.object({
@@ -33,6 +46,11 @@ export const InventoryEntry = z.object({
   addr: z.string().optional(),
   deadline: z.string().optional(),
   claimedAt: z.string().optional(),
+  // Newer fields the aggregated API and the e2b surface read (sandbox-apiserver.md §4.1): the claim's caller
+  // metadata as one JSON-object string, and the size tier's allocation. Omitted when empty or zero.
+  claimMetadata: z.string().optional(),
+  cpuCount: z.number().int().optional(),
+  memoryBytes: z.number().int().optional(),
 });
 export type InventoryEntry = z.infer<typeof InventoryEntry>;
 
@@ -55,6 +73,7 @@ export const NodeInventory = z.object({
   node: z.string().min(1),
   address: z.string().optional(),
   pools: z.array(InventoryPool).optional(),
+  templates: z.array(InventoryTemplate).optional(),
   entries: z.array(InventoryEntry).optional(),
   publishedAt: z.string().optional(),
 });

@@ -64,10 +64,33 @@ describe("buildInventory", () => {
     expect(inv.publishedAt).toBe("2026-11-30T01:02:03.456Z");
   });
 
+  test("newer fields: claim metadata as one JSON string, size allocation, promoted templates", () => {
+    const inv2 = buildInventory({
+      nodeName: "n",
+      address: "a",
+      rows: [{ ...rows[0]!, metadata: { team: "x" }, cpu_count: 2, mem_total_bytes: 2147483648 }],
+      info: {
+        ...info,
+        templates: [
+          { key, content_digest: `sha256:${"a".repeat(64)}`, tenant: "acme", created_at: "2026-11-01T00:00:00Z", cpu_count: 1, mem_total_bytes: 536870912 },
+        ],
+      },
+      ownAddressOf: () => undefined,
+      publishedAt: new Date(),
+    });
+    expect(inv2.entries![0]).toMatchObject({ claimMetadata: '{"team":"x"}', cpuCount: 2, memoryBytes: 2147483648 });
+    expect(inv2.templates).toEqual([
+      { template: "base:24.04", net: "none", size: "small", contentDigest: `sha256:${"a".repeat(64)}`, tenant: "acme", createdAt: "2026-11-01T00:00:00Z", cpuCount: 1, memoryBytes: 536870912 },
+    ]);
+    expect(NodeInventory.safeParse(inv2).success).toBe(true);
+    expect("claimMetadata" in inv.entries![0]!).toBe(false);
+  });
+
   test("empty lists are omitted so server-side apply clears them", () => {
     const empty = buildInventory({ nodeName: "n", address: "a", rows: [], info: { ...info, pools: [] }, ownAddressOf: () => undefined, publishedAt: new Date() });
     expect("entries" in empty).toBe(false);
     expect("pools" in empty).toBe(false);
+    expect("templates" in empty).toBe(false);
     expect(empty.metadata.ownerReferences).toBeUndefined();
   });
 });
