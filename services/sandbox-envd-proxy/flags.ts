@@ -1,0 +1,126 @@
+// sandbox-envd-proxy's flags (seed 003): the e2b data plane's listener, domain, TLS pair, guest leg,
+// the envd secret the access tokens are verified against, the fleet root token and the inventory window.
+import {
+  StartupError,
+  boolFlag,
+  formatHelp,
+  inventoryStaleAfterFlag,
+  listenAddressCheck,
+  mapOutcome,
+  parseFlags,
+  sandboxdTokenFlags,
+  stringFlag,
+  type CliOutcome,
+  type Env,
+} from "../../shared/config/index.ts";
+
+export const OPERATOR_LOG_LEVEL_ENV = "OPERATOR_LOG_LEVEL";
+
+export const envdProxyFlags = {
+  bindAddress: stringFlag({
+    flag: "bind-address",
+    default: ":8443",
+    help: "Address the proxy listens on.",
+    check: listenAddressCheck(),
+  }),
+  domain: stringFlag({
+    flag: "domain",
+    help:
+      "Base domain sandbox hosts are derived from, as {port}-{sandboxID}.{domain}. Must match the apiserver's " +
+      "--e2b-domain.",
+  }),
+  namespace: stringFlag({
+    flag: "namespace",
+    default: "default",
+    help:
+      "Namespace inventory lookups are filtered to; empty matches every namespace. Not an access boundary: a " +
+      "caller holding a sandbox's token reaches it in any namespace.",
+  }),
+  tlsCertFile: stringFlag({
+    flag: "tls-cert-file",
+    help: "Wildcard certificate for *.{domain}. Omit to serve cleartext h2c behind an edge that terminates TLS.",
+  }),
+  tlsPrivateKeyFile: stringFlag({ flag: "tls-private-key-file", help: "Private key for --tls-cert-file." }),
+  guestHttp2: boolFlag({
+    flag: "guest-http2",
+    help:
+      "Forward to the guest over cleartext HTTP/2. Off by default: envd 0.8.0 installs no h2c handler and " +
+      "refuses it. Clients still reach this proxy over HTTP/2.",
+  }),
+  e2bEnvdSecretFile: stringFlag({
+    flag: "e2b-envd-secret-file",
+    help: "The e2b surface's envd secret file; access tokens are verified against it. Required.",
+  }),
+  ...sandboxdTokenFlags,
+  ...inventoryStaleAfterFlag,
+} as const;
+
+export interface EnvdProxyConfig {
+  bindAddress: string;
+  /** Trimmed; never empty once checkEnvdProxyConfig passed. */
+  domain: string;
+  /** Empty matches every namespace. */
+  namespace: string;
+  tlsCertFile: string | undefined;
+  tlsPrivateKeyFile: string | undefined;
+  guestHttp2: boolean;
+  e2bEnvdSecretFile: string | undefined;
+  sandboxdToken: string;
+  sandboxdTokenFile: string | undefined;
+  /** Milliseconds, always positive. */
+  inventoryStaleAfter: number;
+}
+
+const orUndefined = (value: string): string | undefined => (value === "" ? undefined : value);
+
+export function parseEnvdProxyFlags(argv: readonly string[], env: Env): CliOutcome<EnvdProxyConfig> {
+  return mapOutcome(parseFlags(envdProxyFlags, argv, env), ({ values: v }) => ({
+    bindAddress: v.bindAddress,
+    domain: v.domain.trim(),
+    namespace: v.namespace,
+    tlsCertFile: orUndefined(v.tlsCertFile),
+    tlsPrivateKeyFile: orUndefined(v.tlsPrivateKeyFile),
+    guestHttp2: v.guestHttp2,
+    e2bEnvdSecretFile: orUndefined(v.e2bEnvdSecretFile),
+    sandboxdToken: v.sandboxdToken,
+    sandboxdTokenFile: orUndefined(v.sandboxdTokenFile),
+    inventoryStaleAfter: v.inventoryStaleAfter.ms,
+  }));
+}
+
+/**
+ * envd-proxy.md §2's startup failures that need no file or network (exit 1, before listening). The
+ * secret file's content and the token file's content are checked where they are read.
+ */
+export function checkEnvdProxyConfig(config: EnvdProxyConfig): void {
+  if ((config.tlsCertFile === undefined) !== (config.tlsPrivateKeyFile === undefined)) {
+    throw new StartupError("--tls-cert-file and --tls-private-key-file must be set together", {
+      flag: config.tlsCertFile === undefined ? "--tls-cert-file" : "--tls-private-key-file",
+    });
+  }
+  if (config.domain === "") throw new StartupError("no domain configured: set --domain", { flag: "--domain" });
+  if (config.e2bEnvdSecretFile === undefined) {
+    throw new StartupError("--e2b-envd-secret-file is required", { flag: "--e2b-envd-secret-file" });
+  }
+  if (config.sandboxdTokenFile === undefined && config.sandboxdToken.trim() === "") {
+    throw new StartupError("the node token is required: set --sandboxd-token-file or --sandboxd-token", {
+      flag: "--sandboxd-token-file",
+    });
+  }
+}
+
+export function envdProxyHelp(): string {
+  return formatHelp({
+    name: "sandbox-envd-proxy",
+    summary: "the e2b data plane: relays {port}-{sandboxID}.{domain} to the owning node's guest port",
+    table: envdProxyFlags,
+    envOnly: [
+      {
+        env: OPERATOR_LOG_LEVEL_ENV,
+        default: "info",
+        help: "Log level: debug, info, warn or error; an unknown level fails startup",
+      },
+      { env: "KUBECONFIG", default: "none", help: "Client config when not running in a cluster" },
+    ],
+  });
+}
