@@ -1,4 +1,4 @@
-export { CONDITION_TYPES, type NodeSpecInput, PROVIDER_TAINT, buildNode, nodeLabels, nodeStatus, parseNodeLabels } from "./node-object.ts";
+export { CONDITION_TYPES, type NodeSpecInput, PROVIDER_TAINT, buildNode, nodeLabels, nodeStatus } from "./node-object.ts";
 export { DEFAULT_STATUS_INTERVAL_MS, NodeController, type NodeControllerOptions, type NodeKubeClient, type NodeRef } from "./node-controller.ts";
 export {
   DEFAULT_RENEW_INTERVAL_MS,

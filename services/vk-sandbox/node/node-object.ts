@@ -17,7 +17,7 @@ export interface NodeSpecInput {
   cpu: string;
   memory: string;
   pods: string;
-  /** The parsed --node-labels pairs. They are copied on top of the fixed labels, so they may override them. */
+  /** The --node-labels pairs as flags.ts parsed them, copied on top of the fixed labels (so they may override them). */
   extraLabels: Record<string, string>;
 }
 
@@ -29,22 +29,6 @@ export function nodeLabels(input: Pick<NodeSpecInput, "nodeName" | "extraLabels"
     "kubernetes.io/hostname": input.nodeName,
     ...input.extraLabels,
   };
-}
-
-/**
- * Parses a --node-labels value: split on ",", trim, cut at the first "=", skip items without "=" or with an empty
- * key; an empty value is allowed and a later duplicate wins. (The flags module may parse it already; this is the
- * one implementation the node relies on.)
- */
-export function parseNodeLabels(raw: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const item of raw.split(",")) {
-    const t = item.trim();
-    const eq = t.indexOf("=");
-    if (eq <= 0) continue;
-    out[t.slice(0, eq)] = t.slice(eq + 1);
-  }
-  return out;
 }
 
 /** InternalIP first (when set), then Hostname: clients that take the first address get the routable one. */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { buildNode, nodeStatus, parseNodeLabels } from "../../../../../services/vk-sandbox/node/node-object.ts";
+import { buildNode, nodeStatus } from "../../../../../services/vk-sandbox/node/node-object.ts";
 
 const spec = {
   nodeName: "vk-sandboxd",
@@ -59,10 +59,5 @@ describe("node object", () => {
       lastHeartbeatTime: now,
     });
     expect(s.conditions?.slice(1).every((c) => c.status === "")).toBe(true);
-  });
-
-  test("--node-labels parsing trims, skips bad items, allows empty values and lets later duplicates win", () => {
-    expect(parseNodeLabels(" a=1 , b= ,=x,noeq, a=2,c=d=e")).toEqual({ a: "2", b: "", c: "d=e" });
-    expect(parseNodeLabels("")).toEqual({});
   });
 });
