@@ -1,0 +1,91 @@
+// `bun run build`: compiles every binary with `bun build --compile` into dist/, embedding the build
+// identity each prints for --version: name (the folder), version (package.json), git revision and build
+// time, through --define (read by shared/version.ts). Two builds run at once (CI machines have 2 cores).
+//
+// Overrides for release pipelines that build outside a git checkout: BUILD_VERSION, BUILD_REVISION,
+// BUILD_TIME (RFC 3339). Usage: bun run build [name ...]   (default: all binaries)
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const root = join(import.meta.dir, "..");
+const dist = join(root, "dist");
+
+/** The four product binaries, plus the sandboxd simulator when its entry point exists. */
+const PRODUCTS = ["vk-sandbox", "sandbox-apiserver", "sandbox-envd-proxy", "sandbox-e2b"];
+const OPTIONAL = ["sandboxd-sim"];
+
+function git(args: string[]): string | undefined {
+  const proc = Bun.spawnSync(["git", ...args], { cwd: root, stdout: "pipe", stderr: "ignore" });
+  return proc.exitCode === 0 ? proc.stdout.toString().trim() : undefined;
+}
+
+function revision(): string {
+  if (process.env.BUILD_REVISION) return process.env.BUILD_REVISION;
+  const rev = git(["rev-parse", "--short=12", "HEAD"]);
+  if (!rev) return "unknown";
+  // A build from a tree with uncommitted changes is not that commit; say so.
+  const dirty = git(["status", "--porcelain", "--untracked-files=no"]);
+  return dirty ? `${rev}-dirty` : rev;
+}
+
+const version = process.env.BUILD_VERSION || (JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version as string);
+const rev = revision();
+const builtAt = process.env.BUILD_TIME || new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+
+const requested = process.argv.slice(2);
+const targets = [...PRODUCTS, ...OPTIONAL.filter((name) => existsSync(join(root, "services", name, "main.ts")))].filter(
+  (name) => requested.length === 0 || requested.includes(name),
+);
+for (const name of requested) {
+  if (!targets.includes(name)) {
+    console.error(`build: unknown or missing binary ${JSON.stringify(name)}`);
+    process.exit(2);
+  }
+}
+for (const name of targets) {
+  if (!existsSync(join(root, "services", name, "main.ts"))) {
+    console.error(`build: services/${name}/main.ts does not exist`);
+    process.exit(1);
+  }
+}
+mkdirSync(dist, { recursive: true });
+
+async function build(name: string): Promise<{ name: string; ms: number; ok: boolean; output: string }> {
+  const started = performance.now();
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      "build",
+      "--compile",
+      "--minify-syntax",
+      `services/${name}/main.ts`,
+      "--outfile",
+      `dist/${name}`,
+      "--define",
+      `__SANDBOX_VERSION__=${JSON.stringify(version)}`,
+      "--define",
+      `__SANDBOX_REVISION__=${JSON.stringify(rev)}`,
+      "--define",
+      `__SANDBOX_BUILT_AT__=${JSON.stringify(builtAt)}`,
+    ],
+    { cwd: root, stdout: "pipe", stderr: "pipe" },
+  );
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { name, ms: performance.now() - started, ok: code === 0, output: `${out}${err}`.trim() };
+}
+
+const started = performance.now();
+const queue = [...targets];
+const results: Awaited<ReturnType<typeof build>>[] = [];
+await Promise.all(
+  Array.from({ length: Math.min(2, queue.length) }, async () => {
+    for (let name = queue.shift(); name !== undefined; name = queue.shift()) {
+      const result = await build(name);
+      results.push(result);
+      console.log(`${result.ok ? "built " : "FAILED"} dist/${name} in ${(result.ms / 1000).toFixed(1)}s`);
+      if (!result.ok) console.error(result.output);
+    }
+  }),
+);
+console.log(`version ${version} rev=${rev} built=${builtAt}; ${results.length} binaries in ${((performance.now() - started) / 1000).toFixed(1)}s`);
+process.exit(results.every((r) => r.ok) ? 0 : 1);
