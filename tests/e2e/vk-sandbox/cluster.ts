@@ -49,7 +49,7 @@ export async function startE2eCluster(): Promise<E2eCluster> {
     [
       "apiVersion: audit.k8s.io/v1",
       "kind: Policy",
-      "omitStages: [ResponseStarted, ResponseComplete, Panic]",
+      "omitStages: [RequestReceived, ResponseStarted]",
       "rules:",
       "- level: Metadata",
       `  users: ["${DAEMON_USER}"]`,
@@ -88,9 +88,13 @@ export interface AuditEvent {
   user: { username: string };
   stageTimestamp: string;
   requestReceivedTimestamp: string;
+  responseStatus?: { code?: number };
 }
 
-/** The daemon identity's requests as the apiserver received them, in order. */
+/**
+ * The daemon identity's completed requests (a watch appears when it ends). Use `requestReceivedTimestamp` for
+ * timing and `responseStatus.code` for authorization.
+ */
 export function auditEvents(path: string): AuditEvent[] {
   if (!existsSync(path)) return [];
   return readFileSync(path, "utf8")

@@ -1,0 +1,97 @@
+// The pieces every vk-sandbox e2e file combines: the sandboxd simulator in the test process (so a test can
+// inspect its claim table and inject faults), a gate in front of it that can make sandboxd truly unreachable
+// (connection refused, not an error answer), a token file, a state directory, and a daemon factory with the
+// arguments a node would run with.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startSandboxdSim, type SandboxdSim, type SimOptions } from "../../../services/sandboxd-sim/sim.ts";
+import { freePorts } from "../../kube/ports.ts";
+import type { E2eCluster } from "./cluster.ts";
+import { Daemon } from "./daemon.ts";
+
+export const SANDBOXD_TOKEN = "node-root-token";
+
+/** An HTTP forwarder in front of the simulator; `down()` closes its port so calls fail with ECONNREFUSED. */
+export class Gate {
+  private server: ReturnType<typeof Bun.serve> | undefined;
+  readonly port: number;
+  constructor(private readonly target: string) {
+    this.port = freePorts(1)[0]!;
+  }
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+  up(): void {
+    if (this.server) return;
+    const target = this.target;
+    this.server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: this.port,
+      idleTimeout: 0,
+      async fetch(req) {
+        const u = new URL(req.url);
+        const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+        const r = await fetch(`${target}${u.pathname}${u.search}`, { method: req.method, headers: req.headers, body });
+        return new Response(r.body, { status: r.status, headers: r.headers });
+      },
+    });
+  }
+  async down(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    await s?.stop(true);
+  }
+}
+
+export interface Stack {
+  sim: SandboxdSim;
+  gate: Gate;
+  tokenFile: string;
+  dir: string;
+  statePath: string;
+  /** Starts the daemon as its own process with the node's usual flags plus `extra`. */
+  daemon(o?: { node?: string; extra?: string[]; env?: Record<string, string | undefined>; statePath?: string }): Daemon;
+  stop(): Promise<void>;
+}
+
+export async function startStack(e2e: E2eCluster, simOpts: SimOptions = {}): Promise<Stack> {
+  const sim = await startSandboxdSim({ rootToken: SANDBOXD_TOKEN, pools: ["base=20"], seed: 1, ...simOpts });
+  const gate = new Gate(sim.url);
+  gate.up();
+  const dir = mkdtempSync(join(tmpdir(), "vk-e2e-state-"));
+  const tokenFile = join(dir, "sandboxd-token");
+  writeFileSync(tokenFile, `  ${SANDBOXD_TOKEN}\n`, { mode: 0o600 });
+  const statePath = join(dir, "state", "claims.json");
+  return {
+    sim,
+    gate,
+    tokenFile,
+    dir,
+    statePath,
+    daemon(o = {}) {
+      const port = freePorts(1)[0]!;
+      return Daemon.start({
+        args: [
+          `--node-name=${o.node ?? "vk-e2e"}`,
+          `--listen-addr=127.0.0.1:${port}`,
+          `--sandboxd-url=${gate.url}`,
+          `--sandboxd-token-file=${tokenFile}`,
+          `--state-path=${o.statePath ?? statePath}`,
+          ...(o.extra ?? []),
+        ],
+        env: { KUBECONFIG: e2e.kubeconfig, VK_LOG_LEVEL: "debug", ...o.env },
+      });
+    },
+    async stop() {
+      await Daemon.killAll();
+      await gate.down();
+      await sim.stop();
+    },
+  };
+}
+
+/** Live (not released) sandboxes in the simulator claimed for a pod key. */
+export function simClaimsFor(sim: SandboxdSim, key: string) {
+  return sim.claims().filter((c) => c.claimRef === key);
+}
