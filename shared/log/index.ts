@@ -60,9 +60,19 @@ export interface LoggerOptions {
   base?: Record<string, unknown>;
 }
 
+// pino serializes child bindings once, without the log formatter, so they are scrubbed on the way in.
+// Children inherit the root's `child` through pino's prototype chain, so patching the root covers them.
+function scrubbingChildren(logger: Logger): Logger {
+  const original = logger.child;
+  logger.child = function child(this: Logger, bindings, options) {
+    return original.call(this, scrubValue(bindings) as pino.Bindings, options);
+  } as Logger["child"];
+  return logger;
+}
+
 export function createLogger(options: LoggerOptions): Logger {
   const destination = options.destination ?? pino.destination({ dest: 2, sync: true });
-  return pino(
+  const root = pino(
     {
       level: options.level,
       base: { ...(options.name ? { name: options.name } : {}), ...(options.base ?? {}) },
@@ -91,6 +101,7 @@ export function createLogger(options: LoggerOptions): Logger {
     },
     destination as pino.DestinationStream,
   );
+  return scrubbingChildren(root);
 }
 
 export interface RootLoggerOptions {

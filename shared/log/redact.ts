@@ -15,11 +15,17 @@ export function isSensitiveKey(key: string): boolean {
   return SENSITIVE_KEY.test(key) && !LOCATION_KEY.test(key);
 }
 
-const AUTH_SCHEME = /\b(Bearer|Basic|Token)(\s+)[^\s"',;]+/gi;
+// "Bearer <anything>" in any case is a credential; "Basic" only when followed by base64-looking text, so
+// prose such as "basic auth" stays readable.
+const BEARER = /\b(bearer)(\s+)[^\s"',;]+/gi;
+const BASIC = /\b(Basic|BASIC)(\s+)[A-Za-z0-9+/]{8,}={0,2}/g;
 const CREDENTIAL_PARAM = /([?&;](?:token|access_token|accessToken|signature|api_key|apikey|x-api-key)=)[^&\s"'#]+/gi;
 
 export function scrubString(value: string): string {
-  return value.replace(AUTH_SCHEME, `$1$2${REDACTED}`).replace(CREDENTIAL_PARAM, `$1${REDACTED}`);
+  return value
+    .replace(BEARER, `$1$2${REDACTED}`)
+    .replace(BASIC, `$1$2${REDACTED}`)
+    .replace(CREDENTIAL_PARAM, `$1${REDACTED}`);
 }
 
 const MAX_DEPTH = 10;
