@@ -1,0 +1,71 @@
+// The ports relay (sandboxd.md §5.6): a raw byte splice to a TCP echo guest with half-close, and every error.
+import { afterEach, describe, expect, test } from "bun:test";
+import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { ROOT, call, claim, rawRequest, startEcho, upgradeHead, waitFor } from "./helpers.ts";
+
+let sims: SandboxdSim[] = [];
+const stops: (() => Promise<void>)[] = [];
+async function sim(): Promise<SandboxdSim> {
+  const s = await startSandboxdSim({ rootToken: ROOT, clock: "fake" });
+  sims.push(s);
+  return s;
+}
+afterEach(async () => {
+  await Promise.all([...sims.map((s) => s.stop()), ...stops.map((f) => f())]);
+  sims = [];
+  stops.length = 0;
+});
+const until = (s: string) => s.includes("\r\n\r\n") && (s.startsWith("HTTP/1.1 101") || s.includes("}"));
+
+describe("sandboxd-sim ports relay", () => {
+  test("splices raw bytes both ways to the attached guest and carries a half-close across", async () => {
+    const s = await sim();
+    const echo = await startEcho();
+    stops.push(echo.stop);
+    const c = (await claim(s)).json;
+    s.attachGuest(c.id, 8080, echo.port);
+    const conn = await rawRequest(s.url, upgradeHead(`/v1/sandboxes/${c.id}/ports/8080`, c.token) + "early-bytes|", until);
+    expect(conn.data()).toStartWith("HTTP/1.1 101 Switching Protocols\r\n");
+    conn.sock.write("\u0000binary\u00ff|");
+    await waitFor(() => conn.data().endsWith("early-bytes|\u0000binary\u00ff|"));
+    conn.sock.end(); // half-close toward the guest; the guest answers and closes its side
+    await echo.ended;
+    await waitFor(() => conn.data().endsWith("<bye>"));
+    expect(s.requests.at(-1)!.outcome).toBe("upgraded");
+  });
+
+  test("answers the relay errors: 400 port, 401 missing bearer, 404 wrong token, 426 no upgrade, 409 failed or paused, 502 unreachable", async () => {
+    const s = await sim();
+    const c = (await claim(s)).json;
+    const at = (port: string | number) => `/v1/sandboxes/${c.id}/ports/${port}`;
+    const raw = async (path: string, token: string | null) => (await rawRequest(s.url, upgradeHead(path, token), until)).data();
+
+    expect(await raw(at(0), c.token)).toContain('{"error":"port must be 1-65535"}');
+    expect(await raw(at(70000), c.token)).toStartWith("HTTP/1.1 400");
+    expect(await raw(at(80), null)).toContain('{"error":"missing bearer token"}');
+    expect(await raw(at(80), "acme")).toContain('{"error":"unknown sandbox"}');
+    const plain = await call(s, "GET", at(80), { token: c.token });
+    expect([plain.status, plain.json]).toEqual([426, { error: "upgrade required" }]);
+    expect(await raw(at(1), c.token)).toContain('{"error":"guest port unreachable"}'); // nothing attached
+    s.attachGuest(c.id, 81, "127.0.0.1:1");
+    expect(await raw(at(81), c.token)).toStartWith("HTTP/1.1 502");
+
+    s.archive(c.id);
+    expect(await raw(at(80), ROOT)).toStartWith("HTTP/1.1 409"); // passive never unarchives
+    s.failVmm(c.id, "boom");
+    expect(await raw(at(80), c.token)).toContain('{"error":"sandbox failed"}');
+  });
+
+  test("a root-token relay to a running sandbox is passive but works", async () => {
+    const s = await sim();
+    const echo = await startEcho();
+    stops.push(echo.stop);
+    const c = (await claim(s)).json;
+    s.attachGuest(c.id, 49983, `127.0.0.1:${echo.port}`);
+    const conn = await rawRequest(s.url, upgradeHead(`/v1/sandboxes/${c.id}/ports/49983`, ROOT), until);
+    expect(conn.data()).toStartWith("HTTP/1.1 101");
+    conn.sock.write("ping");
+    await waitFor(() => conn.data().endsWith("ping"));
+    conn.sock.destroy();
+  });
+});
