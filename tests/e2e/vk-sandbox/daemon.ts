@@ -23,6 +23,8 @@ export interface DaemonOptions {
 export class Daemon {
   readonly proc: Subprocess;
   readonly logPath: string;
+  /** The kubelet API port, when the caller chose one. */
+  port = 0;
   private static live = new Set<Daemon>();
 
   private constructor(proc: Subprocess, logPath: string) {

@@ -71,7 +71,7 @@ export async function startStack(e2e: E2eCluster, simOpts: SimOptions = {}): Pro
     statePath,
     daemon(o = {}) {
       const port = freePorts(1)[0]!;
-      return Daemon.start({
+      const d = Daemon.start({
         args: [
           `--node-name=${o.node ?? "vk-e2e"}`,
           `--listen-addr=127.0.0.1:${port}`,
@@ -82,6 +82,8 @@ export async function startStack(e2e: E2eCluster, simOpts: SimOptions = {}): Pro
         ],
         env: { KUBECONFIG: e2e.kubeconfig, VK_LOG_LEVEL: "debug", ...o.env },
       });
+      d.port = port;
+      return d;
     },
     async stop() {
       await Daemon.killAll();
@@ -90,6 +92,14 @@ export async function startStack(e2e: E2eCluster, simOpts: SimOptions = {}): Pro
     },
   };
 }
+
+/** The provider's own pod table, read through the kubelet API (/runningpods/). */
+export async function providerPods(port: number): Promise<string[]> {
+  const r = await fetch(`https://127.0.0.1:${port}/runningpods/`, { tls: { rejectUnauthorized: false } });
+  return ((await r.json()) as { items: { metadata: { name: string } }[] }).items.map((p) => p.metadata.name);
+}
+
+export const simRequests = (sim: SandboxdSim, route: string) => sim.requests.filter((r) => r.route === route).length;
 
 /** Live (not released) sandboxes in the simulator claimed for a pod key. */
 export function simClaimsFor(sim: SandboxdSim, key: string) {
