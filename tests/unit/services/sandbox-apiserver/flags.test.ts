@@ -1,0 +1,188 @@
+// sandbox-apiserver's flags: seed 003's own flags, the generic aggregated-apiserver options, the e2b set,
+// the project decisions (positive --inventory-stale-after, semver --e2b-envd-version), and exit codes.
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { StartupError, UsageError } from "../../../../shared/config/index.ts";
+import {
+  apiserverFlags,
+  apiserverHelp,
+  checkApiserverConfig,
+  parseApiserverFlags,
+  type ApiserverConfig,
+} from "../../../../services/sandbox-apiserver/flags.ts";
+
+const root = join(import.meta.dir, "..", "..", "..", "..");
+
+function config(argv: string[] = []): ApiserverConfig {
+  const outcome = parseApiserverFlags(argv, {});
+  if (outcome.kind !== "run") throw new Error(`expected run, got ${outcome.kind}`);
+  return outcome.config;
+}
+
+function usageMessage(argv: string[]): string {
+  try {
+    parseApiserverFlags(argv, {});
+  } catch (err) {
+    expect(err).toBeInstanceOf(UsageError);
+    return (err as Error).message;
+  }
+  throw new Error("expected a UsageError");
+}
+
+function startupMessage(argv: string[]): string {
+  try {
+    checkApiserverConfig(config(argv));
+  } catch (err) {
+    expect(err).toBeInstanceOf(StartupError);
+    return (err as Error).message;
+  }
+  throw new Error("expected a StartupError");
+}
+
+describe("defaults", () => {
+  test("own flags follow seed 003", () => {
+    const c = config();
+    expect(c).toMatchObject({
+      sandboxdToken: "",
+      sandboxdTokenFile: undefined,
+      enableWarmPoolDriver: true,
+      warmPoolSyncInterval: 5_000, // "0 (means 5s)"
+      inventoryStaleAfter: 90_000,
+      enableE2bApi: false,
+    });
+    expect(c.e2b).toMatchObject({
+      bindAddress: ":8080",
+      namespace: "default",
+      domain: "",
+      envdVersion: "0.8.0",
+      defaultTimeoutSeconds: 300,
+      allowAnonymous: false,
+      builds: { enabled: false, parallel: 2, timeoutMs: 30 * 60_000, logLines: 10_000, uploadMax: 1073741824 },
+    });
+  });
+
+  test("generic options carry the upstream names and defaults", () => {
+    const c = config();
+    expect(c.serving).toEqual({
+      securePort: 6443,
+      bindAddress: "0.0.0.0",
+      tlsCertFile: undefined,
+      tlsPrivateKeyFile: undefined,
+      certDir: "apiserver.local.config/certificates",
+      tlsMinVersion: undefined,
+      tlsCipherSuites: [],
+    });
+    expect(c.authentication).toMatchObject({
+      skipLookup: false,
+      tolerateLookupFailure: false,
+      tokenWebhookCacheTtl: 10_000,
+      requestheaderUsernameHeaders: ["x-remote-user"],
+      requestheaderGroupHeaders: ["x-remote-group"],
+      requestheaderExtraHeadersPrefix: ["x-remote-extra-"],
+    });
+    expect(c.authorization).toMatchObject({
+      alwaysAllowPaths: ["/healthz", "/readyz", "/livez"],
+      webhookCacheAuthorizedTtl: 10_000,
+      webhookCacheUnauthorizedTtl: 10_000,
+    });
+    expect(c.profiling).toBe(true);
+  });
+
+  test("there is no etcd option", () => {
+    expect(Object.values(apiserverFlags).some((spec) => spec.flag.includes("etcd"))).toBe(false);
+    expect(usageMessage(["--etcd-servers=http://127.0.0.1:2379"])).toContain("unknown flag: --etcd-servers");
+  });
+});
+
+describe("values", () => {
+  test("a zero or negative warm-pool interval means 5s; a positive one is kept", () => {
+    expect(config(["--warm-pool-sync-interval=-1s"]).warmPoolSyncInterval).toBe(5_000);
+    expect(config(["--warm-pool-sync-interval=2s"]).warmPoolSyncInterval).toBe(2_000);
+  });
+
+  test("the e2b envd version is any semantic version; empty means 0.8.0", () => {
+    expect(config(["--e2b-envd-version=0.9.0-beta.1+build.7"]).e2b.envdVersion).toBe("0.9.0-beta.1+build.7");
+    expect(config(["--e2b-envd-version="]).e2b.envdVersion).toBe("0.8.0");
+  });
+
+  const usage: [string[], string][] = [
+    [["--inventory-stale-after=0"], "--inventory-stale-after"],
+    [["--inventory-stale-after=-90s"], "--inventory-stale-after"],
+    [["--inventory-stale-after=90"], "--inventory-stale-after"],
+    [["--e2b-envd-version=latest"], "--e2b-envd-version"],
+    [["--e2b-envd-version=v0.8.0"], "--e2b-envd-version"],
+    [["--e2b-envd-version=0.8"], "--e2b-envd-version"],
+    [["--e2b-default-timeout=-1"], "--e2b-default-timeout"],
+    [["--e2b-build-timeout=30"], "--e2b-build-timeout"],
+    [["--e2b-bind-address=8080"], "--e2b-bind-address"],
+    [["--secure-port=70000"], "--secure-port"],
+    [["--tls-min-version=TLS1.2"], "--tls-min-version"],
+    [["--enable-warm-pool-driver=maybe"], "--enable-warm-pool-driver"],
+  ];
+  for (const [argv, flag] of usage) {
+    test(`${argv.join(" ")} is a usage error naming ${flag}`, () => {
+      expect(usageMessage(argv)).toContain(flag);
+    });
+  }
+});
+
+describe("startup checks (exit 1)", () => {
+  test("half a TLS pair is refused", () => {
+    expect(startupMessage(["--tls-cert-file=/c"])).toContain("--tls-private-key-file");
+  });
+
+  test("the e2b surface is only checked when enabled", () => {
+    expect(() => checkApiserverConfig(config())).not.toThrow();
+    expect(startupMessage(["--enable-e2b-api", "--e2b-envd-secret-file=/s", "--e2b-domain=d"])).toContain("no API key configured");
+    expect(startupMessage(["--enable-e2b-api", "--e2b-allow-anonymous", "--e2b-envd-secret-file=/s"])).toContain("no domain configured");
+    expect(() =>
+      checkApiserverConfig(config(["--enable-e2b-api", "--e2b-allow-anonymous", "--e2b-envd-secret-file=/s", "--e2b-domain=d"])),
+    ).not.toThrow();
+  });
+});
+
+describe("help", () => {
+  test("lists every flag and OPERATOR_LOG_LEVEL", () => {
+    const text = apiserverHelp();
+    for (const spec of Object.values(apiserverFlags)) expect(text).toContain(`--${spec.flag}`);
+    expect(text).toContain("OPERATOR_LOG_LEVEL");
+  });
+});
+
+describe("a real process", () => {
+  const main = join(root, "services", "sandbox-apiserver", "main.ts");
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    Bun.spawnSync(["bun", main, ...args], { cwd: root, env: { ...process.env, OPERATOR_LOG_LEVEL: "", ...env } });
+
+  test("a bad flag exits 2 naming it", () => {
+    const proc = run(["--bad"]);
+    expect(proc.exitCode).toBe(2);
+    expect(proc.stderr.toString()).toContain("unknown flag: --bad");
+  });
+
+  test("a zero freshness window exits 2 naming the flag and the value", () => {
+    const proc = run(["--inventory-stale-after=0"]);
+    expect(proc.exitCode).toBe(2);
+    expect(proc.stderr.toString()).toContain('invalid value "0" for flag --inventory-stale-after');
+  });
+
+  test("an unknown OPERATOR_LOG_LEVEL exits 1 with one line", () => {
+    const proc = run([], { OPERATOR_LOG_LEVEL: "verbose" });
+    expect(proc.exitCode).toBe(1);
+    const lines = proc.stderr.toString().trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain("OPERATOR_LOG_LEVEL");
+  });
+
+  test("the e2b surface without a key exits 1 naming what is missing", () => {
+    const proc = run(["--enable-e2b-api", "--e2b-domain=d", "--e2b-envd-secret-file=/s"]);
+    expect(proc.exitCode).toBe(1);
+    expect(proc.stderr.toString()).toContain("no API key configured");
+  });
+
+  test("valid flags exit 1 saying the server is not built yet", () => {
+    const proc = run([]);
+    expect(proc.exitCode).toBe(1);
+    expect(proc.stderr.toString()).toContain("not built yet");
+  });
+});

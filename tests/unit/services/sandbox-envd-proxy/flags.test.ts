@@ -1,0 +1,111 @@
+// sandbox-envd-proxy's flags: seed 003's table, the project decisions, envd-proxy.md §2's startup
+// failures (scenarios 1 and 2), and exit codes of a real process.
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { StartupError, UsageError } from "../../../../shared/config/index.ts";
+import {
+  checkEnvdProxyConfig,
+  envdProxyFlags,
+  envdProxyHelp,
+  parseEnvdProxyFlags,
+  type EnvdProxyConfig,
+} from "../../../../services/sandbox-envd-proxy/flags.ts";
+
+const root = join(import.meta.dir, "..", "..", "..", "..");
+const complete = ["--domain=sb.example.com", "--e2b-envd-secret-file=/secret", "--sandboxd-token-file=/token"];
+
+function config(argv: string[] = []): EnvdProxyConfig {
+  const outcome = parseEnvdProxyFlags(argv, {});
+  if (outcome.kind !== "run") throw new Error(`expected run, got ${outcome.kind}`);
+  return outcome.config;
+}
+
+function startupMessage(argv: string[]): string {
+  try {
+    checkEnvdProxyConfig(config(argv));
+  } catch (err) {
+    expect(err).toBeInstanceOf(StartupError);
+    return (err as Error).message;
+  }
+  throw new Error("expected a StartupError");
+}
+
+describe("envd-proxy flags", () => {
+  test("defaults follow seed 003", () => {
+    expect(config()).toEqual({
+      bindAddress: ":8443",
+      domain: "",
+      namespace: "default",
+      tlsCertFile: undefined,
+      tlsPrivateKeyFile: undefined,
+      guestHttp2: false,
+      e2bEnvdSecretFile: undefined,
+      sandboxdToken: "",
+      sandboxdTokenFile: undefined,
+      inventoryStaleAfter: 90_000,
+    });
+  });
+
+  test("an empty namespace means every namespace", () => {
+    expect(config(["--namespace="]).namespace).toBe("");
+  });
+
+  const usage: [string[], string][] = [
+    [["--inventory-stale-after=0"], "--inventory-stale-after"],
+    [["--bind-address=8443"], "--bind-address"],
+    [["--guest-http2=on"], "--guest-http2"],
+    [["--bogus"], "--bogus"],
+  ];
+  for (const [argv, flag] of usage) {
+    test(`${argv.join(" ")} is a usage error naming ${flag}`, () => {
+      expect(() => parseEnvdProxyFlags(argv, {})).toThrow(UsageError);
+      expect(() => parseEnvdProxyFlags(argv, {})).toThrow(flag);
+    });
+  }
+
+  test("a complete configuration passes the startup checks", () => {
+    expect(() => checkEnvdProxyConfig(config(complete))).not.toThrow();
+    expect(() => checkEnvdProxyConfig(config([...complete, "--tls-cert-file=/c", "--tls-private-key-file=/k"]))).not.toThrow();
+  });
+
+  const failures: [string, string[], string][] = [
+    ["only the certificate", [...complete, "--tls-cert-file=/c"], "must be set together"],
+    ["only the key", [...complete, "--tls-private-key-file=/k"], "must be set together"],
+    ["a blank domain", ["--domain=  ", "--e2b-envd-secret-file=/s", "--sandboxd-token=t"], "no domain configured"],
+    ["no secret file", ["--domain=d", "--sandboxd-token=t"], "--e2b-envd-secret-file is required"],
+    ["no root token", ["--domain=d", "--e2b-envd-secret-file=/s"], "the node token is required"],
+  ];
+  for (const [name, argv, message] of failures) {
+    test(`${name} stops startup`, () => {
+      expect(startupMessage(argv)).toContain(message);
+    });
+  }
+
+  test("help lists every flag", () => {
+    const text = envdProxyHelp();
+    for (const spec of Object.values(envdProxyFlags)) expect(text).toContain(`--${spec.flag}`);
+  });
+});
+
+describe("a real process", () => {
+  const main = join(root, "services", "sandbox-envd-proxy", "main.ts");
+  const run = (args: string[]) => Bun.spawnSync(["bun", main, ...args], { cwd: root, env: { ...process.env, OPERATOR_LOG_LEVEL: "" } });
+
+  test("a bad flag exits 2 naming it", () => {
+    const proc = run(["--bad"]);
+    expect(proc.exitCode).toBe(2);
+    expect(proc.stderr.toString()).toContain("--bad");
+  });
+
+  test("only one TLS flag exits 1 (scenario 1)", () => {
+    const proc = run([...complete, "--tls-cert-file=/c"]);
+    expect(proc.exitCode).toBe(1);
+    expect(proc.stderr.toString()).toContain("--tls-cert-file and --tls-private-key-file must be set together");
+  });
+
+  test("valid flags exit 1 saying the relay is not built yet", () => {
+    const proc = run(complete);
+    expect(proc.exitCode).toBe(1);
+    expect(proc.stderr.toString()).toContain("not built yet");
+  });
+});
