@@ -1,0 +1,130 @@
+// The NodeInventory publisher against a real kube-apiserver with the CRD from manifests/ and the sandboxd
+// simulator (scenarios 42, 43, 44), applying as the rbac.yaml ServiceAccount.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { InventoryPublisher, NodeInventories, NodeInventory } from "../../../services/vk-sandbox/inventory/index.ts";
+import { NodeController } from "../../../services/vk-sandbox/node/index.ts";
+import { isNotFound } from "../../../shared/kube/errors.ts";
+import { Nodes } from "../../../shared/kube/resources.ts";
+import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
+import { eventually, type KubeFixture, nodeSpecFromFlags, quietLog, startKubeFixture } from "../../unit/services/vk-sandbox/node/kube-fixture.ts";
+
+let k: KubeFixture;
+let sim: SandboxdSim;
+let sandboxd: SandboxdClient;
+const running: { stop(): Promise<void> }[] = [];
+const INTERVAL_MS = 250;
+
+beforeAll(async () => {
+  [k, sim] = await Promise.all([startKubeFixture({ crd: true }), startSandboxdSim({ pools: ["base:24.04/none/small=3"], seed: 7 })]);
+  sandboxd = new SandboxdClient({ baseUrl: sim.url });
+}, 180_000);
+
+afterAll(async () => {
+  await Promise.all(running.map((r) => r.stop()));
+  await Promise.all([k?.stop(), sim?.stop()]);
+});
+
+type Inv = NodeInventory & { metadata: { uid?: string; managedFields?: { manager: string; operation: string }[] } };
+const getInventory = (name: string) => k.admin.get<Inv>(NodeInventories, name);
+
+async function startPublishing(nodeName: string, own: Map<string, string>) {
+  const node = new NodeController({ client: k.daemon, spec: nodeSpecFromFlags([`--node-name=${nodeName}`]), log: quietLog, statusIntervalMs: 200 });
+  running.push(node);
+  await node.ensure();
+  node.start();
+  const publisher = new InventoryPublisher({
+    kube: k.daemon,
+    sandboxd,
+    nodeName,
+    address: sim.addr,
+    ownAddressOf: (id) => own.get(id),
+    nodeGone: () => node.gone,
+    intervalMs: INTERVAL_MS,
+    log: quietLog,
+  });
+  running.push(publisher);
+  publisher.start();
+  return { node, publisher };
+}
+
+async function publishedAtAfter(name: string, after: string, ms = 10_000): Promise<Inv> {
+  return eventually(async () => {
+    const inv = await getInventory(name);
+    return inv.publishedAt && inv.publishedAt > after ? inv : undefined;
+  }, ms);
+}
+
+describe("NodeInventory publisher on a real apiserver", () => {
+  test("scenario 42: node, address, pools, sorted entries, field manager vk-sandbox, Node ownerRef, advancing publishedAt", async () => {
+    const b = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/bravo", metadata: { team: "x" } });
+    const a = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/alpha" });
+    const own = new Map([[b.id, b.owner_addr]]);
+    const { node } = await startPublishing("inv-a", own);
+    const inv = await eventually(async () => {
+      const got = await getInventory("inv-a").catch(() => undefined);
+      return got?.entries?.length === 2 ? got : undefined;
+    });
+    expect(NodeInventory.safeParse(inv).success).toBe(true);
+    expect(inv.node).toBe("inv-a");
+    expect(inv.address).toBe(sim.addr);
+    expect(inv.pools?.[0]).toMatchObject({ template: "base:24.04", net: "none", size: "small", target: 3 });
+    expect(inv.entries!.map((e) => e.name)).toEqual(["ns/alpha", "ns/bravo"]);
+    const [alpha, bravo] = inv.entries!;
+    expect(alpha).toMatchObject({ id: a.id, phase: "Running", template: "base:24.04", claimRef: "ns/alpha" });
+    expect(alpha!.addr).toBeUndefined();
+    expect(bravo).toMatchObject({ id: b.id, addr: b.owner_addr, claimMetadata: '{"team":"x"}' });
+    expect(bravo!.deadline).toBeTruthy();
+    expect(inv.metadata.ownerReferences).toEqual([{ apiVersion: "v1", kind: "Node", name: "inv-a", uid: node.nodeRef()!.uid }]);
+    const managers = (inv.metadata.managedFields ?? []).map((m) => `${m.manager}/${m.operation}`);
+    expect(managers).toContain("vk-sandbox/Apply");
+    const next = await publishedAtAfter("inv-a", inv.publishedAt!);
+    expect(Date.parse(next.publishedAt!)).toBeGreaterThan(Date.parse(inv.publishedAt!));
+
+    // A released sandbox vanishes from the next publish; the last one gone clears the list entirely.
+    await sandboxd.release(a.id, { token: a.token });
+    await eventually(async () => (await getInventory("inv-a")).entries?.length === 1);
+    await sandboxd.release(b.id, { token: b.token });
+    const empty = await eventually(async () => {
+      const got = await getInventory("inv-a");
+      return got.entries === undefined ? got : undefined;
+    });
+    expect(empty.pools).toBeDefined();
+  }, 60_000);
+
+  test("scenario 43: a failing /v1/sandboxes or /v1/info stalls publishedAt; recovery resumes it", async () => {
+    await startPublishing("inv-b", new Map());
+    const first = await eventually(() => getInventory("inv-b").catch(() => undefined));
+    for (const breakIt of [() => sim.listFails("500"), () => sim.fail("info", 500, { error: "boom" }, 1_000_000)]) {
+      breakIt();
+      // Let any publish already past its reads land, then take the reference.
+      await Bun.sleep(INTERVAL_MS * 2);
+      const stalled = (await getInventory("inv-b")).publishedAt;
+      await Bun.sleep(INTERVAL_MS * 5);
+      expect((await getInventory("inv-b")).publishedAt).toBe(stalled);
+      sim.listFails(false);
+      sim.clearFaults();
+      await publishedAtAfter("inv-b", stalled!);
+    }
+    expect(first.node).toBe("inv-b");
+  }, 60_000);
+
+  test("scenario 44: the Node deleted while running: no republish, and the Node is not recreated", async () => {
+    const { node } = await startPublishing("inv-c", new Map());
+    await eventually(() => getInventory("inv-c").catch(() => undefined));
+    await k.admin.delete(Nodes, "inv-c");
+    // No controller-manager runs here, so GC does not remove the inventory: it must simply stop changing.
+    await Bun.sleep(INTERVAL_MS * 2);
+    const stalled = (await getInventory("inv-c")).publishedAt;
+    await Bun.sleep(INTERVAL_MS * 6);
+    expect((await getInventory("inv-c")).publishedAt).toBe(stalled);
+    await eventually(async () => node.gone, 5_000);
+    let err: unknown;
+    try {
+      await k.admin.get(Nodes, "inv-c");
+    } catch (e) {
+      err = e;
+    }
+    expect(isNotFound(err)).toBe(true);
+  }, 30_000);
+});
