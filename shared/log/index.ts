@@ -3,6 +3,7 @@
 // line. Modules take a Logger and make children with bound fields (`pod`, `claimId`, `sandboxId`).
 import pino from "pino";
 import { StartupError } from "../config/errors.ts";
+import { prettyDestination } from "./pretty.ts";
 import { REDACTED, scrubString, scrubValue, serializeError } from "./redact.ts";
 
 export type Logger = pino.Logger;
@@ -56,6 +57,8 @@ export interface LoggerOptions {
   name?: string;
   /** Defaults to a synchronous stderr writer, so a fatal line is on disk before process.exit. */
   destination?: LogDestination;
+  /** Readable text instead of JSON. Defaults to true only for the default destination on a terminal. */
+  pretty?: boolean;
   /** Extra fields bound to every line. */
   base?: Record<string, unknown>;
 }
@@ -71,7 +74,9 @@ function scrubbingChildren(logger: Logger): Logger {
 }
 
 export function createLogger(options: LoggerOptions): Logger {
-  const destination = options.destination ?? pino.destination({ dest: 2, sync: true });
+  const raw = options.destination ?? pino.destination({ dest: 2, sync: true });
+  const pretty = options.pretty ?? (options.destination === undefined && process.stderr.isTTY === true);
+  const destination = pretty ? prettyDestination(raw) : raw;
   const root = pino(
     {
       level: options.level,
@@ -123,4 +128,5 @@ export function createRootLogger(options: RootLoggerOptions): Logger {
   });
 }
 
+export { formatPrettyLine, prettyDestination } from "./pretty.ts";
 export { REDACTED, scrubString, scrubValue, serializeError, isSensitiveKey } from "./redact.ts";

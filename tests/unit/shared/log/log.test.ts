@@ -132,3 +132,16 @@ describe("redaction: no credential reaches a line", () => {
     expect(records()[0]).toMatchObject({ a: { name: "a", self: "[Circular]" } });
   });
 });
+
+describe("terminal output", () => {
+  test("pretty lines are readable text with the same redaction", () => {
+    const lines: string[] = [];
+    const log = createLogger({ level: "info", name: "vk-sandbox", pretty: true, destination: { write: (l: string) => lines.push(l) } });
+    log.info({ pod: "default/a", token: "tok-x", note: "two words" }, "claimed");
+    log.error({ err: new Error("boom") }, "failed");
+    expect(lines[0]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO  \[vk-sandbox\] claimed pod=default\/a token=\[REDACTED\] note="two words"\n$/);
+    expect(lines[1]).toContain("ERROR [vk-sandbox] failed");
+    expect(lines[1]).toContain("Error: boom");
+    expect(lines.join("")).not.toContain("tok-x");
+  });
+});
