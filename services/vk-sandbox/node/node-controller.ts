@@ -5,6 +5,10 @@
 // recreated: the first status patch that meets NotFound flips `gone`, stops the loop and resolves `whenGone`, so the
 // Lease loop and the NodeInventory publisher stop writing objects owned by a Node that no longer exists. A restart
 // registers it again.
+//
+// No ping loop: the Go library gates status patches and Lease renewals on a 10 s provider ping, but this provider's
+// ping is always healthy (sandboxd's health shows in Pod status, not in node readiness), so the gate would only
+// ever add a first-round delay.
 import type { V1Node } from "@kubernetes/client-node";
 import type { KubeClient } from "../../../shared/kube/client.ts";
 import { isConflict, isNotFound } from "../../../shared/kube/errors.ts";
@@ -41,7 +45,8 @@ export class NodeController {
   private readonly clock: LoopClock;
   private readonly intervalMs: number;
   private live: V1Node | undefined;
-  private ready = false;
+  /** When markReady ran: Ready's lastTransitionTime from then on. */
+  private readySince: Date | undefined;
   private goneFlag = false;
   private resolveGone!: () => void;
   private readonly abort = new AbortController();
@@ -111,7 +116,7 @@ export class NodeController {
 
   /** Ready=True, KubeletReady, phase Running, pushed now rather than at the next tick. */
   async markReady(): Promise<void> {
-    this.ready = true;
+    this.readySince ??= this.clock.now();
     await this.pushQuietly();
   }
 
@@ -150,7 +155,7 @@ export class NodeController {
       const now = this.clock.now();
       const desired = {
         labels: nodeLabels(this.spec),
-        status: withHeartbeat(nodeStatus(this.spec, this.ready, now), now),
+        status: withHeartbeat(nodeStatus(this.spec, this.readySince, now), now),
       };
       const patch = nodeStatusPatch(desired, this.live);
       try {

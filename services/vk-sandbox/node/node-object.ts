@@ -49,22 +49,26 @@ function emptyConditions(): V1NodeCondition[] {
   return CONDITION_TYPES.map((type) => ({ type, status: "" }) as V1NodeCondition);
 }
 
-/** The status fields this daemon owns, in the phase given. */
-export function nodeStatus(input: NodeSpecInput, ready: boolean, now: Date): V1NodeStatus {
+/**
+ * The status fields this daemon owns. `readySince` is when readiness was marked (undefined: not ready yet); it is
+ * Ready's lastTransitionTime on every later push too, because a transition time that moved with each heartbeat
+ * would tell readers the node had just flapped.
+ */
+export function nodeStatus(input: NodeSpecInput, readySince: Date | undefined, now: Date): V1NodeStatus {
   const resources = nodeResources(input);
   const conditions = emptyConditions();
-  if (ready) {
+  if (readySince) {
     conditions[0] = {
       type: "Ready",
       status: "True",
       reason: "KubeletReady",
       message: "Kubelet is ready",
-      lastTransitionTime: now,
+      lastTransitionTime: readySince,
       lastHeartbeatTime: now,
     };
   }
   return {
-    phase: ready ? "Running" : "Pending",
+    phase: readySince ? "Running" : "Pending",
     addresses: nodeAddresses(input),
     daemonEndpoints: { kubeletEndpoint: { Port: input.kubeletPort } },
     capacity: { ...resources },
@@ -80,6 +84,6 @@ export function buildNode(input: NodeSpecInput, now: Date): V1Node {
     kind: "Node",
     metadata: { name: input.nodeName, labels: nodeLabels(input) },
     spec: { taints: [{ ...PROVIDER_TAINT }] },
-    status: nodeStatus(input, false, now),
+    status: nodeStatus(input, undefined, now),
   };
 }

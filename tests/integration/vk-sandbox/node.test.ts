@@ -87,7 +87,7 @@ describe("virtual Node on a real apiserver", () => {
     expect(dropped.status?.addresses).toEqual([{ type: "Hostname", address: "with-ip" }]);
   }, 60_000);
 
-  test("the status loop refreshes every condition's heartbeat", async () => {
+  test("the status loop refreshes every condition's heartbeat and keeps Ready's transition time", async () => {
     await startNode(nodeSpecFromFlags(["--node-name=heartbeat"]), 300);
     const first = await getNode("heartbeat");
     const t0 = Date.parse(String(readyOf(first)?.lastHeartbeatTime));
@@ -98,6 +98,8 @@ describe("virtual Node on a real apiserver", () => {
     }, 10_000);
     const beats = new Set(later.status?.conditions?.map((c) => String(c.lastHeartbeatTime)));
     expect(beats.size).toBe(1);
+    // The heartbeat moves; the transition into Ready does not.
+    expect(String(readyOf(later)?.lastTransitionTime)).toBe(String(readyOf(first)?.lastTransitionTime));
   }, 30_000);
 
   test("scenario 49: a restart leaves an operator's taint edits alone but patches labels and status", async () => {

@@ -39,23 +39,24 @@ describe("node object", () => {
   });
 
   test("addresses are InternalIP then Hostname, and only Hostname without a node IP", () => {
-    expect(nodeStatus({ ...spec, nodeIp: "10.1.2.3" }, false, new Date(0)).addresses).toEqual([
+    expect(nodeStatus({ ...spec, nodeIp: "10.1.2.3" }, undefined, new Date(0)).addresses).toEqual([
       { type: "InternalIP", address: "10.1.2.3" },
       { type: "Hostname", address: "vk-sandboxd" },
     ]);
-    expect(nodeStatus(spec, false, new Date(0)).addresses).toEqual([{ type: "Hostname", address: "vk-sandboxd" }]);
+    expect(nodeStatus(spec, undefined, new Date(0)).addresses).toEqual([{ type: "Hostname", address: "vk-sandboxd" }]);
   });
 
-  test("readiness sets Ready True with KubeletReady and leaves the other four empty", () => {
-    const now = new Date(1_000_000);
-    const s = nodeStatus(spec, true, now);
+  test("readiness sets Ready True with KubeletReady, keeps the transition time fixed and leaves the other four empty", () => {
+    const since = new Date(1_000_000);
+    const now = new Date(2_000_000);
+    const s = nodeStatus(spec, since, now);
     expect(s.phase).toBe("Running");
     expect(s.conditions?.[0]).toEqual({
       type: "Ready",
       status: "True",
       reason: "KubeletReady",
       message: "Kubelet is ready",
-      lastTransitionTime: now,
+      lastTransitionTime: since,
       lastHeartbeatTime: now,
     });
     expect(s.conditions?.slice(1).every((c) => c.status === "")).toBe(true);
