@@ -10,6 +10,7 @@ import { createAdminHandler } from "./admin.ts";
 import { splitHostPort } from "./node.ts";
 import type { TenantConfig } from "./auth.ts";
 import { NAME_RE } from "../../shared/sandboxd/schemas.ts";
+import { versionLine } from "../../shared/version.ts";
 
 export const HELP = `sandboxd-sim — a DEVELOPMENT SUBSTRATE standing in for sandboxd (which needs KVM).
 It simulates sandboxd's HTTP API (claims, pools, tokens, mesh redirects, ports relay) with no VMs at all.
@@ -28,6 +29,7 @@ Usage: bun services/sandboxd-sim/main.ts [flags]
   --seed S                    deterministic ids and tokens
   --provision-latency D       time to provision one warm VM: 250ms, 2s, or milliseconds (default 0)
   --nodes N                   run N nodes in one process as a mesh (peers of each other)
+  --version                   print the build identity and exit
   --help                      this text
 
 With neither --token-file nor --tenant the node is open (no credentials), as sandboxd is without api_token.
@@ -70,7 +72,7 @@ export interface MainConfig {
   nodes: number;
 }
 
-export function parseFlags(argv: string[]): MainConfig | "help" {
+export function parseFlags(argv: string[]): MainConfig | "help" | "version" {
   let v;
   try {
     v = parseArgs({
@@ -87,12 +89,14 @@ export function parseFlags(argv: string[]): MainConfig | "help" {
         "provision-latency": { type: "string" },
         nodes: { type: "string" },
         help: { type: "boolean" },
+        version: { type: "boolean" },
       },
     }).values;
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
   if (v.help) return "help";
+  if (v.version) return "version";
   const [host, port] = hostPort("listen", v.listen ?? "127.0.0.1:7777");
   const tenants: Record<string, TenantConfig> = {};
   for (const t of v.tenant ?? []) {
@@ -122,7 +126,7 @@ export function parseFlags(argv: string[]): MainConfig | "help" {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  let cfg: MainConfig | "help";
+  let cfg: MainConfig | "help" | "version";
   try {
     cfg = parseFlags(argv);
   } catch (e) {
@@ -131,6 +135,10 @@ export async function run(argv: string[]): Promise<number> {
       return 2;
     }
     throw e;
+  }
+  if (cfg === "version") {
+    console.log(versionLine("sandboxd-sim"));
+    return 0;
   }
   if (cfg === "help") {
     console.log(HELP);

@@ -25,6 +25,8 @@ describe("sandboxd-sim standalone binary", () => {
     for (const flag of ["--listen", "--admin-listen", "--token-file", "--tenant", "--pool", "--max-claims", "--seed", "--provision-latency", "--nodes"]) {
       expect(help.out).toContain(flag);
     }
+    const version = await runToExit(["--version"]);
+    expect([version.code, version.out.startsWith("sandboxd-sim ")]).toEqual([0, true]);
     expect((await runToExit(["--bogus"])).code).toBe(2);
     expect((await runToExit(["--max-claims", "lots"])).code).toBe(2);
     expect((await runToExit(["--tenant", "no-token"])).code).toBe(2);
