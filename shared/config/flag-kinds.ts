@@ -73,22 +73,40 @@ export function boolFlag(o: Base & { default?: "true" | "false" }): FlagSpec<boo
 }
 
 /**
- * Go's strconv.ParseInt(s, 0, 64) as the flag package uses it: decimal, or 0x/0o/0b prefixed, or a
- * leading-zero octal; underscores only after a base prefix. Limited to JavaScript's safe integers.
+ * Go's strconv.ParseInt(s, 0, 64), as the flag package uses it: an optional sign, then decimal, 0x/0o/0b
+ * prefixed, or leading-zero octal; underscores only between digits (or right after a base prefix), as in
+ * Go integer literals (`1_000`, `0x_ff`). Limited to JavaScript's safe integers.
  */
 export function parseGoInt(raw: string): number {
-  const m = /^([+-]?)(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[0-7]*|[1-9][0-9]*)$/.exec(raw);
-  if (!m) throw new Error(`parse error: ${JSON.stringify(raw)} is not an integer`);
-  let body = m[2]!;
-  if (body.includes("_") && (/__|_$/.test(body) || !/^0[xXoObB]/.test(body))) {
-    throw new Error(`parse error: ${JSON.stringify(raw)} is not an integer`);
+  const bad = () => new Error(`parse error: ${JSON.stringify(raw)} is not an integer`);
+  let body = raw;
+  let negative = false;
+  if (body[0] === "+" || body[0] === "-") {
+    negative = body[0] === "-";
+    body = body.slice(1);
   }
-  body = body.replaceAll("_", "");
-  let n: bigint;
-  if (/^0[oO]/.test(body)) n = BigInt(`0o${body.slice(2)}`);
-  else if (/^0[0-7]+$/.test(body)) n = BigInt(`0o${body.slice(1)}`);
-  else n = BigInt(body);
-  if (m[1] === "-") n = -n;
+  let base = 10;
+  let digits = body;
+  const prefix = /^0([xXoObB])/.exec(body);
+  if (prefix) {
+    base = { x: 16, o: 8, b: 2 }[prefix[1]!.toLowerCase() as "x" | "o" | "b"];
+    digits = body.slice(2);
+    if (digits.startsWith("_")) digits = digits.slice(1); // "0x_1F" is a valid literal
+  } else if (body.length > 1 && body[0] === "0") {
+    base = 8;
+    digits = body.slice(1);
+    if (digits.startsWith("_")) digits = digits.slice(1);
+  }
+  if (digits === "" || digits.startsWith("_") || digits.endsWith("_") || digits.includes("__")) throw bad();
+  digits = digits.replaceAll("_", "");
+  const alphabet = "0123456789abcdef".slice(0, base);
+  let n = 0n;
+  for (const c of digits.toLowerCase()) {
+    const d = alphabet.indexOf(c);
+    if (d === -1) throw bad();
+    n = n * BigInt(base) + BigInt(d);
+  }
+  if (negative) n = -n;
   if (n > BigInt(Number.MAX_SAFE_INTEGER) || n < BigInt(Number.MIN_SAFE_INTEGER)) {
     throw new Error(`value out of range: ${raw}`);
   }
@@ -104,10 +122,10 @@ export function intFlag(o: Base & { default: string; min?: number; max?: number 
 
 /** Decimal floats as Go's ParseFloat reads them (`200`, `0.5`, `1e3`, `-1`); NaN and infinities refused. */
 export function parseGoFloat(raw: string): number {
-  if (!/^[+-]?(\d[\d_]*\.?[\d_]*|\.\d[\d_]*)([eE][+-]?\d+)?$/.test(raw) || /__|_$|_\.|\._/.test(raw)) {
+  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(raw)) {
     throw new Error(`parse error: ${JSON.stringify(raw)} is not a number`);
   }
-  const value = Number(raw.replaceAll("_", ""));
+  const value = Number(raw);
   if (!Number.isFinite(value)) throw new Error(`value out of range: ${raw}`);
   return value;
 }

@@ -205,3 +205,24 @@ describe("help and version", () => {
     expect(text).toMatch(/T_LOG_LEVEL\s+info\s+log level/);
   });
 });
+
+describe("numbers as Go's flag package reads them", () => {
+  test("integers: decimal, prefixed, octal, underscores between digits", async () => {
+    const { parseGoInt } = await import("../../../../shared/config/flag-kinds.ts");
+    const ok: [string, number][] = [
+      ["0", 0], ["42", 42], ["+7", 7], ["-7", -7], ["0x1F", 31], ["0X_1f", 31], ["0o17", 15], ["017", 15],
+      ["0b101", 5], ["1_000", 1000], ["-0", 0],
+    ];
+    for (const [raw, n] of ok) expect(parseGoInt(raw)).toBe(n);
+    for (const raw of ["", "-", "1.0", "1e3", "_1", "1_", "1__0", "08", "0x", "0xg", " 1", "abc", "9007199254740993"]) {
+      expect(() => parseGoInt(raw)).toThrow();
+    }
+  });
+
+  test("floats: decimal and exponent forms; NaN and infinities refused", async () => {
+    const { parseGoFloat } = await import("../../../../shared/config/flag-kinds.ts");
+    const ok: [string, number][] = [["200", 200], ["0.5", 0.5], [".5", 0.5], ["5.", 5], ["1e3", 1000], ["-1", -1], ["+2.5E-1", 0.25]];
+    for (const [raw, n] of ok) expect(parseGoFloat(raw)).toBe(n);
+    for (const raw of ["", "NaN", "Inf", "1e999", "1,5", "0x10", "1e", "."]) expect(() => parseGoFloat(raw)).toThrow();
+  });
+});
