@@ -69,3 +69,22 @@ describe("sandboxd-sim ports relay", () => {
     conn.sock.destroy();
   });
 });
+
+describe("sandboxd-sim fake envd guest", () => {
+  test("checks X-Access-Token, accepts a valid signed /files URL and refuses a wrong or expired signature", async () => {
+    const { startFakeGuest, fileSignature } = await import("../../../services/sandboxd-sim/guest.ts");
+    const g = await startFakeGuest({ accessToken: "acc", nowSeconds: () => 1_000 });
+    stops.push(g.stop);
+    const base = `http://127.0.0.1:${g.port}`;
+    expect((await fetch(`${base}/init`, { method: "POST" })).status).toBe(401);
+    expect((await fetch(`${base}/init`, { method: "POST", headers: { "x-access-token": "acc" } })).status).toBe(204);
+    expect((await fetch(`${base}/files?path=/f`, { method: "POST", headers: { "x-access-token": "acc" }, body: "data" })).status).toBe(200);
+    const url = (sig: string, exp?: number) =>
+      `${base}/files?path=/f&username=user&signature=${encodeURIComponent(sig)}${exp !== undefined ? `&signature_expiration=${exp}` : ""}`;
+    const good = await fetch(url(fileSignature("/f", "read", "user", "acc", 2_000), 2_000));
+    expect([good.status, await good.text()]).toEqual([200, "data"]);
+    expect((await fetch(url(fileSignature("/f", "read", "user", "acc", 999), 999))).status).toBe(401);
+    expect((await fetch(url(fileSignature("/f", "read", "user", "other")))).status).toBe(401);
+    expect((await fetch(url(fileSignature("/f", "write", "user", "acc")))).status).toBe(401);
+  });
+});
