@@ -74,4 +74,11 @@ describe("bun run build", () => {
       });
     });
   }
+
+  // The simulator is a development substrate, built when its entry point exists; it embeds the same identity.
+  test.if(existsSync(join(root, "services", "sandboxd-sim", "main.ts")))("dist/sandboxd-sim names its build too", () => {
+    const proc = Bun.spawnSync([join(root, "dist", "sandboxd-sim"), "--version"], { cwd: root });
+    expect(proc.exitCode).toBe(0);
+    expect(proc.stdout.toString()).toMatch(new RegExp(`^sandboxd-sim ${version.replaceAll(".", "\\.")} \\(rev=[0-9a-f]{7,40}(-dirty)? built=\\S+\\)\\n$`));
+  });
 });
