@@ -128,6 +128,8 @@ export class SandboxdClient {
   readonly baseUrl: string;
   private readonly token: string;
   private readonly log: Logger | undefined;
+  /** The caller's logger, unbound, so clients derived for redirect targets bind their own node. */
+  private readonly rootLog: Logger | undefined;
   private readonly timeoutMs: number;
   private readonly fetchImpl: typeof fetch;
   private readonly retry: RetryPolicy;
@@ -136,6 +138,7 @@ export class SandboxdClient {
   constructor(o: SandboxdClientOptions) {
     this.baseUrl = o.baseUrl.replace(/\/+$/, "");
     this.token = o.token ?? "";
+    this.rootLog = o.log;
     this.log = o.log?.child({ sandboxd: this.baseUrl });
     this.timeoutMs = o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.fetchImpl = o.fetch ?? fetch;
@@ -153,7 +156,7 @@ export class SandboxdClient {
     return new SandboxdClient({
       baseUrl: SandboxdClient.baseUrlFor(address),
       token: this.token,
-      log: this.log,
+      log: this.rootLog,
       timeoutMs: this.timeoutMs,
       fetch: this.fetchImpl,
       retry: this.retry,

@@ -1,6 +1,7 @@
 // shared/sandboxd/client.ts against the sandboxd simulator (services/sandboxd-sim), a real HTTP server: every
 // endpoint the client covers, its typed errors, the reply bounds, and the claim rules (redirects and a lost reply).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import pino from "pino";
 import { SandboxdClient } from "../../../../shared/sandboxd/client.ts";
 import {
   SandboxdAmbiguousClaim,
@@ -330,5 +331,22 @@ describe("a lost claim reply", () => {
     expect(e).toBeInstanceOf(SandboxdTransport);
     expect(provablyUndelivered(e)).toBe(true);
     expect(isCapacity(e)).toBe(false);
+  });
+});
+
+describe("logging", () => {
+  test("no token ever reaches the log, even on the reconciliation path at debug level", async () => {
+    const lines: string[] = [];
+    const log = pino({ level: "debug" }, { write: (l: string) => void lines.push(l) });
+    const c = new SandboxdClient({ baseUrl: sim.url, token: ROOT, log, retry: fast });
+    sim.reset("claim", "after");
+    const r = await c.claim(claimReq("ns/logged"));
+    await c.get(r.id);
+    await c.release(r.id);
+    expect(lines.length).toBeGreaterThan(3);
+    const all = lines.join("");
+    expect(all).toContain("reconciling");
+    expect(all).not.toContain(ROOT);
+    expect(all).not.toContain(r.token);
   });
 });

@@ -106,4 +106,14 @@ describe("claim redirects", () => {
     expect(e.exhausted).toBe(false);
     expect(n2.log.find("claim")).toEqual([]);
   });
+
+  test("a template delete on a mesh hands back the holders; no_redirect deletes locally only", async () => {
+    n1.setWarm(KEY, 1);
+    const at1 = new SandboxdClient({ baseUrl: n1.url, token: ROOT });
+    const src = await at1.claim(req("ns/tpl"));
+    await at1.promote(src.id, { template: "proj:del" });
+    expect(await origin.deleteTemplate({ template: "proj:del" })).toEqual({ redirect: [n1.addr] });
+    expect(await origin.deleteTemplate({ template: "proj:del" }, { noRedirect: true })).toBe("already-gone");
+    expect(await at1.deleteTemplate({ template: "proj:del" }, { noRedirect: true })).toBe("deleted");
+  });
 });
