@@ -119,8 +119,8 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
   } catch (writeErr) {
     return undoClaim(core, key, claim, writeErr);
   }
-  if (!st.holds(key, claim.id)) return; // released by a concurrent delete while the write was in flight
-  st.tentative.delete(key);
+  // The landed write cleared the tentative mark (state.ts); a concurrent release may have dropped the row.
+  if (!st.holds(key, claim.id)) return;
   plog.info({ claimId: claim.id }, "sandbox claimed");
   const stored = st.pods.get(key);
   if (stored) core.push(podWithStatus(stored, claim, runningStatus(stored, claim)));

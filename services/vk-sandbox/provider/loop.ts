@@ -9,6 +9,8 @@ export class Loop {
   private timer: { cancel(): void } | undefined;
   private running: Promise<void> | undefined;
   private active = false;
+  private ticks = 0;
+  private tickWaiters: Array<{ n: number; resolve: () => void }> = [];
 
   constructor(
     readonly name: string,
@@ -20,6 +22,17 @@ export class Loop {
 
   get started(): boolean {
     return this.active;
+  }
+
+  /** Ticks completed so far. */
+  get completed(): number {
+    return this.ticks;
+  }
+
+  /** Resolves once `n` ticks have completed and the next one is scheduled (tests drive the clock by it). */
+  untilTicks(n: number): Promise<void> {
+    if (this.ticks >= n) return Promise.resolve();
+    return new Promise((resolve) => this.tickWaiters.push({ n, resolve }));
   }
 
   /** First tick after one interval. */
@@ -55,8 +68,10 @@ export class Loop {
     if (done) {
       this.active = false;
       this.log.debug({ loop: this.name }, "provider loop finished");
-      return;
+    } else {
+      this.schedule();
     }
-    this.schedule();
+    this.ticks++;
+    this.tickWaiters = this.tickWaiters.filter((w) => (w.n <= this.ticks ? (w.resolve(), false) : true));
   }
 }

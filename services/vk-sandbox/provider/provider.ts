@@ -126,6 +126,11 @@ export class SandboxProvider implements PodLifecycleProvider {
     this.core.setPush(push);
   }
 
+  /** A loop by name, for tests that drive the clock and wait for ticks. */
+  loop(name: "claim-verification" | "lease-watch" | "owner-recheck" | "orphan-scan"): Loop {
+    return this.loops.find((l) => l.name === name)!;
+  }
+
   /** Run one tick of a loop now (tests, and an operator-triggered audit). */
   tick(loop: "verify" | "lease-watch" | "owner-recheck" | "orphan-scan"): Promise<unknown> {
     switch (loop) {

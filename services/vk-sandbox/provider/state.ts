@@ -105,13 +105,21 @@ export class ProviderState {
   private async writeBatch(included: ReadonlySet<string>): Promise<void> {
     // Snapshot and encode synchronously: nothing can change the table between these lines.
     const rows: Array<readonly [string, Claim]> = [];
+    const committing: Array<readonly [string, string]> = [];
     for (const [key, c] of this.claims) {
-      if (this.tentative.has(key) && !included.has(c.id)) continue;
+      if (this.tentative.has(key)) {
+        if (!included.has(c.id)) continue;
+        committing.push([key, c.id]);
+      }
       rows.push([key, c]);
     }
     const releasing = this.releasing.slice();
     const text = encodeTable({ claims: rows, releasing: releasing.map((e) => e.claim) });
     await this.file.write(text);
+    // Settle the rows this write made durable before the next batch snapshots. Leaving it to the waiting
+    // creates is too late: the group commit starts the next batch synchronously, and a row still marked
+    // tentative would be left out of that newer file, which then replaces this one.
+    for (const [key, id] of committing) if (this.holds(key, id)) this.tentative.delete(key);
     for (const e of releasing) e.durable = true;
   }
 }

@@ -3,10 +3,11 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ClaimsFileSchema } from "../../../../../services/vk-sandbox/claims/schema.ts";
 import { ProviderError } from "../../../../../services/vk-sandbox/provider/errors.ts";
-import { bare, capacityError, FakeClock, gate, harness, pod, serverError, StubSandboxd, tempDir } from "./helpers.ts";
+import { bare, closeSandboxds, FakeClock, harness, makeSandboxd, pod, tempDir } from "./helpers.ts";
 
 let cleanups: Array<() => void> = [];
-afterEach(() => {
+afterEach(async () => {
+  await closeSandboxds();
   for (const c of cleanups) c();
   cleanups = [];
 });
@@ -31,7 +32,7 @@ describe("CreatePod", () => {
     await h.p.createPod(pod({ ns: "team", name: "a" }));
     expect(h.sandboxd.claimRequests).toEqual([{ template: "python", ttl_seconds: 86_400, claim_ref: "team/a" }]);
     const pushed = h.pushes[0]!;
-    const id = h.sandboxd.claimRequests.length && [...h.sandboxd.rows.keys()][0]!;
+    const id = h.sandboxd.ids()[0]!;
     expect(pushed.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"]).toBe(id);
     expect(pushed.status?.phase).toBe("Running");
     expect(pushed.status?.podIP).toBe("10.0.0.5");
@@ -75,7 +76,7 @@ describe("CreatePod", () => {
   test("sandboxd at capacity fails the create with no row; a retry once capacity returns claims exactly once", async () => {
     const path = statePath();
     const h = await harness({ path });
-    h.sandboxd.claimFailures.push(capacityError);
+    h.sandboxd.failNextClaim();
     const err = await h.p.createPod(pod()).catch((e) => e);
     expect(err.code).toBe("claim-failed");
     expect(err.transient).toBe(false);
@@ -83,7 +84,7 @@ describe("CreatePod", () => {
     expect(h.p.getPod("default", "sb1")).toBeUndefined();
     await h.p.createPod(pod());
     expect(h.sandboxd.claimCalls.n).toBe(2);
-    expect(h.sandboxd.rows.size).toBe(1);
+    expect(h.sandboxd.ids().length).toBe(1);
     expect(h.pushes.at(-1)?.status?.phase).toBe("Running");
   });
 
@@ -95,7 +96,7 @@ describe("CreatePod", () => {
     restore();
     expect(err.code).toBe("state-write-failed");
     expect(h.sandboxd.claimCalls.n).toBe(1);
-    expect(h.sandboxd.rows.size).toBe(0);
+    expect(h.sandboxd.ids().length).toBe(0);
     expect(h.sandboxd.released).toHaveLength(1);
     expect(h.pushes).toHaveLength(0);
     expect(h.p.getPod("default", "sb1")).toBeUndefined();
@@ -106,17 +107,17 @@ describe("CreatePod", () => {
     const path = statePath();
     const h = await harness({ path });
     const restore = breakDir(path);
-    h.sandboxd.releaseFails = () => serverError();
+    h.sandboxd.failReleases(true);
     const err = await h.p.createPod(pod()).catch((e) => e);
     expect(err.code).toBe("state-write-failed");
     expect(err.message).toContain("releasing sandbox");
-    const stranded = [...h.sandboxd.rows.keys()][0]!;
+    const stranded = h.sandboxd.ids()[0]!;
     // Kept tentative in memory: never Running, never in the file, GetPod differs (it carries the annotation).
     expect(h.pushes).toHaveLength(0);
     expect(h.p.getPodStatus("default", "sb1")?.phase).toBe("Pending");
     expect(h.p.getPod("default", "sb1")?.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"]).toBe(stranded);
     restore();
-    h.sandboxd.releaseFails = undefined;
+    h.sandboxd.failReleases(false);
     // The controller sees GetPod differ and calls UpdatePod, which re-runs the create.
     await h.p.updatePod(pod());
     expect(h.sandboxd.released[0]).toBe(stranded);
@@ -130,10 +131,10 @@ describe("CreatePod", () => {
     const path = statePath();
     const h = await harness({ path });
     const restore = breakDir(path);
-    h.sandboxd.releaseFails = () => serverError();
+    h.sandboxd.failReleases(true);
     await h.p.createPod(pod({ name: "stranded" })).catch(() => undefined);
     restore();
-    h.sandboxd.releaseFails = undefined;
+    h.sandboxd.failReleases(false);
     await h.p.createPod(pod({ name: "other" }));
     expect(Object.keys(readTable(path).claims)).toEqual(["default/other"]);
   });
@@ -141,12 +142,11 @@ describe("CreatePod", () => {
   test("50 concurrent creates leave a valid file with 50 rows matching the annotations, in fewer writes", async () => {
     const path = statePath();
     const h = await harness({ path });
-    const g = gate();
-    h.sandboxd.claimGate = g.promise;
+    const open = h.sandboxd.holdClaims();
     const writesBefore = h.impl.core.st.writes;
     const all = Array.from({ length: 50 }, (_, i) => h.p.createPod(pod({ name: `p${i}` })));
     await h.sandboxd.claimCalls.until(50);
-    g.open();
+    open();
     await Promise.all(all);
     const file = readTable(path);
     expect(ClaimsFileSchema.safeParse(file).success).toBe(true);
@@ -198,7 +198,7 @@ describe("CreatePod", () => {
     const h = await harness({ path: statePath() });
     h.owners!.alive("sb1", "owner-sb1");
     await h.p.createPod(pod());
-    const old = [...h.sandboxd.rows.keys()][0];
+    const old = h.sandboxd.ids()[0]!;
     await h.p.deletePod(pod());
     await h.p.createPod(pod({ uid: "new-pod", owner: { name: "other", uid: "other-owner" } }));
     expect(h.sandboxd.claimCalls.n).toBe(2);
@@ -243,11 +243,11 @@ describe("CreatePod", () => {
   test("a create on a key whose row is past its deadline while listing fails fails and keeps the row", async () => {
     const path = statePath();
     const clock = new FakeClock();
-    const h = await harness({ path, clock, sandboxd: new StubSandboxd(clock) });
+    const h = await harness({ path, clock, sandboxd: await makeSandboxd(clock) });
     await h.p.createPod(pod({ annotations: { "sandbox.cocoonstack.io/ttl-seconds": "60" } }));
     const id = readTable(path).claims["default/sb1"].id;
     clock.advance(61_000);
-    h.sandboxd.listFails = true;
+    h.sandboxd.failLists(true);
     const err = await h.p.createPod(pod()).catch((e) => e);
     expect(err.code).toBe("sandboxd-unavailable");
     expect(err.transient).toBe(true);
@@ -257,11 +257,11 @@ describe("CreatePod", () => {
 
   test("a past-deadline row that is no longer listed is dropped and the pod claims fresh", async () => {
     const clock = new FakeClock();
-    const h = await harness({ path: statePath(), clock, sandboxd: new StubSandboxd(clock) });
+    const h = await harness({ path: statePath(), clock, sandboxd: await makeSandboxd(clock) });
     await h.p.createPod(pod({ annotations: { "sandbox.cocoonstack.io/ttl-seconds": "60" } }));
-    const old = [...h.sandboxd.rows.keys()][0]!;
+    const old = h.sandboxd.ids()[0]!;
     clock.advance(61_000);
-    h.sandboxd.rows.delete(old); // reaped
+    h.sandboxd.vanish(old); // reaped
     await h.p.createPod(pod());
     expect(h.sandboxd.claimCalls.n).toBe(2);
     expect(h.impl.core.st.claims.get("default/sb1")?.id).not.toBe(old);
@@ -269,11 +269,11 @@ describe("CreatePod", () => {
 
   test("a past-deadline row still listed with a later deadline is adopted with that deadline", async () => {
     const clock = new FakeClock();
-    const h = await harness({ path: statePath(), clock, sandboxd: new StubSandboxd(clock) });
+    const h = await harness({ path: statePath(), clock, sandboxd: await makeSandboxd(clock) });
     await h.p.createPod(pod({ annotations: { "sandbox.cocoonstack.io/ttl-seconds": "60" } }));
-    const id = [...h.sandboxd.rows.keys()][0]!;
+    const id = h.sandboxd.ids()[0]!;
     clock.advance(61_000);
-    h.sandboxd.rows.get(id)!.deadline = clock.now() + 3_600_000;
+    h.sandboxd.setDeadline(id, clock.now() + 3_600_000);
     await h.p.createPod(pod());
     expect(h.sandboxd.claimCalls.n).toBe(1);
     expect(h.impl.core.st.claims.get("default/sb1")?.deadline).toBe(clock.now() + 3_600_000);

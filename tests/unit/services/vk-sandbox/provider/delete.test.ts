@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { bare, FakeOwners, harness, pod, serverError, tempDir } from "./helpers.ts";
+import { bare, closeSandboxds, FakeOwners, harness, pod, tempDir } from "./helpers.ts";
 
 let cleanups: Array<() => void> = [];
-afterEach(() => {
+afterEach(async () => {
+  await closeSandboxds();
   for (const c of cleanups) c();
   cleanups = [];
 });
@@ -106,13 +107,13 @@ describe("DeletePod", () => {
     const path = statePath();
     const h = await harness({ path });
     await h.p.createPod(bare());
-    h.sandboxd.releaseFails = () => serverError();
+    h.sandboxd.failReleases(true);
     const err = await h.p.deletePod(bare()).catch((e) => e);
     expect(err.code).toBe("release-failed");
     expect(readTable(path).claims["default/sb1"]).toBeDefined();
     expect(h.p.getPod("default", "sb1")).toBeDefined();
-    h.sandboxd.releaseFails = undefined;
-    h.sandboxd.rows.clear(); // already gone on the node: the release answers 404
+    h.sandboxd.failReleases(false);
+    h.sandboxd.vanishAll(); // already gone on the node: the release answers 404
     await h.p.deletePod(bare());
     expect(readTable(path).claims).toEqual({});
   });

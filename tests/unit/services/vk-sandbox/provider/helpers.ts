@@ -22,35 +22,14 @@ import type {
   SandboxReleaser,
 } from "../../../../../services/vk-sandbox/provider/types.ts";
 
-export class FakeClock implements Clock {
-  private timers: Array<{ due: number; fn: () => void; seq: number; cancelled: boolean }> = [];
-  private seq = 0;
-  constructor(public t = Date.UTC(2026, 6, 27, 2, 15, 0)) {}
-  now(): number {
-    return this.t;
-  }
-  after(ms: number, fn: () => void) {
-    const timer = { due: this.t + ms, fn, seq: this.seq++, cancelled: false };
-    this.timers.push(timer);
-    return { cancel: () => void (timer.cancelled = true) };
-  }
-  get pending(): number {
-    return this.timers.filter((x) => !x.cancelled).length;
-  }
-  /** Move time forward, firing due timers in order. */
-  advance(ms: number): void {
-    const target = this.t + ms;
-    for (;;) {
-      this.timers = this.timers.filter((x) => !x.cancelled);
-      const due = this.timers.filter((x) => x.due <= target).sort((a, b) => a.due - b.due || a.seq - b.seq)[0];
-      if (!due) break;
-      this.t = Math.max(this.t, due.due);
-      due.cancelled = true;
-      due.fn();
-    }
-    this.t = target;
-  }
-}
+/**
+ * The simulator's fake clock: time moves only by advance(), due timers fire in order inside it. The provider
+ * and the simulated node share one, so a lease that passes for one passes for the other.
+ */
+export { FakeClock } from "../../../../../services/sandboxd-sim/clock.ts";
+import { FakeClock } from "../../../../../services/sandboxd-sim/clock.ts";
+import { startSandboxdSim, type SandboxdSim } from "../../../../../services/sandboxd-sim/sim.ts";
+import { SandboxdClient } from "../../../../../shared/sandboxd/client.ts";
 
 /** A counter a test can await: `await c.until(3)`. */
 export class Counter {
@@ -149,9 +128,186 @@ export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLis
   }
 
   /** An out-of-band claim (another control plane's, or an orphan). */
-  addForeign(id: string, claimRef?: string): void {
+  async addForeign(claimRef?: string): Promise<string> {
+    const id = `sb_f${(this.next++).toString(16).padStart(15, "0")}`;
     this.rows.set(id, { id, token: "f".repeat(32), deadline: this.clock.now() + 3600_000, claimRef, template: "t" });
+    return id;
   }
+
+  ids(): string[] {
+    return [...this.rows.keys()];
+  }
+  has(id: string): boolean {
+    return this.rows.has(id);
+  }
+  vanish(id: string): void {
+    this.rows.delete(id);
+  }
+  vanishAll(): void {
+    this.rows.clear();
+  }
+  setDeadline(id: string, ms: number): void {
+    this.rows.get(id)!.deadline = ms;
+  }
+  failNextClaim(): void {
+    this.claimFailures.push(capacityError);
+  }
+  failReleases(on: boolean): void {
+    this.releaseFails = on ? () => serverError() : undefined;
+  }
+  failLists(on: boolean): void {
+    this.listFails = on;
+  }
+  holdClaims(): () => void {
+    const g = gate();
+    this.claimGate = g.promise;
+    return () => {
+      this.claimGate = undefined;
+      g.open();
+    };
+  }
+  async close(): Promise<void> {}
+}
+
+/** The knobs every sandboxd double offers; tests use only these. */
+export type SandboxdDouble = Pick<
+  StubSandboxd,
+  | "claim"
+  | "release"
+  | "list"
+  | "claimCalls"
+  | "releaseCalls"
+  | "listCalls"
+  | "claimRequests"
+  | "released"
+  | "onRelease"
+  | "addForeign"
+  | "ids"
+  | "has"
+  | "vanish"
+  | "vanishAll"
+  | "setDeadline"
+  | "failNextClaim"
+  | "failReleases"
+  | "failLists"
+  | "holdClaims"
+  | "close"
+>;
+
+export const ROOT_TOKEN = "root-token-for-tests";
+
+/**
+ * The real sandboxd client against the in-process simulator, counted. The node advertises 10.0.0.5:7777 so
+ * the Pod IP is predictable; its clock is the test's.
+ */
+export class SimSandboxd implements SandboxdDouble {
+  readonly claimCalls = new Counter();
+  readonly releaseCalls = new Counter();
+  readonly listCalls = new Counter();
+  readonly claimRequests: ClaimRequest[] = [];
+  readonly released: string[] = [];
+  onRelease: ((id: string) => void) | undefined;
+  private gateP: Promise<void> | undefined;
+  private releaseFault = false;
+  private listFault = false;
+
+  private constructor(
+    readonly sim: SandboxdSim,
+    readonly client: SandboxdClient,
+  ) {}
+
+  static async start(clock: FakeClock): Promise<SimSandboxd> {
+    const sim = await startSandboxdSim({ clock, seed: 1, rootToken: ROOT_TOKEN, advertiseAddr: "10.0.0.5:7777", egressAttachment: true });
+    // One attempt: retries are the provider's and the controller's business, and counts stay exact.
+    const client = new SandboxdClient({ baseUrl: sim.url, token: ROOT_TOKEN, retry: { attempts: 1 } });
+    return new SimSandboxd(sim, client);
+  }
+
+  async claim(req: ClaimRequest, opts?: { knownIds?: Iterable<string> }): Promise<ClaimReply> {
+    this.claimCalls.inc();
+    this.claimRequests.push(req);
+    if (this.gateP) await this.gateP;
+    return this.client.claim(req, { knownIds: opts?.knownIds });
+  }
+
+  async release(id: string, opts: { token: string }): Promise<"released" | "already-gone"> {
+    this.releaseCalls.inc();
+    this.onRelease?.(id);
+    const r = await this.client.release(id, { token: opts.token });
+    if (r === "released") this.released.push(id);
+    return r;
+  }
+
+  async list(): Promise<SandboxRow[]> {
+    this.listCalls.inc();
+    return this.client.list();
+  }
+
+  async addForeign(claimRef?: string): Promise<string> {
+    const r = await this.client.claim({ template: "other", ...(claimRef ? { claim_ref: claimRef } : {}) }, { reconcile: false });
+    return r.id;
+  }
+  ids(): string[] {
+    return this.sim.claims().map((c) => c.id);
+  }
+  has(id: string): boolean {
+    return this.ids().includes(id);
+  }
+  vanish(id: string): void {
+    this.sim.vanish(id);
+  }
+  vanishAll(): void {
+    for (const id of this.ids()) this.sim.vanish(id);
+  }
+  setDeadline(id: string, ms: number): void {
+    const c = this.sim.node.table.get(id);
+    if (!c) throw new Error(`no claim ${id}`);
+    c.deadline = ms;
+  }
+  failNextClaim(): void {
+    this.sim.fail("claim", 429, { error: "node claim quota reached: 1 live claims, cap 1" });
+  }
+  failReleases(on: boolean): void {
+    this.releaseFault = on;
+    this.applyFaults();
+  }
+  failLists(on: boolean): void {
+    this.listFault = on;
+    this.applyFaults();
+  }
+  private applyFaults(): void {
+    this.sim.clearFaults();
+    if (this.releaseFault) this.sim.fail("release", 500, { error: "release failed" }, Number.POSITIVE_INFINITY);
+    if (this.listFault) this.sim.listFails("500");
+  }
+  holdClaims(): () => void {
+    const g = gate();
+    this.gateP = g.promise;
+    return () => {
+      this.gateP = undefined;
+      g.open();
+    };
+  }
+  close(): Promise<void> {
+    return this.sim.stop();
+  }
+}
+
+const open: SandboxdDouble[] = [];
+
+/**
+ * The sandboxd double for a test: the simulator by default, the hand-written stub with
+ * VK_PROVIDER_SANDBOXD=stub (both satisfy the same knobs, so every test runs against either).
+ */
+export async function makeSandboxd(clock: FakeClock): Promise<SandboxdDouble> {
+  const d = process.env.VK_PROVIDER_SANDBOXD === "stub" ? new StubSandboxd(clock) : await SimSandboxd.start(clock);
+  open.push(d);
+  return d;
+}
+
+/** Stop every double a test started (call from afterEach). */
+export async function closeSandboxds(): Promise<void> {
+  await Promise.all(open.splice(0).map((d) => d.close()));
 }
 
 /** Owners by name; each entry is what a GET answers. Unknown names answer a 404 naming the object. */
@@ -225,15 +381,15 @@ export function captureLog() {
 export interface HarnessOpts {
   path: string;
   clock?: FakeClock;
-  sandboxd?: StubSandboxd;
+  sandboxd?: SandboxdDouble;
   owners?: FakeOwners | null;
   start?: boolean;
 }
 
 /** A provider over a real file, a stub sandboxd and fake owners; pushes are collected. */
 export async function harness(o: HarnessOpts) {
-  const clock = o.clock ?? new FakeClock();
-  const sandboxd = o.sandboxd ?? new StubSandboxd(clock);
+  const clock = o.clock ?? new FakeClock(Date.UTC(2026, 6, 27, 2, 15, 0));
+  const sandboxd = o.sandboxd ?? (await makeSandboxd(clock));
   const owners = o.owners === null ? undefined : (o.owners ?? new FakeOwners());
   const { log, lines } = captureLog();
   const store = new ClaimsFile({ path: o.path });

@@ -1,22 +1,20 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { FakeClock, harness, pod, StubSandboxd, tempDir } from "./helpers.ts";
+import { closeSandboxds, FakeClock, harness, makeSandboxd, pod, tempDir } from "./helpers.ts";
 
 let cleanups: Array<() => void> = [];
-afterEach(() => {
+afterEach(async () => {
+  await closeSandboxds();
   for (const c of cleanups) c();
   cleanups = [];
 });
-const settle = async () => {
-  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-};
 async function running(ttl = "60") {
   const t = tempDir();
   cleanups.push(t.cleanup);
   const clock = new FakeClock();
-  const h = await harness({ path: join(t.dir, "claims.json"), clock, sandboxd: new StubSandboxd(clock) });
+  const h = await harness({ path: join(t.dir, "claims.json"), clock, sandboxd: await makeSandboxd(clock) });
   await h.p.createPod(pod({ annotations: { "sandbox.cocoonstack.io/ttl-seconds": ttl }, containers: [{ name: "a", image: "img-a" }, { name: "b", image: "img-b" }] }));
-  const id = [...h.sandboxd.rows.keys()][0]!;
+  const id = h.sandboxd.ids()[0]!;
   return { h, clock, id };
 }
 
@@ -25,7 +23,7 @@ describe("lease watch", () => {
     const { h, clock, id } = await running();
     const deadline = h.impl.core.st.claims.get("default/sb1")!.deadline;
     clock.advance(61_000);
-    h.sandboxd.rows.delete(id); // reaped
+    h.sandboxd.vanish(id); // reaped
     await h.impl.tick("lease-watch");
     const pushed = h.pushes.at(-1)!;
     expect(pushed.status?.phase).toBe("Failed");
@@ -46,7 +44,7 @@ describe("lease watch", () => {
     const { h, clock, id } = await running();
     clock.advance(61_000);
     const later = clock.now() + 3_600_000;
-    h.sandboxd.rows.get(id)!.deadline = later;
+    h.sandboxd.setDeadline(id, later);
     const pushes = h.pushes.length;
     await h.impl.tick("lease-watch");
     expect(h.pushes.length).toBe(pushes);
@@ -57,8 +55,8 @@ describe("lease watch", () => {
   test("a failing listing publishes nothing", async () => {
     const { h, clock, id } = await running();
     clock.advance(61_000);
-    h.sandboxd.rows.delete(id);
-    h.sandboxd.listFails = true;
+    h.sandboxd.vanish(id);
+    h.sandboxd.failLists(true);
     const pushes = h.pushes.length;
     await h.impl.tick("lease-watch");
     expect(h.pushes.length).toBe(pushes);
@@ -74,10 +72,10 @@ describe("lease watch", () => {
 
   test("the loop fires every 30 s on the injected clock", async () => {
     const { h, clock, id } = await running();
-    h.sandboxd.rows.delete(id);
+    h.sandboxd.vanish(id);
     h.start();
     clock.advance(30_000); // first tick: the lease is not yet past
-    await settle();
+    await h.impl.loop("lease-watch").untilTicks(1);
     clock.advance(30_000); // second tick: past, unlisted
     await h.pushCount.until(2);
     await h.stop();

@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { bare, harness, tempDir } from "./helpers.ts";
+import { bare, closeSandboxds, harness, tempDir } from "./helpers.ts";
 
 let cleanups: Array<() => void> = [];
-afterEach(() => {
+afterEach(async () => {
+  await closeSandboxds();
   for (const c of cleanups) c();
   cleanups = [];
 });
@@ -17,26 +18,26 @@ const audits = (lines: Array<Record<string, unknown>>) => lines.filter((l) => ty
 describe("orphan audit", () => {
   test("an unclaimed sandbox without claim_ref is logged once as orphan and never released", async () => {
     const h = await setup();
-    h.sandboxd.addForeign("sb_00000000000000ff");
+    const id = await h.sandboxd.addForeign();
     await h.impl.tick("orphan-scan");
     await h.impl.tick("orphan-scan");
-    expect(audits(h.lines)).toEqual([expect.objectContaining({ sandboxId: "sb_00000000000000ff", verdict: "orphan" })]);
+    expect(audits(h.lines)).toEqual([expect.objectContaining({ sandboxId: id, verdict: "orphan" })]);
     expect(h.sandboxd.releaseCalls.n).toBe(0);
-    expect(h.sandboxd.rows.has("sb_00000000000000ff")).toBe(true);
+    expect(h.sandboxd.has(id)).toBe(true);
   });
 
   test("an unclaimed sandbox with claim_ref is external", async () => {
     const h = await setup();
-    h.sandboxd.addForeign("sb_00000000000000fe", "other/x");
+    const id = await h.sandboxd.addForeign("other/x");
     await h.impl.tick("orphan-scan");
-    expect(audits(h.lines)).toEqual([expect.objectContaining({ sandboxId: "sb_00000000000000fe", verdict: "external", claimRef: "other/x" })]);
+    expect(audits(h.lines)).toEqual([expect.objectContaining({ sandboxId: id, verdict: "external", claimRef: "other/x" })]);
   });
 
   test("a row whose sandbox is unlisted is stale, and the row is not touched", async () => {
     const h = await setup();
     await h.p.createPod(bare());
-    const id = [...h.sandboxd.rows.keys()][0]!;
-    h.sandboxd.rows.delete(id);
+    const id = h.sandboxd.ids()[0]!;
+    h.sandboxd.vanish(id);
     await h.impl.tick("orphan-scan");
     expect(audits(h.lines)).toEqual([expect.objectContaining({ sandboxId: id, verdict: "stale", pod: "default/sb1" })]);
     expect(h.impl.core.st.claims.get("default/sb1")?.id).toBe(id);
@@ -45,7 +46,7 @@ describe("orphan audit", () => {
   test("a failed listing skips the cycle instead of reading everything as stale", async () => {
     const h = await setup();
     await h.p.createPod(bare());
-    h.sandboxd.listFails = true;
+    h.sandboxd.failLists(true);
     await h.impl.tick("orphan-scan");
     expect(audits(h.lines)).toEqual([]);
     expect(h.impl.core.st.orphanVerdicts.size).toBe(0);

@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { FakeClock, FakeOwners, harness, pod, serverError, StubSandboxd, tempDir } from "./helpers.ts";
+import { closeSandboxds, FakeClock, FakeOwners, harness, makeSandboxd, pod, tempDir } from "./helpers.ts";
 
 let cleanups: Array<() => void> = [];
-afterEach(() => {
+afterEach(async () => {
+  await closeSandboxds();
   for (const c of cleanups) c();
   cleanups = [];
 });
@@ -17,7 +18,7 @@ const readTable = (path: string) => JSON.parse(readFileSync(path, "utf8"));
 
 async function preserved(path: string) {
   const clock = new FakeClock();
-  const h = await harness({ path, clock, sandboxd: new StubSandboxd(clock) });
+  const h = await harness({ path, clock, sandboxd: await makeSandboxd(clock) });
   h.owners!.alive("sb1", "owner-sb1");
   await h.p.createPod(pod());
   await h.p.deletePod(pod());
@@ -67,7 +68,7 @@ describe("owner re-check", () => {
     const h = await preserved(path);
     const row = readTable(path).claims["default/sb1"];
     h.owners!.gone("sb1");
-    h.sandboxd.releaseFails = () => serverError();
+    h.sandboxd.failReleases(true);
     await h.impl.tick("owner-recheck");
     await h.impl.tick("owner-recheck");
     expect(h.sandboxd.releaseCalls.n).toBe(2);
@@ -79,7 +80,7 @@ describe("owner re-check", () => {
     expect(h2.impl.core.st.releasing.map((e) => e.claim.id)).toEqual([row.id]);
     await h2.impl.tick("owner-recheck");
     expect(h.sandboxd.releaseCalls.n).toBe(3);
-    h.sandboxd.releaseFails = undefined;
+    h.sandboxd.failReleases(false);
     await h2.impl.tick("owner-recheck");
     expect(h.sandboxd.released).toEqual([row.id]);
     expect(readTable(path).releasing).toBeUndefined();
@@ -88,7 +89,7 @@ describe("owner re-check", () => {
   test("a queued release answered 404 counts as done", async () => {
     const path = statePath();
     const h = await preserved(path);
-    h.sandboxd.rows.clear();
+    h.sandboxd.vanishAll();
     h.owners!.gone("sb1");
     await h.impl.tick("owner-recheck");
     expect(h.impl.core.st.releasing).toHaveLength(0);

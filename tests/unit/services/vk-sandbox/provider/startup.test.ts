@@ -3,10 +3,11 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ClaimsStateError } from "../../../../../services/vk-sandbox/claims/errors.ts";
-import { FakeClock, FakeOwners, harness, pod, StubSandboxd, tempDir } from "./helpers.ts";
+import { closeSandboxds, FakeClock, FakeOwners, harness, makeSandboxd, pod, tempDir } from "./helpers.ts";
 
 let cleanups: Array<() => void> = [];
-afterEach(() => {
+afterEach(async () => {
+  await closeSandboxds();
   for (const c of cleanups) c();
   cleanups = [];
 });
@@ -15,16 +16,12 @@ function tmp(): string {
   cleanups.push(t.cleanup);
   return t.dir;
 }
-/** Let pending promise chains run to completion (event-loop turns, not wall time). */
-const settle = async () => {
-  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-};
 const readTable = (path: string) => JSON.parse(readFileSync(path, "utf8"));
 
 /** Run pods to Running, then "SIGKILL": drop the provider without stopping it and start a new one. */
 async function runThenRestart(path: string, names: string[]) {
   const clock = new FakeClock();
-  const sandboxd = new StubSandboxd(clock);
+  const sandboxd = await makeSandboxd(clock);
   const h = await harness({ path, clock, sandboxd });
   for (const name of names) await h.p.createPod(pod({ name }));
   const before = new Map(h.pushes.map((p) => [p.metadata!.name!, p]));
@@ -75,7 +72,7 @@ describe("startup", () => {
   test("restarted while sandboxd is down: rows stay quarantined, creates fail without claims, and recover on a later verification", async () => {
     const path = join(tmp(), "claims.json");
     const { clock, sandboxd, before } = await runThenRestart(path, ["a"]);
-    sandboxd.listFails = true;
+    sandboxd.failLists(true);
     const h = await harness({ path, clock, sandboxd });
     expect(h.impl.core.st.quarantined.size).toBe(1);
     expect(readTable(path).claims.a).toBeUndefined();
@@ -86,7 +83,7 @@ describe("startup", () => {
     expect(h.p.getPod("default", "a")).toBeUndefined();
     expect(sandboxd.claimCalls.n).toBe(1);
     expect(sandboxd.releaseCalls.n).toBe(0);
-    sandboxd.listFails = false;
+    sandboxd.failLists(false);
     expect(await h.impl.tick("verify")).toBe(true);
     await h.p.createPod(pod({ name: "a" }));
     expect(sandboxd.claimCalls.n).toBe(1);
@@ -98,9 +95,9 @@ describe("startup", () => {
   test("a create on a quarantined key verifies on the spot once sandboxd is back", async () => {
     const path = join(tmp(), "claims.json");
     const { clock, sandboxd } = await runThenRestart(path, ["a"]);
-    sandboxd.listFails = true;
+    sandboxd.failLists(true);
     const h = await harness({ path, clock, sandboxd });
-    sandboxd.listFails = false;
+    sandboxd.failLists(false);
     await h.p.createPod(pod({ name: "a" }));
     expect(sandboxd.claimCalls.n).toBe(1);
     expect(h.pushes.at(-1)?.status?.phase).toBe("Running");
@@ -109,8 +106,8 @@ describe("startup", () => {
   test("a row whose sandbox is no longer listed is dropped at restart and the pod claims fresh", async () => {
     const path = join(tmp(), "claims.json");
     const { clock, sandboxd } = await runThenRestart(path, ["a"]);
-    const old = [...sandboxd.rows.keys()][0]!;
-    sandboxd.rows.delete(old);
+    const old = sandboxd.ids()[0]!;
+    sandboxd.vanish(old);
     const h = await harness({ path, clock, sandboxd });
     expect(readTable(path).claims).toEqual({});
     await h.p.createPod(pod({ name: "a" }));
@@ -121,7 +118,7 @@ describe("startup", () => {
   test("an older table without claimedAt or deadline loads, gets claimedAt written back and the deadline from the listing", async () => {
     const path = join(tmp(), "claims.json");
     const clock = new FakeClock();
-    const sandboxd = new StubSandboxd(clock);
+    const sandboxd = await makeSandboxd(clock);
     const reply = await sandboxd.claim({ template: "python", claim_ref: "default/a" });
     writeFileSync(path, JSON.stringify({ claims: { "default/a": { id: reply.id, token: reply.token, address: reply.owner_addr, podUID: "uid-a" } } }));
     clock.advance(1234);
@@ -142,7 +139,7 @@ describe("startup", () => {
   test("quarantined rows are releasable but not adopted, not Running and not re-checked", async () => {
     const path = join(tmp(), "claims.json");
     const { clock, sandboxd } = await runThenRestart(path, ["a", "b"]);
-    sandboxd.listFails = true;
+    sandboxd.failLists(true);
     const owners = new FakeOwners();
     const h = await harness({ path, clock, sandboxd, owners });
     await h.impl.tick("owner-recheck");
@@ -155,21 +152,20 @@ describe("startup", () => {
   test("the verification loop stops once a listing succeeded with nothing quarantined", async () => {
     const path = join(tmp(), "claims.json");
     const { clock, sandboxd } = await runThenRestart(path, ["a"]);
-    sandboxd.listFails = true;
+    sandboxd.failLists(true);
     const h = await harness({ path, clock, sandboxd });
     h.start();
-    const lists = sandboxd.listCalls.n;
+    const verify = h.impl.loop("claim-verification");
     clock.advance(15_000);
-    await sandboxd.listCalls.until(lists + 1);
-    await settle(); // the tick finishes and schedules the next one
-    sandboxd.listFails = false;
+    await verify.untilTicks(1);
+    expect(h.impl.core.st.quarantined.size).toBe(1);
+    sandboxd.failLists(false);
     clock.advance(15_000);
-    await sandboxd.listCalls.until(lists + 2);
-    await settle();
+    await verify.untilTicks(2);
     expect(h.impl.core.st.quarantined.size).toBe(0);
-    const after = sandboxd.listCalls.n;
-    clock.advance(60_000); // lease watch has no candidates, orphan scan lists once
+    expect(verify.started).toBe(false);
+    clock.advance(60_000);
     await h.stop();
-    expect(sandboxd.listCalls.n - after).toBeLessThanOrEqual(1);
+    expect(verify.completed).toBe(2);
   });
 });
