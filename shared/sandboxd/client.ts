@@ -30,6 +30,7 @@ import {
   exchange,
   retryableForSafeCall,
   statusError,
+  validate,
   withRetries,
 } from "./http.ts";
 import {
@@ -295,7 +296,7 @@ export class SandboxdClient {
       return this.reconcile(err, c, rec, o);
     }
     if (v !== null && typeof v === "object" && "redirect" in v) {
-      const r = decodeJson(raw.body, RedirectReply, okCtx);
+      const r = validate(v, RedirectReply, okCtx);
       if (r.redirect.length === 0) throw new SandboxdCapacity(`sandboxd ${c.route} on ${c.node}: empty redirect`, okCtx);
       return r;
     }
@@ -305,7 +306,7 @@ export class SandboxdClient {
       throw new SandboxdCapacity(`sandboxd ${c.route} on ${c.node}: claim reply carries no id`, okCtx);
     }
     try {
-      return decodeJson(raw.body, ClaimReply, okCtx);
+      return validate(v, ClaimReply, okCtx);
     } catch (e) {
       return this.reconcile(e as SandboxdProtocol, c, rec, o);
     }

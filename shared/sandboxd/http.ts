@@ -248,6 +248,11 @@ export function decodeJson<S extends z.ZodType>(body: Uint8Array, schema: S, ctx
       cause: e,
     });
   }
+  return validate(v, schema, ctx);
+}
+
+/** Check an already-parsed JSON value against its wire schema. */
+export function validate<S extends z.ZodType>(v: unknown, schema: S, ctx: SandboxdErrorContext): z.infer<S> {
   const parsed = schema.safeParse(v);
   if (!parsed.success) {
     throw new SandboxdProtocol(
