@@ -1,0 +1,62 @@
+// What the provider puts on the wire, read from the simulator's request log (needs the simulator: under
+// VK_PROVIDER_SANDBOXD=stub there is no wire to read, so these are skipped).
+import { afterEach, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { bare, closeSandboxds, FakeClock, harness, makeSandboxd, pod, type SimSandboxd, tempDir } from "./helpers.ts";
+
+const stub = process.env.VK_PROVIDER_SANDBOXD === "stub";
+let cleanups: Array<() => void> = [];
+afterEach(async () => {
+  await closeSandboxds();
+  for (const c of cleanups) c();
+  cleanups = [];
+});
+async function simHarness() {
+  const t = tempDir();
+  cleanups.push(t.cleanup);
+  const clock = new FakeClock(Date.UTC(2026, 6, 27, 2, 15, 0));
+  const sandboxd = (await makeSandboxd(clock)) as SimSandboxd;
+  const h = await harness({ path: join(t.dir, "claims.json"), clock, sandboxd });
+  return { h, sim: sandboxd.sim };
+}
+
+describe.skipIf(stub)("sandboxd wire", () => {
+  test("the claim body carries template, ttl_seconds 86400 and claim_ref ns/name, with the node token", async () => {
+    const { h, sim } = await simHarness();
+    await h.p.createPod(pod({ ns: "team", name: "a" }));
+    const claims = sim.log.find("claim");
+    expect(claims).toHaveLength(1);
+    expect(claims[0]!.body).toEqual({ template: "python", ttl_seconds: 86_400, claim_ref: "team/a" });
+    expect(claims[0]!.auth).toBe("root");
+    expect(claims[0]!.outcome).toBe(200);
+  });
+
+  test("ttl-seconds 0 sends no ttl_seconds and sandboxd grants its 5-minute default", async () => {
+    const { h, sim } = await simHarness();
+    await h.p.createPod(pod({ annotations: { "sandbox.cocoonstack.io/ttl-seconds": "0" } }));
+    expect(sim.log.find("claim")[0]!.body).toEqual({ template: "python", claim_ref: "default/sb1" });
+    expect(h.impl.core.st.claims.get("default/sb1")!.deadline - h.clock.now()).toBe(300_000);
+  });
+
+  test("a release carries the claim's own token, listings the node token", async () => {
+    const { h, sim } = await simHarness();
+    await h.p.createPod(bare());
+    await h.impl.tick("orphan-scan");
+    await h.p.deletePod(bare());
+    const release = sim.log.find("release");
+    expect(release).toHaveLength(1);
+    expect(release[0]!.auth).toBe("sandbox");
+    expect(release[0]!.outcome).toBe(204);
+    expect(sim.log.find("list")[0]!.auth).toBe("root");
+    expect(sim.claims()).toHaveLength(0);
+  });
+
+  test("a sandbox reaped by sandboxd at its deadline turns the pod Failed on the next lease watch", async () => {
+    const { h, sim } = await simHarness();
+    await h.p.createPod(pod({ annotations: { "sandbox.cocoonstack.io/ttl-seconds": "60" } }));
+    h.clock.advance(66_000); // past the deadline and one 5 s reap tick
+    expect(sim.claims()).toHaveLength(0);
+    await h.impl.tick("lease-watch");
+    expect(h.pushes.at(-1)?.status?.reason).toBe("SandboxLeaseExpired");
+  });
+});
