@@ -91,15 +91,19 @@ export class SandboxProvider implements PodLifecycleProvider {
     await this.core.st.idle();
   }
 
-  createPod(pod: V1Pod): Promise<void> {
+  // Every verb waits for startup: acting on a table that has not been loaded would claim over live rows.
+  async createPod(pod: V1Pod): Promise<void> {
+    await this.ready;
     return this.locks.run(podKey(pod), () => createPod(this.core, this.verifier, pod));
   }
 
-  updatePod(pod: V1Pod): Promise<void> {
+  async updatePod(pod: V1Pod): Promise<void> {
+    await this.ready;
     return this.locks.run(podKey(pod), () => updatePod(this.core, pod, (p) => createPod(this.core, this.verifier, p)));
   }
 
-  deletePod(pod: V1Pod): Promise<void> {
+  async deletePod(pod: V1Pod): Promise<void> {
+    await this.ready;
     return this.locks.run(podKey(pod), () => deletePod(this.core, pod));
   }
 
