@@ -59,4 +59,31 @@ describe.skipIf(stub)("sandboxd wire", () => {
     await h.impl.tick("lease-watch");
     expect(h.pushes.at(-1)?.status?.reason).toBe("SandboxLeaseExpired");
   });
+
+  test("a claim whose reply was lost is reconciled onto the delivered sandbox, never a second claim", async () => {
+    const { h, sim } = await simHarness();
+    sim.reset("claim", "after");
+    await h.p.createPod(bare());
+    expect(sim.log.find("claim")).toHaveLength(1);
+    expect(sim.claims()).toHaveLength(1);
+    expect(h.impl.core.st.claims.get("default/sb1")?.id).toBe(sim.claims()[0]!.id);
+    expect(h.pushes.at(-1)?.status?.phase).toBe("Running");
+  });
+
+  test("reconciling a lost reply never adopts a claim this node is already releasing under the same claim_ref", async () => {
+    const { h, sim } = await simHarness();
+    h.owners!.alive("sb1", "owner-sb1");
+    await h.p.createPod(pod());
+    const old = sim.claims()[0]!.id;
+    await h.p.deletePod(pod()); // preserved for its live owner
+    sim.fail("release", 500, { error: "release failed" }, Number.POSITIVE_INFINITY);
+    sim.reset("claim", "after");
+    // Another owner's pod of the same name: the old claim goes to releasing, a fresh one is claimed and its
+    // reply is lost. Both carry claim_ref default/sb1; only the new one may be adopted.
+    await h.p.createPod(pod({ uid: "other", owner: { name: "sb1", uid: "someone-else" } }));
+    const held = h.impl.core.st.claims.get("default/sb1")!.id;
+    expect(held).not.toBe(old);
+    expect(sim.claims().map((c) => c.id).sort()).toEqual([old, held].sort());
+    expect(h.impl.core.st.releasing.map((e) => e.claim.id)).toEqual([old]);
+  });
 });
