@@ -64,9 +64,10 @@ export async function startE2eCluster(): Promise<E2eCluster> {
     await cluster.createNamespace("sandbox-system");
     const manifests = join(root, "manifests");
     const docs: string[] = [];
-    if (existsSync(manifests)) {
-      for (const f of readdirSync(manifests).sort()) {
-        if (/\.ya?ml$/.test(f) && !/example/i.test(f)) docs.push(readFileSync(join(manifests, f), "utf8"));
+    for (const dir of [manifests, join(manifests, "crds")]) {
+      if (!existsSync(dir)) continue;
+      for (const f of readdirSync(dir).sort()) {
+        if (/\.ya?ml$/.test(f) && !/example/i.test(f)) docs.push(readFileSync(join(dir, f), "utf8"));
       }
     }
     if (!docs.some((d) => /kind:\s*ClusterRole\b/.test(d))) throw new Error("manifests/rbac.yaml with the vk-sandbox ClusterRole is missing");
@@ -132,7 +133,13 @@ export class Kube {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await r.text();
-    return { status: r.status, body: (text ? JSON.parse(text) : undefined) as T };
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = text; // "404 page not found" for a resource the server does not serve
+    }
+    return { status: r.status, body: parsed as T };
   }
 
   async ok<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
