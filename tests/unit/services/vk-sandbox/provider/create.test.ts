@@ -278,4 +278,27 @@ describe("CreatePod", () => {
     expect(h.sandboxd.claimCalls.n).toBe(1);
     expect(h.impl.core.st.claims.get("default/sb1")?.deadline).toBe(clock.now() + 3_600_000);
   });
+
+  test("two creates racing for one key claim once; the second adopts the first's claim", async () => {
+    const h = await harness({ path: statePath() });
+    await Promise.all([h.p.createPod(pod()), h.p.createPod(pod())]);
+    expect(h.sandboxd.claimCalls.n).toBe(1);
+    expect(h.pushes.map((p) => p.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"])).toEqual([h.sandboxd.ids()[0], h.sandboxd.ids()[0]]);
+  });
+
+  test("an undo release that hangs gives up after its own 10 s and keeps the claim tentative", async () => {
+    const path = statePath();
+    const h = await harness({ path });
+    const restore = breakDir(path);
+    h.sandboxd.holdReleases();
+    const create = h.p.createPod(pod()).catch((e) => e);
+    await h.sandboxd.releaseCalls.until(1);
+    h.clock.advance(10_000);
+    const err = await create;
+    restore();
+    expect(err.code).toBe("state-write-failed");
+    expect(err.message).toContain("timed out");
+    expect(h.impl.core.st.tentative.has("default/sb1")).toBe(true);
+    expect(h.pushes).toHaveLength(0);
+  });
 });

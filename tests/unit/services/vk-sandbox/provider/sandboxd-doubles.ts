@@ -62,6 +62,7 @@ export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLis
   listFails = false;
   /** Claims wait on this while set (to hold many creates in flight). */
   claimGate: Promise<void> | undefined;
+  releaseGate: Promise<void> | undefined;
   /** Hook run inside release before it answers (lets a test inspect the disk at that moment). */
   onRelease: ((id: string) => void) | undefined;
   private next = 0;
@@ -85,6 +86,7 @@ export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLis
   async release(id: string, opts: { token: string }): Promise<"released" | "already-gone"> {
     this.releaseCalls.inc();
     this.onRelease?.(id);
+    if (this.releaseGate) await this.releaseGate;
     if (this.releaseFails) throw this.releaseFails();
     const row = this.rows.get(id);
     if (!row || row.token !== opts.token) return "already-gone";
@@ -144,6 +146,10 @@ export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLis
       g.open();
     };
   }
+  /** Releases never answer (a hung node). */
+  holdReleases(): void {
+    this.releaseGate = new Promise(() => {});
+  }
   async close(): Promise<void> {}
 }
 
@@ -169,6 +175,7 @@ export type SandboxdDouble = Pick<
   | "failReleases"
   | "failLists"
   | "holdClaims"
+  | "holdReleases"
   | "close"
 >;
 
@@ -265,6 +272,9 @@ export class SimSandboxd implements SandboxdDouble {
       this.gateP = undefined;
       g.open();
     };
+  }
+  holdReleases(): void {
+    this.sim.hang("release", Number.POSITIVE_INFINITY);
   }
   close(): Promise<void> {
     return this.sim.stop();
