@@ -255,7 +255,7 @@ export class KubeClient {
     }
     if (!resp.body) return;
     try {
-      for await (const ev of decodeWatchStream<T>(resp.body)) {
+      for await (const ev of decodeWatchStream<T>(resp.body, o.signal)) {
         if (o.signal.aborted) return;
         yield ev;
       }

@@ -43,11 +43,16 @@ export function parseWatchLine<T>(line: string): WatchEvent<T> {
   return e as WatchEvent<T>;
 }
 
-/** Decodes a byte stream into watch events as they arrive. */
-export async function* decodeWatchStream<T>(body: ReadableStream<Uint8Array>): AsyncGenerator<WatchEvent<T>> {
+/**
+ * Decodes a byte stream into watch events as they arrive. An abort of `signal` cancels the read in progress, so a
+ * stop never waits on a quiet watch even if the transport does not tie its body to the signal.
+ */
+export async function* decodeWatchStream<T>(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<WatchEvent<T>> {
   const decoder = new TextDecoder();
   const lines = new LineSplitter();
   const reader = body.getReader();
+  const onAbort = () => reader.cancel(signal?.reason).catch(() => {});
+  signal?.addEventListener("abort", onAbort, { once: true });
   try {
     for (;;) {
       const { value, done } = await reader.read();
@@ -57,6 +62,7 @@ export async function* decodeWatchStream<T>(body: ReadableStream<Uint8Array>): A
     for (const l of lines.push(decoder.decode())) yield parseWatchLine<T>(l);
     for (const l of lines.end()) yield parseWatchLine<T>(l);
   } finally {
+    signal?.removeEventListener("abort", onAbort);
     reader.cancel().catch(() => {});
   }
 }
