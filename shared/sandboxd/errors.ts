@@ -33,17 +33,32 @@ export type SandboxdErrorCode =
   | "protocol"
   | "ambiguous_claim";
 
+/** What every typed failure may carry besides its message and context. */
+export interface SandboxdErrorOptions {
+  cause?: unknown;
+  /** The node's `{"error"}` text (or its plain-text body, trimmed). */
+  serverMessage?: string;
+  /** From a `Retry-After` header, in milliseconds. */
+  retryAfterMs?: number;
+}
+
 export abstract class SandboxdError extends Error {
   abstract readonly code: SandboxdErrorCode;
   readonly context: SandboxdErrorContext;
   /** The node's `{"error"}` text (or its plain-text body, trimmed), when it sent one. */
   readonly serverMessage: string | undefined;
+  /**
+   * From a `Retry-After` header, in milliseconds, when the node sent one. The node sends it on 429 and 503 (heal
+   * capacity 10 s, exec 1 s); it lives on the base class so the retry loop reads one member for every class.
+   */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(message: string, context: SandboxdErrorContext, opts?: { cause?: unknown; serverMessage?: string }) {
+  constructor(message: string, context: SandboxdErrorContext, opts?: SandboxdErrorOptions) {
     super(message, opts?.cause === undefined ? undefined : { cause: opts.cause });
     this.name = new.target.name;
     this.context = context;
     this.serverMessage = opts?.serverMessage;
+    this.retryAfterMs = opts?.retryAfterMs;
   }
 
   get status(): number | undefined {
@@ -94,16 +109,6 @@ export class SandboxdConflict extends SandboxdError {
  */
 export class SandboxdCapacity extends SandboxdError {
   readonly code = "capacity" as const;
-  /** From a `Retry-After` header, in milliseconds, when the node sent one. */
-  readonly retryAfterMs: number | undefined;
-  constructor(
-    message: string,
-    context: SandboxdErrorContext,
-    opts?: { cause?: unknown; serverMessage?: string; retryAfterMs?: number },
-  ) {
-    super(message, context, opts);
-    this.retryAfterMs = opts?.retryAfterMs;
-  }
 }
 
 export interface RedirectAttempt {
@@ -141,18 +146,12 @@ export class SandboxdUnexpectedStatus extends SandboxdError {
   readonly code = "unexpected_status" as const;
 }
 
-/** 5xx with the node's `error` text. `provisioning failed` (claim) means no VM was handed out. */
+/**
+ * 5xx with the node's `error` text. `provisioning failed` (claim) means no VM was handed out. A 501 is the node
+ * saying it lacks the feature (preview without a preview listener): permanent, so the safe-retry loop skips it.
+ */
 export class SandboxdServerError extends SandboxdError {
   readonly code = "server_error" as const;
-  readonly retryAfterMs: number | undefined;
-  constructor(
-    message: string,
-    context: SandboxdErrorContext,
-    opts?: { cause?: unknown; serverMessage?: string; retryAfterMs?: number },
-  ) {
-    super(message, context, opts);
-    this.retryAfterMs = opts?.retryAfterMs;
-  }
   get provisioningFailed(): boolean {
     return this.serverMessage === "provisioning failed";
   }

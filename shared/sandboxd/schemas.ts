@@ -96,6 +96,15 @@ export type OnExpire = z.infer<typeof OnExpire>;
 export const NetRoute = z.enum(["relay", "direct", "none"]);
 export type NetRoute = z.infer<typeof NetRoute>;
 
+/**
+ * The route a claim on this lane usually gets, for a reply that does not say: `relay` on the egress lane (its
+ * traffic leaves through the node's relay), `none` otherwise (a `net=none` guest has no NIC; the ports relay is
+ * the only way in). An inference, used where the node gave no `net_route` (older nodes, adopted claims).
+ */
+export function inferNetRoute(net: Net): NetRoute {
+  return net === "egress" ? "relay" : "none";
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Metadata (§3.1): ≤16 pairs; key 1–128 B printable ASCII without `=`/`&`; value ≤512 B printable UTF-8;
 // ≤4 KiB as JSON. Labels on templates follow the same rules.
@@ -162,12 +171,18 @@ export type ClaimRequest = z.infer<typeof ClaimRequest>;
 /** The members of a claim body that make up the pool key: a failure there is `invalid pool key: …`. */
 export const POOL_KEY_FIELDS = ["template", "net", "size"] as const;
 
+/**
+ * A claim (and each fork child). `net_route` is optional: nodes that predate it omit the member, and such a reply
+ * is an ordinary claim (a required member would fail the schema and send a delivered claim down the
+ * lost-reply reconcile path). It is left absent rather than defaulted, because the reply does not name the key;
+ * a caller that needs a value uses `inferNetRoute(request.net)`.
+ */
 export const ClaimReply = z.object({
   id: z.string(),
   token: z.string(),
   deadline: WireTime,
   owner_addr: z.string(),
-  net_route: NetRoute,
+  net_route: NetRoute.optional(),
   template_digest: z.string().optional(),
   from_checkpoint: z.string().optional(),
   volumes: z.array(VolumeMount).optional(),
@@ -393,6 +408,24 @@ export type CheckpointReply = z.infer<typeof CheckpointReply>;
 /** `GET /v1/checkpoints`: newest first. */
 export const CheckpointList = z.object({ checkpoints: z.array(Checkpoint) });
 export type CheckpointList = z.infer<typeof CheckpointList>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Data plane (§5.6)
+
+/**
+ * `POST …/preview`: node token in the header, the sandbox's own token in the body (no operator path, so an
+ * absent token decodes as "" and fails the token check: 404, as on the node). `ttl_seconds` ≤ 0 asks for the
+ * node's default; whatever is granted is clamped to the claim's lease.
+ */
+export const PreviewRequest = z.object({
+  token: z.string().default(""),
+  port: z.number().int(),
+  ttl_seconds: z.number().int().optional(),
+});
+export type PreviewRequest = z.infer<typeof PreviewRequest>;
+/** `{"url":"http://<preview_advertise>/p/<signed token>/"}`: a browser URL serving the guest port until it expires. */
+export const PreviewReply = z.object({ url: z.string().min(1) });
+export type PreviewReply = z.infer<typeof PreviewReply>;
 
 /** `PUT /v1/templates/labels`: metadata rules; `{}` clears. */
 export const TemplateLabelsRequest = z.object({ labels: Metadata });

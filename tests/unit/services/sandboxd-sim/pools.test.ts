@@ -59,9 +59,9 @@ describe("sandboxd-sim pools", () => {
     expect(pools.pop(key)).toBeUndefined();
     expect(pools.status()[0]).toMatchObject({ warm: 0, target: 2 });
     clock.advance(4_000);
-    expect(pools.status()[0].refilling).toBe(0);
+    expect(pools.status()[0]).toMatchObject({ refilling: 0 });
     pools.undrain();
-    expect(pools.status()[0].refilling).toBe(2);
+    expect(pools.status()[0]).toMatchObject({ refilling: 2 });
     pools.restart();
     clock.advance(10);
     expect(pools.status()[0]).toMatchObject({ warm: 0, refilling: 0, golden: true });
