@@ -14,7 +14,7 @@ export const ADMIN_KNOBS = [
   "advance", "reapNow", "refillNow", "latency", "hang", "fail", "reset", "listFails", "clearFaults",
   "setWarm", "setGolden", "provisionFails", "atCapacity", "setProvisionLatency", "setMaxClaims", "setTenant",
   "removeTenant", "setTokens", "drain", "undrain", "expire", "hibernate", "archive", "failVmm", "vanish", "peers",
-  "forceRedirect", "attachGuest", "detachGuest", "restart", "info",
+  "forceRedirect", "attachGuest", "detachGuest", "setPreview", "previewOf", "restart", "info",
 ] as const;
 
 const jsonReply = (status: number, v: unknown) =>

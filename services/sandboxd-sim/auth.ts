@@ -104,13 +104,19 @@ export function sandboxScoped<T extends TokenHolder>(
 }
 
 /**
- * Body-token verbs (fork, promote, checkpoint): the header passed the node-level guard (scope); an empty body
- * token on a root request means "operator, by id"; otherwise the body token must be the sandbox's own.
+ * Body-token verbs (fork, promote, checkpoint, preview): the header passed the node-level guard (scope); an empty
+ * body token on a root request means "operator, by id" where the verb has that path (preview has none);
+ * otherwise the body token must be the sandbox's own.
  */
-export function bodyTokenAccess<T extends TokenHolder>(scope: Scope, bodyToken: string | undefined, sandbox: T | undefined): { sandbox: T; operator: boolean } {
+export function bodyTokenAccess<T extends TokenHolder>(
+  scope: Scope,
+  bodyToken: string | undefined,
+  sandbox: T | undefined,
+  o: { operatorPath: boolean } = { operatorPath: true },
+): { sandbox: T; operator: boolean } {
   const notFound = new SimError(404, "unknown sandbox");
   if (!bodyToken) {
-    if (scope.kind === "root" && sandbox) return { sandbox, operator: true };
+    if (o.operatorPath && scope.kind === "root" && sandbox) return { sandbox, operator: true };
     throw notFound;
   }
   const ok = safeEqual(bodyToken, sandbox?.token ?? "\u0000unknown");

@@ -29,6 +29,8 @@ Usage: bun services/sandboxd-sim/main.ts [flags]
   --seed S                    deterministic ids and tokens
   --provision-latency D       time to provision one warm VM: 250ms, 2s, or milliseconds (default 0)
   --nodes N                   run N nodes in one process as a mesh (peers of each other)
+  --preview-advertise ADDR    host:port (or origin) that minted preview URLs name (default
+                              preview.sandboxd-sim.invalid; nothing serves them); "" = no preview listener (501)
   --version                   print the build identity and exit
   --help                      this text
 
@@ -70,6 +72,8 @@ export interface MainConfig {
   seed?: string;
   provisionLatencyMs?: number;
   nodes: number;
+  /** undefined = the simulator's default; null = no preview listener. */
+  previewAdvertise?: string | null;
 }
 
 export function parseFlags(argv: string[]): MainConfig | "help" | "version" {
@@ -88,6 +92,7 @@ export function parseFlags(argv: string[]): MainConfig | "help" | "version" {
         seed: { type: "string" },
         "provision-latency": { type: "string" },
         nodes: { type: "string" },
+        "preview-advertise": { type: "string" },
         help: { type: "boolean" },
         version: { type: "boolean" },
       },
@@ -122,6 +127,7 @@ export function parseFlags(argv: string[]): MainConfig | "help" | "version" {
     seed: v.seed,
     provisionLatencyMs: v["provision-latency"] !== undefined ? parseDuration("provision-latency", v["provision-latency"]) : undefined,
     nodes: parseInt0("nodes", v.nodes, 1) ?? 1,
+    previewAdvertise: v["preview-advertise"] === undefined ? undefined : v["preview-advertise"].trim() || null,
   };
 }
 
@@ -165,6 +171,7 @@ export async function run(argv: string[]): Promise<number> {
       maxClaims: cfg.maxClaims,
       seed: cfg.seed,
       provisionLatencyMs: cfg.provisionLatencyMs,
+      previewAdvertise: cfg.previewAdvertise,
     });
   } catch (e) {
     console.error(`sandboxd-sim: --listen ${cfg.host}:${cfg.port}: ${(e as Error).message}`);

@@ -3,6 +3,7 @@
 // One simulated node's state: tokens, the claim table, pools, promoted templates, checkpoints, peers, guest
 // upstreams for the ports relay, counters for /metrics, and the out-of-band knobs. HTTP lives elsewhere
 // (http/server.ts, routes/); the verbs that create claims live in verbs.ts.
+import { randomBytes } from "node:crypto";
 import type { SimClock, Timer } from "./clock.ts";
 import type { IdSource } from "./ids.ts";
 import { TokenSet, type TenantConfig } from "./auth.ts";
@@ -10,6 +11,7 @@ import { ClaimTable, archiveClaim, type ArchivedDeadlineStyle, type Claim } from
 import { Pools } from "./pools.ts";
 import type { Mesh } from "./mesh.ts";
 import { SimError } from "./errors.ts";
+import { DEFAULT_PREVIEW_ADVERTISE } from "./preview.ts";
 import { SIZE_TIERS, poolKeyString, toWireTime, type InfoWire, type PoolKey, type TemplateInfo } from "../../shared/sandboxd/schemas.ts";
 
 export const REAP_INTERVAL_MS = 5_000;
@@ -52,6 +54,8 @@ export interface NodeOptions {
   /** The older index: `GET /v1/sandboxes` root-only with the short row (sandboxd.md §9.1). */
   legacyIndex?: boolean;
   archivedDeadline?: ArchivedDeadlineStyle;
+  /** Host (or origin) of the preview listener minted URLs name; null = no preview listener (preview → 501). */
+  previewAdvertise?: string | null;
 }
 
 export class SimNode {
@@ -73,6 +77,10 @@ export class SimNode {
   egressAttachment: boolean;
   legacyIndex: boolean;
   archivedDeadline: ArchivedDeadlineStyle;
+  /** See NodeOptions.previewAdvertise; the setPreview knob changes it. */
+  previewAdvertise: string | null;
+  /** Signs preview tokens (per node: a URL is only readable by the node that minted it, as with distinct keys). */
+  readonly previewSecret: string;
   /** False between stop and start (and during restart); peers skip a node that is down. */
   listening = false;
   private reaper: Timer | undefined;
@@ -88,6 +96,9 @@ export class SimNode {
     this.egressAttachment = o.egressAttachment ?? true;
     this.legacyIndex = o.legacyIndex ?? false;
     this.archivedDeadline = o.archivedDeadline ?? "omit";
+    this.previewAdvertise = o.previewAdvertise === undefined ? DEFAULT_PREVIEW_ADVERTISE : o.previewAdvertise;
+    // Not from the id source: a seeded run's ids must not shift because a node now also holds a key.
+    this.previewSecret = randomBytes(16).toString("hex");
     this.pools = new Pools({ clock: o.clock, ids: o.ids, provisionLatencyMs: o.provisionLatencyMs ?? 0, refillConcurrency: o.refillConcurrency ?? 8 });
   }
 

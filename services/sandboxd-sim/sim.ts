@@ -7,7 +7,7 @@
 import { FakeClock, RealClock, type SimClock } from "./clock.ts";
 import { createIdSource, type IdSource } from "./ids.ts";
 import { Mesh } from "./mesh.ts";
-import { SimNode } from "./node.ts";
+import { SimNode, type NodeOptions } from "./node.ts";
 import { parseKeySpec } from "./pools.ts";
 import { createApp } from "./routes/index.ts";
 import { Faults, type FaultRoute, type Latency, type ListFailMode } from "./http/faults.ts";
@@ -16,30 +16,25 @@ import { NodeServer } from "./http/server.ts";
 import { createAdminHandler } from "./admin.ts";
 import { startFakeGuest, type FakeGuest, type FakeGuestOptions } from "./guest.ts";
 import type { TenantConfig } from "./auth.ts";
-import type { ArchivedDeadlineStyle, Claim } from "./claims.ts";
+import { readPreviewUrl, type PreviewGrant } from "./preview.ts";
+import type { Claim } from "./claims.ts";
 import { PoolEntry, type InfoWire, type PoolEntryInput, type PoolKey } from "../../shared/sandboxd/schemas.ts";
 
-export interface SimOptions {
+/** The node's own settings (rootToken, tenants, maxClaims, provisionLatencyMs, previewAdvertise, …; see node.ts). */
+type NodeSettings = Omit<NodeOptions, "addr" | "clock" | "ids" | "mesh">;
+
+export interface SimOptions extends NodeSettings {
   /** Listen host (default 127.0.0.1) and port (default 0 = any free port). */
   host?: string;
   port?: number;
   /** The address claims report as owner_addr; default the bound host:port. */
   advertiseAddr?: string;
-  rootToken?: string;
-  tenants?: Record<string, TenantConfig>;
   /** Initial pool set, as PUT /v1/pools entries or `template/net/size=warm` specs. */
   pools?: (PoolEntryInput | string)[];
-  maxClaims?: number;
-  maxForkCount?: number;
   /** Deterministic ids/tokens/digests. */
   seed?: string | number;
   /** "fake" (time moves only by advance) or "real" (default). A cluster shares one. */
   clock?: "fake" | "real" | SimClock;
-  provisionLatencyMs?: number;
-  refillConcurrency?: number;
-  egressAttachment?: boolean;
-  legacyIndex?: boolean;
-  archivedDeadline?: ArchivedDeadlineStyle;
   /** Serve /_sim/* on the node's own listener (default true). */
   adminOnNode?: boolean;
   /** Internal: the mesh registry shared by a cluster. */
@@ -90,6 +85,10 @@ export interface SandboxdSim {
   attachGuest(id: string, port: number, target: number | string): void;
   detachGuest(id: string, port: number): void;
   attachFakeGuest(id: string, opts?: FakeGuestOptions): Promise<FakeGuest>;
+  /** The preview listener's advertise address (host:port or origin), or null: no listener, preview → 501. */
+  setPreview(advertise: string | null): void;
+  /** What a preview URL minted by this node grants (sandbox, port, owner, expiry), or null when it is not ours. */
+  previewOf(url: string): PreviewGrant | null;
   // inspection
   claims(): Claim[];
   info(): InfoWire;
@@ -104,25 +103,12 @@ function makeClock(c: SimOptions["clock"]): SimClock {
 }
 
 export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdSim> {
-  const clock = makeClock(opts.clock);
-  const ids = opts.ids ?? createIdSource(opts.seed);
-  const mesh = opts.mesh ?? new Mesh();
-  const host = opts.host ?? "127.0.0.1";
-  const node = new SimNode({
-    addr: "",
-    clock,
-    ids,
-    mesh,
-    rootToken: opts.rootToken,
-    tenants: opts.tenants,
-    maxClaims: opts.maxClaims,
-    maxForkCount: opts.maxForkCount,
-    provisionLatencyMs: opts.provisionLatencyMs,
-    refillConcurrency: opts.refillConcurrency,
-    egressAttachment: opts.egressAttachment,
-    legacyIndex: opts.legacyIndex,
-    archivedDeadline: opts.archivedDeadline,
-  });
+  // Everything that is not about the listener or the shared clock/ids/mesh is the node's own setting.
+  const { host = "127.0.0.1", port, advertiseAddr, pools, seed, clock: clockOpt, adminOnNode, mesh: meshOpt, ids: idsOpt, ...settings } = opts;
+  const clock = makeClock(clockOpt);
+  const ids = idsOpt ?? createIdSource(seed);
+  const mesh = meshOpt ?? new Mesh();
+  const node = new SimNode({ ...settings, addr: "", clock, ids, mesh });
   const faults = new Faults();
   const log = new RequestLog();
   const guests: FakeGuest[] = [];
@@ -132,14 +118,14 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
     app: createApp(node),
     faults,
     log,
-    admin: opts.adminOnNode === false ? undefined : (req) => createAdminHandler(() => handle)(req),
+    admin: adminOnNode === false ? undefined : (req) => createAdminHandler(() => handle)(req),
   });
-  await server.listen(host, opts.port ?? 0);
+  await server.listen(host, port ?? 0);
   const bound = `${host.includes(":") ? `[${host}]` : host}:${server.port}`;
-  node.addr = opts.advertiseAddr ?? bound;
+  node.addr = advertiseAddr ?? bound;
   mesh.register(node);
-  if (opts.pools?.length) {
-    node.pools.replace(opts.pools.map((p) => (typeof p === "string" ? poolSpec(p) : PoolEntry.parse(p))));
+  if (pools?.length) {
+    node.pools.replace(pools.map((p) => (typeof p === "string" ? poolSpec(p) : PoolEntry.parse(p))));
   }
   node.listening = true;
   node.start();
@@ -190,6 +176,8 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
       node.attachGuest(id, 49983, g.port);
       return g;
     },
+    setPreview: (advertise) => void (node.previewAdvertise = advertise),
+    previewOf: (url) => readPreviewUrl(node.previewSecret, url),
     claims: () => node.table.all(),
     info: () => node.info(),
     restart: async () => {
