@@ -14,6 +14,10 @@ export type { WatchEvent } from "./watch-decoder.ts";
 /** Per-request default; watches are exempt (they live for minutes and end on the server's timeoutSeconds). */
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
+/** Retries of a 429 that carries Retry-After; the wait for each is capped at MAX_RETRY_AFTER_MS. */
+export const MAX_429_RETRIES = 5;
+const MAX_RETRY_AFTER_MS = 10_000;
+
 export type Query = Record<string, string | number | boolean | undefined>;
 
 export interface RequestOptions {
@@ -82,12 +86,20 @@ export class KubeClient {
   async request<T = unknown>(method: string, path: string, opts: RequestOptions & { verb?: string } = {}): Promise<T> {
     const verb = opts.verb ?? method.toLowerCase();
     const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
-    const res = await this.send(method, verb, path, opts, timeoutMs > 0 ? timeoutMs : undefined);
-    const text = await res.text().catch((e) => {
-      throw new KubeApiError({ status: 0, reason: "TransportError", verb, path, message: (e as Error).message, cause: e });
-    });
-    if (!res.ok) throw KubeApiError.fromResponse(res.status, verb, path, parseBody(text));
-    return (text ? parseBody(text) : undefined) as T;
+    for (let attempt = 0; ; attempt++) {
+      const res = await this.send(method, verb, path, opts, timeoutMs > 0 ? timeoutMs : undefined);
+      const text = await res.text().catch((e) => {
+        throw new KubeApiError({ status: 0, reason: "TransportError", verb, path, message: (e as Error).message, cause: e });
+      });
+      if (res.ok) return (text ? parseBody(text) : undefined) as T;
+      const err = KubeApiError.fromResponse(res.status, verb, path, parseBody(text));
+      // 429 is API Priority and Fairness turning the request away before it ran, so any verb may be retried; wait
+      // as long as Retry-After says (client-go does the same, up to 10 times; we keep the wait bounded).
+      const wait = retryAfterMs(res);
+      if (res.status !== 429 || wait === undefined || attempt >= MAX_429_RETRIES) throw err;
+      this.log?.debug({ verb, path, retryInMs: wait }, "kube request throttled by the server; retrying");
+      await sleep(wait, opts.signal);
+    }
   }
 
   private async send(method: string, verb: string, path: string, opts: RequestOptions, timeoutMs: number | undefined, idleTimeoutMs?: number): Promise<Response> {
@@ -272,6 +284,29 @@ export class KubeClient {
     if (!v) throw new Error(`${res.resource} is namespaced: a namespace is required`);
     return v;
   }
+}
+
+function retryAfterMs(res: Response): number | undefined {
+  const h = res.headers.get("retry-after");
+  if (h === null) return undefined;
+  const s = Number(h);
+  if (!Number.isFinite(s) || s < 0) return undefined;
+  return Math.min(s * 1000, MAX_RETRY_AFTER_MS);
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 function queryString(q: Query | undefined): string {

@@ -1,10 +1,11 @@
 // The client's request shaping, auth, limits and error mapping, through an injected transport (no socket).
 // TLS, certificates and the real wire are proven against a real kube-apiserver in tests/integration/shared/kube/.
 import { describe, expect, test, afterAll } from "bun:test";
+import pino from "pino";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KubeClient } from "../../../../shared/kube/client.ts";
+import { KubeClient, MAX_429_RETRIES } from "../../../../shared/kube/client.ts";
 import { isConflict, isNotFound, KubeApiError } from "../../../../shared/kube/errors.ts";
 import { TokenBucket } from "../../../../shared/kube/rate-limit.ts";
 import { Leases, Nodes, Pods } from "../../../../shared/kube/resources.ts";
@@ -119,6 +120,20 @@ describe("errors", () => {
     await expect(p).rejects.toThrow("mine");
   });
 
+  test("a 429 with Retry-After is retried after the wait; without Retry-After, or past the retry cap, it fails", async () => {
+    let n = 0;
+    const throttled = () => Response.json({ kind: "Status", code: 429, reason: "TooManyRequests" }, { status: 429, headers: { "Retry-After": "0" } });
+    const c = new KubeClient({ server }, { transport: recorder(() => (++n <= 2 ? throttled() : Response.json({ ok: 1 }))).transport });
+    expect(await c.get(Nodes, "n")).toEqual({ ok: 1 });
+    expect(c.requestCount()).toBe(3);
+    const always = new KubeClient({ server }, { transport: recorder(throttled).transport });
+    expect((await failure(always.get(Nodes, "n"))).status).toBe(429);
+    expect(always.requestCount()).toBe(1 + MAX_429_RETRIES);
+    const noHeader = new KubeClient({ server }, { transport: recorder(() => Response.json({}, { status: 429 })).transport });
+    expect((await failure(noHeader.get(Nodes, "n"))).reason).toBe("TooManyRequests");
+    expect(noHeader.requestCount()).toBe(1);
+  });
+
   test("a refused connection is a TransportError carrying the cause", async () => {
     const c = new KubeClient({ server }, { transport: () => Promise.reject(new Error("ECONNREFUSED")) });
     const e = await failure(c.get(Nodes, "n"));
@@ -153,6 +168,17 @@ describe("auth", () => {
     t = 200_000;
     expect(await tok.get()).toBe("two"); // a failed re-read keeps the last good token
   });
+});
+
+test("debug logs name verb, path and status, never the bearer token", async () => {
+  const lines: string[] = [];
+  const log = pino({ level: "debug" }, { write: (l: string) => void lines.push(l) });
+  const secret = "s3cr3t-token-value";
+  const c = new KubeClient({ server, token: secret }, { transport: recorder(() => Response.json({}, { status: 403 })).transport, log });
+  await failure(c.get(Nodes, "n"));
+  expect(lines.length).toBeGreaterThan(0);
+  expect(lines.join("\n")).toContain("/api/v1/nodes/n");
+  expect(lines.join("\n")).not.toContain(secret);
 });
 
 test("every request, watches included, waits for the limiter", async () => {
