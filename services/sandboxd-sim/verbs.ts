@@ -89,6 +89,18 @@ function grant(node: SimNode, s: GrantSpec): Claim {
   return c;
 }
 
+/** The shared tail of a claim and a branch claim: capacity (the 429 texts), then one grant from the request body. */
+function admitAndGrant(
+  node: SimNode,
+  tenant: string | undefined,
+  key: PoolKey,
+  req: ClaimRequest | CheckpointClaimRequest,
+  extra: Pick<GrantSpec, "fromCheckpoint" | "fresh"> = {},
+): Claim {
+  checkCapacity(node.capacityState(), node.tokens, node.table, tenant);
+  return grant(node, { key, tenant, ttl: req.ttl_seconds, claimRef: req.claim_ref, metadata: req.metadata, onExpire: req.on_expire, ...extra });
+}
+
 function laneChecks(node: SimNode, key: PoolKey, onExpire: OnExpire | undefined): void {
   if (key.net === "egress" && !node.egressAttachment) throw conflict("egress lane not available on this node");
   if (key.net === "egress" && onExpire === "archive") throw conflict("on_expire archive is not supported on the egress lane");
@@ -106,15 +118,7 @@ export function claim(node: SimNode, scope: Scope, req: ClaimRequest): ClaimResp
     if (r) return r;
   }
   if (requirePromoted && !node.templateFor(key)) throw new SimError(404, "unknown template");
-  checkCapacity(node.capacityState(), node.tokens, node.table, tenant);
-  const c = grant(node, {
-    key,
-    tenant,
-    ttl: req.ttl_seconds,
-    claimRef: req.claim_ref,
-    metadata: req.metadata,
-    onExpire: req.on_expire,
-  });
+  const c = admitAndGrant(node, tenant, key, req);
   node.pools.refill(); // every claim kicks the refill loop
   return claimReply(node, c);
 }
@@ -129,18 +133,8 @@ export function checkpointClaim(node: SimNode, scope: Scope, id: string, req: Ch
     throw new SimError(404, "unknown checkpoint");
   }
   laneChecks(node, ck.key, req.on_expire);
-  const tenant = tenantOf(scope);
-  checkCapacity(node.capacityState(), node.tokens, node.table, tenant);
-  const c = grant(node, {
-    key: ck.key,
-    tenant,
-    ttl: req.ttl_seconds,
-    claimRef: req.claim_ref,
-    metadata: req.metadata,
-    onExpire: req.on_expire,
-    fromCheckpoint: ck.id,
-    fresh: true,
-  });
+  // A branch is a clone of the checkpoint: it never pops a warm VM.
+  const c = admitAndGrant(node, tenantOf(scope), ck.key, req, { fromCheckpoint: ck.id, fresh: true });
   return claimReply(node, c);
 }
 

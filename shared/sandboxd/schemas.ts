@@ -10,32 +10,9 @@ import { z } from "zod";
 // Formats (§1). Id, token and name formats live in ids.ts and are re-exported here, so one import serves every user.
 export * from "./ids.ts";
 
-/** Go's zero `time.Time`, which an archived-forever claim may carry instead of omitting `deadline` (§9.3). */
-export const GO_ZERO_TIME = "0001-01-01T00:00:00Z";
-
-// RFC 3339 as Go encodes it: fractional seconds of any length may appear; the zone is Z or ±hh:mm.
-const RFC3339_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
-
-/** An RFC 3339 timestamp string (kept as the string the node sent; parse with {@link parseWireTime}). */
-export const WireTime = z.string().regex(RFC3339_RE, "expected an RFC 3339 time");
-export type WireTime = z.infer<typeof WireTime>;
-
-/**
- * Milliseconds since the epoch, or null for Go's zero time (year 1, "no deadline"). Sub-millisecond digits are
- * dropped: JS Dates hold milliseconds.
- */
-export function parseWireTime(s: string): number | null {
-  if (s.startsWith("0001-01-01T00:00:00")) return null;
-  const ms = Date.parse(s.replace(/(\.\d{3})\d+/, "$1"));
-  if (Number.isNaN(ms)) throw new Error(`not an RFC 3339 time: ${s}`);
-  return ms;
-}
-
-/** Format as Go's RFC3339Nano does for a UTC time: trailing zero fraction digits trimmed (`…:00Z`, `…:00.5Z`). */
-export function toWireTime(ms: number): string {
-  const iso = new Date(ms).toISOString(); // always .sssZ
-  return iso.replace(/\.(\d*?)0*Z$/, (_m, frac: string) => (frac ? `.${frac}Z` : "Z"));
-}
+// Wire times (§1) live in wire-time.ts.
+export * from "./wire-time.ts";
+import { WireTime } from "./wire-time.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Pool keys and size tiers (§1)
@@ -105,41 +82,9 @@ export function inferNetRoute(net: Net): NetRoute {
   return net === "egress" ? "relay" : "none";
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// Metadata (§3.1): ≤16 pairs; key 1–128 B printable ASCII without `=`/`&`; value ≤512 B printable UTF-8;
-// ≤4 KiB as JSON. Labels on templates follow the same rules.
-
-const METADATA_KEY_RE = /^[\x21-\x7e]{1,128}$/;
-const PRINTABLE_UTF8_RE = /^[^\p{Cc}]*$/u;
-
-/** The reason a metadata map breaks the node's rules, or null when it is acceptable. */
-export function metadataProblem(m: Record<string, string>): string | null {
-  const entries = Object.entries(m);
-  if (entries.length > 16) return "metadata: more than 16 pairs";
-  for (const [k, v] of entries) {
-    if (!METADATA_KEY_RE.test(k) || k.includes("=") || k.includes("&")) return `metadata: invalid key ${JSON.stringify(k)}`;
-    if (Buffer.byteLength(v, "utf8") > 512) return `metadata: value of ${JSON.stringify(k)} exceeds 512 bytes`;
-    if (!PRINTABLE_UTF8_RE.test(v)) return `metadata: value of ${JSON.stringify(k)} is not printable`;
-  }
-  if (Buffer.byteLength(JSON.stringify(m), "utf8") > 4096) return "metadata: exceeds 4 KiB";
-  return null;
-}
-
-export const Metadata = z.record(z.string(), z.string()).superRefine((m, ctx) => {
-  const p = metadataProblem(m);
-  if (p) ctx.addIssue({ code: "custom", message: p });
-});
-export type Metadata = z.infer<typeof Metadata>;
-
-export const EnvEntry = z.object({
-  value: z.string(),
-  guest: z.boolean().optional(),
-  inject: z.boolean().optional(),
-});
-export const EnvMap = z.record(z.string(), EnvEntry).superRefine((m, ctx) => {
-  if (Object.keys(m).length > 64) ctx.addIssue({ code: "custom", message: "env: more than 64 entries" });
-  if (Buffer.byteLength(JSON.stringify(m), "utf8") > 64 * 1024) ctx.addIssue({ code: "custom", message: "env: exceeds 64 KiB" });
-});
+// Metadata, labels and env maps (§3.1) live in metadata.ts.
+export * from "./metadata.ts";
+import { EnvMap, Metadata } from "./metadata.ts";
 
 export const VolumeMount = z.object({
   name: z.string(),

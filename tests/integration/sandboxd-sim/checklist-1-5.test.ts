@@ -1,7 +1,6 @@
 // sandboxd.md §7 "Simulator requirements", items 1–5: one named test per item, against the real HTTP listener with
 // raw fetch. Items 6–13 are in checklist-6-13.test.ts.
-import { afterEach, describe, expect, test } from "bun:test";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { describe, expect, test } from "bun:test";
 import {
   CHECKPOINT_ID_RE,
   Checkpoint,
@@ -16,18 +15,9 @@ import {
   SandboxDetail,
   Stats,
 } from "../../../shared/sandboxd/schemas.ts";
-import { KEY, ROOT, call, claim, rawRequest, upgradeHead } from "./helpers.ts";
+import { KEY, ROOT, call, claim, rawRequest, simsPerTest, upgradeHead } from "./helpers.ts";
 
-let sims: SandboxdSim[] = [];
-async function sim(o: Parameters<typeof startSandboxdSim>[0] = {}): Promise<SandboxdSim> {
-  const s = await startSandboxdSim({ rootToken: ROOT, clock: "fake", pools: [`${KEY}=2`], ...o });
-  sims.push(s);
-  return s;
-}
-afterEach(async () => {
-  await Promise.all(sims.map((s) => s.stop()));
-  sims = [];
-});
+const sim = simsPerTest({ pools: [`${KEY}=2`] });
 
 describe("sandboxd.md §7 simulator requirements (1–5)", () => {
   test("1. serves every route the control plane calls with the exact paths, methods, statuses and member names", async () => {

@@ -1,21 +1,15 @@
 // sandboxd.md §7 "Simulator requirements", items 6–13: one named test per item (items 1–5 are in
 // checklist-1-5.test.ts). Time-dependent items run on the fake clock.
 import { afterEach, describe, expect, test } from "bun:test";
-import { startSandboxdSim, startSimCluster, type SandboxdSim, type SimCluster } from "../../../services/sandboxd-sim/sim.ts";
+import { startSimCluster, type SandboxdSim, type SimCluster } from "../../../services/sandboxd-sim/sim.ts";
 import { deriveAccessToken, fileSignature } from "../../../services/sandboxd-sim/guest.ts";
 import { toWireTime } from "../../../shared/sandboxd/schemas.ts";
-import { KEY, ROOT, call, claim, rawRequest, upgradeHead, waitFor } from "./helpers.ts";
+import { KEY, ROOT, call, claim, rawRequest, simsPerTest, upgradeHead, waitFor } from "./helpers.ts";
 
-let sims: SandboxdSim[] = [];
+const sim = simsPerTest();
 let clusters: SimCluster[] = [];
-async function sim(o: Parameters<typeof startSandboxdSim>[0] = {}): Promise<SandboxdSim> {
-  const s = await startSandboxdSim({ rootToken: ROOT, clock: "fake", ...o });
-  sims.push(s);
-  return s;
-}
 afterEach(async () => {
-  await Promise.all([...sims.map((s) => s.stop()), ...clusters.map((c) => c.stop())]);
-  sims = [];
+  await Promise.all(clusters.map((c) => c.stop()));
   clusters = [];
 });
 const ids = async (s: SandboxdSim, q = "", token: string | null = ROOT) =>

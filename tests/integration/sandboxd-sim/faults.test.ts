@@ -1,18 +1,9 @@
 // The fault knobs of sandboxd.md §7: latency, hang, fail, reset before/after commit, listFails modes.
-import { afterEach, describe, expect, test } from "bun:test";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
-import { KEY, ROOT, call, claim } from "./helpers.ts";
+import { describe, expect, test } from "bun:test";
+import type { SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { KEY, ROOT, call, claim, simsPerTest } from "./helpers.ts";
 
-let sims: SandboxdSim[] = [];
-async function sim(): Promise<SandboxdSim> {
-  const s = await startSandboxdSim({ rootToken: ROOT, clock: "fake", pools: [`${KEY}=2`] });
-  sims.push(s);
-  return s;
-}
-afterEach(async () => {
-  await Promise.all(sims.map((s) => s.stop()));
-  sims = [];
-});
+const sim = simsPerTest({ pools: [`${KEY}=2`] });
 
 const postClaim = (s: SandboxdSim, body: object, signal?: AbortSignal) =>
   fetch(`${s.url}/v1/claim`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` }, body: JSON.stringify({ template: "base:24.04", ...body }), signal });

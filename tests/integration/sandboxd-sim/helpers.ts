@@ -1,10 +1,28 @@
 // Test helpers for the sandboxd simulator's integration tests: raw fetch (never the typed client, which has its own
 // tests), a raw-socket HTTP/1.1 request for the Upgrade path, and a TCP echo guest.
+import { afterEach } from "bun:test";
 import net from "node:net";
-import type { SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim, type SimOptions } from "../../../services/sandboxd-sim/sim.ts";
 
 export const ROOT = "root-token-0123";
 export const KEY = "base:24.04/none/small";
+
+/**
+ * A starter for simulators (root token, fake clock, then `defaults`, then per-call options) that the calling file
+ * stops after each test. Call it once at the top of a test file.
+ */
+export function simsPerTest(defaults: SimOptions = {}): (o?: SimOptions) => Promise<SandboxdSim> {
+  let started: SandboxdSim[] = [];
+  afterEach(async () => {
+    await Promise.all(started.map((s) => s.stop()));
+    started = [];
+  });
+  return async (o = {}) => {
+    const s = await startSandboxdSim({ rootToken: ROOT, clock: "fake", ...defaults, ...o });
+    started.push(s);
+    return s;
+  };
+}
 
 export interface Reply {
   status: number;

@@ -1,20 +1,11 @@
 // The state knobs of sandboxd.md §7: reaper on the fake clock, out-of-band node actions, pool shaping, capacity and
 // credentials, restart, forced redirects, and the same knobs over the /_sim admin endpoint.
-import { afterEach, describe, expect, test } from "bun:test";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { describe, expect, test } from "bun:test";
+import type { SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
 import { GO_ZERO_TIME } from "../../../shared/sandboxd/schemas.ts";
-import { KEY, ROOT, call, claim } from "./helpers.ts";
+import { KEY, call, claim, simsPerTest } from "./helpers.ts";
 
-let sims: SandboxdSim[] = [];
-async function sim(o: Parameters<typeof startSandboxdSim>[0] = {}): Promise<SandboxdSim> {
-  const s = await startSandboxdSim({ rootToken: ROOT, clock: "fake", ...o });
-  sims.push(s);
-  return s;
-}
-afterEach(async () => {
-  await Promise.all(sims.map((s) => s.stop()));
-  sims = [];
-});
+const sim = simsPerTest();
 const listed = async (s: SandboxdSim) => ((await call(s, "GET", "/v1/sandboxes")).json.sandboxes as any[]).map((r) => r.id);
 
 describe("sandboxd-sim state knobs", () => {
