@@ -73,16 +73,17 @@ export class ClaimTable {
   }
 
   /**
-   * One reap pass. Claims past their deadline (strictly) are destroyed, or archived when on_expire is "archive".
+   * One reap pass. Claims past their deadline (strictly) are destroyed, or archived when on_expire is "archive" or
+   * when `archivingPool(key)` says the claim's pool archives and its VM is hibernated (sandboxd.md §6).
    * Returns what happened, for metrics and logs.
    */
-  reap(now: number): { reaped: string[]; archived: string[] } {
+  reap(now: number, archivingPool: (key: PoolKey) => boolean = () => false): { reaped: string[]; archived: string[] } {
     const reaped: string[] = [];
     const archived: string[] = [];
     for (const c of [...this.claims.values()]) {
       if (c.deadline === null || !(now > c.deadline)) continue;
       if (c.state === "archived") continue; // an archive's retention window is not modelled; it stays
-      if (c.onExpire === "archive") {
+      if (c.onExpire === "archive" || (c.state === "hibernated" && archivingPool(c.key))) {
         archiveClaim(c);
         archived.push(c.id);
       } else {

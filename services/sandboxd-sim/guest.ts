@@ -7,7 +7,8 @@
 //   /files      X-Access-Token, or a valid `signature` (+ optional unexpired `signature_expiration`) -> 200
 //   anything else needs X-Access-Token and echoes the request as JSON
 // Signature (e2b SDK): "v1_" + base64(sha256("<path>:<read|write>:<user>:<accessToken>[:<exp>]")), no padding.
-import { createHash, createHmac } from "node:crypto";
+import { createHmac } from "node:crypto";
+import { fileSignature as signFile } from "../../shared/sandboxd/urls.ts";
 import { safeEqual } from "./auth.ts";
 
 export interface FakeGuestOptions {
@@ -37,9 +38,9 @@ export function deriveAccessToken(envdSecret: string, claimToken: string): strin
   return createHmac("sha256", envdSecret).update(claimToken).digest("hex");
 }
 
+/** The SDK's signature, positionally; the one algorithm lives in shared/sandboxd/urls.ts (the relay's side). */
 export function fileSignature(path: string, op: "read" | "write", user: string, accessToken: string, expiration?: number): string {
-  const raw = `${path}:${op}:${user}:${accessToken}${expiration !== undefined ? `:${expiration}` : ""}`;
-  return "v1_" + createHash("sha256").update(raw).digest("base64").replace(/=+$/, "");
+  return signFile({ path, operation: op, user, accessToken, expiresAtSeconds: expiration });
 }
 
 export async function startFakeGuest(o: FakeGuestOptions = {}): Promise<FakeGuest> {

@@ -14,9 +14,10 @@ export function metricsText(node: SimNode): string {
   gauge("archived", node.table.count((c) => c.state === "archived"));
   gauge("failed", node.table.count((c) => c.state === "failed"));
   gauge("draining", node.draining ? 1 : 0);
-  const perTenant = new Map<string, number>();
-  for (const c of node.table.all()) if (c.tenant !== undefined) perTenant.set(c.tenant, (perTenant.get(c.tenant) ?? 0) + 1);
-  for (const [t, n] of perTenant) gauge("tenant_claims", n, `{tenant="${esc(t)}"}`);
+  // One series per configured tenant, zero included (a removed tenant's claims run on but are not reported).
+  for (const t of node.tokens.tenants.keys()) gauge("tenant_claims", node.table.count((c) => c.tenant === t), `{tenant="${esc(t)}"}`);
+  // On a mesh: whether this node's config digest differs from its peers'. Simulated nodes share one config.
+  if (node.peerAddrs.length > 0) gauge("config_digest_mismatch", 0);
   for (const p of node.pools.status()) {
     const l = `{template="${esc(p.key.template)}",net="${p.key.net}",size="${p.key.size}"}`;
     gauge("pool_warm", p.warm, l);

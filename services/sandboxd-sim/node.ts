@@ -124,9 +124,10 @@ export class SimNode {
     return { maxClaims: this.maxClaims, draining: this.pools.draining };
   }
 
-  /** One reaper tick: strict now > deadline; destroy, or archive when on_expire is "archive". */
+  /** One reaper tick: strict now > deadline; destroy, or archive (on_expire "archive", or an archiving pool). */
   reapNow(): { reaped: string[]; archived: string[] } {
-    const r = this.table.reap(this.clock.now());
+    // An archiving pool (archive_after_seconds set by PUT /v1/pools) archives a hibernated claim at its deadline.
+    const r = this.table.reap(this.clock.now(), (key) => (this.pools.get(key)?.entry.archive_after_seconds ?? 0) > 0);
     this.count("reaps_total", r.reaped.length);
     this.count("archives_total", r.archived.length);
     return r;

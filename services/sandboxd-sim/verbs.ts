@@ -178,7 +178,8 @@ export function promote(node: SimNode, src: Claim, scope: Scope, name: string): 
   sourceChecks(src, "promote");
   if (node.pools.all().some((p) => p.key.template === name)) throw conflict("template name is a configured pool");
   const key: PoolKey = { template: name, net: src.key.net, size: src.key.size };
-  const owner = src.tenant ?? tenantOf(scope);
+  // Creations are stamped with the calling tenant (sandboxd.md §2.1); root's are unowned. Fork is the exception.
+  const owner = tenantOf(scope);
   const existing = node.templateFor(key);
   if (existing && existing.tenant !== owner) throw conflict("template owned by another tenant");
   const rec = { key, contentDigest: node.ids.digest(), tenant: owner, createdAt: node.clock.now(), labels: {} };
@@ -202,7 +203,8 @@ export function checkpoint(node: SimNode, src: Claim, scope: Scope, name: string
     name: name || undefined,
     sandboxId: src.id,
     key: { ...src.key },
-    tenant: src.tenant ?? tenantOf(scope),
+    // The calling tenant, absent for root (sandboxd-api.md: "`tenant` records the calling tenant").
+    tenant: tenantOf(scope),
     createdAt: node.clock.now(),
   };
   node.checkpoints.set(ck.id, ck);

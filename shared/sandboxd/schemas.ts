@@ -281,6 +281,9 @@ export const PoolEntry = z
   })
   .superRefine((e, ctx) => {
     if (e.warm_max && e.warm_max < e.warm) ctx.addIssue({ code: "custom", message: "warm_max < warm", path: ["warm_max"] });
+    // An egress-lane VM never hibernates (§4), so an idle-hibernate policy on its pool is a request error.
+    if (e.net === "egress" && e.idle_hibernate_seconds)
+      ctx.addIssue({ code: "custom", message: "idle_hibernate_seconds is not allowed on an egress pool", path: ["idle_hibernate_seconds"] });
     if (e.archive_after_seconds && e.idle_hibernate_seconds && e.archive_after_seconds <= e.idle_hibernate_seconds)
       ctx.addIssue({ code: "custom", message: "archive_after_seconds must exceed idle_hibernate_seconds", path: ["archive_after_seconds"] });
   });
