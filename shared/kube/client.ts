@@ -93,6 +93,7 @@ export class KubeClient {
       });
       if (res.ok) return (text ? parseBody(text) : undefined) as T;
       const err = KubeApiError.fromResponse(res.status, verb, path, parseBody(text));
+      if (res.status === 401) this.token.invalidate();
       // 429 is API Priority and Fairness turning the request away before it ran, so any verb may be retried; wait
       // as long as Retry-After says (client-go does the same, up to 10 times; we keep the wait bounded).
       const wait = retryAfterMs(res);

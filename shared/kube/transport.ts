@@ -55,6 +55,11 @@ export class BearerToken {
     this.cached = conn.token;
   }
 
+  /** Forces the next get() to re-read the file: a 401 may mean the token rotated within the reload interval. */
+  invalidate(): void {
+    this.readAt = -Infinity;
+  }
+
   async get(): Promise<string | undefined> {
     const file = this.conn.tokenFile;
     if (!file) return this.cached;

@@ -164,10 +164,26 @@ describe("auth", () => {
     expect(await tok.get()).toBe("one");
     t = 60_001;
     expect(await tok.get()).toBe("two");
+    writeFileSync(f, "three\n");
+    tok.invalidate(); // what the client does on a 401
+    expect(await tok.get()).toBe("three");
     rmSync(f);
     t = 200_000;
-    expect(await tok.get()).toBe("two"); // a failed re-read keeps the last good token
+    expect(await tok.get()).toBe("three"); // a failed re-read keeps the last good token
   });
+});
+
+test("a 401 makes the next request re-read the token file at once", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kubetok401-"));
+  const f = join(dir, "token");
+  writeFileSync(f, "old");
+  const r = recorder((s) => (s.init.headers.Authorization === "Bearer new" ? Response.json({}) : Response.json({}, { status: 401 })));
+  const c = new KubeClient({ server, tokenFile: f }, { transport: r.transport });
+  expect((await failure(c.get(Nodes, "n"))).status).toBe(401);
+  writeFileSync(f, "new");
+  await c.get(Nodes, "n");
+  expect(r.seen.map((s) => s.init.headers.Authorization)).toEqual(["Bearer old", "Bearer new"]);
+  rmSync(dir, { recursive: true, force: true });
 });
 
 test("debug logs name verb, path and status, never the bearer token", async () => {
