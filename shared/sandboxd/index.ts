@@ -1,5 +1,6 @@
-// shared/sandboxd — the sandboxd wire contract (schemas.ts), the one typed client (client.ts), its errors
-// (errors.ts) and transport (http.ts). Contract: ../shared/spec/sandboxd.md; client rules: its §8.
+// shared/sandboxd — the sandboxd wire contract (schemas.ts, with ids.ts, wire-time.ts, metadata.ts), the one typed
+// client (client.ts, the public face over claim.ts, verbs.ts, reads.ts, urls.ts and the call plumbing in call.ts),
+// its errors (errors.ts) and transport (http.ts). Contract: ../shared/spec/sandboxd.md; client rules: its §8.
 //
 // What a caller decides from a failed claim (one SandboxdClient per node):
 //
