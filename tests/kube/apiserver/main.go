@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -17,6 +19,7 @@ import (
 )
 
 func main() {
+	dieWithParent()
 	fs := flag.NewFlagSet("etcd", flag.ExitOnError)
 	dir := fs.String("etcd-dir", "", "etcd data directory")
 	clientPort := fs.Int("etcd-client-port", 0, "etcd client port on 127.0.0.1")
@@ -71,4 +74,17 @@ func main() {
 	code := cli.Run(cmd)
 	etcd.Close()
 	os.Exit(code)
+}
+
+// dieWithParent asks the kernel to SIGKILL this process when the test runner that started it dies, even by
+// SIGKILL, so a crashed suite never leaves an apiserver and its etcd behind. SANDBOX_TEST_PARENT_PID closes the race
+// where the parent died before the request was made.
+func dieWithParent() {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0); errno != 0 {
+		fmt.Fprintln(os.Stderr, "prctl(PR_SET_PDEATHSIG):", errno)
+	}
+	if want, err := strconv.Atoi(os.Getenv("SANDBOX_TEST_PARENT_PID")); err == nil && os.Getppid() != want {
+		fmt.Fprintln(os.Stderr, "parent process is gone; exiting")
+		os.Exit(1)
+	}
 }
