@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { parse } from "yaml";
+import { helmBinary } from "../kube/peers.ts";
 import { isListening } from "../kube/ports.ts";
 import { startKubeApiserver, type TestCluster } from "../kube/harness.ts";
 
@@ -139,6 +140,21 @@ describe("test kube-apiserver harness", () => {
     expect(user.clusters[0].cluster["insecure-skip-tls-verify"]).toBe(true);
     const tok = parse(readFileSync(cluster.kubeconfig({ auth: "token", token: "abc", caPem: "X" }), "utf8"));
     expect(tok.users[0].user.token).toBe("abc");
+  });
+
+  test("helm talks to the cluster through a harness kubeconfig: admin lists releases, the plain user is forbidden", async () => {
+    const helm = await helmBinary();
+    const version = Bun.spawnSync([helm, "version", "--short"], { stdout: "pipe" }).stdout.toString();
+    expect(version).toStartWith("v3.22.0");
+    const asAdmin = Bun.spawnSync([helm, "list", "-A", "--kubeconfig", cluster.kubeconfig()], { stdout: "pipe", stderr: "pipe" });
+    expect(asAdmin.stderr.toString()).toBe("");
+    expect(asAdmin.exitCode).toBe(0);
+    const asUser = Bun.spawnSync([helm, "list", "-n", "default", "--kubeconfig", cluster.kubeconfig({ auth: "user-token" })], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(asUser.exitCode).not.toBe(0);
+    expect(asUser.stderr.toString()).toContain("forbidden");
   });
 
   test("starts in seconds", () => {
