@@ -114,6 +114,33 @@ describe("test kube-apiserver harness", () => {
     expect(review.status.userInfo.groups).toContain("system:serviceaccounts:team-a");
   });
 
+  test("apply grants RBAC: a ServiceAccount bound to a Role lists pods in its namespace only", async () => {
+    await cluster.apply([
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "team-b" } },
+      { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "reader", namespace: "team-b" } },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "Role",
+        metadata: { name: "pod-reader", namespace: "team-b" },
+        rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["list"] }],
+      },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: "reader", namespace: "team-b" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "pod-reader" },
+        subjects: [{ kind: "ServiceAccount", name: "reader", namespace: "team-b" }],
+      },
+    ]);
+    // apply() of a Namespace stands in for the missing ServiceAccount controller.
+    expect((await cluster.adminFetch("/api/v1/namespaces/team-b/serviceaccounts/default")).status).toBe(200);
+    const token = await cluster.serviceAccountToken("team-b", "reader");
+    const list = (ns: string) =>
+      fetch(`${cluster.url}/api/v1/namespaces/${ns}/pods`, { headers: { authorization: `Bearer ${token}` }, tls: { ca: cluster.caPem } });
+    expect((await list("team-b")).status).toBe(200);
+    expect((await list("default")).status).toBe(403);
+  });
+
   test("the admin client certificate is system:masters", async () => {
     const r = await cluster.adminFetch("/apis/authentication.k8s.io/v1/selfsubjectreviews", {
       method: "POST",
