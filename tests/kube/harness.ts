@@ -11,7 +11,7 @@ import { createCA, generateKeyPairPem, issueCertificate } from "../../shared/tls
 import { Applier } from "./apply.ts";
 import { type KubeconfigOptions, writeKubeconfig } from "./kubeconfig.ts";
 import { kubeApiserverBinary } from "./peers.ts";
-import { freePorts, isListening } from "./ports.ts";
+import { freePorts } from "./ports.ts";
 
 export interface TestCluster {
   url: string; // https://127.0.0.1:PORT
@@ -241,4 +241,3 @@ function safeTail(path: string, lines = 30): string {
   }
 }
 
-export { isListening };
