@@ -51,6 +51,17 @@ export interface VkSandbox {
   kubeletPort: number;
 }
 
+/**
+ * Workers per pod queue. virtual-kubelet uses the CPU count, which on a production node (dozens of cores) means
+ * dozens of requests in flight. Our handlers are async, so a worker is one request in flight, not a thread, and
+ * on a 2-core machine the CPU count capped the node at two concurrent claims: the claims table's group commit then
+ * wrote the whole table for every one or two claims. The floor of 16 was measured: sustained pods/s under
+ * qps 200 went from 90 to 155 on 2 cores (tests/bench/RESULTS.md).
+ */
+export function podWorkers(cpus = availableParallelism()): number {
+  return Math.max(cpus, 16);
+}
+
 /** The queues' bucket with client-go's meaning of the flags: 0 → 5/10, qps < 0 → none (per-item backoff only). */
 export function queueRate(qps: number, burst: number): QueueRate | undefined {
   if (qps < 0) return undefined;
@@ -180,7 +191,7 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     errors: { isNotFound, isConflict },
     events,
     log: log.child({ component: "pod-controller" }),
-    workers: availableParallelism(),
+    workers: podWorkers(),
     rate: queueRate(cfg.kubeApiQps, cfg.kubeApiBurst),
     isTransient: isTransientForHeldClaim,
   });

@@ -1,6 +1,6 @@
 // Runs vk-sandbox as a separate process, the way systemd does: the compiled dist/vk-sandbox when it exists (the
 // issue asks for the binary), else `bun services/vk-sandbox/main.ts`. Output goes to a file the test can read.
-import { existsSync, mkdtempSync, readFileSync, openSync, closeSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
@@ -8,9 +8,28 @@ import type { Subprocess } from "bun";
 const root = join(import.meta.dir, "..", "..", "..");
 export const DIST_BINARY = join(root, "dist", "vk-sandbox");
 
+/** Newest modification time of the sources the binary is compiled from. */
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) newest = Math.max(newest, newestSource(p));
+    else if (e.name.endsWith(".ts")) newest = Math.max(newest, statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * The compiled binary when it is at least as new as every source it is built from (so a stale dist/ never
+ * passes for the code under test), else the source through bun. VK_E2E_SOURCE=1 forces the source.
+ */
 export function daemonCommand(): string[] {
-  if (process.env.VK_E2E_SOURCE !== "1" && existsSync(DIST_BINARY)) return [DIST_BINARY];
-  return [process.execPath, join(root, "services", "vk-sandbox", "main.ts")];
+  const fresh = () =>
+    statSync(DIST_BINARY).mtimeMs >= Math.max(newestSource(join(root, "services", "vk-sandbox")), newestSource(join(root, "shared")));
+  if (process.env.VK_E2E_SOURCE !== "1" && existsSync(DIST_BINARY) && fresh()) return [DIST_BINARY];
+  // VK_E2E_BUN_ARGS adds runtime flags (e.g. "--cpu-prof --cpu-prof-md --cpu-prof-dir=/tmp/prof") when profiling.
+  const extra = process.env.VK_E2E_BUN_ARGS?.split(" ").filter(Boolean) ?? [];
+  return [process.execPath, ...extra, join(root, "services", "vk-sandbox", "main.ts")];
 }
 
 export interface DaemonOptions {
