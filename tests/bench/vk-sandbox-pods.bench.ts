@@ -99,7 +99,7 @@ async function deleteAll(e2e: E2eCluster, ns: string): Promise<void> {
 
 export async function latencyFigures(e2e: E2eCluster, stack: Stack): Promise<Figure[]> {
   await e2e.cluster.createNamespace("lat");
-  const d = stack.daemon({ node: "vk-bench-lat", extra: [] });
+  const d = stack.daemon({ node: "vk-bench-lat", env: { VK_LOG_LEVEL: "info" } });
   await d.waitForLog(/vk-sandbox ready/, 60_000);
   const single = { added: [] as number[], running: [] as number[] };
   for (let i = 0; i < 30; i++) {
@@ -156,7 +156,11 @@ async function throughputRun(e2e: E2eCluster, stack: Stack, ns: string, n: numbe
     }
   });
   const t0 = performance.now();
-  const d = stack.daemon({ node, extra: ["--kube-api-qps=200", "--kube-api-burst=400", ...(events ? [] : ["--disable-pod-events"])] });
+  const d = stack.daemon({
+    node,
+    env: { VK_LOG_LEVEL: "info" },
+    extra: ["--kube-api-qps=200", "--kube-api-burst=400", ...(events ? [] : ["--disable-pod-events"])],
+  });
   await eventually(`${n} Running`, async () => times.length === n, 180_000, 50);
   stop();
   await d.kill("SIGTERM");
@@ -201,7 +205,7 @@ export async function throughputFigures(e2e: E2eCluster, stack: Stack, n = 2000)
     notes: `sustained ${round(r.sustained)} pods/s over the second half of the run (${round(r.halfSeconds, 2)} s; the burst can add at most ${round(400 / r.halfSeconds)} pods/s to it) (overall ${round(r.overall)} pods/s from process start, incl. startup and the burst); ${notes}`,
   });
   return [
-    fig("sustained pods/s with events, ratio to QPS", withEvents, "each pod costs ≥ 2 requests (status PUT + Normal event), so 0.5 is the bound"),
+    fig("sustained pods/s with events, ratio to QPS", withEvents, "each pod also costs a Normal event, but the recorder keeps only 4 event writes in flight while the status queue has 16 workers on the same FIFO bucket, so under saturation events trail the status writes (they are advisory) instead of halving the Running rate"),
     fig("sustained pods/s without events, ratio to QPS", noEvents, "each pod costs ≥ 1 request (status PUT), so 1.0 is the bound"),
   ];
 }
