@@ -63,6 +63,58 @@ interface Item {
   seq: number;
 }
 
+/** A heap entry; stale once its key is gone from `queued` or has moved (its item's due/seq differ). */
+interface HeapEntry {
+  key: string;
+  due: number;
+  seq: number;
+}
+
+const before = (a: { due: number; seq: number }, b: { due: number; seq: number }) => a.due < b.due || (a.due === b.due && a.seq < b.seq);
+
+/**
+ * Binary min-heap on (due, seq) with lazy deletion: moving a key earlier pushes a new entry and the old one is
+ * skipped when it surfaces. The profile of 2000 pods at once showed the former linear scan for the earliest key at
+ * ~2% of the daemon's CPU; this makes each dispatch O(log n).
+ */
+class DueHeap {
+  private readonly a: HeapEntry[] = [];
+  push(e: HeapEntry): void {
+    const a = this.a;
+    a.push(e);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!before(a[i]!, a[p]!)) break;
+      [a[i], a[p]] = [a[p]!, a[i]!];
+      i = p;
+    }
+  }
+  peek(): HeapEntry | undefined {
+    return this.a[0];
+  }
+  pop(): HeapEntry | undefined {
+    const a = this.a;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length > 0 && last) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && before(a[l]!, a[m]!)) m = l;
+        if (r < a.length && before(a[r]!, a[m]!)) m = r;
+        if (m === i) break;
+        [a[i], a[m]] = [a[m]!, a[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+
 /** Exponential per-key backoff: 5 ms × 2^(failures−1), capped. Exported for tests and callers' policies. */
 export function backoffDelay(failures: number, baseMs = DEFAULT_BASE_DELAY_MS, capMs = DEFAULT_MAX_DELAY_MS): number {
   if (failures <= 0) return 0;
@@ -107,6 +159,7 @@ export class WorkQueue {
   private readonly pool: PQueue;
 
   private readonly queued = new Map<string, Item>();
+  private readonly heap = new DueHeap();
   private readonly running = new Set<string>();
   /** Keys re-added while running: the earliest time the extra run may start. */
   private readonly rerun = new Map<string, number>();
@@ -207,13 +260,22 @@ export class WorkQueue {
       this.rerun.set(key, prev === undefined ? due : Math.min(prev, due));
       return;
     }
+    this.place(key, due);
+    this.pump();
+  }
+
+  /** Queue `key` at `due`, or move it earlier if it is queued later. */
+  private place(key: string, due: number): void {
     const prev = this.queued.get(key);
     if (prev) {
-      if (due < prev.due) prev.due = due;
-    } else {
-      this.queued.set(key, { due, seq: this.seq++ });
+      if (due >= prev.due) return;
+      prev.due = due;
+      this.heap.push({ key, due, seq: prev.seq });
+      return;
     }
-    this.pump();
+    const item = { due, seq: this.seq++ };
+    this.queued.set(key, item);
+    this.heap.push({ key, due, seq: item.seq });
   }
 
   private pump(): void {
@@ -230,14 +292,15 @@ export class WorkQueue {
     this.armTimer();
   }
 
-  /** Earliest due item, FIFO among equals. Linear: queues hold at most a node's pods (thousands). */
+  /** Earliest due item, FIFO among equals; drops stale heap entries on the way. */
   private earliest(): [string, Item] | undefined {
-    let best: [string, Item] | undefined;
-    for (const entry of this.queued) {
-      const it = entry[1];
-      if (!best || it.due < best[1].due || (it.due === best[1].due && it.seq < best[1].seq)) best = entry;
+    for (;;) {
+      const top = this.heap.peek();
+      if (!top) return undefined;
+      const it = this.queued.get(top.key);
+      if (it && it.due === top.due && it.seq === top.seq) return [top.key, it];
+      this.heap.pop();
     }
-    return best;
   }
 
   private armTimer(): void {
@@ -287,12 +350,7 @@ export class WorkQueue {
         const now = this.clock.now();
         let due: number | undefined = extra;
         if (failed && retryDelay !== undefined) due = due === undefined ? now + retryDelay : Math.min(due, now + retryDelay);
-        if (due !== undefined) {
-          // A fresh add that happened while the key was queued again (between delete and here) wins if earlier.
-          const prev = this.queued.get(key);
-          if (prev) prev.due = Math.min(prev.due, due);
-          else this.queued.set(key, { due, seq: this.seq++ });
-        }
+        if (due !== undefined) this.place(key, due);
         this.pump();
       }
       this.maybeIdle();

@@ -254,3 +254,31 @@ describe("WorkQueue", () => {
     expect([b.reserve(), b.reserve(), b.reserve()]).toEqual([0, 0, 250]);
   });
 });
+
+describe("WorkQueue ordering at scale", () => {
+  test("thousands of keys run in due order, FIFO among equal times, with moves and removals", async () => {
+    const clock = new FakeClock();
+    const seen: string[] = [];
+    const q = new WorkQueue({ name: "t", clock, handler: async (k) => void seen.push(k) });
+    const want: Array<[number, number, string]> = [];
+    for (let i = 0; i < 3000; i++) {
+      const due = (i * 7919) % 500;
+      q.enqueueAfter(`k${i}`, due);
+      want.push([due, i, `k${i}`]);
+    }
+    // Move every tenth key to time 0 and drop every hundred-and-first.
+    for (let i = 0; i < 3000; i += 10) {
+      q.enqueueAfter(`k${i}`, 0);
+      want[i]![0] = 0;
+    }
+    for (let i = 1; i < 3000; i += 101) q.remove(`k${i}`);
+    const expected = want
+      .filter(([, i]) => (i - 1) % 101 !== 0)
+      .sort((a, b) => a[0] - b[0] || a[1] - b[1])
+      .map(([, , k]) => k);
+    q.start();
+    await clock.advance(600);
+    await q.idle();
+    expect(seen).toEqual(expected);
+  });
+});
