@@ -25,10 +25,10 @@ async function runningCount(ns: string): Promise<number> {
   return (await e2e.kube.pods(ns)).filter((p) => p.status?.phase === "Running").length;
 }
 
-// Arrival jitter between the client's send and the server's receive timestamp (microsecond precision, but
-// requests overlap in flight) can make one request look early; a slack of 2 absorbs it without hiding a missing
-// limiter (which would exceed by hundreds here).
-const SLACK = 2;
+// The server stamps a request when it arrives, not when the client's bucket released it: on 2 shared cores a
+// request can arrive tens of milliseconds late and bunch up with the next ones. The check allows 100 ms of such
+// jitter (qps × 0.1 requests, at least 2); a missing or leaky limiter exceeds by hundreds here.
+const slack = (qps: number) => Math.max(2, qps * 0.1);
 
 describe("rate limits", () => {
   test("200 Pods created at once all reach Running and the observed request rate never exceeds QPS and burst", async () => {
@@ -40,6 +40,13 @@ describe("rate limits", () => {
     const names = Array.from({ length: 200 }, (_, i) => `p${i}`);
     await Promise.all(names.map((n) => e2e.kube.createPod(sandboxPod(n, "vk-load", { ns: "load" }))));
     await eventually("200 Running", async () => (await runningCount("load")) === 200, 90_000, 500);
+    // Events trail status writes on the shared bucket (they are advisory); wait for them so the window holds both.
+    await eventually(
+      "200 create events",
+      async () => (await e2e.kube.events("load")).filter((e) => e.reason === "ProviderCreateSuccess").length >= 200,
+      60_000,
+      500,
+    );
     await d.kill("SIGKILL");
 
     const times = auditEvents(e2e.auditPath)
@@ -49,7 +56,7 @@ describe("rate limits", () => {
     const excess = worstBucketExcess(times, qps, burst);
     console.log(`200 pods: ${times.length} daemon requests, worst excess over the qps ${qps}/burst ${burst} bucket ${excess.toFixed(2)}`);
     expect(times.length).toBeGreaterThan(400);
-    expect(excess).toBeLessThanOrEqual(SLACK);
+    expect(excess).toBeLessThanOrEqual(slack(qps));
   }, 150_000);
 
   test("with qps 1 and burst 1, twenty new Pods get their status writes about one per second; disabled events keep warnings", async () => {
@@ -75,7 +82,7 @@ describe("rate limits", () => {
     const spanSeconds = (Math.max(...statusWrites) - Math.min(...statusWrites)) / 1000;
     // Twenty writes one second apart span about 19 s; other requests share the bucket, so it can only be longer.
     expect(spanSeconds).toBeGreaterThanOrEqual(17);
-    expect(worstBucketExcess(mine.map(received), 1, 1)).toBeLessThanOrEqual(SLACK);
+    expect(worstBucketExcess(mine.map(received), 1, 1)).toBeLessThanOrEqual(slack(1));
     const reasons = (await e2e.kube.events("slow")).map((e) => e.reason);
     expect(reasons).not.toContain("ProviderCreateSuccess");
   }, 150_000);
