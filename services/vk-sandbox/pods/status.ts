@@ -18,11 +18,13 @@ export async function pushStatus(key: string, d: StatusDeps): Promise<void> {
   if (!live || !pushed || isTerminal(live)) return;
   // A push for an earlier generation of this name must not land on its replacement.
   if (pushed.metadata?.uid && live.metadata?.uid && pushed.metadata.uid !== live.metadata.uid) return;
+  // managedFields stay out: a PUT that carries them replaces the server's field-ownership record.
+  const { managedFields: _mf, ...metadata } = pushed.metadata ?? {};
   const body: V1Pod = {
     ...pushed,
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { ...pushed.metadata, resourceVersion: live.metadata?.resourceVersion },
+    metadata: { ...metadata, resourceVersion: live.metadata?.resourceVersion },
   };
   try {
     await d.api.updateStatus(body);

@@ -100,7 +100,7 @@ async function markProviderFailed(pod: V1Pod, err: unknown, d: SyncDeps): Promis
     return;
   }
   const terminal = pod.spec?.restartPolicy === "Never";
-  const { resourceVersion: _rv, ...metadata } = pod.metadata ?? {};
+  const { resourceVersion: _rv, managedFields: _mf, ...metadata } = pod.metadata ?? {};
   const body: V1Pod = {
     ...pod,
     metadata,

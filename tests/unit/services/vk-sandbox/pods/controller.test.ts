@@ -247,3 +247,19 @@ describe("pod controller", () => {
     expect(r).toContain("ProviderCreateFailed");
   });
 });
+
+describe("status writes", () => {
+  test("a status write carries no managedFields", async () => {
+    const { pods, api, provider, controller } = setup();
+    await controller.start();
+    const p = makePod("mf");
+    p.metadata!.managedFields = [{ manager: "kubectl", operation: "Update" }];
+    pods.add(p);
+    await until(() => api.statusWrites.length >= 1);
+    expect(api.statusWrites.every((w) => w.metadata?.managedFields === undefined)).toBe(true);
+    provider.createError = new Error("x");
+    pods.add(makePod("mf2"));
+    await until(() => api.statusWrites.some((w) => w.metadata?.name === "mf2"));
+    expect(api.statusWrites.every((w) => w.metadata?.managedFields === undefined)).toBe(true);
+  });
+});
