@@ -274,9 +274,12 @@ export function ownerReaderFor(kube: KubeClient): OwnerReader {
 
 function holdAfterClaimForTests(claimer: SandboxClaimer, markerPath: string | undefined): SandboxClaimer {
   if (!markerPath) return claimer;
+  let held = false;
   return {
-    async claim(req) {
-      const reply = await claimer.claim(req);
+    async claim(req, opts) {
+      const reply = await claimer.claim(req, opts);
+      if (held) return reply;
+      held = true;
       await writeFile(markerPath, JSON.stringify({ id: reply.id, claim_ref: req.claim_ref }));
       return new Promise<never>(() => {});
     },
