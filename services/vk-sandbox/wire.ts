@@ -17,6 +17,7 @@ import type { QueueRate } from "../../shared/kube/work-queue.ts";
 import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { SandboxdClient } from "../../shared/sandboxd/client.ts";
+import { isClaimsStateError } from "./claims/errors.ts";
 import { ClaimsFile } from "./claims/file.ts";
 import type { VkSandboxConfig } from "./flags.ts";
 import { InventoryPublisher } from "./inventory/publisher.ts";
@@ -107,6 +108,7 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     claimer: holdAfterClaimForTests(sandboxd, d.env[TEST_HOLD_AFTER_CLAIM_ENV]),
     releaser: sandboxd,
     lister: sandboxd,
+    reader: sandboxd,
     ownerReader: ownerReaderFor(kube),
     store: new ClaimsFile({ path: cfg.statePath }),
     log,
@@ -115,6 +117,8 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
   try {
     await handle.ready;
   } catch (e) {
+    // A ClaimsStateError already says "claims state is …: <path>: …"; prefixing it again doubled the path.
+    if (isClaimsStateError(e)) throw new StartupError(e.message, {}, e);
     throw new StartupError(`claims state ${cfg.statePath}: ${(e as Error).message}`);
   }
   shutdown.addCloser("provider", () => handle.stop());

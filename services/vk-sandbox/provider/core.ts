@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { Claim } from "../claims/schema.ts";
 import { isNotFound } from "../../../shared/sandboxd/errors.ts";
 import { ProviderState } from "./state.ts";
-import type { Clock, OwnerReader, SandboxClaimer, SandboxLister, SandboxReleaser } from "./types.ts";
+import type { Clock, OwnerReader, SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./types.ts";
 
 /**
  * A release started on behalf of a failed create must not be abandoned with it: it runs detached, with its
@@ -29,6 +29,7 @@ export class Core {
     readonly claimer: SandboxClaimer,
     readonly releaser: SandboxReleaser,
     readonly lister: SandboxLister,
+    readonly reader: SandboxReader,
     readonly ownerReader: OwnerReader | undefined,
     readonly clock: Clock,
     readonly log: Logger,

@@ -1,5 +1,5 @@
-// CreatePod (spec §5.2), in order: runtime check, quarantine, past deadline, adoption, stranded tentative
-// claim, annotations, the claim, then durability before visibility.
+// CreatePod (spec §5.2), in order: runtime check, quarantine, the recovery gate, past deadline, adoption,
+// stranded tentative claim, annotations, the claim, then durability before visibility.
 //
 // Durable before visible: a claim is reported Running only after a state write containing its row has
 // landed. If the write fails the new sandbox is released at once (it exists only in our memory, and a
@@ -12,6 +12,7 @@ import type { Core } from "./core.ts";
 import { ProviderError, messageOf } from "./errors.ts";
 import { byId, listedDeadline, wireDeadline } from "./listing.ts";
 import { adoptable, authorityOf } from "./ownership.ts";
+import { claimMetadata } from "./claim-metadata.ts";
 import { checkRuntime, claimRequestFor, podKey, podUID, withClaimId } from "./pod-contract.ts";
 import type { Verifier } from "./quarantine.ts";
 import { pastDeadline, podWithStatus, runningStatus } from "./status.ts";
@@ -34,6 +35,11 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
       }, { transient: true });
     }
   }
+
+  // 2b. The recovery gate (quarantine.ts). A claim sandboxd delivered before a crash, whose row was never
+  // written, is found and recorded only by a verification listing. Until a listing has ruled such a claim out
+  // for this key, run a pass now: it may record that claim, which step 4 then adopts instead of claiming.
+  if (!verifier.claimAllowed(key)) await verifier.verifyOnce();
 
   // 3. Past its cached deadline: confirm with a listing before adopting or claiming over it.
   let row = st.claims.get(key);
@@ -85,7 +91,20 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
   }
 
   // 6–7. Annotations, then one claim; no provider-side retry (the controller backs off).
-  const req = claimRequestFor(pod);
+  // The metadata names this node and the Pod, so a claim delivered just before a crash is recognisably ours.
+  const req = { ...claimRequestFor(pod), metadata: claimMetadata(core.nodeName, pod) };
+  // Never claim while an unrecorded claim for this key may exist (sandboxd unlisted since startup, or its
+  // recovery still pending): that is the second sandbox the gate exists to prevent. Checked in the same turn
+  // the key is marked claiming, so a verification pass sees either the gate closed or the claim in flight.
+  if (!verifier.claimAllowed(key)) {
+    throw new ProviderError(
+      "sandboxd-unavailable",
+      `cannot claim for ${key} yet: no sandboxd listing has ruled out an unrecorded claim of this node for it`,
+      { pod: key },
+      { transient: true },
+    );
+  }
+  st.claiming.add(key);
   let reply;
   try {
     // Only rows that can carry this claim_ref matter: this key's own row and the releasing list.
@@ -94,8 +113,12 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
     if (own) knownIds.push(own.id);
     reply = await core.claimer.claim(req, { knownIds });
   } catch (e) {
+    st.claiming.delete(key);
     throw new ProviderError("claim-failed", `sandboxd claim for ${key} failed: ${messageOf(e)}`, { pod: key }, { cause: e });
   }
+  // Cleared in the same turn the row is set below (or the create fails), so recovery never sees the claim
+  // neither in flight nor held.
+  st.claiming.delete(key);
   if (!reply.id) throw new ProviderError("claim-failed", `sandboxd handed out no sandbox for ${key}`, { pod: key });
 
   // 8. Record the row, tentative until its own write lands.
@@ -109,6 +132,13 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
     claimedAt,
     deadline: wireDeadline(reply.deadline),
   };
+  // Nothing may record a row under a claiming key, so the key is free here. Were it not, replacing the row would
+  // drop its token: detach it for release instead.
+  const displaced = st.claims.get(key);
+  if (displaced) {
+    st.moveToReleasing(key, displaced.id);
+    plog.warn({ claimId: displaced.id }, "a row appeared under the key during the claim; queued for release");
+  }
   st.claims.set(key, claim);
   st.tentative.add(key);
   st.pods.set(key, withClaimId(pod, claim.id));

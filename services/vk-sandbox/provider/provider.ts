@@ -38,6 +38,7 @@ export class SandboxProvider implements PodLifecycleProvider {
       deps.claimer,
       deps.releaser,
       deps.lister,
+      deps.reader,
       deps.ownerReader,
       clock,
       log,

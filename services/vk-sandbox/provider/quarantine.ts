@@ -3,19 +3,45 @@
 // re-check until a successful sandboxd listing vouches for it. A listed row is unquarantined (backfilling a
 // missing deadline); an unlisted one is dropped, since sandboxd no longer has the VM. A failed listing judges
 // nothing, so a restart while sandboxd is down keeps every row for later.
+//
+// The same listing recovers claims sandboxd delivered before a crash but our table never recorded
+// (recovery.ts). That is why creates are gated here too:
+//
+//   A create may claim for a key only once unrecorded claims for that key are ruled out, that is, once a
+//   verification listing has succeeded since startup and it left no unrecorded claim of this node pending
+//   under that key. Until then the create fails transient (sandboxd-unavailable) instead of claiming.
+//
+// Without the gate, a restart while sandboxd is down (the first listing fails) followed by sandboxd coming
+// back would let the Pod's create claim a second sandbox before any listing could recover the first.
+// A key stays pending while recovering its claim fails transiently (reading the token, sandboxd info) or
+// while a claim for that key is in flight; a claim whose token cannot be read at all (no root token) is
+// warned about once and left to the orphan audit, and no longer blocks the key.
 import type { Core } from "./core.ts";
 import { byId, listedDeadline } from "./listing.ts";
 import { messageOf } from "./errors.ts";
+import { AddressOnce, recoverClaim, unrecordedClaims } from "./recovery.ts";
 
 export class Verifier {
   private inflight: Promise<boolean> | undefined;
   private succeededOnce = false;
+  /** key -> ids of unrecorded claims of this node listed for it and not yet recorded (see the gate above). */
+  private pending = new Map<string, Set<string>>();
+  /** Unrecorded claims whose token cannot be read: warned about once, left to the orphan audit. */
+  private readonly unrecoverable = new Set<string>();
 
   constructor(private readonly core: Core) {}
 
-  /** True once a listing succeeded and nothing is quarantined: the loop has nothing left to do. */
+  /** True once a listing succeeded, nothing is quarantined and no recovery is pending: nothing left to do. */
   get finished(): boolean {
-    return this.succeededOnce && this.core.st.quarantined.size === 0;
+    return this.succeededOnce && this.core.st.quarantined.size === 0 && this.pending.size === 0;
+  }
+
+  /**
+   * True when a create may claim for `key`: a listing has succeeded since startup and no unrecorded claim of
+   * this node is pending under the key. The create checks this in the same turn it marks the key as claiming.
+   */
+  claimAllowed(key: string): boolean {
+    return this.succeededOnce && !this.pending.has(key);
   }
 
   /**
@@ -45,14 +71,17 @@ export class Verifier {
       const c = st.claims.get(key);
       return c ? [[key, c.id] as const] : [];
     });
-    let listing;
+    let rows;
     try {
-      listing = byId(await this.core.lister.list());
+      rows = await this.core.lister.list();
     } catch (e) {
-      log.warn({ err: messageOf(e), quarantined: st.quarantined.size }, "claim verification: sandboxd listing failed; keeping every quarantined row");
+      log.warn(
+        { err: messageOf(e), quarantined: st.quarantined.size, pendingRecovery: this.pending.size },
+        "claim verification: sandboxd listing failed; keeping every quarantined row",
+      );
       return false;
     }
-    this.succeededOnce = true;
+    const listing = byId(rows);
     let changed = false;
     for (const [key, id] of snapshot) {
       if (!st.quarantined.has(key) || !st.holds(key, id)) continue;
@@ -69,9 +98,62 @@ export class Verifier {
         log.warn({ pod: key, claimId: id }, "claim not listed by sandboxd; dropping the row");
       }
     }
-    // Dropped rows and backfilled deadlines are not spec'd writers; saving them is harmless and keeps the file
-    // close to memory. Failure here is only logged: the next writer carries the change.
+
+    // Unrecorded claims of this node, after the quarantined rows are judged (a dropped row frees its key).
+    // Pending is rebuilt from this listing in the same turn the listing arrived, before succeededOnce opens
+    // the gate, so a create never sees the gate open while one of its key's claims is unrecorded.
+    const found = unrecordedClaims(this.core, rows).filter((u) => !this.unrecoverable.has(u.row.id));
+    this.pending = new Map();
+    for (const u of found) {
+      if (!u.key) continue;
+      const ids = this.pending.get(u.key) ?? new Set<string>();
+      ids.add(u.row.id);
+      this.pending.set(u.key, ids);
+    }
+    this.succeededOnce = true;
+
+    const address = new AddressOnce(this.core);
+    for (const u of found) {
+      const outcome = await recoverClaim(this.core, u, address);
+      const ctx = { pod: u.key || undefined, claimId: u.row.id };
+      switch (outcome.kind) {
+        case "recorded":
+          changed = true;
+          log.warn(ctx, "claim verification: recovered a claim sandboxd delivered but the claims table never recorded");
+          break;
+        case "queued-for-release":
+          changed = true;
+          log.warn({ ...ctx, heldBy: outcome.heldBy }, "claim verification: unrecorded claim of this node; the key holds another claim, queued for release");
+          break;
+        case "resolved":
+          log.debug({ ...ctx, why: outcome.why }, "claim verification: unrecorded claim needs no recovery");
+          break;
+        case "unrecoverable":
+          this.unrecoverable.add(u.row.id);
+          log.warn(
+            { ...ctx, why: outcome.why },
+            `claim verification: sandbox ${u.row.id} was claimed by this node but never recorded, and cannot be recovered; left to the orphan audit`,
+          );
+          break;
+        case "retry":
+          // In flight is the normal case of a create between its claim reply and its row: not worth a warning.
+          log[outcome.inFlight ? "debug" : "warn"]({ ...ctx, why: outcome.why }, "claim verification: unrecorded claim of this node not recovered yet; the key stays blocked");
+          continue;
+      }
+      this.settle(u.key, u.row.id);
+    }
+
+    // Dropped rows, backfilled deadlines and recovered claims are written once for the pass. Failure here is
+    // only logged: the next writer carries the change, and releasing entries are released only once durable.
+    // (The startup pass is persisted by the startup write that follows, whose failure is fatal.)
     if (changed && persist) await st.save().catch((e) => log.error({ err: messageOf(e) }, "claims state write after verification failed"));
     return true;
+  }
+
+  private settle(key: string, id: string): void {
+    const ids = this.pending.get(key);
+    if (!ids) return;
+    ids.delete(id);
+    if (ids.size === 0) this.pending.delete(key);
   }
 }

@@ -32,6 +32,12 @@ export class ProviderState {
   /** Keys loaded from disk and not yet confirmed by a listing: releasable, nothing else. */
   readonly quarantined = new Set<string>();
   releasing: ReleasingEntry[] = [];
+  /**
+   * Keys with a `POST /v1/claim` in flight. Between sandboxd delivering a claim and the create recording it,
+   * the sandbox is listed but held by no row: recovery must not record it under the key meanwhile, or the
+   * create's own row would replace the recovered one and lose its token (recovery.ts).
+   */
+  readonly claiming = new Set<string>();
   /** Preserved keys -> when to read the owner next and the current backoff. */
   readonly ownerRechecks = new Map<string, { next: number; delay: number }>();
   /** Orphan-audit verdicts of the last successful scan, by sandbox id. */

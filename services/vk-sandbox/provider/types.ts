@@ -1,9 +1,9 @@
 // What the provider consumes. Each sandboxd slice is its own interface so a test can fail one alone (a
 // listing that fails while claims succeed is the case that matters most: a failed list is not an empty
 // list). The wire types come from shared/sandboxd/schemas.ts, the one home of the sandboxd contract;
-// shared/sandboxd/client.ts satisfies all three.
+// shared/sandboxd/client.ts satisfies all four.
 import type { Logger } from "pino";
-import type { ClaimReply, ClaimRequest, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
+import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
 import type { ClaimsFile } from "../claims/file.ts";
 
 /** `POST /v1/claim`. Throws a shared/sandboxd error on 429, a redirect, non-2xx, transport failure, timeout. */
@@ -24,6 +24,16 @@ export interface SandboxReleaser {
 /** `GET /v1/sandboxes`. Throws on any failure: it never answers an empty list for a node it could not read. */
 export interface SandboxLister {
   list(): Promise<SandboxRow[]>;
+}
+
+/**
+ * What recovery of a delivered-but-unrecorded claim reads (recovery.ts). Both calls are root-only on sandboxd.
+ * `get`: `GET /v1/sandboxes/{id}`; the row carries the sandbox's own `token` only when we presented the root
+ * token. `info`: `GET /v1/info`, whose `advertise_addr` is what a claim reply reports as `owner_addr`.
+ */
+export interface SandboxReader {
+  get(id: string): Promise<SandboxDetail>;
+  info(): Promise<{ advertise_addr: string }>;
 }
 
 /** The controller owner to read, with the resource already derived by the plural rule (ownership.ts). */
@@ -93,6 +103,8 @@ export interface SandboxProviderDeps {
   claimer: SandboxClaimer;
   releaser: SandboxReleaser;
   lister: SandboxLister;
+  /** Reads a sandbox's token back to recover a claim delivered before a crash but never recorded. */
+  reader: SandboxReader;
   /** Absent = no dynamic client: every owned Pod's claim is preserved (the safe side). */
   ownerReader?: OwnerReader;
   store: ClaimsFile;

@@ -3,7 +3,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ClaimsFileSchema } from "../../../../../services/vk-sandbox/claims/schema.ts";
 import { ProviderError } from "../../../../../services/vk-sandbox/provider/errors.ts";
-import { bare, closeSandboxds, FakeClock, harness, makeSandboxd, pod, tempDir } from "./helpers.ts";
+import { bare, claimMetadataOf, closeSandboxds, FakeClock, harness, makeSandboxd, pod, tempDir } from "./helpers.ts";
 
 let cleanups: Array<() => void> = [];
 afterEach(async () => {
@@ -30,7 +30,7 @@ describe("CreatePod", () => {
     const path = statePath();
     const h = await harness({ path });
     await h.p.createPod(pod({ ns: "team", name: "a" }));
-    expect(h.sandboxd.claimRequests).toEqual([{ template: "python", ttl_seconds: 86_400, claim_ref: "team/a" }]);
+    expect(h.sandboxd.claimRequests).toEqual([{ template: "python", ttl_seconds: 86_400, claim_ref: "team/a", metadata: claimMetadataOf("a") }]);
     const pushed = h.pushes[0]!;
     const id = h.sandboxd.ids()[0]!;
     expect(pushed.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"]).toBe(id);
@@ -51,8 +51,15 @@ describe("CreatePod", () => {
       pod({ name: "a", annotations: { "sandbox.cocoonstack.io/net": "egress", "sandbox.cocoonstack.io/size": "large", "sandbox.cocoonstack.io/ttl-seconds": "+600" } }),
     );
     await h.p.createPod(pod({ name: "b", annotations: { "sandbox.cocoonstack.io/ttl-seconds": "0" } }));
-    expect(h.sandboxd.claimRequests[0]).toEqual({ template: "python", net: "egress", size: "large", ttl_seconds: 600, claim_ref: "default/a" });
-    expect(h.sandboxd.claimRequests[1]).toEqual({ template: "python", claim_ref: "default/b" });
+    expect(h.sandboxd.claimRequests[0]).toEqual({
+      template: "python",
+      net: "egress",
+      size: "large",
+      ttl_seconds: 600,
+      claim_ref: "default/a",
+      metadata: claimMetadataOf("a"),
+    });
+    expect(h.sandboxd.claimRequests[1]).toEqual({ template: "python", claim_ref: "default/b", metadata: claimMetadataOf("b") });
     expect("ttl_seconds" in h.sandboxd.claimRequests[1]!).toBe(false);
   });
 

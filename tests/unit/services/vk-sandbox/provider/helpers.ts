@@ -71,6 +71,15 @@ export function pod(o: PodOpts = {}): V1Pod {
   };
 }
 
+/** The metadata a claim for `pod({ name })` carries on the harness node (vk-sandboxd), spelled out literally. */
+export function claimMetadataOf(name: string, o: { uid?: string; authority?: string } = {}): Record<string, string> {
+  return {
+    "vk-sandbox.node": NODE_NAME,
+    "vk-sandbox.pod-uid": o.uid ?? `uid-${name}`,
+    "vk-sandbox.authority": o.authority ?? `owner-${name}`,
+  };
+}
+
 export function bare(o: PodOpts = {}): V1Pod {
   return pod({ ...o, owner: null });
 }
@@ -86,6 +95,9 @@ export function captureLog() {
   const log = pino({ level: "debug" }, { write: (s: string) => void lines.push(JSON.parse(s)) });
   return { log, lines };
 }
+
+/** The node name every harness provider runs as. */
+export const NODE_NAME = "vk-sandboxd";
 
 export interface HarnessOpts {
   path: string;
@@ -103,10 +115,11 @@ export async function harness(o: HarnessOpts) {
   const { log, lines } = captureLog();
   const store = new ClaimsFile({ path: o.path });
   const handle = createSandboxProvider({
-    nodeName: "vk-sandboxd",
+    nodeName: NODE_NAME,
     claimer: sandboxd,
     releaser: sandboxd,
     lister: sandboxd,
+    reader: sandboxd,
     ownerReader: owners?.reader,
     store,
     log,

@@ -1,13 +1,13 @@
 // The sandboxd doubles behind the provider tests: a hand-written stub of the three consumer interfaces, and
 // the real SandboxdClient against the in-process simulator. Both offer the same knobs (SandboxdDouble), so
 // every provider test runs against either; the simulator is the default.
-import type { ClaimReply, ClaimRequest, SandboxRow } from "../../../../../shared/sandboxd/schemas.ts";
+import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "../../../../../shared/sandboxd/schemas.ts";
 import { toWireTime } from "../../../../../shared/sandboxd/schemas.ts";
-import { SandboxdCapacity, SandboxdServerError, SandboxdTransport } from "../../../../../shared/sandboxd/errors.ts";
+import { SandboxdCapacity, SandboxdForbidden, SandboxdNotFound, SandboxdServerError, SandboxdTransport } from "../../../../../shared/sandboxd/errors.ts";
 import { SandboxdClient } from "../../../../../shared/sandboxd/client.ts";
 import type { FakeClock } from "../../../../../services/sandboxd-sim/clock.ts";
 import { startSandboxdSim, type SandboxdSim } from "../../../../../services/sandboxd-sim/sim.ts";
-import type { Clock, SandboxClaimer, SandboxLister, SandboxReleaser } from "../../../../../services/vk-sandbox/provider/types.ts";
+import type { Clock, SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "../../../../../services/vk-sandbox/provider/types.ts";
 
 /** A counter a test can await: `await c.until(3)`. */
 export class Counter {
@@ -41,19 +41,24 @@ interface StubRow {
   deadline: number;
   claimRef?: string;
   template: string;
+  claimedAt: number;
+  metadata?: Record<string, string>;
 }
 
 /**
  * sandboxd as the provider sees it. Knobs fail one slice at a time; `rows` is the node's claim table.
  * Release follows the wire: the claim's own token or 404 (already-gone).
  */
-export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLister {
+export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLister, SandboxReader {
   readonly rows = new Map<string, StubRow>();
   readonly claimCalls = new Counter();
   readonly releaseCalls = new Counter();
   readonly listCalls = new Counter();
+  readonly getCalls = new Counter();
   readonly claimRequests: ClaimRequest[] = [];
   readonly released: string[] = [];
+  /** While false, reads by id answer 403 (a caller without the root token). */
+  private rootReads = true;
   /** Each claim takes the next failure from this queue while it is non-empty. */
   claimFailures: Array<() => Error> = [];
   /** Fail every release with this while set. */
@@ -79,7 +84,7 @@ export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLis
     const token = `${id.slice(3)}${"0".repeat(16)}`;
     const ttl = req.ttl_seconds && req.ttl_seconds > 0 ? Math.min(req.ttl_seconds, 86_400) : 300;
     const deadline = this.clock.now() + ttl * 1000;
-    this.rows.set(id, { id, token, deadline, claimRef: req.claim_ref, template: req.template });
+    this.rows.set(id, { id, token, deadline, claimRef: req.claim_ref, template: req.template, claimedAt: this.clock.now(), metadata: req.metadata });
     return { id, token, deadline: toWireTime(deadline), owner_addr: this.address, net_route: "none" };
   }
 
@@ -98,19 +103,48 @@ export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLis
   async list(): Promise<SandboxRow[]> {
     this.listCalls.inc();
     if (this.listFails) throw listError();
-    return [...this.rows.values()].map((r) => ({
+    return [...this.rows.values()].map((r) => this.row(r));
+  }
+
+  private row(r: StubRow): SandboxRow {
+    return {
       id: r.id,
       key: { template: r.template, net: "none", size: "small" },
       deadline: toWireTime(r.deadline),
       hibernated: false,
+      claimed_at: toWireTime(r.claimedAt),
       ...(r.claimRef ? { claim_ref: r.claimRef } : {}),
-    }));
+      ...(r.metadata && Object.keys(r.metadata).length ? { metadata: { ...r.metadata } } : {}),
+    };
+  }
+
+  async get(id: string): Promise<SandboxDetail> {
+    this.getCalls.inc();
+    if (!this.rootReads) throw new SandboxdForbidden("forbidden", { ...ctx, status: 403 });
+    const r = this.rows.get(id);
+    if (!r) throw new SandboxdNotFound("unknown sandbox", { ...ctx, status: 404 });
+    return { ...this.row(r), token: r.token };
+  }
+
+  async info(): Promise<{ advertise_addr: string }> {
+    if (!this.rootReads) throw new SandboxdForbidden("forbidden", { ...ctx, status: 403 });
+    return { advertise_addr: this.address };
+  }
+
+  /** Reads by id stop (or resume) showing tokens: a setup without the root token. */
+  withoutRootToken(): void {
+    this.rootReads = false;
+  }
+
+  /** A claim as vk-sandbox makes it, delivered by sandboxd, its reply never recorded by us (a crash). */
+  async claimUnrecorded(req: ClaimRequest): Promise<ClaimReply> {
+    return this.claim(req);
   }
 
   /** An out-of-band claim (another control plane's, or an orphan). */
   async addForeign(claimRef?: string): Promise<string> {
     const id = `sb_f${(this.next++).toString(16).padStart(15, "0")}`;
-    this.rows.set(id, { id, token: "f".repeat(32), deadline: this.clock.now() + 3600_000, claimRef, template: "t" });
+    this.rows.set(id, { id, token: "f".repeat(32), deadline: this.clock.now() + 3600_000, claimRef, template: "t", claimedAt: this.clock.now() });
     return id;
   }
 
@@ -159,6 +193,11 @@ export type SandboxdDouble = Pick<
   | "claim"
   | "release"
   | "list"
+  | "get"
+  | "info"
+  | "getCalls"
+  | "withoutRootToken"
+  | "claimUnrecorded"
   | "claimCalls"
   | "releaseCalls"
   | "listCalls"
@@ -189,6 +228,7 @@ export class SimSandboxd implements SandboxdDouble {
   readonly claimCalls = new Counter();
   readonly releaseCalls = new Counter();
   readonly listCalls = new Counter();
+  readonly getCalls = new Counter();
   readonly claimRequests: ClaimRequest[] = [];
   readonly released: string[] = [];
   onRelease: ((id: string) => void) | undefined;
@@ -226,6 +266,25 @@ export class SimSandboxd implements SandboxdDouble {
   async list(): Promise<SandboxRow[]> {
     this.listCalls.inc();
     return this.client.list();
+  }
+
+  async get(id: string): Promise<SandboxDetail> {
+    this.getCalls.inc();
+    return this.client.get(id);
+  }
+
+  info(): Promise<{ advertise_addr: string }> {
+    return this.client.info();
+  }
+
+  /** An open node: no Authorization is checked and reads by id never carry the token. */
+  withoutRootToken(): void {
+    this.sim.setTokens(null);
+  }
+
+  /** A claim as vk-sandbox makes it, delivered by sandboxd, its reply never recorded by us (a crash). */
+  claimUnrecorded(req: ClaimRequest): Promise<ClaimReply> {
+    return this.client.claim(req, { reconcile: false });
   }
 
   async addForeign(claimRef?: string): Promise<string> {

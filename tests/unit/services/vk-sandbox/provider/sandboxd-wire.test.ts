@@ -2,7 +2,7 @@
 // VK_PROVIDER_SANDBOXD=stub there is no wire to read, so these are skipped).
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { bare, closeSandboxds, FakeClock, harness, makeSandboxd, pod, type SimSandboxd, tempDir } from "./helpers.ts";
+import { bare, claimMetadataOf, closeSandboxds, FakeClock, harness, makeSandboxd, pod, type SimSandboxd, tempDir } from "./helpers.ts";
 
 const stub = process.env.VK_PROVIDER_SANDBOXD === "stub";
 let cleanups: Array<() => void> = [];
@@ -26,7 +26,7 @@ describe.skipIf(stub)("sandboxd wire", () => {
     await h.p.createPod(pod({ ns: "team", name: "a" }));
     const claims = sim.log.find("claim");
     expect(claims).toHaveLength(1);
-    expect(claims[0]!.body).toEqual({ template: "python", ttl_seconds: 86_400, claim_ref: "team/a" });
+    expect(claims[0]!.body).toEqual({ template: "python", ttl_seconds: 86_400, claim_ref: "team/a", metadata: claimMetadataOf("a") });
     expect(claims[0]!.auth).toBe("root");
     expect(claims[0]!.outcome).toBe(200);
   });
@@ -34,7 +34,7 @@ describe.skipIf(stub)("sandboxd wire", () => {
   test("ttl-seconds 0 sends no ttl_seconds and sandboxd grants its 5-minute default", async () => {
     const { h, sim } = await simHarness();
     await h.p.createPod(pod({ annotations: { "sandbox.cocoonstack.io/ttl-seconds": "0" } }));
-    expect(sim.log.find("claim")[0]!.body).toEqual({ template: "python", claim_ref: "default/sb1" });
+    expect(sim.log.find("claim")[0]!.body).toEqual({ template: "python", claim_ref: "default/sb1", metadata: claimMetadataOf("sb1") });
     expect(h.impl.core.st.claims.get("default/sb1")!.deadline - h.clock.now()).toBe(300_000);
   });
 

@@ -1,0 +1,40 @@
+// The sandboxd claim metadata vk-sandbox stamps on every claim it makes (sandboxd.md §3.1, §5.1).
+//
+// Why: a claim is delivered by sandboxd before our claims table records it. A crash in that window leaves a
+// sandbox whose token exists only in sandboxd. claim_ref alone cannot say it is ours: it is `<ns>/<name>`,
+// which the aggregated apiserver and other nodes' daemons send too. The metadata is immutable and echoed in
+// every `GET /v1/sandboxes` row, so a listing can tell "delivered to this node's vk-sandbox for this Pod" and
+// the startup verification can finish the interrupted write (quarantine.ts, recovery.ts).
+//
+// The key names live only here. Values follow the node's rules (value ≤ 512 B printable UTF-8; node names,
+// UIDs and the authority UID always fit).
+import type { V1Pod } from "@kubernetes/client-node";
+import type { SandboxRow } from "../../../shared/sandboxd/schemas.ts";
+import { authorityOf } from "./ownership.ts";
+import { podUID } from "./pod-contract.ts";
+
+/** The vk-sandbox node (`--node-name`) that made the claim. Recovery only ever considers its own node's claims. */
+export const METADATA_NODE = "vk-sandbox.node";
+/** The UID of the Pod the claim was made for: the recovered row's `podUID`, so that Pod adopts it. */
+export const METADATA_POD_UID = "vk-sandbox.pod-uid";
+/** `authorityOf(pod)` at claim time: the recovered row's `authority` (adoption rule §5.3). */
+export const METADATA_AUTHORITY = "vk-sandbox.authority";
+
+/** The metadata of a claim made by node `nodeName` for `pod`. */
+export function claimMetadata(nodeName: string, pod: V1Pod): Record<string, string> {
+  return {
+    [METADATA_NODE]: nodeName,
+    [METADATA_POD_UID]: podUID(pod),
+    [METADATA_AUTHORITY]: authorityOf(pod),
+  };
+}
+
+/** True when a listed row was claimed by vk-sandbox on node `nodeName`. */
+export function claimedByNode(row: SandboxRow, nodeName: string): boolean {
+  return row.metadata?.[METADATA_NODE] === nodeName;
+}
+
+/** The row fields a recovered claim takes from the metadata ("" when absent). */
+export function recordedOwnership(row: SandboxRow): { podUID: string; authority: string } {
+  return { podUID: row.metadata?.[METADATA_POD_UID] ?? "", authority: row.metadata?.[METADATA_AUTHORITY] ?? "" };
+}
