@@ -59,6 +59,8 @@ export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLis
   readonly released: string[] = [];
   /** While false, reads by id answer 403 (a caller without the root token). */
   private rootReads = true;
+  /** Fail every read by id with a 500 while set. */
+  private readFault = false;
   /** Each claim takes the next failure from this queue while it is non-empty. */
   claimFailures: Array<() => Error> = [];
   /** Fail every release with this while set. */
@@ -121,6 +123,7 @@ export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLis
   async get(id: string): Promise<SandboxDetail> {
     this.getCalls.inc();
     if (!this.rootReads) throw new SandboxdForbidden("forbidden", { ...ctx, status: 403 });
+    if (this.readFault) throw serverError("read failed");
     const r = this.rows.get(id);
     if (!r) throw new SandboxdNotFound("unknown sandbox", { ...ctx, status: 404 });
     return { ...this.row(r), token: r.token };
@@ -131,9 +134,13 @@ export class StubSandboxd implements SandboxClaimer, SandboxReleaser, SandboxLis
     return { advertise_addr: this.address };
   }
 
-  /** Reads by id stop (or resume) showing tokens: a setup without the root token. */
+  /** Reads by id stop showing tokens (403): a setup without the root token. */
   withoutRootToken(): void {
     this.rootReads = false;
+  }
+
+  failReads(on: boolean): void {
+    this.readFault = on;
   }
 
   /** A claim as vk-sandbox makes it, delivered by sandboxd, its reply never recorded by us (a crash). */
@@ -197,6 +204,7 @@ export type SandboxdDouble = Pick<
   | "info"
   | "getCalls"
   | "withoutRootToken"
+  | "failReads"
   | "claimUnrecorded"
   | "claimCalls"
   | "releaseCalls"
@@ -235,6 +243,7 @@ export class SimSandboxd implements SandboxdDouble {
   private gateP: Promise<void> | undefined;
   private releaseFault = false;
   private listFault = false;
+  private readFault = false;
 
   private constructor(
     readonly sim: SandboxdSim,
@@ -319,8 +328,13 @@ export class SimSandboxd implements SandboxdDouble {
     this.listFault = on;
     this.applyFaults();
   }
+  failReads(on: boolean): void {
+    this.readFault = on;
+    this.applyFaults();
+  }
   private applyFaults(): void {
     this.sim.clearFaults();
+    if (this.readFault) this.sim.fail("get", 500, { error: "read failed" }, Number.POSITIVE_INFINITY);
     if (this.releaseFault) this.sim.fail("release", 500, { error: "release failed" }, Number.POSITIVE_INFINITY);
     if (this.listFault) this.sim.listFails("500");
   }

@@ -21,7 +21,7 @@ async function simHarness() {
 }
 
 describe.skipIf(stub)("sandboxd wire", () => {
-  test("the claim body carries template, ttl_seconds 86400 and claim_ref ns/name, with the node token", async () => {
+  test("the claim body carries template, ttl_seconds 86400, claim_ref ns/name and the vk-sandbox metadata, with the node token", async () => {
     const { h, sim } = await simHarness();
     await h.p.createPod(pod({ ns: "team", name: "a" }));
     const claims = sim.log.find("claim");
