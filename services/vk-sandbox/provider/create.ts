@@ -116,8 +116,8 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
     st.claiming.delete(key);
     throw new ProviderError("claim-failed", `sandboxd claim for ${key} failed: ${messageOf(e)}`, { pod: key }, { cause: e });
   }
-  // Cleared in the same turn the row is set below (or the create fails), so recovery never sees the claim
-  // neither in flight nor held.
+  // Cleared in the same turn the row is set below (or the create fails): at every await, recovery sees this
+  // claim either in flight or held by the row.
   st.claiming.delete(key);
   if (!reply.id) throw new ProviderError("claim-failed", `sandboxd handed out no sandbox for ${key}`, { pod: key });
 
@@ -132,10 +132,10 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
     claimedAt,
     deadline: wireDeadline(reply.deadline),
   };
-  // Nothing may record a row under a claiming key, so the key is free here. Were it not, replacing the row would
-  // drop its token: detach it for release instead.
+  // Steps 3–5 leave the key free and nothing records a row under a claiming key. Were it not free, replacing
+  // the row would drop its token: detach it for release instead (step 4's rule for a row not adopted).
   const displaced = st.claims.get(key);
-  if (displaced) {
+  if (displaced && displaced.id !== claim.id) {
     st.moveToReleasing(key, displaced.id);
     plog.warn({ claimId: displaced.id }, "a row appeared under the key during the claim; queued for release");
   }
