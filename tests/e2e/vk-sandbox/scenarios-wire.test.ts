@@ -98,7 +98,17 @@ const running = (name: string) =>
 const table = (): { claims: Record<string, { id: string; token: string; podUID: string }> } => JSON.parse(readFileSync(statePath, "utf8"));
 const kubelet = (path: string, init: RequestInit = {}) =>
   fetch(`https://127.0.0.1:${daemon.port}${path}`, { ...init, redirect: "manual", tls: { rejectUnauthorized: false } });
-const claimBodies = (ref: string) => seen.filter((s) => s.path === "/v1/claim" && (s.body as { claim_ref?: string })?.claim_ref === ref).map((s) => s.body);
+/**
+ * Claim bodies for a pod key, without the `metadata` map the project adds beyond spec §5.2 step 7 (its recovery
+ * labels, documented in docs/provider.md); every member the spec names is compared exactly.
+ */
+const claimBodies = (ref: string) =>
+  seen
+    .filter((s) => s.path === "/v1/claim" && (s.body as { claim_ref?: string })?.claim_ref === ref)
+    .map((s) => {
+      const { metadata: _m, ...spec } = s.body as Record<string, unknown>;
+      return spec;
+    });
 
 function peer(port: number, o: tls.ConnectionOptions = {}): Promise<{ cert: tls.PeerCertificate; protocol: string | null }> {
   return new Promise((resolve, reject) => {
