@@ -291,4 +291,46 @@ describe("scenarios on the daemon's wires", () => {
     expect(await nope.text()).toBe("404 request not found");
     expect((await kubelet("/pods", { method: "POST" })).status).toBe(405);
   }, 60_000);
+  test("scenario 42 (process): NodeInventory <node> has node, address, pools, sorted entries, field manager vk-sandbox, a Node ownerRef and an advancing publishedAt", async () => {
+    type Inv = {
+      node: string;
+      address: string;
+      pools?: { template: string; warm: number; target: number }[];
+      entries?: { name: string; id: string; phase: string; addr?: string }[];
+      publishedAt: string;
+      metadata: { ownerReferences?: unknown[]; managedFields?: { manager: string; operation: string }[] };
+    };
+    const get = async () => (await e2e.kube.req<Inv>("GET", `/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/${NODE}`)).body;
+    await running("s45");
+    const held = Object.entries(table().claims);
+    const inv = await eventually("inventory with our claims", async () => {
+      const got = await get();
+      return held.every(([, r]) => got?.entries?.some((e) => e.id === r.id)) && got;
+    });
+    const node = await e2e.kube.node(NODE);
+    expect(inv.node).toBe(NODE);
+    expect(inv.address).toBe(`127.0.0.1:${recorder!.port}`); // default: host:port of --sandboxd-url
+    expect(inv.pools?.map((p) => p.template)).toContain("base");
+    const names = inv.entries!.map((e) => e.name);
+    expect(names).toEqual([...names].sort());
+    for (const [key, r] of held) expect(inv.entries!.find((e) => e.id === r.id)).toMatchObject({ name: key, phase: "Running", addr: stack.sim.addr });
+    expect(inv.metadata.ownerReferences).toEqual([{ apiVersion: "v1", kind: "Node", name: NODE, uid: (node.body as { metadata: { uid: string } }).metadata.uid }]);
+    expect(inv.metadata.managedFields?.map((m) => `${m.manager}/${m.operation}`)).toContain("vk-sandbox/Apply");
+    const next = await eventually("publishedAt advances", async () => {
+      const got = await get();
+      return Date.parse(got.publishedAt) > Date.parse(inv.publishedAt) && got;
+    }, 10_000, 200);
+    expect(Date.parse(next.publishedAt)).toBeGreaterThan(Date.parse(inv.publishedAt));
+
+    // Scenario 43 (process): with /v1/sandboxes failing nothing is applied and publishedAt stalls; then it resumes.
+    stack.sim.listFails("500");
+    try {
+      await Bun.sleep(2_000); // let a publish already past its reads land
+      const stalled = (await get()).publishedAt;
+      await Bun.sleep(3_000); // three intervals
+      expect((await get()).publishedAt).toBe(stalled);
+    } finally {
+      stack.sim.listFails(false);
+    }
+  }, 60_000);
 });
