@@ -8,6 +8,7 @@ import type { TokenBucket } from "./rate-limit.ts";
 import { resourcePath, type ResourceRef } from "./resources.ts";
 import { BearerToken, bunTransport, type Transport } from "./transport.ts";
 import { decodeWatchStream, type WatchEvent } from "./watch-decoder.ts";
+import { sleepUnlessAborted } from "../lifecycle/sleep.ts";
 
 export type { WatchEvent } from "./watch-decoder.ts";
 
@@ -99,7 +100,8 @@ export class KubeClient {
       const wait = retryAfterMs(res);
       if (res.status !== 429 || wait === undefined || attempt >= MAX_429_RETRIES) throw err;
       this.log?.debug({ verb, path, retryInMs: wait }, "kube request throttled by the server; retrying");
-      await sleep(wait, opts.signal);
+      await sleepUnlessAborted(wait, opts.signal);
+      opts.signal?.throwIfAborted();
     }
   }
 
@@ -295,20 +297,6 @@ function retryAfterMs(res: Response): number | undefined {
   return Math.min(s * 1000, MAX_RETRY_AFTER_MS);
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 function queryString(q: Query | undefined): string {
   if (!q) return "";

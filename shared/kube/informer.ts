@@ -8,6 +8,7 @@ import type { KubeClient } from "./client.ts";
 import { isGone, KubeApiError, type Status } from "./errors.ts";
 import type { ResourceRef } from "./resources.ts";
 import { keyOf, Store, type Indexers, type Obj } from "./store.ts";
+import { sleepUnlessAborted } from "../lifecycle/sleep.ts";
 
 export { keyOf } from "./store.ts";
 
@@ -101,7 +102,7 @@ export class Informer<T extends Obj> {
     let needList = true;
     let goneInARow = 0;
     const pause = async () => {
-      await sleep(jitter(delay), signal);
+      await sleepUnlessAborted(jitter(delay), signal);
       delay = Math.min(delay * 2, maxMs);
     };
     while (!signal.aborted) {
@@ -254,15 +255,3 @@ function jitter(ms: number): number {
   return ms * (1 + Math.random() * 0.2);
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}

@@ -17,6 +17,7 @@ import {
   SandboxdUnauthorized,
   SandboxdUnexpectedStatus,
 } from "./errors.ts";
+import { sleepUnlessAborted } from "../lifecycle/sleep.ts";
 
 /** JSON replies above this are refused whole (spec §8.3); we read one byte past to know. */
 export const MAX_REPLY_BYTES = 16 * 1024 * 1024;
@@ -304,19 +305,8 @@ export async function withRetries<T>(
       const hinted = (e as { retryAfterMs?: number }).retryAfterMs;
       const delay = Math.max(hinted ?? 0, exp / 2 + Math.random() * (exp / 2));
       o?.onRetry?.(e, attempt, delay);
-      await sleep(delay, o?.signal);
+      await sleepUnlessAborted(delay, o?.signal);
     }
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-  });
-}

@@ -12,6 +12,7 @@ import { Nodes } from "../../../shared/kube/resources.ts";
 import type { SandboxdClient } from "../../../shared/sandboxd/client.ts";
 import { buildInventory } from "./build.ts";
 import { NodeInventories, type NodeInventory } from "./schema.ts";
+import { sleepUnlessAborted } from "../../../shared/lifecycle/sleep.ts";
 
 export type InventoryKubeClient = Pick<KubeClient, "get" | "patch">;
 /** Declared apart so a test can fail the listing alone. */
@@ -46,17 +47,7 @@ export type PublishOutcome =
   | { published: true; inventory: NodeInventory }
   | { published: false; reason: "node-gone" | "node-read-failed" | "sandboxd-failed" | "apply-failed"; error?: unknown };
 
-const defaultSleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
+const defaultSleep = sleepUnlessAborted;
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 

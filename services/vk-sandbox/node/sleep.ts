@@ -1,4 +1,5 @@
 // Timers for the node loops, injectable so tests can run a 10 s cadence in milliseconds.
+import { sleepUnlessAborted } from "../../../shared/lifecycle/sleep.ts";
 
 export interface LoopClock {
   /** Wall time, stamped into heartbeats and renewTime. */
@@ -9,18 +10,7 @@ export interface LoopClock {
 
 export const realLoopClock: LoopClock = {
   now: () => new Date(),
-  sleep(ms, signal) {
-    return new Promise<void>((resolve) => {
-      if (signal.aborted) return resolve();
-      const done = () => {
-        clearTimeout(t);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const t = setTimeout(done, Math.max(0, ms));
-      signal.addEventListener("abort", done, { once: true });
-    });
-  },
+  sleep: sleepUnlessAborted,
 };
 
 /** The minimal logger the loops need; a pino Logger satisfies it. */
