@@ -65,7 +65,7 @@ const running = (name: string, timeoutMs = 30_000) =>
     },
     timeoutMs,
   );
-const idOf = async (name: string) => (await running(name)).metadata!.annotations![CLAIM_ID]!;
+const idOf = async (name: string, timeoutMs?: number) => (await running(name, timeoutMs)).metadata!.annotations![CLAIM_ID]!;
 const gone = (name: string, timeoutMs = 30_000) => eventually(`${name} deleted`, async () => !(await pod(name)), timeoutMs);
 const live = (name: string) => simClaimsFor(stack.sim, `ns/${name}`).map((c) => c.id);
 const isLive = (id: string) => stack.sim.claims().some((c) => c.id === id);

@@ -314,7 +314,7 @@ describe("scenarios on the daemon's wires", () => {
     const names = inv.entries!.map((e) => e.name);
     expect(names).toEqual([...names].sort());
     for (const [key, r] of held) expect(inv.entries!.find((e) => e.id === r.id)).toMatchObject({ name: key, phase: "Running", addr: stack.sim.addr });
-    expect(inv.metadata.ownerReferences).toEqual([{ apiVersion: "v1", kind: "Node", name: NODE, uid: (node.body as { metadata: { uid: string } }).metadata.uid }]);
+    expect(inv.metadata.ownerReferences).toEqual([{ apiVersion: "v1", kind: "Node", name: NODE, uid: (node.body as unknown as { metadata: { uid: string } }).metadata.uid }]);
     expect(inv.metadata.managedFields?.map((m) => `${m.manager}/${m.operation}`)).toContain("vk-sandbox/Apply");
     const next = await eventually("publishedAt advances", async () => {
       const got = await get();
