@@ -177,7 +177,7 @@ describe("delete authorization on a real apiserver", () => {
     await e2e.kube.createPod(ownedBy("s26a", sandboxOwner("o26a", deleting.uid)));
     await e2e.kube.createPod(ownedBy("s26b", sandboxOwner("o26b", rotated.uid)));
     await e2e.kube.createPod(ownedBy("s26c", sandboxOwner("o26c", expired.uid)));
-    const ids = await Promise.all(["s26a", "s26b", "s26c"].map(idOf));
+    const ids = await Promise.all(["s26a", "s26b", "s26c"].map((n) => idOf(n)));
 
     await e2e.kube.deleteSandbox("ns", "o26a"); // the finalizer keeps it, with deletionTimestamp set
     await e2e.kube.deleteSandbox("ns", "o26b");
@@ -206,7 +206,7 @@ describe("delete authorization on a real apiserver", () => {
       s27c: { apiVersion: "apps/v1", kind: "ReplicaSet", name: "rs27", uid: "rs-uid" },
     };
     for (const [n, o] of Object.entries(owners)) await e2e.kube.createPod(ownedBy(n, o));
-    const ids = await Promise.all(Object.keys(owners).map(idOf));
+    const ids = await Promise.all(Object.keys(owners).map((n) => idOf(n)));
     const releases = reqs("release").length;
     for (const n of Object.keys(owners)) await e2e.kube.deletePod("ns", n);
     await Promise.all(Object.keys(owners).map((n) => gone(n)));
