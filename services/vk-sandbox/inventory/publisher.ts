@@ -13,6 +13,7 @@ import type { SandboxdClient } from "../../../shared/sandboxd/client.ts";
 import { buildInventory } from "./build.ts";
 import { NodeInventories, type NodeInventory } from "./schema.ts";
 import { sleepUnlessAborted } from "../../../shared/lifecycle/sleep.ts";
+import { LoopRunner } from "../../../shared/lifecycle/loop.ts";
 
 export type InventoryKubeClient = Pick<KubeClient, "get" | "patch">;
 /** Declared apart so a test can fail the listing alone. */
@@ -55,8 +56,7 @@ export class InventoryPublisher {
   private readonly o: InventoryPublisherOptions;
   private readonly now: () => Date;
   private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
-  private readonly abort = new AbortController();
-  private loop: Promise<void> | undefined;
+  private readonly loop = new LoopRunner((signal) => this.run(signal));
   private nodeSeen = false;
   private publishes = 0;
 
@@ -74,17 +74,14 @@ export class InventoryPublisher {
 
   /** Publishes now, then every interval, until stopped. Idempotent. */
   start(): void {
-    if (this.loop) return;
-    this.loop = this.run();
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.abort.abort();
-    await this.loop;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
-  private async run(): Promise<void> {
-    const signal = this.abort.signal;
+  private async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       await this.publishOnce();
       await this.sleep(this.o.intervalMs, signal);

@@ -9,6 +9,7 @@ import type { V1Lease, V1MicroTime, V1OwnerReference } from "@kubernetes/client-
 import type { KubeClient } from "../../../shared/kube/client.ts";
 import { isConflict, isNotFound } from "../../../shared/kube/errors.ts";
 import { Leases } from "../../../shared/kube/resources.ts";
+import { LoopRunner } from "../../../shared/lifecycle/loop.ts";
 import type { NodeRef } from "./node-controller.ts";
 import { type LoopClock, type LoopLogger, errMessage, realLoopClock } from "./sleep.ts";
 
@@ -44,8 +45,7 @@ class Stopped extends Error {}
 export class LeaseController {
   private readonly o: Required<Omit<LeaseControllerOptions, "nodeGone">> & { nodeGone: () => boolean };
   private latest: V1Lease | undefined;
-  private readonly abort = new AbortController();
-  private loop: Promise<void> | undefined;
+  private readonly loop = new LoopRunner((signal) => this.run(signal));
   private renewals = 0;
 
   constructor(opts: LeaseControllerOptions) {
@@ -69,17 +69,14 @@ export class LeaseController {
 
   /** Starts renewing now and then every interval. Call after the Node exists. Idempotent. */
   start(): void {
-    if (this.loop) return;
-    this.loop = this.run();
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.abort.abort();
-    await this.loop;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
-  private async run(): Promise<void> {
-    const signal = this.abort.signal;
+  private async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted && !this.o.nodeGone()) {
       try {
         await this.sync();
@@ -128,7 +125,7 @@ export class LeaseController {
   /** GET, or create when NotFound; other errors back off 100 ms, doubling to 7 s, until it works or we stop. */
   private async ensureWithBackoff(): Promise<{ lease: V1Lease; created: boolean }> {
     let delay = BACKOFF_START_MS;
-    const signal = this.abort.signal;
+    const signal = this.loop.signal;
     for (;;) {
       if (signal.aborted || this.o.nodeGone()) throw new Stopped();
       try {

@@ -13,6 +13,7 @@ import type { V1Node } from "@kubernetes/client-node";
 import type { KubeClient } from "../../../shared/kube/client.ts";
 import { isConflict, isNotFound } from "../../../shared/kube/errors.ts";
 import { Nodes } from "../../../shared/kube/resources.ts";
+import { LoopRunner } from "../../../shared/lifecycle/loop.ts";
 import { type NodeSpecInput, buildNode, nodeLabels, nodeStatus } from "./node-object.ts";
 import { type LoopClock, type LoopLogger, errMessage, realLoopClock } from "./sleep.ts";
 import { nodeStatusPatch, withHeartbeat } from "./status-patch.ts";
@@ -49,8 +50,7 @@ export class NodeController {
   private readySince: Date | undefined;
   private goneFlag = false;
   private resolveGone!: () => void;
-  private readonly abort = new AbortController();
-  private loop: Promise<void> | undefined;
+  private readonly loop = new LoopRunner((signal) => this.run(signal));
   /** Serializes pushes: the readiness push and a loop tick must not compute patches from the same stale view. */
   private pushing: Promise<void> = Promise.resolve();
   /** Resolves when the Node is found deleted while running. */
@@ -110,8 +110,7 @@ export class NodeController {
 
   /** Starts the periodic status loop. Idempotent. */
   start(): void {
-    if (this.loop) return;
-    this.loop = this.run();
+    this.loop.start();
   }
 
   /** Ready=True, KubeletReady, phase Running, pushed now rather than at the next tick. */
@@ -121,13 +120,11 @@ export class NodeController {
   }
 
   async stop(): Promise<void> {
-    this.abort.abort();
-    await this.loop;
+    await this.loop.stop();
     await this.pushing;
   }
 
-  private async run(): Promise<void> {
-    const signal = this.abort.signal;
+  private async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted && !this.goneFlag) {
       await this.clock.sleep(this.intervalMs, signal);
       if (signal.aborted || this.goneFlag) return;
