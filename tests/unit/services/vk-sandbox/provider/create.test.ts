@@ -1,22 +1,12 @@
-import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ClaimsFileSchema } from "../../../../../services/vk-sandbox/claims/schema.ts";
 import { ProviderError } from "../../../../../services/vk-sandbox/provider/errors.ts";
-import { bare, claimMetadataOf, closeSandboxds, FakeClock, harness, makeSandboxd, pod, tempDir } from "./helpers.ts";
+import { bare, claimMetadataOf, FakeClock, harness, makeSandboxd, pod, readTable, scratchDirs } from "./helpers.ts";
 
-let cleanups: Array<() => void> = [];
-afterEach(async () => {
-  await closeSandboxds();
-  for (const c of cleanups) c();
-  cleanups = [];
-});
-function statePath(): string {
-  const t = tempDir();
-  cleanups.push(t.cleanup);
-  return join(t.dir, "state", "claims.json");
-}
-const readTable = (path: string) => JSON.parse(readFileSync(path, "utf8"));
+const tmp = scratchDirs();
+const statePath = () => join(tmp(), "state", "claims.json");
 /** Turn the state path unwritable (as root, chmod does not stop us): put a file where its directory goes. */
 function breakDir(path: string): () => void {
   const dir = join(path, "..");

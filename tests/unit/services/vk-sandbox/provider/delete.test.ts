@@ -1,20 +1,10 @@
-import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { bare, closeSandboxds, FakeOwners, harness, pod, tempDir } from "./helpers.ts";
+import { describe, expect, test } from "bun:test";
 
-let cleanups: Array<() => void> = [];
-afterEach(async () => {
-  await closeSandboxds();
-  for (const c of cleanups) c();
-  cleanups = [];
-});
-function statePath(): string {
-  const t = tempDir();
-  cleanups.push(t.cleanup);
-  return join(t.dir, "claims.json");
-}
-const readTable = (path: string) => JSON.parse(readFileSync(path, "utf8"));
+import { join } from "node:path";
+import { bare, FakeOwners, harness, pod, readTable, scratchDirs } from "./helpers.ts";
+
+const tmp = scratchDirs();
+const statePath = () => join(tmp(), "claims.json");
 
 describe("DeletePod", () => {
   test("a bare pod's deletion releases its sandbox, drops the row and rewrites the file", async () => {

@@ -1,7 +1,8 @@
 // Test doubles for the provider: waitable counters and sandboxd doubles (sandboxd-doubles.ts), an owner reader
 // backed by a map, pod builders and a harness. Tests wait on conditions (counters, promises, loop ticks),
 // never on wall time.
-import { mkdtempSync, rmSync } from "node:fs";
+import { afterEach } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
@@ -10,7 +11,7 @@ import { ClaimsFile } from "../../../../../services/vk-sandbox/claims/file.ts";
 import { createSandboxProvider } from "../../../../../services/vk-sandbox/provider/provider.ts";
 import type { OwnerLookup, OwnerObject, OwnerReader, OwnerTarget } from "../../../../../services/vk-sandbox/provider/types.ts";
 import { FakeClock } from "../../../../../services/sandboxd-sim/clock.ts";
-import { Counter, makeSandboxd, type SandboxdDouble } from "./sandboxd-doubles.ts";
+import { closeSandboxds, Counter, makeSandboxd, type SandboxdDouble } from "./sandboxd-doubles.ts";
 
 /**
  * The simulator's fake clock: time moves only by advance(), due timers fire in order inside it. The provider
@@ -88,6 +89,28 @@ export function tempDir(): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), "vk-claims-"));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
+
+/**
+ * The per-test scratch space every provider test file sets up: registers an afterEach that stops the sandboxd
+ * doubles the test started and removes every directory handed out. Call once at the top of a test file; the
+ * returned function makes a fresh temporary directory.
+ */
+export function scratchDirs(): () => string {
+  let cleanups: Array<() => void> = [];
+  afterEach(async () => {
+    await closeSandboxds();
+    for (const c of cleanups) c();
+    cleanups = [];
+  });
+  return () => {
+    const t = tempDir();
+    cleanups.push(t.cleanup);
+    return t.dir;
+  };
+}
+
+/** The claims table as written to `path`, parsed. */
+export const readTable = (path: string) => JSON.parse(readFileSync(path, "utf8"));
 
 /** A pino logger whose records land in `lines` (parsed). */
 export function captureLog() {

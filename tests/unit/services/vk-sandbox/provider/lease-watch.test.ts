@@ -1,18 +1,11 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { closeSandboxds, FakeClock, harness, makeSandboxd, pod, tempDir } from "./helpers.ts";
+import { FakeClock, harness, makeSandboxd, pod, scratchDirs } from "./helpers.ts";
 
-let cleanups: Array<() => void> = [];
-afterEach(async () => {
-  await closeSandboxds();
-  for (const c of cleanups) c();
-  cleanups = [];
-});
+const tmp = scratchDirs();
 async function running(ttl = "60") {
-  const t = tempDir();
-  cleanups.push(t.cleanup);
   const clock = new FakeClock();
-  const h = await harness({ path: join(t.dir, "claims.json"), clock, sandboxd: await makeSandboxd(clock) });
+  const h = await harness({ path: join(tmp(), "claims.json"), clock, sandboxd: await makeSandboxd(clock) });
   await h.p.createPod(pod({ annotations: { "sandbox.cocoonstack.io/ttl-seconds": ttl }, containers: [{ name: "a", image: "img-a" }, { name: "b", image: "img-b" }] }));
   const id = h.sandboxd.ids()[0]!;
   return { h, clock, id };

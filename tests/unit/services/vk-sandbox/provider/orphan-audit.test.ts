@@ -1,18 +1,9 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { bare, closeSandboxds, harness, tempDir } from "./helpers.ts";
+import { bare, harness, scratchDirs } from "./helpers.ts";
 
-let cleanups: Array<() => void> = [];
-afterEach(async () => {
-  await closeSandboxds();
-  for (const c of cleanups) c();
-  cleanups = [];
-});
-async function setup() {
-  const t = tempDir();
-  cleanups.push(t.cleanup);
-  return harness({ path: join(t.dir, "claims.json") });
-}
+const tmp = scratchDirs();
+const setup = () => harness({ path: join(tmp(), "claims.json") });
 const audits = (lines: Array<Record<string, unknown>>) => lines.filter((l) => typeof l.verdict === "string");
 
 describe("orphan audit", () => {

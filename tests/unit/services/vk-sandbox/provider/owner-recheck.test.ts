@@ -1,20 +1,10 @@
-import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { closeSandboxds, FakeClock, FakeOwners, harness, makeSandboxd, pod, tempDir } from "./helpers.ts";
+import { describe, expect, test } from "bun:test";
 
-let cleanups: Array<() => void> = [];
-afterEach(async () => {
-  await closeSandboxds();
-  for (const c of cleanups) c();
-  cleanups = [];
-});
-function statePath(): string {
-  const t = tempDir();
-  cleanups.push(t.cleanup);
-  return join(t.dir, "claims.json");
-}
-const readTable = (path: string) => JSON.parse(readFileSync(path, "utf8"));
+import { join } from "node:path";
+import { FakeClock, FakeOwners, harness, makeSandboxd, pod, readTable, scratchDirs } from "./helpers.ts";
+
+const tmp = scratchDirs();
+const statePath = () => join(tmp(), "claims.json");
 
 async function preserved(path: string) {
   const clock = new FakeClock();

@@ -2,8 +2,8 @@
 // and the state write), and the create gate that keeps a Pod from claiming a second sandbox meanwhile.
 // The "crash" is reproduced exactly: the very claim the provider would send is made on the node, and its reply
 // never reaches any table; then a provider starts on the same state file and the same sandboxd.
-import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { claimMetadata, METADATA_AUTHORITY, METADATA_NODE, METADATA_POD_UID } from "../../../../../services/vk-sandbox/provider/claim-metadata.ts";
@@ -11,28 +11,18 @@ import { claimRequestFor } from "../../../../../services/vk-sandbox/provider/pod
 import {
   bare,
   claimMetadataOf,
-  closeSandboxds,
   FakeClock,
   harness,
   makeSandboxd,
   NODE_NAME,
   pod,
-  tempDir,
+  readTable,
   type SandboxdDouble,
+  scratchDirs,
 } from "./helpers.ts";
 
-let cleanups: Array<() => void> = [];
-afterEach(async () => {
-  await closeSandboxds();
-  for (const c of cleanups) c();
-  cleanups = [];
-});
-function statePath(): string {
-  const t = tempDir();
-  cleanups.push(t.cleanup);
-  return join(t.dir, "state", "claims.json");
-}
-const readTable = (path: string) => JSON.parse(readFileSync(path, "utf8"));
+const tmp = scratchDirs();
+const statePath = () => join(tmp(), "state", "claims.json");
 const wire = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
 const claimIdOf = (p: V1Pod | undefined) => p?.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"];
 

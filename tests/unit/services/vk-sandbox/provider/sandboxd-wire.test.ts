@@ -1,22 +1,16 @@
 // What the provider puts on the wire, read from the simulator's request log (needs the simulator: under
 // VK_PROVIDER_SANDBOXD=stub there is no wire to read, so these are skipped).
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { bare, claimMetadataOf, closeSandboxds, FakeClock, harness, makeSandboxd, pod, type SimSandboxd, tempDir } from "./helpers.ts";
+import { bare, claimMetadataOf, FakeClock, harness, makeSandboxd, pod, scratchDirs, type SimSandboxd } from "./helpers.ts";
 
 const stub = process.env.VK_PROVIDER_SANDBOXD === "stub";
-let cleanups: Array<() => void> = [];
-afterEach(async () => {
-  await closeSandboxds();
-  for (const c of cleanups) c();
-  cleanups = [];
-});
+const tmp = scratchDirs();
 async function simHarness() {
-  const t = tempDir();
-  cleanups.push(t.cleanup);
+  const dir = tmp();
   const clock = new FakeClock(Date.UTC(2026, 6, 27, 2, 15, 0));
   const sandboxd = (await makeSandboxd(clock)) as SimSandboxd;
-  const h = await harness({ path: join(t.dir, "claims.json"), clock, sandboxd });
+  const h = await harness({ path: join(dir, "claims.json"), clock, sandboxd });
   return { h, sim: sandboxd.sim };
 }
 

@@ -1,22 +1,11 @@
 // Startup and restart: load, quarantine, verification, the startup write (spec §1.1 step 7, §5.9).
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ClaimsStateError } from "../../../../../services/vk-sandbox/claims/errors.ts";
-import { closeSandboxds, FakeClock, FakeOwners, harness, makeSandboxd, pod, tempDir } from "./helpers.ts";
+import { FakeClock, FakeOwners, harness, makeSandboxd, pod, readTable, scratchDirs } from "./helpers.ts";
 
-let cleanups: Array<() => void> = [];
-afterEach(async () => {
-  await closeSandboxds();
-  for (const c of cleanups) c();
-  cleanups = [];
-});
-function tmp(): string {
-  const t = tempDir();
-  cleanups.push(t.cleanup);
-  return t.dir;
-}
-const readTable = (path: string) => JSON.parse(readFileSync(path, "utf8"));
+const tmp = scratchDirs();
 
 /** Run pods to Running, then "SIGKILL": drop the provider without stopping it and start a new one. */
 async function runThenRestart(path: string, names: string[]) {

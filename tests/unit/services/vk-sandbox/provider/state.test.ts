@@ -1,23 +1,16 @@
-import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { ClaimsFile } from "../../../../../services/vk-sandbox/claims/file.ts";
 import type { Claim } from "../../../../../services/vk-sandbox/claims/schema.ts";
 import { ProviderState } from "../../../../../services/vk-sandbox/provider/state.ts";
-import { tempDir } from "./helpers.ts";
+import { readTable, scratchDirs } from "./helpers.ts";
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  for (const c of cleanups) c();
-  cleanups = [];
-});
+const tmp = scratchDirs();
 const claim = (id: string): Claim => ({ id, token: `t-${id}`, address: "", podUID: "", authority: "", claimedAt: 1_000, deadline: 0 });
 
 function state() {
-  const t = tempDir();
-  cleanups.push(t.cleanup);
-  const path = join(t.dir, "claims.json");
-  return { st: new ProviderState(new ClaimsFile({ path })), read: () => JSON.parse(readFileSync(path, "utf8")) };
+  const path = join(tmp(), "claims.json");
+  return { st: new ProviderState(new ClaimsFile({ path })), read: () => readTable(path) };
 }
 
 describe("provider state writes", () => {
