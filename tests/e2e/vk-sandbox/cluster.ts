@@ -215,17 +215,4 @@ export function sandboxPod(
 }
 
 /** Poll a condition against the real apiserver (there is nothing to inject here), bounded. */
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await Bun.sleep(everyMs);
-  }
-}
+export { waitFor as eventually } from "../../integration/vk-sandbox/kube-fixture.ts";

@@ -7,7 +7,7 @@ import { NodeController } from "../../../services/vk-sandbox/node/index.ts";
 import { isNotFound } from "../../../shared/kube/errors.ts";
 import { Nodes } from "../../../shared/kube/resources.ts";
 import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
-import { eventually, type KubeFixture, nodeSpecFromFlags, quietLog, startKubeFixture } from "../../unit/services/vk-sandbox/node/kube-fixture.ts";
+import { eventually, type KubeFixture, nodeSpecFromFlags, quietLog, startKubeFixture } from "./kube-fixture.ts";
 
 let k: KubeFixture;
 let sim: SandboxdSim;

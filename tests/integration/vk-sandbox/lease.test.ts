@@ -1,21 +1,12 @@
 // The Node Lease against a real kube-apiserver (scenario 15), as the rbac.yaml ServiceAccount.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { V1Lease } from "@kubernetes/client-node";
 import { Leases } from "../../../shared/kube/resources.ts";
 import { LeaseController, NodeController } from "../../../services/vk-sandbox/node/index.ts";
-import { eventually, type KubeFixture, nodeSpecFromFlags, quietLog, startKubeFixture } from "../../unit/services/vk-sandbox/node/kube-fixture.ts";
+import { eventually, nodeSpecFromFlags, quietLog, useKubeFixture } from "./kube-fixture.ts";
 
-let k: KubeFixture;
-const running: { stop(): Promise<void> }[] = [];
-
-beforeAll(async () => {
-  k = await startKubeFixture();
-}, 180_000);
-
-afterAll(async () => {
-  await Promise.all(running.map((r) => r.stop()));
-  await k?.stop();
-});
+const k = useKubeFixture();
+const running = k.running;
 
 async function nodeAndLease(name: string, renewIntervalMs?: number) {
   const node = new NodeController({ client: k.daemon, spec: nodeSpecFromFlags([`--node-name=${name}`]), log: quietLog });

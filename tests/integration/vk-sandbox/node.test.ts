@@ -1,23 +1,14 @@
 // The virtual Node against a real kube-apiserver (scenarios 1, 3, 44, 49), acting with the vk-sandbox
 // ServiceAccount token that manifests/rbac.yaml binds.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { V1Node } from "@kubernetes/client-node";
 import { Nodes } from "../../../shared/kube/resources.ts";
 import { isNotFound } from "../../../shared/kube/errors.ts";
 import { LAST_APPLIED_STATUS, LeaseController, NodeController, type NodeSpecInput } from "../../../services/vk-sandbox/node/index.ts";
-import { eventually, type KubeFixture, nodeSpecFromFlags, quietLog, startKubeFixture } from "../../unit/services/vk-sandbox/node/kube-fixture.ts";
+import { eventually, nodeSpecFromFlags, quietLog, useKubeFixture } from "./kube-fixture.ts";
 
-let k: KubeFixture;
-const running: { stop(): Promise<void> }[] = [];
-
-beforeAll(async () => {
-  k = await startKubeFixture();
-}, 180_000);
-
-afterAll(async () => {
-  await Promise.all(running.map((r) => r.stop()));
-  await k?.stop();
-});
+const k = useKubeFixture();
+const running = k.running;
 
 /** Starts the node the way wire.ts does: ensure → status loop → Lease → Ready. */
 async function startNode(spec: NodeSpecInput, statusIntervalMs = 60_000) {
