@@ -1,30 +1,15 @@
 // What a failed create writes to the Pod, end to end (spec §11 scenarios 18–20): the pod controller's step 8 on a
 // real kube-apiserver, with the sandboxd simulator refusing claims. The daemon is a separate process.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { eventually, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
-import type { Daemon } from "./daemon.ts";
-import { simClaimsFor, simRequests, startStack, type Stack } from "./stack.ts";
+import { describe, expect, test } from "bun:test";
+import { eventually, sandboxPod } from "./cluster.ts";
+import { simClaimsFor, simRequests, useE2eStack } from "./stack.ts";
 
-let e2e: E2eCluster;
-let stack: Stack;
-let daemon: Daemon;
 const NODE = "vk-failures";
+const env = useE2eStack({ node: NODE });
 
-beforeAll(async () => {
-  e2e = await startE2eCluster();
-  stack = await startStack(e2e);
-  daemon = stack.daemon({ node: NODE });
-  await daemon.waitForLog(/vk-sandbox ready/);
-}, 120_000);
-
-afterAll(async () => {
-  await stack?.stop();
-  await e2e?.stop();
-});
-
-const status = async (name: string) => (await e2e.kube.pod("ns", name))?.status;
+const status = async (name: string) => (await env.e2e.kube.pod("ns", name))?.status;
 const warnings = async (name: string) =>
-  (await e2e.kube.events("ns")).filter((e) => e.involvedObject.name === name && e.type === "Warning").map((e) => e.reason);
+  (await env.e2e.kube.events("ns")).filter((e) => e.involvedObject.name === name && e.type === "Warning").map((e) => e.reason);
 
 describe("failed creates", () => {
   test.each([
@@ -34,32 +19,32 @@ describe("failed creates", () => {
     ["runtime vk-cocoon", { "sandbox.cocoonstack.io/runtime": "vk-cocoon" }],
   ])("a pod with %s gets no claim, shows Pending/ProviderFailed and a ProviderCreateFailed warning", async (what, annotations) => {
     const name = `bad-${what.replace(/[^a-z0-9]+/g, "-")}`;
-    await e2e.kube.createPod(sandboxPod(name, NODE, { annotations }));
+    await env.e2e.kube.createPod(sandboxPod(name, NODE, { annotations }));
     await eventually(`${name} ProviderFailed`, async () => (await status(name))?.reason === "ProviderFailed");
     expect((await status(name))?.phase).toBe("Pending");
     await eventually("warning", async () => (await warnings(name)).includes("ProviderCreateFailed"));
-    expect(simClaimsFor(stack.sim, `ns/${name}`)).toHaveLength(0);
+    expect(simClaimsFor(env.stack.sim, `ns/${name}`)).toHaveLength(0);
   }, 30_000);
 
   test("sandboxd at capacity (429) three times: a ProviderCreateFailed warning, backoff retries, then Running on one claim", async () => {
-    stack.sim.fail("claim", 429, { error: "no warm capacity" }, 3);
-    await e2e.kube.createPod(sandboxPod("busy", NODE));
+    env.stack.sim.fail("claim", 429, { error: "no warm capacity" }, 3);
+    await env.e2e.kube.createPod(sandboxPod("busy", NODE));
     await eventually("Running once capacity returns", async () => (await status("busy"))?.phase === "Running", 30_000);
-    expect(simClaimsFor(stack.sim, "ns/busy")).toHaveLength(1);
+    expect(simClaimsFor(env.stack.sim, "ns/busy")).toHaveLength(1);
     expect(await warnings("busy")).toContain("ProviderCreateFailed");
   }, 60_000);
 
   test("restartPolicy Never and 429: the pod ends Failed/ProviderFailed and no further claim is tried", async () => {
-    stack.sim.fail("claim", 429, { error: "no warm capacity" }, 1000);
+    env.stack.sim.fail("claim", 429, { error: "no warm capacity" }, 1000);
     try {
-      const claims = simRequests(stack.sim, "claim");
-      await e2e.kube.createPod(sandboxPod("never", NODE, { restartPolicy: "Never" }));
+      const claims = simRequests(env.stack.sim, "claim");
+      await env.e2e.kube.createPod(sandboxPod("never", NODE, { restartPolicy: "Never" }));
       await eventually("Failed", async () => (await status("never"))?.phase === "Failed");
       expect((await status("never"))?.reason).toBe("ProviderFailed");
       await Bun.sleep(1_000); // a retry would come within the first backoff steps (5, 10, 20 ms …)
-      expect(simRequests(stack.sim, "claim") - claims).toBe(1);
+      expect(simRequests(env.stack.sim, "claim") - claims).toBe(1);
     } finally {
-      stack.sim.clearFaults();
+      env.stack.sim.clearFaults();
     }
   }, 60_000);
 });

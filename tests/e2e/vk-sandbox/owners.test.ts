@@ -1,100 +1,85 @@
 // Pod deletion is never VM authority: an eviction storm that deletes every Pod while their `Sandbox` owners live
 // must leave every VM running for the same-name replacements to adopt; only an owner's end releases. The daemon is
 // a separate process authenticated by the ServiceAccount token of manifests/rbac.yaml.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { eventually, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
-import type { Daemon } from "./daemon.ts";
-import { simClaimsFor, simRequests, startStack, type Stack } from "./stack.ts";
+import { eventually, sandboxPod } from "./cluster.ts";
+import { simClaimsFor, simRequests, useE2eStack } from "./stack.ts";
 
-let e2e: E2eCluster;
-let stack: Stack;
-let daemon: Daemon;
 const NODE = "vk-owners";
-
-beforeAll(async () => {
-  e2e = await startE2eCluster();
-  stack = await startStack(e2e);
-  daemon = stack.daemon({ node: NODE });
-  await daemon.waitForLog(/vk-sandbox ready/);
-}, 120_000);
-
-afterAll(async () => {
-  await stack?.stop();
-  await e2e?.stop();
-});
+const env = useE2eStack({ node: NODE });
 
 const claimIdOf = async (name: string) =>
   eventually(`${name} Running with a claim`, async () => {
-    const p = await e2e.kube.pod("ns", name);
+    const p = await env.e2e.kube.pod("ns", name);
     return p?.status?.phase === "Running" && p.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"];
   });
 
-const gone = (name: string) => eventually(`${name} deleted`, async () => !(await e2e.kube.pod("ns", name)), 30_000);
+const gone = (name: string) => eventually(`${name} deleted`, async () => !(await env.e2e.kube.pod("ns", name)), 30_000);
 
 type Row = { id: string; owner?: { name: string; uid: string } };
-const rows = (): Record<string, Row> => JSON.parse(readFileSync(stack.statePath, "utf8")).claims;
+const rows = (): Record<string, Row> => JSON.parse(readFileSync(env.stack.statePath, "utf8")).claims;
 
 describe("delete authorization end to end", () => {
   test("every Pod deleted while its owner lives: every VM survives and same-name replacements adopt them", async () => {
     const names = ["ev1", "ev2", "ev3", "ev4", "ev5"];
-    const owners = await Promise.all(names.map((n) => e2e.kube.createSandbox("ns", n)));
+    const owners = await Promise.all(names.map((n) => env.e2e.kube.createSandbox("ns", n)));
     for (const [i, n] of names.entries()) {
-      await e2e.kube.createPod(sandboxPod(n, NODE, { owner: { name: n, uid: owners[i]!.metadata.uid } }));
+      await env.e2e.kube.createPod(sandboxPod(n, NODE, { owner: { name: n, uid: owners[i]!.metadata.uid } }));
     }
     const ids = await Promise.all(names.map(claimIdOf));
-    const releases = simRequests(stack.sim, "release");
+    const releases = simRequests(env.stack.sim, "release");
 
     // What a Node-NotReady eviction does: delete them all at once, with their grace period.
-    await Promise.all(names.map((n) => e2e.kube.deletePod("ns", n)));
+    await Promise.all(names.map((n) => env.e2e.kube.deletePod("ns", n)));
     await Promise.all(names.map(gone));
     for (const [i, n] of names.entries()) {
-      expect(simClaimsFor(stack.sim, `ns/${n}`).map((c) => c.id)).toEqual([ids[i]!]);
+      expect(simClaimsFor(env.stack.sim, `ns/${n}`).map((c) => c.id)).toEqual([ids[i]!]);
       expect(rows()[`ns/${n}`]?.owner?.uid).toBe(owners[i]!.metadata.uid);
     }
-    expect(simRequests(stack.sim, "release")).toBe(releases);
+    expect(simRequests(env.stack.sim, "release")).toBe(releases);
 
-    const claims = simRequests(stack.sim, "claim");
+    const claims = simRequests(env.stack.sim, "claim");
     for (const [i, n] of names.entries()) {
-      await e2e.kube.createPod(sandboxPod(n, NODE, { owner: { name: n, uid: owners[i]!.metadata.uid } }));
+      await env.e2e.kube.createPod(sandboxPod(n, NODE, { owner: { name: n, uid: owners[i]!.metadata.uid } }));
     }
     expect(await Promise.all(names.map(claimIdOf))).toEqual(ids);
-    expect(simRequests(stack.sim, "claim")).toBe(claims);
+    expect(simRequests(env.stack.sim, "claim")).toBe(claims);
     for (const n of names) expect(rows()[`ns/${n}`]?.owner).toBeUndefined();
   }, 90_000);
 
   test("an owner deleted after its Pod: the owner re-check releases the preserved sandbox", async () => {
-    const owner = await e2e.kube.createSandbox("ns", "later");
-    await e2e.kube.createPod(sandboxPod("later", NODE, { owner: { name: "later", uid: owner.metadata.uid } }));
+    const owner = await env.e2e.kube.createSandbox("ns", "later");
+    await env.e2e.kube.createPod(sandboxPod("later", NODE, { owner: { name: "later", uid: owner.metadata.uid } }));
     const id = await claimIdOf("later");
-    await e2e.kube.deletePod("ns", "later");
+    await env.e2e.kube.deletePod("ns", "later");
     await gone("later");
-    expect(simClaimsFor(stack.sim, "ns/later").map((c) => c.id)).toEqual([id]);
+    expect(simClaimsFor(env.stack.sim, "ns/later").map((c) => c.id)).toEqual([id]);
 
-    await e2e.kube.deleteSandbox("ns", "later");
+    await env.e2e.kube.deleteSandbox("ns", "later");
     // The re-check reads a preserved row's owner 10 s after the preserve, then backs off; allow two ticks.
-    await eventually("sandbox released", async () => simClaimsFor(stack.sim, "ns/later").length === 0, 35_000, 250);
+    await eventually("sandbox released", async () => simClaimsFor(env.stack.sim, "ns/later").length === 0, 35_000, 250);
     await eventually("row gone", async () => !rows()["ns/later"], 5_000);
   }, 60_000);
 
   test("a Pod whose owner is already gone is released at deletion", async () => {
-    const owner = await e2e.kube.createSandbox("ns", "orphaned");
-    await e2e.kube.createPod(sandboxPod("orphaned", NODE, { owner: { name: "orphaned", uid: owner.metadata.uid } }));
+    const owner = await env.e2e.kube.createSandbox("ns", "orphaned");
+    await env.e2e.kube.createPod(sandboxPod("orphaned", NODE, { owner: { name: "orphaned", uid: owner.metadata.uid } }));
     await claimIdOf("orphaned");
-    await e2e.kube.deleteSandbox("ns", "orphaned");
-    await e2e.kube.deletePod("ns", "orphaned");
-    await eventually("released", async () => simClaimsFor(stack.sim, "ns/orphaned").length === 0, 20_000);
+    await env.e2e.kube.deleteSandbox("ns", "orphaned");
+    await env.e2e.kube.deletePod("ns", "orphaned");
+    await eventually("released", async () => simClaimsFor(env.stack.sim, "ns/orphaned").length === 0, 20_000);
     await gone("orphaned");
   }, 60_000);
 
   test("a bare Pod deleted: its sandbox is released, the row goes and the Pod disappears after its grace period", async () => {
-    await e2e.kube.createPod(sandboxPod("bare", NODE));
+    await env.e2e.kube.createPod(sandboxPod("bare", NODE));
     await claimIdOf("bare");
-    await e2e.kube.deletePod("ns", "bare");
-    await eventually("released", async () => simClaimsFor(stack.sim, "ns/bare").length === 0, 20_000);
+    await env.e2e.kube.deletePod("ns", "bare");
+    await eventually("released", async () => simClaimsFor(env.stack.sim, "ns/bare").length === 0, 20_000);
     await gone("bare");
     expect(rows()["ns/bare"]).toBeUndefined();
-    const reasons = (await e2e.kube.events("ns")).filter((e) => e.involvedObject.name === "bare").map((e) => e.reason);
+    const reasons = (await env.e2e.kube.events("ns")).filter((e) => e.involvedObject.name === "bare").map((e) => e.reason);
     expect(reasons).toEqual(expect.arrayContaining(["ProviderCreateSuccess", "ProviderDeleteSuccess"]));
   }, 60_000);
 });

@@ -1,28 +1,21 @@
 // Load and rate limits: 200 Pods at once, and the client-side bucket observed from the apiserver's side (its
 // audit log of the daemon's ServiceAccount), which is independent of anything the daemon reports about itself.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { auditEvents, eventually, sandboxPod, startE2eCluster, worstBucketExcess, type E2eCluster } from "./cluster.ts";
-import { startStack, type Stack } from "./stack.ts";
+import { describe, expect, test } from "bun:test";
+import { auditEvents, eventually, sandboxPod, worstBucketExcess } from "./cluster.ts";
+import { useE2eStack } from "./stack.ts";
 
-let e2e: E2eCluster;
-let stack: Stack;
-
-beforeAll(async () => {
-  e2e = await startE2eCluster();
-  await e2e.cluster.createNamespace("load");
-  await e2e.cluster.createNamespace("slow");
-  stack = await startStack(e2e, { pools: ["base=250"] });
-}, 120_000);
-
-afterAll(async () => {
-  await stack?.stop();
-  await e2e?.stop();
+const env = useE2eStack({
+  sim: { pools: ["base=250"] },
+  prepare: async (e2e) => {
+    await e2e.cluster.createNamespace("load");
+    await e2e.cluster.createNamespace("slow");
+  },
 });
 
 const received = (e: { requestReceivedTimestamp: string }) => Date.parse(e.requestReceivedTimestamp);
 
 async function runningCount(ns: string): Promise<number> {
-  return (await e2e.kube.pods(ns)).filter((p) => p.status?.phase === "Running").length;
+  return (await env.e2e.kube.pods(ns)).filter((p) => p.status?.phase === "Running").length;
 }
 
 // The server stamps a request when it arrives, not when the client's bucket released it: on 2 shared cores a
@@ -34,22 +27,22 @@ describe("rate limits", () => {
   test("200 Pods created at once all reach Running and the observed request rate never exceeds QPS and burst", async () => {
     const qps = 50;
     const burst = 25;
-    const d = stack.daemon({ node: "vk-load", extra: [`--kube-api-qps=${qps}`, `--kube-api-burst=${burst}`] });
+    const d = env.stack.daemon({ node: "vk-load", extra: [`--kube-api-qps=${qps}`, `--kube-api-burst=${burst}`] });
     await d.waitForLog(/vk-sandbox ready/);
     const startedAt = Date.now();
     const names = Array.from({ length: 200 }, (_, i) => `p${i}`);
-    await Promise.all(names.map((n) => e2e.kube.createPod(sandboxPod(n, "vk-load", { ns: "load" }))));
+    await Promise.all(names.map((n) => env.e2e.kube.createPod(sandboxPod(n, "vk-load", { ns: "load" }))));
     await eventually("200 Running", async () => (await runningCount("load")) === 200, 90_000, 500);
     // Events trail status writes on the shared bucket (they are advisory); wait for them so the window holds both.
     await eventually(
       "200 create events",
-      async () => (await e2e.kube.events("load")).filter((e) => e.reason === "ProviderCreateSuccess").length >= 200,
+      async () => (await env.e2e.kube.events("load")).filter((e) => e.reason === "ProviderCreateSuccess").length >= 200,
       60_000,
       500,
     );
     await d.kill("SIGKILL");
 
-    const times = auditEvents(e2e.auditPath)
+    const times = auditEvents(env.e2e.auditPath)
       .filter((e) => received(e) >= startedAt - 5_000)
       .map(received);
     // Status writes and events alone are over 400 requests: the bucket was exercised, not idle.
@@ -60,30 +53,30 @@ describe("rate limits", () => {
   }, 150_000);
 
   test("with qps 1 and burst 1, twenty new Pods get their status writes about one per second; disabled events keep warnings", async () => {
-    const d = stack.daemon({ node: "vk-slow", extra: ["--kube-api-qps=1", "--kube-api-burst=1", "--disable-pod-events"] });
+    const d = env.stack.daemon({ node: "vk-slow", extra: ["--kube-api-qps=1", "--kube-api-burst=1", "--disable-pod-events"] });
     await d.waitForLog(/vk-sandbox ready/, 60_000);
     const startedAt = Date.now();
     const names = Array.from({ length: 20 }, (_, i) => `s${i}`);
-    await Promise.all(names.map((n) => e2e.kube.createPod(sandboxPod(n, "vk-slow", { ns: "slow" }))));
+    await Promise.all(names.map((n) => env.e2e.kube.createPod(sandboxPod(n, "vk-slow", { ns: "slow" }))));
     // A pod the provider refuses (ttl "abc"): its warning must still reach the apiserver.
-    await e2e.kube.createPod(sandboxPod("bad-ttl", "vk-slow", { ns: "slow", annotations: { "sandbox.cocoonstack.io/ttl-seconds": "abc" } }));
+    await env.e2e.kube.createPod(sandboxPod("bad-ttl", "vk-slow", { ns: "slow", annotations: { "sandbox.cocoonstack.io/ttl-seconds": "abc" } }));
     await eventually("20 Running", async () => (await runningCount("slow")) === 20, 90_000, 500);
     await eventually(
       "the warning event",
-      async () => (await e2e.kube.events("slow")).some((e) => e.reason === "ProviderCreateFailed" && e.involvedObject.name === "bad-ttl"),
+      async () => (await env.e2e.kube.events("slow")).some((e) => e.reason === "ProviderCreateFailed" && e.involvedObject.name === "bad-ttl"),
       30_000,
       500,
     );
     await d.kill("SIGKILL");
 
-    const mine = auditEvents(e2e.auditPath).filter((e) => received(e) >= startedAt);
+    const mine = auditEvents(env.e2e.auditPath).filter((e) => received(e) >= startedAt);
     const statusWrites = mine.filter((e) => e.verb === "update" && /\/namespaces\/slow\/pods\/s\d+\/status/.test(e.requestURI)).map(received);
     expect(statusWrites.length).toBeGreaterThanOrEqual(20);
     const spanSeconds = (Math.max(...statusWrites) - Math.min(...statusWrites)) / 1000;
     // Twenty writes one second apart span about 19 s; other requests share the bucket, so it can only be longer.
     expect(spanSeconds).toBeGreaterThanOrEqual(17);
     expect(worstBucketExcess(mine.map(received), 1, 1)).toBeLessThanOrEqual(slack(1));
-    const reasons = (await e2e.kube.events("slow")).map((e) => e.reason);
+    const reasons = (await env.e2e.kube.events("slow")).map((e) => e.reason);
     expect(reasons).not.toContain("ProviderCreateSuccess");
   }, 150_000);
 });

@@ -1,24 +1,13 @@
 // Process-level restarts of vk-sandbox on a real kube-apiserver with the sandboxd simulator: SIGKILL in the claim
 // window, SIGKILL while pods run, and a restart while sandboxd is unreachable. The daemon runs as its own process
 // (dist/vk-sandbox when built) and authenticates with the ServiceAccount token manifests/rbac.yaml binds.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { eventually, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
-import { providerPods, simClaimsFor, simRequests, startStack, type Stack } from "./stack.ts";
+import { eventually, sandboxPod } from "./cluster.ts";
+import { providerPods, simClaimsFor, simRequests, useE2eStack } from "./stack.ts";
 
-let e2e: E2eCluster;
-let stack: Stack;
-
-beforeAll(async () => {
-  e2e = await startE2eCluster();
-  stack = await startStack(e2e);
-}, 120_000);
-
-afterAll(async () => {
-  await stack?.stop();
-  await e2e?.stop();
-});
+const env = useE2eStack();
 
 type Row = { id: string; token: string; podUID: string; claimedAt?: string };
 const table = (path: string): { claims: Record<string, Row>; releasing?: Row[] } =>
@@ -26,29 +15,29 @@ const table = (path: string): { claims: Record<string, Row>; releasing?: Row[] }
 
 const running = (ns: string, name: string) =>
   eventually(`${ns}/${name} Running`, async () => {
-    const p = await e2e.kube.pod(ns, name);
+    const p = await env.e2e.kube.pod(ns, name);
     return p?.status?.phase === "Running" && p;
   });
 
-const requestsTo = (route: string) => simRequests(stack.sim, route);
+const requestsTo = (route: string) => simRequests(env.stack.sim, route);
 
 describe("vk-sandbox restarts", () => {
   test("SIGKILL between sandboxd's claim reply and the state write leaks no VM and loses no token", async () => {
     // The hook makes the window exact: sandboxd has delivered the sandbox (id written to the marker) and the
     // provider never saw the reply, so the claims table cannot hold it when the process dies.
-    const marker = join(stack.dir, "claim-hold.json");
-    const statePath = join(stack.dir, "crash", "claims.json");
-    const first = stack.daemon({ node: "vk-crash", statePath, env: { VK_SANDBOX_TEST_HOLD_AFTER_CLAIM: marker } });
+    const marker = join(env.stack.dir, "claim-hold.json");
+    const statePath = join(env.stack.dir, "crash", "claims.json");
+    const first = env.stack.daemon({ node: "vk-crash", statePath, env: { VK_SANDBOX_TEST_HOLD_AFTER_CLAIM: marker } });
     await first.waitForLog(/vk-sandbox ready/);
-    await e2e.kube.createPod(sandboxPod("crash", "vk-crash"));
+    await env.e2e.kube.createPod(sandboxPod("crash", "vk-crash"));
     const held = await eventually("claim delivered", async () => existsSync(marker) && (JSON.parse(readFileSync(marker, "utf8")) as { id: string }));
     await first.kill("SIGKILL");
     expect(table(statePath).claims["ns/crash"]).toBeUndefined();
-    expect(simClaimsFor(stack.sim, "ns/crash").map((c) => c.id)).toEqual([held.id]);
+    expect(simClaimsFor(env.stack.sim, "ns/crash").map((c) => c.id)).toEqual([held.id]);
 
-    const second = stack.daemon({ node: "vk-crash", statePath });
+    const second = env.stack.daemon({ node: "vk-crash", statePath });
     const pod = await running("ns", "crash");
-    const live = simClaimsFor(stack.sim, "ns/crash");
+    const live = simClaimsFor(env.stack.sim, "ns/crash");
     const row = table(statePath).claims["ns/crash"]!;
     // No leak: exactly one sandbox for the key. No lost token: the table holds that sandbox's own credential.
     expect(live.map((c) => c.id)).toEqual([row.id]);
@@ -58,12 +47,12 @@ describe("vk-sandbox restarts", () => {
   }, 90_000);
 
   test("SIGKILL while pods run, restart with sandboxd up: every pod keeps its claim id and start time, no claim call", async () => {
-    const statePath = join(stack.dir, "kill9", "claims.json");
-    const args = () => stack.daemon({ node: "vk-kill9", statePath });
+    const statePath = join(env.stack.dir, "kill9", "claims.json");
+    const args = () => env.stack.daemon({ node: "vk-kill9", statePath });
     const first = args();
     await first.waitForLog(/vk-sandbox ready/);
     const names = ["k1", "k2", "k3"];
-    await Promise.all(names.map((n) => e2e.kube.createPod(sandboxPod(n, "vk-kill9"))));
+    await Promise.all(names.map((n) => env.e2e.kube.createPod(sandboxPod(n, "vk-kill9"))));
     const before = await Promise.all(names.map((n) => running("ns", n)));
     await first.kill("SIGKILL");
 
@@ -87,35 +76,35 @@ describe("vk-sandbox restarts", () => {
   }, 90_000);
 
   test("restart while sandboxd is down: rows stay quarantined, nothing is released, pods recover on their claims", async () => {
-    const statePath = join(stack.dir, "down", "claims.json");
-    const first = stack.daemon({ node: "vk-down", statePath });
+    const statePath = join(env.stack.dir, "down", "claims.json");
+    const first = env.stack.daemon({ node: "vk-down", statePath });
     await first.waitForLog(/vk-sandbox ready/);
     const names = ["d1", "d2"];
     // One at a time: this test is about the outage, not about concurrent commits (the test above covers those).
     const before = [];
     for (const n of names) {
-      await e2e.kube.createPod(sandboxPod(n, "vk-down"));
+      await env.e2e.kube.createPod(sandboxPod(n, "vk-down"));
       before.push(await running("ns", n));
     }
     await first.kill("SIGKILL");
 
-    await stack.gate.down();
+    await env.stack.gate.down();
     const claims0 = requestsTo("claim");
     const releases0 = requestsTo("release");
-    const second = stack.daemon({ node: "vk-down", statePath });
+    const second = env.stack.daemon({ node: "vk-down", statePath });
     // Startup tolerates the failed verification listing: the node comes up with every row quarantined.
     await second.waitForLog(/vk-sandbox ready/);
     await second.waitForLog(/sandboxd unavailable; pod status left unchanged/, 30_000);
     expect(await providerPods(second.port)).toEqual([]);
     for (const [i, n] of names.entries()) {
-      const p = await e2e.kube.pod("ns", n);
+      const p = await env.e2e.kube.pod("ns", n);
       // A transient outage is not evidence: the pods keep Running and their claim ids.
       expect(p?.status?.phase).toBe("Running");
       expect(p?.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"]).toBe(before[i]!.metadata!.annotations!["sandbox.cocoonstack.io/claim-id"]!);
     }
     expect(Object.keys(table(statePath).claims).sort()).toEqual(names.map((n) => `ns/${n}`));
 
-    stack.gate.up();
+    env.stack.gate.up();
     // Verification runs every 15 s; the sync retries with backoff. Adoption shows in the provider's pod table.
     await eventually(
       "pods adopted on their original claims",
@@ -133,7 +122,7 @@ describe("vk-sandbox restarts", () => {
     }
     expect(requestsTo("claim")).toBe(claims0);
     expect(requestsTo("release")).toBe(releases0);
-    expect(simClaimsFor(stack.sim, "ns/d1")).toHaveLength(1);
+    expect(simClaimsFor(env.stack.sim, "ns/d1")).toHaveLength(1);
     await second.kill("SIGKILL");
   }, 120_000);
 });

@@ -2,12 +2,13 @@
 // inspect its claim table and inject faults), a gate in front of it that can make sandboxd truly unreachable
 // (connection refused, not an error answer), a token file, a state directory, and a daemon factory with the
 // arguments a node would run with.
+import { afterAll, beforeAll } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim, type SimOptions } from "../../../services/sandboxd-sim/sim.ts";
 import { freePorts } from "../../kube/ports.ts";
-import type { E2eCluster } from "./cluster.ts";
+import { startE2eCluster, type E2eCluster } from "./cluster.ts";
 import { Daemon } from "./daemon.ts";
 
 export const SANDBOXD_TOKEN = "node-root-token";
@@ -89,6 +90,44 @@ export async function startStack(e2e: E2eCluster, simOpts: SimOptions = {}): Pro
       await Daemon.killAll();
       await gate.down();
       await sim.stop();
+    },
+  };
+}
+
+export interface E2eFile {
+  readonly e2e: E2eCluster;
+  readonly stack: Stack;
+}
+
+/**
+ * Registers the beforeAll/afterAll most e2e files share: one apiserver and one stack for the file (120 s to come
+ * up), `prepare` run on the cluster before the stack starts, a daemon on `node` (when given) waited until ready,
+ * and on the way out the stack stopped, then the apiserver. The fields read through to what beforeAll started, so
+ * use them inside tests and hooks only.
+ */
+export function useE2eStack(o: { node?: string; sim?: SimOptions; prepare?: (e2e: E2eCluster) => Promise<void> } = {}): E2eFile {
+  let e2e: E2eCluster | undefined;
+  let stack: Stack | undefined;
+  beforeAll(async () => {
+    e2e = await startE2eCluster();
+    await o.prepare?.(e2e);
+    stack = await startStack(e2e, o.sim);
+    if (o.node) await stack.daemon({ node: o.node }).waitForLog(/vk-sandbox ready/);
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.stop();
+    await e2e?.stop();
+  });
+  const started = <T>(v: T | undefined): T => {
+    if (v === undefined) throw new Error("the e2e stack is not started: use it inside tests, after beforeAll");
+    return v;
+  };
+  return {
+    get e2e() {
+      return started(e2e);
+    },
+    get stack() {
+      return started(stack);
     },
   };
 }

@@ -1,39 +1,28 @@
 // Startup, configuration and shutdown of the vk-sandbox process (spec §11 scenarios 1–8, 11–13, 48) on a real
 // kube-apiserver, plus the proof that manifests/rbac.yaml is sufficient: the daemon runs as the ServiceAccount and
 // the apiserver's audit log shows no request of it refused.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { auditEvents, eventually, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { auditEvents, eventually, sandboxPod } from "./cluster.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { Daemon } from "./daemon.ts";
-import { simRequests, startStack, type Stack } from "./stack.ts";
+import { simRequests, useE2eStack } from "./stack.ts";
 
-let e2e: E2eCluster;
-let stack: Stack;
-
-beforeAll(async () => {
-  e2e = await startE2eCluster();
-  stack = await startStack(e2e);
-}, 120_000);
-
-afterAll(async () => {
-  await stack?.stop();
-  await e2e?.stop();
-});
+const env = useE2eStack();
 
 const freshState = () => join(mkdtempSync(join(tmpdir(), "vk-e2e-start-")), "state", "claims.json");
-const nodeExists = async (name: string) => (await e2e.kube.node(name)).status === 200;
+const nodeExists = async (name: string) => (await env.e2e.kube.node(name)).status === 200;
 const nodeReady = (name: string) =>
   eventually(`node ${name} Ready`, async () => {
-    const n = await e2e.kube.node(name);
+    const n = await env.e2e.kube.node(name);
     return n.status === 200 && n.body.status?.conditions?.some((c: { type: string; status: string }) => c.type === "Ready" && c.status === "True") && n.body;
   });
 
 describe("vk-sandbox startup and shutdown", () => {
   test("defaults: the node carries the labels, taint, port and capacity, addresses in order, and turns Ready", async () => {
-    const d = stack.daemon({ node: "vk-defaults", statePath: freshState(), extra: ["--node-ip=10.1.2.3"] });
+    const d = env.stack.daemon({ node: "vk-defaults", statePath: freshState(), extra: ["--node-ip=10.1.2.3"] });
     const node = await nodeReady("vk-defaults");
     expect(node.metadata.labels).toMatchObject({
       type: "virtual-kubelet",
@@ -53,7 +42,7 @@ describe("vk-sandbox startup and shutdown", () => {
   }, 60_000);
 
   test("an explicit --node-name wins over VK_NODE_NAME", async () => {
-    const d = stack.daemon({ node: "b-node", statePath: freshState(), env: { VK_NODE_NAME: "a-node" } });
+    const d = env.stack.daemon({ node: "b-node", statePath: freshState(), env: { VK_NODE_NAME: "a-node" } });
     await nodeReady("b-node");
     expect(await nodeExists("a-node")).toBe(false);
     await d.kill("SIGKILL");
@@ -61,7 +50,7 @@ describe("vk-sandbox startup and shutdown", () => {
 
   test("a missing state file and directory are created 0700 / 0600 holding an empty table", async () => {
     const statePath = freshState();
-    const d = stack.daemon({ node: "vk-fresh", statePath });
+    const d = env.stack.daemon({ node: "vk-fresh", statePath });
     await d.waitForLog(/vk-sandbox ready/);
     expect(statSync(join(statePath, "..")).mode & 0o777).toBe(0o700);
     expect(statSync(statePath).mode & 0o777).toBe(0o600);
@@ -70,14 +59,14 @@ describe("vk-sandbox startup and shutdown", () => {
   }, 60_000);
 
   test("an empty VK_STATE_PATH means the default path; an explicit empty --state-path is refused", async () => {
-    const refused = Daemon.start({ args: ["--state-path="], env: { KUBECONFIG: e2e.kubeconfig } });
+    const refused = Daemon.start({ args: ["--state-path="], env: { KUBECONFIG: env.e2e.kubeconfig } });
     expect(await refused.exitCode()).not.toBe(0);
 
     const defaultPath = "/var/lib/vk-sandbox/claims.json";
     const existed = existsSync(defaultPath);
     const d = Daemon.start({
-      args: ["--node-name=vk-default-path", `--sandboxd-url=${stack.gate.url}`, `--sandboxd-token-file=${stack.tokenFile}`, `--listen-addr=127.0.0.1:${freePorts(1)[0]}`],
-      env: { KUBECONFIG: e2e.kubeconfig, VK_STATE_PATH: "" },
+      args: ["--node-name=vk-default-path", `--sandboxd-url=${env.stack.gate.url}`, `--sandboxd-token-file=${env.stack.tokenFile}`, `--listen-addr=127.0.0.1:${freePorts(1)[0]}`],
+      env: { KUBECONFIG: env.e2e.kubeconfig, VK_STATE_PATH: "" },
     });
     try {
       await d.waitForLog(/claims table loaded/);
@@ -92,7 +81,7 @@ describe("vk-sandbox startup and shutdown", () => {
     const statePath = freshState();
     mkdirSync(join(statePath, ".."), { recursive: true });
     writeFileSync(statePath, "{not json", { mode: 0o600 });
-    const d = stack.daemon({ node: "vk-malformed", statePath });
+    const d = env.stack.daemon({ node: "vk-malformed", statePath });
     expect(await d.exitCode()).toBe(1);
     expect(readFileSync(statePath, "utf8")).toBe("{not json");
     expect(await nodeExists("vk-malformed")).toBe(false);
@@ -100,17 +89,17 @@ describe("vk-sandbox startup and shutdown", () => {
 
   test("a state path that cannot be written stops startup and registers no Node", async () => {
     // Tests run as root, which ignores directory modes; /proc refuses every create whoever asks.
-    const d = stack.daemon({ node: "vk-readonly", statePath: "/proc/vk-sandbox-e2e/claims.json" });
+    const d = env.stack.daemon({ node: "vk-readonly", statePath: "/proc/vk-sandbox-e2e/claims.json" });
     expect(await d.exitCode()).toBe(1);
     expect(await nodeExists("vk-readonly")).toBe(false);
   }, 60_000);
 
   test("VK_LOG_LEVEL=verbose stops startup; debug, info, warn and error (any case) all start", async () => {
-    const bad = stack.daemon({ node: "vk-verbose", statePath: freshState(), env: { VK_LOG_LEVEL: "verbose" } });
+    const bad = env.stack.daemon({ node: "vk-verbose", statePath: freshState(), env: { VK_LOG_LEVEL: "verbose" } });
     expect(await bad.exitCode()).toBe(1);
     for (const level of ["debug", "INFO", "warn", "error"]) {
       const name = `vk-level-${level.toLowerCase()}`;
-      const d = stack.daemon({ node: name, statePath: freshState(), env: { VK_LOG_LEVEL: level } });
+      const d = env.stack.daemon({ node: name, statePath: freshState(), env: { VK_LOG_LEVEL: level } });
       await nodeReady(name);
       await d.kill("SIGKILL");
     }
@@ -118,7 +107,7 @@ describe("vk-sandbox startup and shutdown", () => {
 
   test("a bare port as --listen-addr, a memory of 'banana' or an unreadable token file stop startup", async () => {
     for (const extra of [["--listen-addr=10260"], ["--node-memory=banana"], ["--sandboxd-token-file=/nonexistent/token"]]) {
-      const d = Daemon.start({ args: [`--state-path=${freshState()}`, "--node-name=vk-bad-flags", ...extra], env: { KUBECONFIG: e2e.kubeconfig } });
+      const d = Daemon.start({ args: [`--state-path=${freshState()}`, "--node-name=vk-bad-flags", ...extra], env: { KUBECONFIG: env.e2e.kubeconfig } });
       expect(await d.exitCode()).not.toBe(0);
     }
     expect(await nodeExists("vk-bad-flags")).toBe(false);
@@ -132,45 +121,45 @@ describe("vk-sandbox startup and shutdown", () => {
   }, 30_000);
 
   test("--version prints the build line and exits 0 without touching the network", async () => {
-    const before = auditEvents(e2e.auditPath).length;
-    const sandboxd = simRequests(stack.sim, "list") + simRequests(stack.sim, "info");
-    const d = Daemon.start({ args: ["--version"], env: { KUBECONFIG: e2e.kubeconfig, SANDBOXD_URL: stack.gate.url } });
+    const before = auditEvents(env.e2e.auditPath).length;
+    const sandboxd = simRequests(env.stack.sim, "list") + simRequests(env.stack.sim, "info");
+    const d = Daemon.start({ args: ["--version"], env: { KUBECONFIG: env.e2e.kubeconfig, SANDBOXD_URL: env.stack.gate.url } });
     expect(await d.exitCode()).toBe(0);
     expect(d.log()).toMatch(/^vk-sandbox \S+ \(rev=\S+ built=\S+\)\n$/);
-    expect(auditEvents(e2e.auditPath).length).toBe(before);
-    expect(simRequests(stack.sim, "list") + simRequests(stack.sim, "info")).toBe(sandboxd);
+    expect(auditEvents(env.e2e.auditPath).length).toBe(before);
+    expect(simRequests(env.stack.sim, "list") + simRequests(env.stack.sim, "info")).toBe(sandboxd);
   }, 30_000);
 
   test("SIGTERM exits 0, keeps the Node, lets the Lease go stale and releases nothing", async () => {
     const statePath = freshState();
-    const d = stack.daemon({ node: "vk-term", statePath });
+    const d = env.stack.daemon({ node: "vk-term", statePath });
     await nodeReady("vk-term");
-    await e2e.kube.createPod(sandboxPod("term", "vk-term"));
-    await eventually("Running", async () => (await e2e.kube.pod("ns", "term"))?.status?.phase === "Running");
-    const releases = simRequests(stack.sim, "release");
+    await env.e2e.kube.createPod(sandboxPod("term", "vk-term"));
+    await eventually("Running", async () => (await env.e2e.kube.pod("ns", "term"))?.status?.phase === "Running");
+    const releases = simRequests(env.stack.sim, "release");
     expect(await d.kill("SIGTERM")).toBe(0);
     expect(await nodeExists("vk-term")).toBe(true);
-    const lease = async () => (await e2e.kube.ok<{ spec: { renewTime: string } }>("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/vk-term")).spec.renewTime;
+    const lease = async () => (await env.e2e.kube.ok<{ spec: { renewTime: string } }>("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/vk-term")).spec.renewTime;
     const renewed = await lease();
     await Bun.sleep(11_000); // one renew interval (10 s) and a margin: a live daemon would have renewed by now
     expect(await lease()).toBe(renewed);
-    expect(simRequests(stack.sim, "release")).toBe(releases);
+    expect(simRequests(env.stack.sim, "release")).toBe(releases);
   }, 60_000);
 
   test("the ServiceAccount of manifests/rbac.yaml is enough: no request of the daemon was refused", async () => {
     // Every daemon in this file ran as system:serviceaccount:sandbox-system:vk-sandbox, never as admin, through
     // registration, leases, pod sync, status, events and deletes. Exercise the owner read and the inventory too.
     const statePath = freshState();
-    const d = stack.daemon({ node: "vk-rbac", statePath, extra: ["--publish-inventory", "--publish-interval=1s"] });
+    const d = env.stack.daemon({ node: "vk-rbac", statePath, extra: ["--publish-inventory", "--publish-interval=1s"] });
     await nodeReady("vk-rbac");
-    const owner = await e2e.kube.createSandbox("ns", "rbac");
-    await e2e.kube.createPod(sandboxPod("rbac", "vk-rbac", { owner: { name: "rbac", uid: owner.metadata.uid } }));
-    await eventually("Running", async () => (await e2e.kube.pod("ns", "rbac"))?.status?.phase === "Running");
-    await e2e.kube.deletePod("ns", "rbac");
-    await eventually("deleted", async () => !(await e2e.kube.pod("ns", "rbac")), 30_000);
-    await eventually("inventory published", async () => (await e2e.kube.req("GET", "/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/vk-rbac")).status === 200);
+    const owner = await env.e2e.kube.createSandbox("ns", "rbac");
+    await env.e2e.kube.createPod(sandboxPod("rbac", "vk-rbac", { owner: { name: "rbac", uid: owner.metadata.uid } }));
+    await eventually("Running", async () => (await env.e2e.kube.pod("ns", "rbac"))?.status?.phase === "Running");
+    await env.e2e.kube.deletePod("ns", "rbac");
+    await eventually("deleted", async () => !(await env.e2e.kube.pod("ns", "rbac")), 30_000);
+    await eventually("inventory published", async () => (await env.e2e.kube.req("GET", "/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/vk-rbac")).status === 200);
     await d.kill("SIGTERM");
-    const events = auditEvents(e2e.auditPath);
+    const events = auditEvents(env.e2e.auditPath);
     const verbs = new Set(events.map((e) => `${e.verb} ${e.requestURI.split("?")[0]!.replace(/\/namespaces\/[^/]+/, "/namespaces/*").replace(/\/(pods|nodes|leases|events|sandboxes|nodeinventories)\/[^/]+/, "/$1/*")}`));
     const refused = events.filter((e) => e.responseStatus?.code === 403 || e.responseStatus?.code === 401);
     expect(refused.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
