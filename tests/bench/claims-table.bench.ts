@@ -87,18 +87,7 @@ async function groupCommitCase(rows: number, concurrency: number, claims: number
     const seconds = (performance.now() - started) / 1000;
     const writes = st.writes - writes0;
     const written = file.bytesWritten - bytes0;
-    return {
-      mode: "group-commit",
-      rows,
-      concurrency,
-      claims,
-      seconds: round(seconds),
-      claimsPerSecond: round(claims / seconds),
-      writes,
-      claimsPerWrite: round(claims / writes),
-      bytesPerClaim: Math.round(written / claims),
-      tableBytes: Math.round(written / writes),
-    };
+    return benchCase("group-commit", { rows, concurrency, claims, seconds, writes, written });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -133,21 +122,30 @@ async function baselineCase(rows: number, concurrency: number, claims: number, f
     await Promise.all(Array.from({ length: concurrency }, worker));
     const seconds = (performance.now() - started) / 1000;
     const written = file.bytesWritten - bytes0;
-    return {
-      mode: "baseline-write-per-claim",
-      rows,
-      concurrency,
-      claims,
-      seconds: round(seconds),
-      claimsPerSecond: round(claims / seconds),
-      writes,
-      claimsPerWrite: round(claims / writes),
-      bytesPerClaim: Math.round(written / claims),
-      tableBytes: Math.round(written / writes),
-    };
+    return benchCase("baseline-write-per-claim", { rows, concurrency, claims, seconds, writes, written });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The figures both modes report, from what each measured (`written`: bytes written during the claims). */
+function benchCase(
+  mode: ClaimsBenchCase["mode"],
+  m: { rows: number; concurrency: number; claims: number; seconds: number; writes: number; written: number },
+): ClaimsBenchCase {
+  const { rows, concurrency, claims, seconds, writes, written } = m;
+  return {
+    mode,
+    rows,
+    concurrency,
+    claims,
+    seconds: round(seconds),
+    claimsPerSecond: round(claims / seconds),
+    writes,
+    claimsPerWrite: round(claims / writes),
+    bytesPerClaim: Math.round(written / claims),
+    tableBytes: Math.round(written / writes),
+  };
 }
 
 function round(n: number): number {
