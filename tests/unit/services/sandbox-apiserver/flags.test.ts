@@ -2,42 +2,17 @@
 // the project decisions (positive --inventory-stale-after, semver --e2b-envd-version), and exit codes.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { StartupError, UsageError } from "../../../../shared/config/index.ts";
 import {
   apiserverFlags,
   apiserverHelp,
   checkApiserverConfig,
   parseApiserverFlags,
-  type ApiserverConfig,
 } from "../../../../services/sandbox-apiserver/flags.ts";
+import { flagReaders } from "../flags-fixture.ts";
 
 const root = join(import.meta.dir, "..", "..", "..", "..");
 
-function config(argv: string[] = []): ApiserverConfig {
-  const outcome = parseApiserverFlags(argv, {});
-  if (outcome.kind !== "run") throw new Error(`expected run, got ${outcome.kind}`);
-  return outcome.config;
-}
-
-function usageMessage(argv: string[]): string {
-  try {
-    parseApiserverFlags(argv, {});
-  } catch (err) {
-    expect(err).toBeInstanceOf(UsageError);
-    return (err as Error).message;
-  }
-  throw new Error("expected a UsageError");
-}
-
-function startupMessage(argv: string[]): string {
-  try {
-    checkApiserverConfig(config(argv));
-  } catch (err) {
-    expect(err).toBeInstanceOf(StartupError);
-    return (err as Error).message;
-  }
-  throw new Error("expected a StartupError");
-}
+const { config, usageMessage, startupMessage } = flagReaders(parseApiserverFlags, checkApiserverConfig);
 
 describe("defaults", () => {
   test("own flags follow seed 003", () => {

@@ -2,33 +2,19 @@
 // exit codes of a real process.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { StartupError, UsageError, e2bFlags } from "../../../../shared/config/index.ts";
+import { UsageError, e2bFlags } from "../../../../shared/config/index.ts";
 import {
   checkE2bMeshConfig,
   e2bMeshFlags,
   e2bMeshHelp,
   parseE2bMeshFlags,
-  type E2bMeshConfig,
 } from "../../../../services/sandbox-e2b/flags.ts";
+import { flagReaders } from "../flags-fixture.ts";
 
 const root = join(import.meta.dir, "..", "..", "..", "..");
 const complete = ["--sandboxd-seeds=10.0.0.5:7777, 10.0.0.6:7777", "--e2b-domain=sb.example.com", "--e2b-allow-anonymous", "--e2b-envd-secret-file=/s"];
 
-function config(argv: string[] = []): E2bMeshConfig {
-  const outcome = parseE2bMeshFlags(argv, {});
-  if (outcome.kind !== "run") throw new Error(`expected run, got ${outcome.kind}`);
-  return outcome.config;
-}
-
-function startupMessage(argv: string[]): string {
-  try {
-    checkE2bMeshConfig(config(argv));
-  } catch (err) {
-    expect(err).toBeInstanceOf(StartupError);
-    return (err as Error).message;
-  }
-  throw new Error("expected a StartupError");
-}
+const { config, startupMessage } = flagReaders(parseE2bMeshFlags, checkE2bMeshConfig);
 
 describe("sandbox-e2b flags", () => {
   test("defaults: no seeds, a 10s poll, no in-process proxy, the e2b defaults", () => {

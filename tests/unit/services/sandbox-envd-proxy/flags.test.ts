@@ -2,33 +2,19 @@
 // failures (scenarios 1 and 2), and exit codes of a real process.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { StartupError, UsageError } from "../../../../shared/config/index.ts";
+import { UsageError } from "../../../../shared/config/index.ts";
 import {
   checkEnvdProxyConfig,
   envdProxyFlags,
   envdProxyHelp,
   parseEnvdProxyFlags,
-  type EnvdProxyConfig,
 } from "../../../../services/sandbox-envd-proxy/flags.ts";
+import { flagReaders } from "../flags-fixture.ts";
 
 const root = join(import.meta.dir, "..", "..", "..", "..");
 const complete = ["--domain=sb.example.com", "--e2b-envd-secret-file=/secret", "--sandboxd-token-file=/token"];
 
-function config(argv: string[] = []): EnvdProxyConfig {
-  const outcome = parseEnvdProxyFlags(argv, {});
-  if (outcome.kind !== "run") throw new Error(`expected run, got ${outcome.kind}`);
-  return outcome.config;
-}
-
-function startupMessage(argv: string[]): string {
-  try {
-    checkEnvdProxyConfig(config(argv));
-  } catch (err) {
-    expect(err).toBeInstanceOf(StartupError);
-    return (err as Error).message;
-  }
-  throw new Error("expected a StartupError");
-}
+const { config, startupMessage } = flagReaders(parseEnvdProxyFlags, checkEnvdProxyConfig);
 
 describe("envd-proxy flags", () => {
   test("defaults follow seed 003", () => {

@@ -2,33 +2,18 @@
 // values, and the exit codes a real process gives for bad input.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { UsageError } from "../../../../shared/config/index.ts";
 import {
   advertiseAddrFromUrl,
   parseNodeLabels,
   parseVkSandboxFlags,
   vkSandboxFlags,
   vkSandboxHelp,
-  type VkSandboxConfig,
 } from "../../../../services/vk-sandbox/flags.ts";
+import { flagReaders } from "../flags-fixture.ts";
 
 const root = join(import.meta.dir, "..", "..", "..", "..");
 
-function config(argv: string[] = [], env: Record<string, string> = {}): VkSandboxConfig {
-  const outcome = parseVkSandboxFlags(argv, env);
-  if (outcome.kind !== "run") throw new Error(`expected run, got ${outcome.kind}`);
-  return outcome.config;
-}
-
-function usageMessage(argv: string[], env: Record<string, string> = {}): string {
-  try {
-    parseVkSandboxFlags(argv, env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(UsageError);
-    return (err as Error).message;
-  }
-  throw new Error("expected a UsageError");
-}
+const { config, usageMessage } = flagReaders(parseVkSandboxFlags);
 
 describe("vk-sandbox defaults (seed 000)", () => {
   test("every default is the seed's", () => {
