@@ -10,6 +10,7 @@
 // anything we cannot verify preserves, because a wrongly released sandbox is a user's live session lost,
 // while a wrongly preserved one costs a VM until its lease ends.
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
+import { pluralize, resourceForKind } from "../../../shared/kube/resources.ts";
 import type { Claim, OwnerRef } from "../claims/schema.ts";
 import { controllerRef, podUID } from "./pod-contract.ts";
 import type { OwnerLookup, OwnerReader, OwnerTarget } from "./types.ts";
@@ -37,24 +38,18 @@ export function ownerRefOf(ref: V1OwnerReference): OwnerRef {
 /**
  * English plural of a lower-cased kind, the way Kubernetes names most resources: s/x/z/ch/sh + "es",
  * consonant + y -> "ies", else + "s". Never a naive "+s" (sandbox -> sandboxes, policy -> policies).
+ * The kube client's rule (shared/kube/resources.ts), so an owner is read at the path the client would use.
  */
-export function pluralOf(kind: string): string {
-  const k = kind.toLowerCase();
-  if (/(s|x|z|ch|sh)$/.test(k)) return `${k}es`;
-  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
-  return `${k}s`;
-}
+export const pluralOf: (kind: string) => string = pluralize;
 
 /**
  * group/version from apiVersion ("v1" = core) and the plural resource, or undefined when the kind is empty
  * or the apiVersion does not parse (empty, more than one "/", an empty part): such an owner is unverifiable.
  */
 export function ownerTargetOf(ref: OwnerRef): OwnerTarget | undefined {
-  if (!ref.kind) return undefined;
-  const parts = ref.apiVersion.split("/");
-  if (parts.length > 2 || parts.some((p) => p === "")) return undefined;
-  const [group, version] = parts.length === 2 ? [parts[0]!, parts[1]!] : ["", parts[0]!];
-  return { apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, uid: ref.uid, group, version, resource: pluralOf(ref.kind) };
+  const r = resourceForKind(ref.apiVersion, ref.kind, true);
+  if (!r) return undefined;
+  return { apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, uid: ref.uid, group: r.group, version: r.version, resource: r.resource };
 }
 
 export type DeleteVerdict = { action: "release" | "preserve"; reason: string };
