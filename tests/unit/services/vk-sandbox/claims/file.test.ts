@@ -1,21 +1,12 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ClaimsFile } from "../../../../../services/vk-sandbox/claims/file.ts";
 import { ClaimsStateError } from "../../../../../services/vk-sandbox/claims/errors.ts";
-import { tempDir } from "../provider/helpers.ts";
+import { scratchDirs } from "../provider/helpers.ts";
 
 const T0 = Date.UTC(2026, 6, 27, 2, 15, 0);
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  for (const c of cleanups) c();
-  cleanups = [];
-});
-function dir(): string {
-  const t = tempDir();
-  cleanups.push(t.cleanup);
-  return t.dir;
-}
+const dir = scratchDirs();
 
 describe("durable claims file", () => {
   test("a missing file loads as an empty table", async () => {
