@@ -7,12 +7,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { auditEvents, eventually, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { CLAIM_ID, auditEvents, eventually, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
 import type { Daemon } from "./daemon.ts";
 import { SANDBOXD_TOKEN, simClaimsFor, startStack, type Stack } from "./stack.ts";
 
 const NODE = "vk-authority";
-const CLAIM_ID = "sandbox.cocoonstack.io/claim-id";
 const SB = "/apis/agents.x-k8s.io/v1beta1/namespaces/ns/sandboxes";
 
 let e2e: E2eCluster;
@@ -56,15 +55,7 @@ type Row = { id: string; token: string; authority?: string; owner?: { kind: stri
 const table = (): { claims: Record<string, Row>; releasing?: Row[] } => JSON.parse(readFileSync(statePath, "utf8"));
 const row = (name: string) => table().claims[`ns/${name}`];
 const pod = (name: string) => e2e.kube.pod("ns", name);
-const running = (name: string, timeoutMs = 30_000) =>
-  eventually(
-    `${name} Running`,
-    async () => {
-      const p = await pod(name);
-      return p?.status?.phase === "Running" && p.metadata?.annotations?.[CLAIM_ID] ? p : undefined;
-    },
-    timeoutMs,
-  );
+const running = (name: string, timeoutMs?: number) => runningWithClaim(e2e.kube, "ns", name, timeoutMs);
 const idOf = async (name: string, timeoutMs?: number) => (await running(name, timeoutMs)).metadata!.annotations![CLAIM_ID]!;
 const gone = (name: string, timeoutMs = 30_000) => eventually(`${name} deleted`, async () => !(await pod(name)), timeoutMs);
 const live = (name: string) => simClaimsFor(stack.sim, `ns/${name}`).map((c) => c.id);

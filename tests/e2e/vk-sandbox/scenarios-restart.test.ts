@@ -7,12 +7,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { eventually, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { CLAIM_ID, eventually, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
 import type { Daemon } from "./daemon.ts";
 import { simClaimsFor, startStack, type Stack } from "./stack.ts";
 
 const NODE = "vk-rerun";
-const CLAIM_ID = "sandbox.cocoonstack.io/claim-id";
 
 let e2e: E2eCluster;
 let stack: Stack;
@@ -21,15 +20,7 @@ let statePath: string;
 type Row = { id: string; token: string; podUID: string; authority?: string; claimedAt?: string; deadline?: string; owner?: { uid: string } };
 const table = (): { claims: Record<string, Row>; releasing?: Row[] } => JSON.parse(readFileSync(statePath, "utf8"));
 const pod = (name: string) => e2e.kube.pod("ns", name);
-const running = (name: string, timeoutMs = 30_000) =>
-  eventually(
-    `${name} Running`,
-    async () => {
-      const p = await pod(name);
-      return p?.status?.phase === "Running" && p.metadata?.annotations?.[CLAIM_ID] ? p : undefined;
-    },
-    timeoutMs,
-  );
+const running = (name: string, timeoutMs?: number) => runningWithClaim(e2e.kube, "ns", name, timeoutMs);
 const isLive = (id: string) => stack.sim.claims().some((c) => c.id === id);
 const reqs = (route: string, pred: (e: (typeof stack.sim.requests)[number]) => boolean = () => true) =>
   stack.sim.requests.filter((e) => e.route === route && pred(e));

@@ -7,17 +7,16 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as tls from "node:tls";
 import type { V1Pod } from "@kubernetes/client-node";
 import { selfSignedServingCert } from "../../../shared/tls/index.ts";
 import { freePorts } from "../../kube/ports.ts";
-import { eventually, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { peer } from "../../integration/vk-sandbox/tls-peer.ts";
+import { CLAIM_ID, eventually, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
 import { Daemon } from "./daemon.ts";
 import { SANDBOXD_TOKEN, simClaimsFor, startStack, type Stack } from "./stack.ts";
 
 const NODE = "vk-wire";
 const NODE_IP = "10.1.2.3";
-const CLAIM_ID = "sandbox.cocoonstack.io/claim-id";
 
 let e2e: E2eCluster;
 let stack: Stack;
@@ -90,11 +89,7 @@ afterAll(async () => {
   await e2e?.stop();
 });
 
-const running = (name: string) =>
-  eventually(`${name} Running`, async () => {
-    const p = await e2e.kube.pod("ns", name);
-    return p?.status?.phase === "Running" && p.metadata?.annotations?.[CLAIM_ID] ? p : undefined;
-  });
+const running = (name: string) => runningWithClaim(e2e.kube, "ns", name);
 const table = (): { claims: Record<string, { id: string; token: string; podUID: string }> } => JSON.parse(readFileSync(statePath, "utf8"));
 const kubelet = (path: string, init: RequestInit = {}) =>
   fetch(`https://127.0.0.1:${daemon.port}${path}`, { ...init, redirect: "manual", tls: { rejectUnauthorized: false } });
@@ -109,17 +104,6 @@ const claimBodies = (ref: string) =>
       const { metadata: _m, ...spec } = s.body as Record<string, unknown>;
       return spec;
     });
-
-function peer(port: number, o: tls.ConnectionOptions = {}): Promise<{ cert: tls.PeerCertificate; protocol: string | null }> {
-  return new Promise((resolve, reject) => {
-    const sock = tls.connect({ host: "127.0.0.1", port, rejectUnauthorized: false, ...o }, () => {
-      const out = { cert: sock.getPeerCertificate(), protocol: sock.getProtocol() };
-      sock.end();
-      resolve(out);
-    });
-    sock.on("error", reject);
-  });
-}
 
 /** A sandbox claimed behind the daemon's back, straight from the simulator. */
 async function claimDirect(body: Record<string, unknown>): Promise<{ id: string; token: string }> {

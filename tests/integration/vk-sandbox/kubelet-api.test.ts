@@ -4,7 +4,6 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as tls from "node:tls";
 import {
   createKubeletApp,
   kubeletTlsPair,
@@ -13,6 +12,7 @@ import {
   type KubeletServer,
 } from "../../../services/vk-sandbox/kubelet-api/index.ts";
 import { selfSignedServingCert } from "../../../shared/tls/index.ts";
+import { peer } from "./tls-peer.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "kubelet-api-"));
 const servers: KubeletServer[] = [];
@@ -31,17 +31,6 @@ async function serve(input: { nodeName: string; nodeIp?: string; tlsCert?: strin
   const s = serveKubeletApi({ app, tls: pair, hostname: "127.0.0.1", port: 0 });
   servers.push(s);
   return { s, pair };
-}
-
-function peer(port: number, o: tls.ConnectionOptions = {}): Promise<{ cert: tls.PeerCertificate; protocol: string | null }> {
-  return new Promise((resolve, reject) => {
-    const sock = tls.connect({ host: "127.0.0.1", port, rejectUnauthorized: false, ...o }, () => {
-      const out = { cert: sock.getPeerCertificate(), protocol: sock.getProtocol() };
-      sock.end();
-      resolve(out);
-    });
-    sock.on("error", reject);
-  });
 }
 
 /** openssl s_client with one protocol version forced; resolves with whether a session was established. */
