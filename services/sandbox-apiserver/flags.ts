@@ -2,6 +2,7 @@
 // the e2b surface) plus the generic aggregated-apiserver option sets it must accept under their
 // upstream names and defaults (spec §2.2). There is deliberately no etcd option: this server stores nothing.
 import {
+  OPERATOR_LOG_LEVEL_ENV,
   StartupError,
   boolFlag,
   checkE2bOptions,
@@ -11,8 +12,10 @@ import {
   formatHelp,
   intFlag,
   inventoryStaleAfterFlag,
+  kubeconfigHelp,
   listFlag,
   mapOutcome,
+  operatorLogLevelHelp,
   parseFlags,
   sandboxdTokenFlags,
   stringFlag,
@@ -21,7 +24,7 @@ import {
   type Env,
 } from "../../shared/config/index.ts";
 
-export const OPERATOR_LOG_LEVEL_ENV = "OPERATOR_LOG_LEVEL";
+export { OPERATOR_LOG_LEVEL_ENV };
 export const DEFAULT_WARM_POOL_SYNC_MS = 5_000;
 const TLS_VERSIONS = ["VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13"];
 
@@ -288,12 +291,8 @@ export function apiserverHelp(): string {
     summary: "aggregated apiserver serving sandboxes from NodeInventory, with the warm-pool driver and the optional e2b surface",
     table: apiserverFlags,
     envOnly: [
-      {
-        env: OPERATOR_LOG_LEVEL_ENV,
-        default: "info",
-        help: "Log level: debug, info, warn or error; an unknown level fails startup",
-      },
-      { env: "KUBECONFIG", default: "none", help: "Client config when not running in a cluster" },
+      operatorLogLevelHelp,
+      kubeconfigHelp,
     ],
   });
 }

@@ -2,6 +2,7 @@
 // sandboxd seeds; the `--e2b-*` set is the same rows sandbox-apiserver uses (always served here); the
 // envd proxy can run in the same process.
 import {
+  OPERATOR_LOG_LEVEL_ENV,
   StartupError,
   boolFlag,
   checkE2bOptions,
@@ -12,6 +13,7 @@ import {
   listFlag,
   listenAddressCheck,
   mapOutcome,
+  operatorLogLevelHelp,
   parseFlags,
   sandboxdTokenFlags,
   stringFlag,
@@ -20,7 +22,7 @@ import {
   type Env,
 } from "../../shared/config/index.ts";
 
-export const OPERATOR_LOG_LEVEL_ENV = "OPERATOR_LOG_LEVEL";
+export { OPERATOR_LOG_LEVEL_ENV };
 
 export const e2bMeshFlags = {
   sandboxdSeeds: listFlag({
@@ -111,11 +113,7 @@ export function e2bMeshHelp(): string {
     summary: "the e2b-compatible surface with no Kubernetes: learns nodes from sandboxd seeds, optionally runs the envd proxy in-process",
     table: e2bMeshFlags,
     envOnly: [
-      {
-        env: OPERATOR_LOG_LEVEL_ENV,
-        default: "info",
-        help: "Log level: debug, info, warn or error; an unknown level fails startup",
-      },
+      operatorLogLevelHelp,
     ],
   });
 }

@@ -1,12 +1,15 @@
 // sandbox-envd-proxy's flags (seed 003): the e2b data plane's listener, domain, TLS pair, guest leg,
 // the envd secret the access tokens are verified against, the fleet root token and the inventory window.
 import {
+  OPERATOR_LOG_LEVEL_ENV,
   StartupError,
   boolFlag,
   formatHelp,
   inventoryStaleAfterFlag,
+  kubeconfigHelp,
   listenAddressCheck,
   mapOutcome,
+  operatorLogLevelHelp,
   parseFlags,
   sandboxdTokenFlags,
   stringFlag,
@@ -14,7 +17,7 @@ import {
   type Env,
 } from "../../shared/config/index.ts";
 
-export const OPERATOR_LOG_LEVEL_ENV = "OPERATOR_LOG_LEVEL";
+export { OPERATOR_LOG_LEVEL_ENV };
 
 export const envdProxyFlags = {
   bindAddress: stringFlag({
@@ -115,12 +118,8 @@ export function envdProxyHelp(): string {
     summary: "the e2b data plane: relays {port}-{sandboxID}.{domain} to the owning node's guest port",
     table: envdProxyFlags,
     envOnly: [
-      {
-        env: OPERATOR_LOG_LEVEL_ENV,
-        default: "info",
-        help: "Log level: debug, info, warn or error; an unknown level fails startup",
-      },
-      { env: "KUBECONFIG", default: "none", help: "Client config when not running in a cluster" },
+      operatorLogLevelHelp,
+      kubeconfigHelp,
     ],
   });
 }

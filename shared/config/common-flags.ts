@@ -3,8 +3,22 @@
 // `--e2b-*` set (served by sandbox-apiserver behind --enable-e2b-api and always by sandbox-e2b).
 // Help texts are the seed's (../shared/seeds/003_*.txt), which is authoritative for flags and defaults.
 import { StartupError } from "./errors.ts";
+import type { EnvOnlySetting } from "./help.ts";
 import { listenAddressCheck } from "./host-port.ts";
 import { boolFlag, durationFlag, intFlag, semverFlag, stringFlag, type DurationValue } from "./flag-kinds.ts";
+
+/** The log-level variable of the operator binaries (sandbox-apiserver, sandbox-envd-proxy, sandbox-e2b). */
+export const OPERATOR_LOG_LEVEL_ENV = "OPERATOR_LOG_LEVEL";
+
+/** Its row in each of their --help tables. */
+export const operatorLogLevelHelp: EnvOnlySetting = {
+  env: OPERATOR_LOG_LEVEL_ENV,
+  default: "info",
+  help: "Log level: debug, info, warn or error; an unknown level fails startup",
+};
+
+/** KUBECONFIG's row, for the operator binaries that talk to Kubernetes. */
+export const kubeconfigHelp: EnvOnlySetting = { env: "KUBECONFIG", default: "none", help: "Client config when not running in a cluster" };
 
 export const sandboxdTokenFlags = {
   sandboxdToken: stringFlag({
