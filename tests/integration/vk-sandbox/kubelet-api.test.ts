@@ -49,6 +49,7 @@ async function opensslHandshake(port: number, flag: "-tls1_1" | "-tls1_2"): Prom
   return { ok: code === 0 && /Protocol version: TLSv1\.[23]|CONNECTION ESTABLISHED/.test(text), out: text };
 }
 
+// The openssl CLI is a second, independent TLS peer; where it is not installed the node:tls test below still proves scenario 10.
 const hasOpenssl = Bun.which("openssl") !== null;
 
 describe("kubelet API TLS", () => {
