@@ -35,7 +35,7 @@ import {
   SandboxdUnauthorized,
   provablyUndelivered,
 } from "./errors.ts";
-import { type RawReply, statusError, validate } from "./http.ts";
+import { type RawReply, parseJson, statusError, validate } from "./http.ts";
 import { get, info, list, type ListFilter } from "./reads.ts";
 import {
   type CheckpointClaimRequest,
@@ -176,10 +176,9 @@ async function claimOnce(
   const okCtx = { ...c, status: raw.status };
   let v: unknown;
   try {
-    v = JSON.parse(new TextDecoder().decode(raw.body));
+    v = parseJson(raw.body, okCtx);
   } catch (e) {
-    const err = new SandboxdProtocol(`sandboxd ${c.route} on ${c.node}: reply is not JSON`, okCtx, { problem: "bad_json", cause: e });
-    return reconcile(n, err, c, rec, o);
+    return reconcile(n, e as SandboxdProtocol, c, rec, o);
   }
   if (v !== null && typeof v === "object" && "redirect" in v) {
     const r = validate(v, RedirectReply, okCtx);

@@ -238,18 +238,21 @@ export function statusError(reply: RawReply, ctx: SandboxdErrorContext): Sandbox
   return new SandboxdUnexpectedStatus(msg, c, o);
 }
 
-/** Decode a 2xx JSON body through its wire schema. Never decodes a truncated body (exchange refuses those). */
-export function decodeJson<S extends z.ZodType>(body: Uint8Array, schema: S, ctx: SandboxdErrorContext): z.infer<S> {
-  let v: unknown;
+/** Parse a 2xx body as JSON; SandboxdProtocol (`bad_json`) when it is not. */
+export function parseJson(body: Uint8Array, ctx: SandboxdErrorContext): unknown {
   try {
-    v = JSON.parse(new TextDecoder().decode(body));
+    return JSON.parse(new TextDecoder().decode(body));
   } catch (e) {
     throw new SandboxdProtocol(`sandboxd ${ctx.route} on ${ctx.node}: reply is not JSON`, ctx, {
       problem: "bad_json",
       cause: e,
     });
   }
-  return validate(v, schema, ctx);
+}
+
+/** Decode a 2xx JSON body through its wire schema. Never decodes a truncated body (exchange refuses those). */
+export function decodeJson<S extends z.ZodType>(body: Uint8Array, schema: S, ctx: SandboxdErrorContext): z.infer<S> {
+  return validate(parseJson(body, ctx), schema, ctx);
 }
 
 /** Check an already-parsed JSON value against its wire schema. */
