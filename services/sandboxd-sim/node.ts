@@ -12,7 +12,7 @@ import { Pools } from "./pools.ts";
 import type { Mesh } from "./mesh.ts";
 import { SimError } from "./errors.ts";
 import { DEFAULT_PREVIEW_ADVERTISE } from "./preview.ts";
-import { SIZE_TIERS, poolKeyString, toWireTime, type InfoWire, type PoolKey, type TemplateInfo } from "../../shared/sandboxd/schemas.ts";
+import { DEFAULT_MAX_FORK_COUNT, SIZE_TIERS, poolKeyString, toWireTime, type InfoWire, type PoolKey, type TemplateInfo } from "../../shared/sandboxd/schemas.ts";
 
 export const REAP_INTERVAL_MS = 5_000;
 
@@ -92,7 +92,7 @@ export class SimNode {
     this.mesh = o.mesh;
     this.tokens = new TokenSet(o.rootToken, o.tenants);
     this.maxClaims = o.maxClaims ?? 0;
-    this.maxForkCount = o.maxForkCount ?? 16;
+    this.maxForkCount = o.maxForkCount ?? DEFAULT_MAX_FORK_COUNT;
     this.egressAttachment = o.egressAttachment ?? true;
     this.legacyIndex = o.legacyIndex ?? false;
     this.archivedDeadline = o.archivedDeadline ?? "omit";

@@ -9,7 +9,7 @@
 // A warm VM is minted with the sandbox id it will carry when claimed, so a test can see which VM a claim popped.
 import type { SimClock, Timer } from "./clock.ts";
 import type { IdSource } from "./ids.ts";
-import { NETS, SIZES, poolKeyString, type PoolEntry, type PoolKey, type PoolStatus } from "../../shared/sandboxd/schemas.ts";
+import { DEFAULT_NET, DEFAULT_SIZE, NETS, SIZES, poolKeyString, type PoolEntry, type PoolKey, type PoolStatus } from "../../shared/sandboxd/schemas.ts";
 
 export const REFILL_INTERVAL_MS = 2_000;
 export const GOLDEN_RETRY_MS = 30_000;
@@ -40,10 +40,10 @@ export interface PoolOptions {
 
 /** Parse `base:24.04/none/small` (net and size optional from the right; a template may itself contain `/`). */
 export function parseKeySpec(spec: string | PoolKey): PoolKey {
-  if (typeof spec !== "string") return { template: spec.template, net: spec.net ?? "none", size: spec.size ?? "small" };
+  if (typeof spec !== "string") return { template: spec.template, net: spec.net ?? DEFAULT_NET, size: spec.size ?? DEFAULT_SIZE };
   const parts = spec.split("/");
-  let net: PoolKey["net"] = "none";
-  let size: PoolKey["size"] = "small";
+  let net: PoolKey["net"] = DEFAULT_NET;
+  let size: PoolKey["size"] = DEFAULT_SIZE;
   const last = parts[parts.length - 1]!;
   if (parts.length > 1 && (SIZES as readonly string[]).includes(last)) {
     size = last as PoolKey["size"];

@@ -10,6 +10,8 @@ import { checkpointOwners, claimRedirect } from "./mesh.ts";
 import type { Scope } from "./auth.ts";
 import type { SimNode, CheckpointRec } from "./node.ts";
 import {
+  DEFAULT_NET,
+  DEFAULT_SIZE,
   NAME_RE,
   poolKeyString,
   toWireTime,
@@ -107,7 +109,7 @@ function laneChecks(node: SimNode, key: PoolKey, onExpire: OnExpire | undefined)
 }
 
 export function claim(node: SimNode, scope: Scope, req: ClaimRequest): ClaimResponse {
-  const key: PoolKey = { template: req.template, net: req.net ?? "none", size: req.size ?? "small" };
+  const key: PoolKey = { template: req.template, net: req.net ?? DEFAULT_NET, size: req.size ?? DEFAULT_SIZE };
   if (req.volumes && req.volumes.length > 0) throw new SimError(400, "volumes are not supported by sandboxd-sim");
   laneChecks(node, key, req.on_expire);
   const tenant = tenantOf(scope);

@@ -8,14 +8,14 @@ import { checkpointOut } from "../verbs.ts";
 import { templateOwners } from "../mesh.ts";
 import type { Scope } from "../auth.ts";
 import type { SimNode, TemplateRec } from "../node.ts";
-import { Net, Size, TemplateLabelsRequest, poolKeyString, type PoolKey } from "../../../shared/sandboxd/schemas.ts";
+import { DEFAULT_NET, DEFAULT_SIZE, Net, Size, TemplateLabelsRequest, poolKeyString, type PoolKey } from "../../../shared/sandboxd/schemas.ts";
 import { bearer, decode, json, type SimContext, type SimEnv } from "./body.ts";
 
 function keyFromQuery(c: SimContext): PoolKey {
   const template = c.req.query("template") ?? "";
   if (template === "") throw new SimError(400, "invalid pool key: template is required");
-  const net = Net.safeParse(c.req.query("net") || "none");
-  const size = Size.safeParse(c.req.query("size") || "small");
+  const net = Net.safeParse(c.req.query("net") || DEFAULT_NET);
+  const size = Size.safeParse(c.req.query("size") || DEFAULT_SIZE);
   if (!net.success) throw new SimError(400, `invalid pool key: unknown net ${JSON.stringify(c.req.query("net"))}`);
   if (!size.success) throw new SimError(400, `invalid pool key: unknown size ${JSON.stringify(c.req.query("size"))}`);
   return { template, net: net.data, size: size.data };
