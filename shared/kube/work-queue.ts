@@ -153,6 +153,8 @@ export class WorkQueue {
   private readonly clock: Clock;
   private readonly workers: number;
   private readonly maxAttempts: number;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
   private readonly retryPolicy: RetryPolicy;
   private readonly bucket: ReservingBucket | undefined;
   private readonly log: QueueLogger | undefined;
@@ -179,11 +181,11 @@ export class WorkQueue {
     this.clock = opts.clock ?? systemClock;
     this.workers = Math.max(1, opts.workers ?? 1);
     this.maxAttempts = opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-    const base = opts.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
-    const cap = opts.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
+    this.baseDelayMs = opts.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
+    this.maxDelayMs = opts.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
     this.retryPolicy =
       opts.retryPolicy ??
-      ((_key, _err, failures) => (failures >= this.maxAttempts ? undefined : backoffDelay(failures, base, cap)));
+      ((_key, _err, failures) => (failures >= this.maxAttempts ? undefined : this.backoff(failures)));
     this.bucket = opts.rate && opts.rate.qps > 0 ? new ReservingBucket(opts.rate, this.clock) : undefined;
     this.log = opts.log;
     // Constructing has no side effects: p-queue starts paused-free but we only feed it after start().
@@ -193,7 +195,12 @@ export class WorkQueue {
   /** Plain enqueue: waits for a bucket token and, for a failing key, its backoff (max of the two). */
   enqueue(key: string): void {
     const bucketDelay = this.bucket ? this.bucket.reserve() : 0;
-    this.schedule(key, Math.max(bucketDelay, backoffDelay(this.failures.get(key) ?? 0)));
+    this.schedule(key, Math.max(bucketDelay, this.backoff(this.failures.get(key) ?? 0)));
+  }
+
+  /** The per-key backoff with this queue's base and cap (the retry policy and plain enqueues use the same one). */
+  private backoff(failures: number): number {
+    return backoffDelay(failures, this.baseDelayMs, this.maxDelayMs);
   }
 
   /** Force path: no bucket, no backoff (force deletes must not wait behind a status storm). */

@@ -125,6 +125,27 @@ describe("WorkQueue", () => {
     expect(q.failuresOf("k")).toBe(0);
   });
 
+  test("a plain enqueue of a failing key waits the queue's own backoff, not the default one", async () => {
+    const clock = new FakeClock();
+    const times: number[] = [];
+    let fail = 1;
+    const q = new WorkQueue({
+      name: "t",
+      clock,
+      baseDelayMs: 100,
+      handler: async () => {
+        times.push(clock.now());
+        if (fail-- > 0) throw new Error("boom");
+      },
+    });
+    q.start();
+    q.enqueue("k");
+    await clock.advance(0);
+    q.enqueue("k");
+    await clock.advance(1000);
+    expect(times).toEqual([0, 100]);
+  });
+
   test("backoff is capped at 1000 s", () => {
     expect(backoffDelay(1)).toBe(5);
     expect(backoffDelay(2)).toBe(10);
