@@ -8,7 +8,7 @@
 //                  same 404 "unknown sandbox" (owner says "not owned here")
 // Every comparison is constant-time over SHA-256 digests, so neither content nor length leaks.
 import { createHash, timingSafeEqual } from "node:crypto";
-import { SimError } from "./errors.ts";
+import { SimError, unknownSandbox } from "./errors.ts";
 
 export interface TenantConfig {
   token: string;
@@ -92,14 +92,15 @@ export function sandboxScoped<T extends TokenHolder>(
   opts: { operator: boolean; notFound?: string },
 ): { sandbox: T; operator: boolean } {
   if (bearer === undefined) throw new SimError(401, "missing bearer token");
-  const notFound = new SimError(404, opts.notFound ?? "unknown sandbox");
+  // Built only on the failing path: an Error captures a stack, and this guard runs on every sandbox-scoped call.
+  const notFound = () => (opts.notFound === undefined ? unknownSandbox() : new SimError(404, opts.notFound));
   if (opts.operator && tokens.isRoot(bearer)) {
-    if (!sandbox) throw notFound;
+    if (!sandbox) throw notFound();
     return { sandbox, operator: true };
   }
   // Compare against a dummy when the id is unknown so both 404s cost the same.
   const ok = safeEqual(bearer, sandbox?.token ?? "\u0000unknown");
-  if (!sandbox || !ok) throw notFound;
+  if (!sandbox || !ok) throw notFound();
   return { sandbox, operator: false };
 }
 
@@ -114,13 +115,12 @@ export function bodyTokenAccess<T extends TokenHolder>(
   sandbox: T | undefined,
   o: { operatorPath: boolean } = { operatorPath: true },
 ): { sandbox: T; operator: boolean } {
-  const notFound = new SimError(404, "unknown sandbox");
   if (!bodyToken) {
     if (o.operatorPath && scope.kind === "root" && sandbox) return { sandbox, operator: true };
-    throw notFound;
+    throw unknownSandbox();
   }
   const ok = safeEqual(bodyToken, sandbox?.token ?? "\u0000unknown");
-  if (!sandbox || !ok) throw notFound;
+  if (!sandbox || !ok) throw unknownSandbox();
   return { sandbox, operator: false };
 }
 

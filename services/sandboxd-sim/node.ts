@@ -10,7 +10,7 @@ import { TokenSet, type TenantConfig } from "./auth.ts";
 import { ClaimTable, archiveClaim, type ArchivedDeadlineStyle, type Claim } from "./claims.ts";
 import { Pools } from "./pools.ts";
 import type { Mesh } from "./mesh.ts";
-import { SimError } from "./errors.ts";
+import { unknownSandbox } from "./errors.ts";
 import { DEFAULT_PREVIEW_ADVERTISE } from "./preview.ts";
 import { DEFAULT_MAX_FORK_COUNT, SIZE_TIERS, poolKeyString, toWireTime, type InfoWire, type PoolKey, type TemplateInfo } from "../../shared/sandboxd/schemas.ts";
 
@@ -136,7 +136,7 @@ export class SimNode {
   /** The claim, or the uniform 404 a caller would get. */
   mustGet(id: string): Claim {
     const c = this.table.get(id);
-    if (!c) throw new SimError(404, "unknown sandbox");
+    if (!c) throw unknownSandbox();
     return c;
   }
 
