@@ -11,6 +11,7 @@ import { splitHostPort } from "./node.ts";
 import type { TenantConfig } from "./auth.ts";
 import { NAME_RE } from "../../shared/sandboxd/schemas.ts";
 import { versionLine } from "../../shared/version.ts";
+import { UsageError } from "../../shared/config/errors.ts";
 
 export const HELP = `sandboxd-sim — a DEVELOPMENT SUBSTRATE standing in for sandboxd (which needs KVM).
 It simulates sandboxd's HTTP API (claims, pools, tokens, mesh redirects, ports relay) with no VMs at all.
@@ -36,8 +37,6 @@ Usage: bun services/sandboxd-sim/main.ts [flags]
 
 With neither --token-file nor --tenant the node is open (no credentials), as sandboxd is without api_token.
 `;
-
-class UsageError extends Error {}
 
 function parseDuration(flag: string, v: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(v.trim());
@@ -106,7 +105,11 @@ export function parseFlags(argv: string[]): MainConfig | "help" | "version" {
   const tenants: Record<string, TenantConfig> = {};
   for (const t of v.tenant ?? []) {
     const m = /^([^=]+)=([^:]+)(?::(\d+))?$/.exec(t);
-    if (!m || !NAME_RE.test(m[1]!)) throw new UsageError(`--tenant: expected name=token:cap, got ${JSON.stringify(t)}`);
+    if (!m || !NAME_RE.test(m[1]!)) {
+      // Name the tenant, never the rest of the value: it carries the tenant's token, and this line goes to stderr.
+      const name = t.includes("=") ? ` ${JSON.stringify(t.slice(0, t.indexOf("=")))}` : "";
+      throw new UsageError(`--tenant${name}: expected name=token:cap`, { flag: "--tenant" });
+    }
     tenants[m[1]!] = { token: m[2]!, max_claims: Number(m[3] ?? 0) };
   }
   for (const p of v.pool ?? []) {
