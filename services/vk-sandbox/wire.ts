@@ -11,9 +11,8 @@ import { loadKubeConnection } from "../../shared/kube/connection.ts";
 import { isConflict, isNotFound, KubeApiError } from "../../shared/kube/errors.ts";
 import { EventRecorder } from "../../shared/kube/events.ts";
 import { Informer } from "../../shared/kube/informer.ts";
-import { limiterFromFlags, DEFAULT_BURST, DEFAULT_QPS } from "../../shared/kube/rate-limit.ts";
+import { limiterFromFlags, rateFromFlags } from "../../shared/kube/rate-limit.ts";
 import { Events, Pods, resourcePath } from "../../shared/kube/resources.ts";
-import type { QueueRate } from "../../shared/kube/work-queue.ts";
 import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { SandboxdClient } from "../../shared/sandboxd/client.ts";
@@ -61,12 +60,6 @@ export interface VkSandbox {
  */
 export function podWorkers(cpus = availableParallelism()): number {
   return Math.max(cpus, 16);
-}
-
-/** The queues' bucket with client-go's meaning of the flags: 0 → 5/10, qps < 0 → none (per-item backoff only). */
-export function queueRate(qps: number, burst: number): QueueRate | undefined {
-  if (qps < 0) return undefined;
-  return { qps: qps === 0 ? DEFAULT_QPS : qps, burst: burst <= 0 ? DEFAULT_BURST : burst };
 }
 
 export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
@@ -196,7 +189,8 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     events,
     log: log.child({ component: "pod-controller" }),
     workers: podWorkers(),
-    rate: queueRate(cfg.kubeApiQps, cfg.kubeApiBurst),
+    // The same flags, read the same way as the client's limiter: 0 → 5/10, qps < 0 → none (per-item backoff only).
+    rate: rateFromFlags(cfg.kubeApiQps, cfg.kubeApiBurst),
     isTransient: isTransientForHeldClaim,
   });
   // Closers run in reverse: the queues stop before the informer, the recorder last of the three.

@@ -89,12 +89,16 @@ export class TokenBucket {
 }
 
 /**
- * The limiter for `--kube-api-qps` / `--kube-api-burst`, with client-go's meaning: qps 0 → 5 qps, burst 0 → 10,
- * a negative qps → no client-side limit at all (undefined).
+ * `--kube-api-qps` / `--kube-api-burst` with client-go's meaning: qps 0 → 5 qps, burst 0 → 10, a negative qps → no
+ * client-side limit at all (undefined). The client's limiter and the work queues' buckets both start from this.
  */
-export function limiterFromFlags(qps: number, burst: number): TokenBucket | undefined {
+export function rateFromFlags(qps: number, burst: number): { qps: number; burst: number } | undefined {
   if (qps < 0) return undefined;
-  const q = qps === 0 ? DEFAULT_QPS : qps;
-  const b = burst <= 0 ? DEFAULT_BURST : burst;
-  return new TokenBucket(q, b);
+  return { qps: qps === 0 ? DEFAULT_QPS : qps, burst: burst <= 0 ? DEFAULT_BURST : burst };
+}
+
+/** The client-side limiter for those flags (undefined: no limit). */
+export function limiterFromFlags(qps: number, burst: number): TokenBucket | undefined {
+  const rate = rateFromFlags(qps, burst);
+  return rate && new TokenBucket(rate.qps, rate.burst);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { limiterFromFlags, TokenBucket } from "../../../../shared/kube/rate-limit.ts";
+import { limiterFromFlags, rateFromFlags, TokenBucket } from "../../../../shared/kube/rate-limit.ts";
 
 function clock() {
   let t = 0;
@@ -94,5 +94,11 @@ describe("limiterFromFlags follows client-go", () => {
   });
   test("a negative qps disables the limiter", () => {
     expect(limiterFromFlags(-1, 10)).toBeUndefined();
+  });
+  test("rateFromFlags, which the work queues' buckets take, reads the flags the same way", () => {
+    expect(rateFromFlags(0, 0)).toEqual({ qps: 5, burst: 10 });
+    expect(rateFromFlags(50, 0)).toEqual({ qps: 50, burst: 10 });
+    expect(rateFromFlags(20, 5)).toEqual({ qps: 20, burst: 5 });
+    expect(rateFromFlags(-1, 10)).toBeUndefined();
   });
 });
