@@ -118,7 +118,8 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
     app: createApp(node),
     faults,
     log,
-    admin: adminOnNode === false ? undefined : (req) => createAdminHandler(() => handle)(req),
+    // One handler for the node's lifetime; `handle` is read per request, so it may be assigned below.
+    admin: adminOnNode === false ? undefined : createAdminHandler(() => handle),
   });
   await server.listen(host, port ?? 0);
   const bound = `${host.includes(":") ? `[${host}]` : host}:${server.port}`;
