@@ -10,7 +10,14 @@ bun_dir="$SANDBOX_CACHE/bun-$BUN_VERSION"
 if [ ! -x "$bun_dir/node_modules/.bin/bun" ]; then
   echo "bootstrap: installing bun $BUN_VERSION from npm into $bun_dir" >&2
   mkdir -p "$bun_dir"
+  # Without a package.json here npm installs into the nearest ancestor holding a package.json or node_modules
+  # (a stray ~/node_modules is enough), and bun would never appear under $bun_dir.
+  [ -f "$bun_dir/package.json" ] || echo '{"private":true}' >"$bun_dir/package.json"
   (cd "$bun_dir" && npm install --no-save --no-audit --no-fund --loglevel=error "bun@$BUN_VERSION" >&2)
+  if [ ! -x "$bun_dir/node_modules/.bin/bun" ]; then
+    echo "bootstrap: npm install bun@$BUN_VERSION left no $bun_dir/node_modules/.bin/bun" >&2
+    exit 1
+  fi
 fi
 export PATH="$bun_dir/node_modules/.bin:$PATH"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
