@@ -12,7 +12,7 @@ import { isConflict, isNotFound, KubeApiError } from "../../shared/kube/errors.t
 import { EventRecorder } from "../../shared/kube/events.ts";
 import { Informer } from "../../shared/kube/informer.ts";
 import { limiterFromFlags, rateFromFlags } from "../../shared/kube/rate-limit.ts";
-import { Events, Pods, resourcePath } from "../../shared/kube/resources.ts";
+import { Events, Pods } from "../../shared/kube/resources.ts";
 import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { SandboxdClient } from "../../shared/sandboxd/client.ts";
@@ -261,7 +261,7 @@ export function ownerReaderFor(kube: KubeClient): OwnerReader {
   return async (ref, namespace) => {
     const res = { group: ref.group, version: ref.version, resource: ref.resource, namespaced: true };
     try {
-      const object = await kube.request<object>("GET", resourcePath(res, { namespace, name: ref.name }), { verb: "get" });
+      const object = await kube.get<object>(res, ref.name, { namespace });
       return { outcome: "found", object };
     } catch (e) {
       if (isNotFound(e)) return { outcome: "not-found", detailsName: e instanceof KubeApiError ? e.details?.name : undefined };
