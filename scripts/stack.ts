@@ -1,7 +1,7 @@
 // The local stack: a real kube-apiserver on loopback, a sandboxd simulator node (a development substrate:
 // real sandboxd needs KVM), and vk-sandbox registered against both as a virtual node. It runs until Ctrl-C.
 // The aggregated apiserver, the e2b surface and the envd proxy join here as they are built.
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSandboxdSim } from "../services/sandboxd-sim/sim.ts";
@@ -56,6 +56,8 @@ async function stop(code: number): Promise<never> {
     await vk.exited;
     await sim.stop();
     await cluster.stop();
+    // The token file, kubeconfig and claim state name a simulator and a cluster that no longer exist.
+    rmSync(work, { recursive: true, force: true });
   }
   process.exit(code);
 }
