@@ -27,13 +27,20 @@ export function splitHostPort(address: string): HostPort {
   return { host, port: address.slice(colon + 1) };
 }
 
+/** Why `port` is not a usable port from `min` to 65535, or undefined when it is. */
+function portProblem(port: string, min: 0 | 1): string | undefined {
+  if (!/^[0-9]+$/.test(port)) return `port ${JSON.stringify(port)} is not a number`;
+  const n = Number(port);
+  if (n < min || n > 65535) return `port ${n} is out of range ${min}-65535`;
+  return undefined;
+}
+
 /** The listening port of an address, which must be an integer from 1 to 65535. */
 export function listenPort(address: string): number {
   const { port } = splitHostPort(address);
-  if (!/^[0-9]+$/.test(port)) throw new Error(`address ${address}: port ${JSON.stringify(port)} is not a number`);
-  const n = Number(port);
-  if (n < 1 || n > 65535) throw new Error(`address ${address}: port ${n} is out of range 1-65535`);
-  return n;
+  const problem = portProblem(port, 1);
+  if (problem !== undefined) throw new Error(`address ${address}: ${problem}`);
+  return Number(port);
 }
 
 /**
@@ -43,11 +50,7 @@ export function listenPort(address: string): number {
 export function listenAddressCheck(allowZero = true): (value: string) => string | undefined {
   return (value) => {
     try {
-      const { port } = splitHostPort(value);
-      if (!/^[0-9]+$/.test(port)) return `port ${JSON.stringify(port)} is not a number`;
-      const n = Number(port);
-      if (n > 65535 || (!allowZero && n === 0)) return `port ${n} is out of range ${allowZero ? 0 : 1}-65535`;
-      return undefined;
+      return portProblem(splitHostPort(value).port, allowZero ? 0 : 1);
     } catch (err) {
       return (err as Error).message;
     }
