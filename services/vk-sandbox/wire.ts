@@ -144,7 +144,7 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
       sandboxd,
       nodeName: cfg.nodeName,
       address: cfg.sandboxdAdvertiseAddr,
-      ownAddressOf: (id) => ownAddress(handle.impl.core.st.claims.values(), id),
+      ownAddresses: () => handle.impl.ownAddresses(),
       nodeGone: () => node.gone,
       intervalMs: cfg.publishInterval,
       log: log.child({ component: "inventory" }),
@@ -244,12 +244,6 @@ function eventSink(kube: KubeClient) {
     create: (namespace: string, ev: CoreV1Event) => kube.create(Events, ev, { namespace }),
     patch: (namespace: string, name: string, patch: Partial<CoreV1Event>) => kube.patch(Events, name, patch, { namespace, type: "merge" }),
   };
-}
-
-/** The sandboxd owner_addr of this provider's own row for a sandbox id (absent for sandboxes claimed elsewhere). */
-function ownAddress(rows: Iterable<{ id: string; address?: string }>, id: string): string | undefined {
-  for (const c of rows) if (c.id === id) return c.address || undefined;
-  return undefined;
 }
 
 /**

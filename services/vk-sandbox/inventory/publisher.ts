@@ -33,7 +33,11 @@ export interface InventoryPublisherOptions {
   nodeName: string;
   /** --sandboxd-advertise-addr (or its default). */
   address: string;
-  ownAddressOf(id: string): string | undefined;
+  /**
+   * owner_addr of this provider's own claims, by sandbox id. Read once per publish: each listed row then looks its
+   * id up instead of scanning the claims table (2000 rows against 2000 claims was 4 M comparisons per publish).
+   */
+  ownAddresses(): ReadonlyMap<string, string>;
   /** The node controller's signal that the Node was deleted while running. */
   nodeGone?: () => boolean;
   /** --publish-interval, positive (the flags reject anything else). */
@@ -120,13 +124,14 @@ export class InventoryPublisher {
       log.warn({ node: name, err: message(e) }, "sandboxd listing or info failed; skipping this inventory publish");
       return { published: false, reason: "sandboxd-failed", error: e };
     }
+    const own = this.o.ownAddresses();
     const inventory = buildInventory({
       nodeName: name,
       address: this.o.address,
       nodeUid,
       rows,
       info,
-      ownAddressOf: this.o.ownAddressOf,
+      ownAddressOf: (id) => own.get(id),
       publishedAt: this.now(),
     });
     try {

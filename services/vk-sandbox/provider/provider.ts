@@ -116,6 +116,13 @@ export class SandboxProvider implements PodLifecycleProvider {
     return [...this.core.st.pods.values()];
   }
 
+  /** sandboxd owner_addr of every row this provider holds, by claim id (rows without one are left out). */
+  ownAddresses(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const c of this.core.st.claims.values()) if (c.address) out.set(c.id, c.address);
+    return out;
+  }
+
   getPodStatus(namespace: string, name: string): V1PodStatus | undefined {
     const { st } = this.core;
     const key = `${namespace}/${name}`;

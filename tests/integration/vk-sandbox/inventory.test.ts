@@ -38,7 +38,7 @@ async function startPublishing(nodeName: string, own: Map<string, string>) {
     sandboxd,
     nodeName,
     address: sim.addr,
-    ownAddressOf: (id) => own.get(id),
+    ownAddresses: () => own,
     nodeGone: () => node.gone,
     intervalMs: INTERVAL_MS,
     log: quietLog,

@@ -131,7 +131,7 @@ function publisher(f: Fakes, extra: Partial<ConstructorParameters<typeof Invento
     sandboxd: f.sandboxd as any,
     nodeName: "n",
     address: "10.0.0.5:7777",
-    ownAddressOf: () => undefined,
+    ownAddresses: () => new Map(),
     intervalMs: 5,
     log: quiet,
     ...extra,
@@ -146,6 +146,21 @@ describe("InventoryPublisher", () => {
     expect(f.gets[0].o).toEqual({ resourceVersion: "0" });
     expect(f.applies[0].o).toEqual({ type: "apply", fieldManager: "vk-sandbox", force: true });
     expect(f.applies[0].body.metadata.ownerReferences[0].uid).toBe("uid-n");
+  });
+
+  test("the provider's own addresses are read once per publish and land on their entries only", async () => {
+    const f = new Fakes();
+    let reads = 0;
+    const p = publisher(f, {
+      ownAddresses: () => {
+        reads++;
+        return new Map([["sb_00000000000000b2", "10.0.0.9:7777"]]);
+      },
+    });
+    await p.publishOnce();
+    expect(reads).toBe(1);
+    const entries = f.applies[0].body.entries as Array<{ id: string; addr?: string }>;
+    expect(entries.filter((e) => e.addr).map((e) => [e.id, e.addr])).toEqual([["sb_00000000000000b2", "10.0.0.9:7777"]]);
   });
 
   test("a failing listing or info skips the apply", async () => {
