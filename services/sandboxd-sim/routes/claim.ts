@@ -3,15 +3,13 @@
 // POST /v1/claim and POST /v1/checkpoints/{id}/claim (node-level auth). Lenient bodies; a bad template/net/size is
 // `400 invalid pool key: …`, a bad metadata map `400 invalid metadata: …`.
 import type { Hono } from "hono";
-import { ClaimRequest, CheckpointClaimRequest } from "../../../shared/sandboxd/schemas.ts";
+import { ClaimRequest, CheckpointClaimRequest, POOL_KEY_FIELDS } from "../../../shared/sandboxd/schemas.ts";
 import { claim, checkpointClaim } from "../verbs.ts";
 import type { SimNode } from "../node.ts";
 import { bearer, decode, json, type SimEnv } from "./body.ts";
 
-const prefixes = {
-  template: "invalid pool key",
-  net: "invalid pool key",
-  size: "invalid pool key",
+const prefixes: Record<string, string> = {
+  ...Object.fromEntries(POOL_KEY_FIELDS.map((f) => [f, "invalid pool key"])),
   metadata: "invalid metadata",
   on_expire: "invalid on_expire",
   env: "invalid env",
