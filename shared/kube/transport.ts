@@ -46,6 +46,8 @@ export function bunTransport(conn: KubeConnection): Transport {
 export class BearerToken {
   private cached: string | undefined;
   private readAt = -Infinity;
+  /** The re-read in progress: every request of a burst at the reload moment shares it (one read, one warning). */
+  private reading: Promise<string | undefined> | undefined;
   constructor(
     private readonly conn: Pick<KubeConnection, "token" | "tokenFile">,
     private readonly reloadMs = 60_000,
@@ -58,6 +60,8 @@ export class BearerToken {
   /** Forces the next get() to re-read the file: a 401 may mean the token rotated within the reload interval. */
   invalidate(): void {
     this.readAt = -Infinity;
+    // A read that started before the 401 may return the token that was just refused; the next get() starts afresh.
+    this.reading = undefined;
   }
 
   async get(): Promise<string | undefined> {
@@ -65,6 +69,16 @@ export class BearerToken {
     if (!file) return this.cached;
     const t = this.now();
     if (t - this.readAt < this.reloadMs && this.cached) return this.cached;
+    if (!this.reading) {
+      const read: Promise<string | undefined> = this.reload(file, t).finally(() => {
+        if (this.reading === read) this.reading = undefined;
+      });
+      this.reading = read;
+    }
+    return this.reading;
+  }
+
+  private async reload(file: string, t: number): Promise<string | undefined> {
     try {
       const v = (await readFile(file, "utf8")).trim();
       if (v) this.cached = v;

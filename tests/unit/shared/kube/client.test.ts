@@ -173,6 +173,16 @@ describe("auth", () => {
   });
 });
 
+test("requests arriving together at the reload moment share one token file read", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kubetokburst-"));
+  const errors: unknown[] = [];
+  // The file is missing: every read fails and reports, so the report count is the read count.
+  const tok = new BearerToken({ token: "kept", tokenFile: join(dir, "absent") }, 60_000, () => 0, (e) => void errors.push(e));
+  expect(await Promise.all([tok.get(), tok.get(), tok.get(), tok.get(), tok.get()])).toEqual(["kept", "kept", "kept", "kept", "kept"]);
+  expect(errors).toHaveLength(1);
+  rmSync(dir, { recursive: true, force: true });
+});
+
 test("a 401 makes the next request re-read the token file at once", async () => {
   const dir = mkdtempSync(join(tmpdir(), "kubetok401-"));
   const f = join(dir, "token");
