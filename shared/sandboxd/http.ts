@@ -18,6 +18,7 @@ import {
   SandboxdUnexpectedStatus,
 } from "./errors.ts";
 import { sleepUnlessAborted } from "../lifecycle/sleep.ts";
+import { ErrorBody } from "./schemas.ts";
 
 /** JSON replies above this are refused whole (spec §8.3); we read one byte past to know. */
 export const MAX_REPLY_BYTES = 16 * 1024 * 1024;
@@ -197,10 +198,8 @@ export function parseRetryAfter(h: string | null): number | undefined {
 export function errorText(body: Uint8Array): { text: string; json: boolean } {
   const raw = new TextDecoder().decode(body);
   try {
-    const v = JSON.parse(raw) as unknown;
-    if (v !== null && typeof v === "object" && typeof (v as { error?: unknown }).error === "string") {
-      return { text: (v as { error: string }).error, json: true };
-    }
+    const parsed = ErrorBody.safeParse(JSON.parse(raw));
+    if (parsed.success) return { text: parsed.data.error, json: true };
   } catch {
     // not JSON: fall through to plain text
   }
