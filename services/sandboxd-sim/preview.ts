@@ -9,6 +9,7 @@
 // Lifetime: `ttl_seconds` ≤ 0 asks for one hour (the node's default for an unleased claim); the result is clamped
 // to the claim's deadline. An archived-forever claim has no deadline, so its requested lifetime stands.
 import { createHmac } from "node:crypto";
+import { SandboxdClient } from "../../shared/sandboxd/client.ts";
 import { safeEqual } from "./auth.ts";
 import type { Claim } from "./claims.ts";
 
@@ -40,8 +41,7 @@ export function previewExpiry(now: number, claim: Pick<Claim, "deadline">, ttlSe
 
 export function mintPreviewUrl(secret: string, advertise: string, g: PreviewGrant): string {
   const payload = b64url(JSON.stringify({ sb: g.sandboxId, port: g.port, owner: g.owner, exp: g.expiresAt / 1000 }));
-  const base = advertise.includes("://") ? advertise.replace(/\/+$/, "") : `http://${advertise}`;
-  return `${base}/p/${payload}.${sign(secret, payload)}/`;
+  return `${SandboxdClient.baseUrlFor(advertise)}/p/${payload}.${sign(secret, payload)}/`;
 }
 
 /** The grant inside a URL this node (same secret) minted, or null for a foreign, tampered or malformed one. */
