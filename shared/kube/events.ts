@@ -50,6 +50,11 @@ export class EventRecorder {
   private readonly opts: EventRecorderOptions;
   private readonly seen = new Map<string, Seen>();
   private readonly writes = new PQueue({ concurrency: 4 });
+  /**
+   * The last write queued per aggregation key. Writes of one key run one after another: two in flight at once
+   * would both miss `seen` and create two Events, or both patch the same count and lose one.
+   */
+  private readonly lastWrite = new Map<string, Promise<void>>();
   private closed = false;
   private seq = 0;
   /** Counters for tests and the bench: what was asked versus what reached the sink. */
@@ -85,7 +90,17 @@ export class EventRecorder {
       resourceVersion: md.resourceVersion,
     };
     const key = [md.uid ?? `${namespace}/${md.name}`, type, reason, message].join("\u0000");
-    void this.writes.add(() => this.write(key, namespace, involved, type, reason, message));
+    const before = this.lastWrite.get(key);
+    // An earlier write of the key was queued first, so it holds a slot before this one does: waiting cannot stall.
+    const done: Promise<void> = this.writes
+      .add(async () => {
+        await before;
+        await this.write(key, namespace, involved, type, reason, message);
+      })
+      .finally(() => {
+        if (this.lastWrite.get(key) === done) this.lastWrite.delete(key);
+      });
+    this.lastWrite.set(key, done);
   }
 
   /** Resolves once every event recorded so far has been written (or has failed). */

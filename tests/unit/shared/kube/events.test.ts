@@ -77,6 +77,15 @@ describe("EventRecorder", () => {
     expect(sink.patches[0]!.name).toBe(sink.created[0]!.metadata!.name!);
   });
 
+  test("identical events recorded back to back, before any write finished, still aggregate into one Event", async () => {
+    const sink = new FakeSink();
+    const r = recorder(sink);
+    for (let i = 0; i < 4; i++) r.warning(pod, "ProviderCreateFailed", "429");
+    await r.flush();
+    expect(sink.created).toHaveLength(1);
+    expect(sink.patches.map((p) => p.patch.count)).toEqual([2, 3, 4]);
+  });
+
   test("an aggregated event that disappeared is created afresh", async () => {
     const sink = new FakeSink();
     const r = recorder(sink);
