@@ -43,7 +43,6 @@ interface Seen {
   name: string;
   namespace: string;
   count: number;
-  firstTimestamp: string;
 }
 
 export class EventRecorder {
@@ -158,7 +157,7 @@ export class EventRecorder {
       };
       await this.opts.sink.create(namespace, event);
       this.counts.created++;
-      this.seen.set(key, { name, namespace, count: 1, firstTimestamp: now });
+      this.seen.set(key, { name, namespace, count: 1 });
       const cap = this.opts.cacheSize ?? 4096;
       while (this.seen.size > cap) this.seen.delete(this.seen.keys().next().value!);
     } catch (err) {
