@@ -7,6 +7,7 @@
 // The whole drain is bounded too, and a second signal exits 1 at once (an operator pressing Ctrl-C
 // twice means it). Signals, the clock and exit are injected so tests need no real signals.
 import type { Logger } from "../log/index.ts";
+import { sleepUnlessAborted } from "./sleep.ts";
 
 export type ShutdownSignal = "SIGINT" | "SIGTERM";
 
@@ -40,8 +41,6 @@ interface Step {
 class StepTimeout extends Error {
   override readonly name = "StepTimeout";
 }
-
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class Shutdown {
   private readonly log: Logger;
@@ -79,7 +78,7 @@ export class Shutdown {
     this.totalTimeoutMs = options.totalTimeoutMs ?? 30_000;
     this.signals = options.signals ?? (process as unknown as SignalSource);
     this.exitFn = options.exit ?? ((code) => process.exit(code));
-    this.sleep = options.sleep ?? defaultSleep;
+    this.sleep = options.sleep ?? sleepUnlessAborted;
     this.done = new Promise((resolve) => {
       this.resolveDone = resolve;
     });
