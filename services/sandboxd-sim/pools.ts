@@ -62,9 +62,9 @@ export function parseKeySpec(spec: string | PoolKey): PoolKey {
 export class Pools {
   private readonly pools = new Map<string, Pool>();
   private readonly failing = new Set<string>();
-  /** Bumped by restart: provisions started before it are discarded on completion. */
-  private generation = 0;
   private loop: Timer | undefined;
+  /** Golden builds and provisions still booting; stop() cancels them so a stopped node boots nothing. */
+  private readonly booting = new Set<Timer>();
   draining = false;
   atCapacityReason: string | undefined;
   provisionLatencyMs: number;
@@ -79,6 +79,17 @@ export class Pools {
   stop(): void {
     this.loop?.cancel();
     this.loop = undefined;
+    this.forgetBooting();
+  }
+
+  /** Cancels every golden build and provision still booting; they no longer count as in flight. */
+  private forgetBooting(): void {
+    for (const t of this.booting) t.cancel();
+    this.booting.clear();
+    for (const p of this.pools.values()) {
+      p.refilling = 0;
+      p.goldenBuilding = false;
+    }
   }
 
   get(key: PoolKey): Pool | undefined {
@@ -156,13 +167,9 @@ export class Pools {
 
   /** Restart: warm VMs are gone (they lived in the old process) and in-flight provisions are forgotten. */
   restart(): void {
-    this.generation++;
+    this.forgetBooting();
     this.draining = false;
-    for (const p of this.pools.values()) {
-      p.warm = [];
-      p.refilling = 0;
-      p.goldenBuilding = false;
-    }
+    for (const p of this.pools.values()) p.warm = [];
   }
 
   mint(): WarmVm {
@@ -194,15 +201,27 @@ export class Pools {
     return n;
   }
 
-  private live(p: Pool, gen: number): boolean {
-    return gen === this.generation && this.pools.get(poolKeyString(p.key)) === p;
+  /** False once a PUT retired the pool while it was booting. */
+  private live(p: Pool): boolean {
+    return this.pools.get(poolKeyString(p.key)) === p;
+  }
+
+  /** Runs `done` after the provision latency, tracked so stop() can cancel it. */
+  private boot(done: () => void): void {
+    let timer: Timer | undefined;
+    let fired = false;
+    timer = this.o.clock.after(this.provisionLatencyMs, () => {
+      fired = true; // a fake clock runs a zero-latency boot inside after(), before `timer` is assigned
+      if (timer) this.booting.delete(timer);
+      done();
+    });
+    if (!fired) this.booting.add(timer);
   }
 
   private buildGolden(p: Pool): void {
     p.goldenBuilding = true;
-    const gen = this.generation;
-    this.o.clock.after(this.provisionLatencyMs, () => {
-      if (!this.live(p, gen)) return;
+    this.boot(() => {
+      if (!this.live(p)) return;
       p.goldenBuilding = false;
       if (this.fails(p.key)) {
         p.goldenRetryAt = this.o.clock.now() + GOLDEN_RETRY_MS;
@@ -215,9 +234,8 @@ export class Pools {
 
   private provision(p: Pool): void {
     p.refilling++;
-    const gen = this.generation;
-    this.o.clock.after(this.provisionLatencyMs, () => {
-      if (!this.live(p, gen)) return;
+    this.boot(() => {
+      if (!this.live(p)) return;
       p.refilling--;
       if (this.fails(p.key) || this.draining) return;
       // A target lowered while this VM booted: it is destroyed rather than parked above the watermark.
