@@ -154,7 +154,11 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
   try {
     await waitReady(proc, adminFetch, logPath);
     // The bootstrap controller creates the system namespaces after /readyz can already pass; wait for the last.
-    await waitFor(async () => (await adminFetch("/api/v1/namespaces/kube-node-lease")).ok, "namespace kube-node-lease");
+    await waitFor(async () => {
+      const r = await adminFetch("/api/v1/namespaces/kube-node-lease");
+      await r.body?.cancel(); // only the status matters; an unread body holds its connection
+      return r.ok;
+    }, "namespace kube-node-lease");
     await createNamespace("default");
   } catch (err) {
     const log = safeTail(logPath);
