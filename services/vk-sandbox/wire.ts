@@ -6,6 +6,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import type { CoreV1Event, V1Pod } from "@kubernetes/client-node";
 import { StartupError } from "../../shared/config/errors.ts";
+import { splitHostPort } from "../../shared/config/host-port.ts";
 import { KubeClient } from "../../shared/kube/client.ts";
 import { loadKubeConnection } from "../../shared/kube/connection.ts";
 import { isConflict, isNotFound, KubeApiError } from "../../shared/kube/errors.ts";
@@ -158,13 +159,13 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     fieldSelector: `spec.nodeName=${cfg.nodeName}`,
     log: log.child({ component: "pod-informer" }),
   });
-  const hostname = cfg.listenAddr.slice(0, cfg.listenAddr.lastIndexOf(":")).replace(/^\[|\]$/g, "");
   let server;
   try {
     server = serveKubeletApi({
       app: createKubeletApp({ listPods: () => informer.list(), runningPods: () => handle.provider.getPods() }),
       tls,
-      hostname: hostname || undefined,
+      // The flag parser validated the address with the same splitter; ":10260" (empty host) means every interface.
+      hostname: splitHostPort(cfg.listenAddr).host || undefined,
       port: cfg.listenPort,
     });
   } catch (e) {
