@@ -18,10 +18,12 @@ async function runningCount(ns: string): Promise<number> {
   return (await env.e2e.kube.pods(ns)).filter((p) => p.status?.phase === "Running").length;
 }
 
-// The server stamps a request when it arrives, not when the client's bucket released it: on 2 shared cores a
-// request can arrive tens of milliseconds late and bunch up with the next ones. The check allows 100 ms of such
-// jitter (qps × 0.1 requests, at least 2); a missing or leaky limiter exceeds by hundreds here.
-const slack = (qps: number) => Math.max(2, qps * 0.1);
+// The server stamps a request when its handler starts, not when the client's bucket released it. On 2 cores shared
+// by the apiserver, the daemon and this test, a stall of either process (GC, a starved goroutine, a late timer)
+// bunches requests that the bucket released on time: over eight full-suite runs the worst excess seen was 0.4 to
+// 7.9 requests at qps 50, i.e. up to ~160 ms of stall. The check allows 250 ms of such jitter (qps × 0.25
+// requests, at least 2); a missing or leaky limiter exceeds by hundreds here (400 requests in well under 1 s).
+const slack = (qps: number) => Math.max(2, qps * 0.25);
 
 describe("rate limits", () => {
   test("200 Pods created at once all reach Running and the observed request rate never exceeds QPS and burst", async () => {
