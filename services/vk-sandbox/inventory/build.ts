@@ -3,7 +3,7 @@
 // The node's index, not the claims table, is the source: sandboxes claimed by others (e2b, the operator) appear, and
 // reaped ones vanish on the next publish.
 import { GO_ZERO_TIME, type Info, type SandboxRow } from "../../../shared/sandboxd/schemas.ts";
-import { API_VERSION, type InventoryEntry, type InventoryPool, type InventoryTemplate, KIND, type NodeInventory } from "./schema.ts";
+import { API_VERSION, type InventoryEntry, type InventoryPool, type InventoryTemplate, KIND, type NodeInventory } from "../../../shared/inventory/index.ts";
 
 export interface BuildInput {
   nodeName: string;

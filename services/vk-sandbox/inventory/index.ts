@@ -7,4 +7,3 @@ export {
   type InventorySandboxd,
   type PublishOutcome,
 } from "./publisher.ts";
-export { API_VERSION, GROUP, InventoryEntry, InventoryPool, InventoryTemplate, KIND, NodeInventories, NodeInventory, VERSION } from "./schema.ts";

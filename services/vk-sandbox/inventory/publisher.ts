@@ -11,7 +11,7 @@ import { isNotFound } from "../../../shared/kube/errors.ts";
 import { Nodes } from "../../../shared/kube/resources.ts";
 import type { SandboxdClient } from "../../../shared/sandboxd/client.ts";
 import { buildInventory } from "./build.ts";
-import { NodeInventories, type NodeInventory } from "./schema.ts";
+import { NodeInventories, type NodeInventory } from "../../../shared/inventory/index.ts";
 import { sleepUnlessAborted } from "../../../shared/lifecycle/sleep.ts";
 import { LoopRunner } from "../../../shared/lifecycle/loop.ts";
 

@@ -2,7 +2,8 @@
 // simulator (scenarios 42, 43, 44), applying as the rbac.yaml ServiceAccount.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
-import { InventoryPublisher, NodeInventories, NodeInventory } from "../../../services/vk-sandbox/inventory/index.ts";
+import { NodeInventories, NodeInventory } from "../../../shared/inventory/index.ts";
+import { InventoryPublisher } from "../../../services/vk-sandbox/inventory/index.ts";
 import { NodeController } from "../../../services/vk-sandbox/node/index.ts";
 import { isNotFound } from "../../../shared/kube/errors.ts";
 import { Nodes } from "../../../shared/kube/resources.ts";

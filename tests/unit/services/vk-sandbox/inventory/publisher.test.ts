@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { buildInventory, InventoryPublisher, NodeInventory } from "../../../../../services/vk-sandbox/inventory/index.ts";
+import { NodeInventory } from "../../../../../shared/inventory/index.ts";
+import { buildInventory, InventoryPublisher } from "../../../../../services/vk-sandbox/inventory/index.ts";
 import { KubeApiError } from "../../../../../shared/kube/errors.ts";
 import type { Info, SandboxRow } from "../../../../../shared/sandboxd/schemas.ts";
 

@@ -1,8 +1,8 @@
-// The NodeInventory object (CRD nodeinventories.sandbox.cocoonstack.io, manifests/crds/) as one zod schema: the
-// publisher builds it, the tests safeParse what the apiserver returns. It lives here only until a reader (the
-// aggregated apiserver's fleet view) needs it; then it moves to shared/inventory/ so there is one home, not a twin.
+// The NodeInventory object (CRD nodeinventories.sandbox.cocoonstack.io, manifests/crds/) as one zod schema: the one
+// home of the wire type. vk-sandbox's publisher builds it; the aggregated apiserver's fleet view and the envd proxy
+// read it (informer items are safeParsed against NodeInventory).
 import { z } from "zod";
-import type { ResourceRef } from "../../../shared/kube/resources.ts";
+import type { ResourceRef } from "../kube/resources.ts";
 
 export const GROUP = "sandbox.cocoonstack.io";
 export const VERSION = "v1beta1";
