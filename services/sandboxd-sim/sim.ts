@@ -4,7 +4,7 @@
 // returns its control handle; startSimCluster(n, opts) starts n nodes on one shared clock, peers of each other
 // (a mesh). Every knob of sandboxd.md §7 is a method of the handle, and the same knobs are reachable over
 // `/_sim/<knob>` (admin.ts).
-import { FakeClock, RealClock, type SimClock } from "./clock.ts";
+import { FakeClock, type SimClock, SkewedRealClock } from "./clock.ts";
 import { createIdSource, type IdSource } from "./ids.ts";
 import { Mesh } from "./mesh.ts";
 import { SimNode, type NodeOptions } from "./node.ts";
@@ -99,7 +99,7 @@ export interface SandboxdSim {
 
 function makeClock(c: SimOptions["clock"]): SimClock {
   if (c && typeof c === "object") return c;
-  return c === "fake" ? new FakeClock() : new RealClock();
+  return c === "fake" ? new FakeClock() : new SkewedRealClock();
 }
 
 export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdSim> {
