@@ -3,6 +3,7 @@
 // the raw string into the typed value (or explains why it cannot). Defaults go through the same schema
 // as user input, so a default can never be something a user could not have typed.
 import { z } from "zod";
+import { errorMessage } from "../log/index.ts";
 import { parseGoDuration } from "./duration.ts";
 import { parseQuantity, type Quantity } from "./quantity.ts";
 
@@ -42,7 +43,7 @@ function kind<T>(
     try {
       value = convert(raw);
     } catch (err) {
-      ctx.addIssue({ code: "custom", message: err instanceof Error ? err.message : String(err) });
+      ctx.addIssue({ code: "custom", message: errorMessage(err) });
       return z.NEVER;
     }
     for (const check of checks) {

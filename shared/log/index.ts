@@ -6,7 +6,20 @@ import { StartupError } from "../config/errors.ts";
 import { prettyDestination } from "./pretty.ts";
 import { REDACTED, scrubString, scrubValue, serializeError } from "./redact.ts";
 
+export { errorMessage } from "./error-message.ts";
+
 export type Logger = pino.Logger;
+
+/**
+ * The four methods a component logs with. A pino Logger satisfies it; unit tests pass a quiet or recording object.
+ * Components that only log take this, not the pino type, so their tests need no pino.
+ */
+export interface Log {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
 

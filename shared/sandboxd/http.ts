@@ -19,6 +19,7 @@ import {
 } from "./errors.ts";
 import { sleepUnlessAborted } from "../lifecycle/sleep.ts";
 import { ErrorBody } from "./schemas.ts";
+import { errorMessage } from "../log/index.ts";
 
 /** JSON replies above this are refused whole (spec §8.3); we read one byte past to know. */
 export const MAX_REPLY_BYTES = 16 * 1024 * 1024;
@@ -178,7 +179,7 @@ function transportError(
     });
   }
   const never = code !== undefined && NEVER_CONNECTED.has(code) && phase === "sending the request";
-  const what = e instanceof Error ? e.message : String(e);
+  const what = errorMessage(e);
   return new SandboxdTransport(`sandboxd ${ctx.route} on ${ctx.node}: ${phase} failed: ${code ?? what}`, ctx, {
     delivered: never ? "no" : "maybe",
     cause: e,

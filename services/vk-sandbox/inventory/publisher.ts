@@ -12,20 +12,15 @@ import { Nodes } from "../../../shared/kube/resources.ts";
 import type { SandboxdClient } from "../../../shared/sandboxd/client.ts";
 import { buildInventory } from "./build.ts";
 import { NodeInventories, type NodeInventory } from "../../../shared/inventory/index.ts";
-import { sleepUnlessAborted } from "../../../shared/lifecycle/sleep.ts";
-import { LoopRunner } from "../../../shared/lifecycle/loop.ts";
+import { type Clock, realClock } from "../../../shared/clock/index.ts";
+import { PeriodicLoop } from "../../../shared/lifecycle/loop.ts";
+import { errorMessage, type Log } from "../../../shared/log/index.ts";
 
 export type InventoryKubeClient = Pick<KubeClient, "get" | "patch">;
 /** Declared apart so a test can fail the listing alone. */
 export type InventorySandboxd = Pick<SandboxdClient, "list" | "info">;
 
 export const FIELD_MANAGER = "vk-sandbox";
-
-export interface PublisherLogger {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  debug(obj: object, msg: string): void;
-}
 
 export interface InventoryPublisherOptions {
   kube: InventoryKubeClient;
@@ -42,33 +37,27 @@ export interface InventoryPublisherOptions {
   nodeGone?: () => boolean;
   /** --publish-interval, positive (the flags reject anything else). */
   intervalMs: number;
-  log: PublisherLogger;
-  now?: () => Date;
-  /** Resolves after `ms` or when the signal aborts. */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  log: Log;
+  clock?: Clock;
 }
 
 export type PublishOutcome =
   | { published: true; inventory: NodeInventory }
   | { published: false; reason: "node-gone" | "node-read-failed" | "sandboxd-failed" | "apply-failed"; error?: unknown };
 
-const defaultSleep = sleepUnlessAborted;
-
-const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
 export class InventoryPublisher {
   private readonly o: InventoryPublisherOptions;
-  private readonly now: () => Date;
-  private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
-  private readonly loop = new LoopRunner((signal) => this.run(signal));
+  private readonly clock: Clock;
+  private readonly loop: PeriodicLoop;
   private nodeSeen = false;
   private publishes = 0;
 
   constructor(opts: InventoryPublisherOptions) {
     if (!(opts.intervalMs > 0)) throw new RangeError(`publish interval must be positive, got ${opts.intervalMs} ms`);
     this.o = opts;
-    this.now = opts.now ?? (() => new Date());
-    this.sleep = opts.sleep ?? defaultSleep;
+    this.clock = opts.clock ?? realClock;
+    // publishOnce never throws, so the loop has nothing to log.
+    this.loop = new PeriodicLoop({ name: "inventory", clock: this.clock, intervalMs: opts.intervalMs, first: "now", tick: async () => void (await this.publishOnce()) });
   }
 
   /** Successful applies since start. */
@@ -83,13 +72,6 @@ export class InventoryPublisher {
 
   stop(): Promise<void> {
     return this.loop.stop();
-  }
-
-  private async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      await this.publishOnce();
-      await this.sleep(this.o.intervalMs, signal);
-    }
   }
 
   /** One publish; never throws. */
@@ -108,7 +90,7 @@ export class InventoryPublisher {
       this.nodeSeen = true;
     } catch (e) {
       if (!isNotFound(e)) {
-        log.warn({ node: name, err: message(e) }, "cannot read the Node; skipping this inventory publish");
+        log.warn({ node: name, err: errorMessage(e) }, "cannot read the Node; skipping this inventory publish");
         return { published: false, reason: "node-read-failed", error: e };
       }
       if (this.nodeSeen) {
@@ -121,7 +103,7 @@ export class InventoryPublisher {
     try {
       [rows, info] = await Promise.all([this.o.sandboxd.list(), this.o.sandboxd.info()]);
     } catch (e) {
-      log.warn({ node: name, err: message(e) }, "sandboxd listing or info failed; skipping this inventory publish");
+      log.warn({ node: name, err: errorMessage(e) }, "sandboxd listing or info failed; skipping this inventory publish");
       return { published: false, reason: "sandboxd-failed", error: e };
     }
     const own = this.o.ownAddresses();
@@ -132,12 +114,12 @@ export class InventoryPublisher {
       rows,
       info,
       ownAddressOf: (id) => own.get(id),
-      publishedAt: this.now(),
+      publishedAt: new Date(this.clock.now()),
     });
     try {
       await this.o.kube.patch(NodeInventories, name, inventory, { type: "apply", fieldManager: FIELD_MANAGER, force: true });
     } catch (e) {
-      log.warn({ node: name, err: message(e) }, "NodeInventory apply failed; the next tick retries");
+      log.warn({ node: name, err: errorMessage(e) }, "NodeInventory apply failed; the next tick retries");
       return { published: false, reason: "apply-failed", error: e };
     }
     this.publishes++;

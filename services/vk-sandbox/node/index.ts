@@ -9,4 +9,3 @@ export {
   type LeaseKubeClient,
 } from "./lease-controller.ts";
 export { LAST_APPLIED_META, LAST_APPLIED_STATUS } from "./status-patch.ts";
-export { type LoopClock, type LoopLogger, realLoopClock } from "./sleep.ts";

@@ -9,9 +9,10 @@ import type { V1Lease, V1MicroTime, V1OwnerReference } from "@kubernetes/client-
 import type { KubeClient } from "../../../shared/kube/client.ts";
 import { isConflict, isNotFound } from "../../../shared/kube/errors.ts";
 import { Leases } from "../../../shared/kube/resources.ts";
-import { LoopRunner } from "../../../shared/lifecycle/loop.ts";
+import { type Clock, realClock } from "../../../shared/clock/index.ts";
+import { PeriodicLoop } from "../../../shared/lifecycle/loop.ts";
+import { errorMessage, type Log } from "../../../shared/log/index.ts";
 import type { NodeRef } from "./node-controller.ts";
-import { type LoopClock, type LoopLogger, errMessage, realLoopClock } from "./sleep.ts";
 
 export type LeaseKubeClient = Pick<KubeClient, "get" | "create" | "update">;
 
@@ -30,8 +31,8 @@ export interface LeaseControllerOptions {
   nodeRef: () => NodeRef | undefined;
   /** True once the Node was found deleted: renewal stops so the Lease is not re-created for a Node that is gone. */
   nodeGone?: () => boolean;
-  log: LoopLogger;
-  clock?: LoopClock;
+  log: Log;
+  clock?: Clock;
   renewIntervalMs?: number;
 }
 
@@ -45,16 +46,17 @@ class Stopped extends Error {}
 export class LeaseController {
   private readonly o: Required<Omit<LeaseControllerOptions, "nodeGone">> & { nodeGone: () => boolean };
   private latest: V1Lease | undefined;
-  private readonly loop = new LoopRunner((signal) => this.run(signal));
+  private readonly loop: PeriodicLoop;
   private renewals = 0;
 
   constructor(opts: LeaseControllerOptions) {
     this.o = {
       ...opts,
-      clock: opts.clock ?? realLoopClock,
+      clock: opts.clock ?? realClock,
       renewIntervalMs: opts.renewIntervalMs ?? DEFAULT_RENEW_INTERVAL_MS,
       nodeGone: opts.nodeGone ?? (() => false),
     };
+    this.loop = new PeriodicLoop({ name: "node-lease", clock: this.o.clock, intervalMs: this.o.renewIntervalMs, first: "now", tick: () => this.tick() });
   }
 
   /** Successful renewals (creates included) since start; tests wait on it. */
@@ -76,16 +78,16 @@ export class LeaseController {
     return this.loop.stop();
   }
 
-  private async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted && !this.o.nodeGone()) {
-      try {
-        await this.sync();
-      } catch (e) {
-        if (e instanceof Stopped) return;
-        this.o.log.warn({ node: this.o.nodeName, err: errMessage(e) }, "lease renewal failed");
-      }
-      await this.o.clock.sleep(this.o.renewIntervalMs, signal);
+  /** One renewal round, now and then an interval after the previous; ends the loop once the Node is gone. */
+  private async tick(): Promise<boolean> {
+    if (this.o.nodeGone()) return true;
+    try {
+      await this.sync();
+    } catch (e) {
+      if (e instanceof Stopped) return true;
+      this.o.log.warn({ node: this.o.nodeName, err: errorMessage(e) }, "lease renewal failed");
     }
+    return false;
   }
 
   /** One round; exported behaviour for tests through `start()`. */
@@ -94,7 +96,7 @@ export class LeaseController {
       try {
         return this.accept(await this.put(this.latest));
       } catch (e) {
-        this.o.log.debug({ node: this.o.nodeName, err: errMessage(e) }, "lease update from the cached object failed; re-reading");
+        this.o.log.debug({ node: this.o.nodeName, err: errorMessage(e) }, "lease update from the cached object failed; re-reading");
         this.latest = undefined;
       }
     }
@@ -131,7 +133,7 @@ export class LeaseController {
       try {
         return await this.ensure();
       } catch (e) {
-        this.o.log.warn({ node: this.o.nodeName, err: errMessage(e), retryInMs: delay }, "cannot read or create the node lease");
+        this.o.log.warn({ node: this.o.nodeName, err: errorMessage(e), retryInMs: delay }, "cannot read or create the node lease");
       }
       await this.o.clock.sleep(delay, signal);
       delay = Math.min(delay * 2, BACKOFF_CAP_MS);
@@ -172,7 +174,7 @@ export class LeaseController {
         holderIdentity: this.o.nodeName,
         leaseDurationSeconds: LEASE_DURATION_SECONDS,
         // Sent as a string: V1MicroTime is a Date in the types, but Date.toJSON would drop to milliseconds.
-        renewTime: microTime(this.o.clock.now()) as unknown as V1MicroTime,
+        renewTime: microTime(new Date(this.o.clock.now())) as unknown as V1MicroTime,
       },
     };
   }

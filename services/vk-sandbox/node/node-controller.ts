@@ -13,9 +13,10 @@ import type { V1Node } from "@kubernetes/client-node";
 import type { KubeClient } from "../../../shared/kube/client.ts";
 import { isConflict, isNotFound } from "../../../shared/kube/errors.ts";
 import { Nodes } from "../../../shared/kube/resources.ts";
-import { LoopRunner } from "../../../shared/lifecycle/loop.ts";
+import { type Clock, realClock } from "../../../shared/clock/index.ts";
+import { PeriodicLoop } from "../../../shared/lifecycle/loop.ts";
+import { errorMessage, type Log } from "../../../shared/log/index.ts";
 import { type NodeSpecInput, buildNode, nodeLabels, nodeStatus } from "./node-object.ts";
-import { type LoopClock, type LoopLogger, errMessage, realLoopClock } from "./sleep.ts";
 import { nodeStatusPatch, withHeartbeat } from "./status-patch.ts";
 
 /** The slice of the Kubernetes client this controller calls. */
@@ -29,8 +30,8 @@ const CONFLICT_RETRIES = 3;
 export interface NodeControllerOptions {
   client: NodeKubeClient;
   spec: NodeSpecInput;
-  log: LoopLogger;
-  clock?: LoopClock;
+  log: Log;
+  clock?: Clock;
   statusIntervalMs?: number;
 }
 
@@ -42,15 +43,14 @@ export interface NodeRef {
 export class NodeController {
   private readonly client: NodeKubeClient;
   private readonly spec: NodeSpecInput;
-  private readonly log: LoopLogger;
-  private readonly clock: LoopClock;
-  private readonly intervalMs: number;
+  private readonly log: Log;
+  private readonly clock: Clock;
   private live: V1Node | undefined;
   /** When markReady ran: Ready's lastTransitionTime from then on. */
   private readySince: Date | undefined;
   private goneFlag = false;
   private resolveGone!: () => void;
-  private readonly loop = new LoopRunner((signal) => this.run(signal));
+  private readonly loop: PeriodicLoop;
   /** Serializes pushes: the readiness push and a loop tick must not compute patches from the same stale view. */
   private pushing: Promise<void> = Promise.resolve();
   /** Resolves when the Node is found deleted while running. */
@@ -60,8 +60,13 @@ export class NodeController {
     this.client = opts.client;
     this.spec = opts.spec;
     this.log = opts.log;
-    this.clock = opts.clock ?? realLoopClock;
-    this.intervalMs = opts.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
+    this.clock = opts.clock ?? realClock;
+    this.loop = new PeriodicLoop({
+      name: "node-status",
+      clock: this.clock,
+      intervalMs: opts.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS,
+      tick: () => this.tick(),
+    });
     this.whenGone = new Promise((r) => (this.resolveGone = r));
   }
 
@@ -98,7 +103,7 @@ export class NodeController {
       if (!isNotFound(e)) throw e;
     }
     if (!existing) {
-      this.live = await this.client.create<V1Node>(Nodes, buildNode(this.spec, this.clock.now()));
+      this.live = await this.client.create<V1Node>(Nodes, buildNode(this.spec, new Date(this.clock.now())));
       this.log.info({ node: name, uid: this.live.metadata?.uid }, "registered the virtual node");
       return this.live;
     }
@@ -115,7 +120,7 @@ export class NodeController {
 
   /** Ready=True, KubeletReady, phase Running, pushed now rather than at the next tick. */
   async markReady(): Promise<void> {
-    this.readySince ??= this.clock.now();
+    this.readySince ??= new Date(this.clock.now());
     await this.pushQuietly();
   }
 
@@ -124,12 +129,11 @@ export class NodeController {
     await this.pushing;
   }
 
-  private async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted && !this.goneFlag) {
-      await this.clock.sleep(this.intervalMs, signal);
-      if (signal.aborted || this.goneFlag) return;
-      await this.pushQuietly();
-    }
+  /** One status round, an interval after the previous; ends the loop once the Node is gone. */
+  private async tick(): Promise<boolean> {
+    if (this.goneFlag) return true;
+    await this.pushQuietly();
+    return this.goneFlag;
   }
 
   /** One status push; errors are logged and the next tick retries. */
@@ -138,7 +142,7 @@ export class NodeController {
       try {
         await this.push();
       } catch (e) {
-        this.log.warn({ node: this.spec.nodeName, err: errMessage(e) }, "node status patch failed; retrying next tick");
+        this.log.warn({ node: this.spec.nodeName, err: errorMessage(e) }, "node status patch failed; retrying next tick");
       }
     });
     this.pushing = next;
@@ -149,7 +153,7 @@ export class NodeController {
     if (this.goneFlag || !this.live) return;
     const name = this.spec.nodeName;
     for (let attempt = 0; ; attempt++) {
-      const now = this.clock.now();
+      const now = new Date(this.clock.now());
       const desired = {
         labels: nodeLabels(this.spec),
         status: withHeartbeat(nodeStatus(this.spec, this.readySince, now), now),

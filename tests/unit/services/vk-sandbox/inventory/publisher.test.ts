@@ -1,10 +1,11 @@
 import { describe, expect, test } from "bun:test";
+import { FakeClock } from "../../../../../shared/clock/index.ts";
 import { NodeInventory } from "../../../../../shared/inventory/index.ts";
 import { buildInventory, InventoryPublisher } from "../../../../../services/vk-sandbox/inventory/index.ts";
 import { KubeApiError } from "../../../../../shared/kube/errors.ts";
 import type { Info, SandboxRow } from "../../../../../shared/sandboxd/schemas.ts";
 
-const quiet = { info() {}, warn() {}, debug() {} };
+const quiet = { info() {}, warn() {}, debug() {}, error() {} };
 const key = { template: "base:24.04", net: "none" as const, size: "small" as const };
 const info: Info = {
   pools: [{ key, warm: 3, target: 4, refilling: 1, golden: true }],
@@ -200,7 +201,7 @@ describe("InventoryPublisher", () => {
     expect(f.gets).toHaveLength(0);
   });
 
-  test("an apply failure is not fatal: the loop keeps publishing", async () => {
+  test("an apply failure is not fatal: the loop publishes at start and then once per interval", async () => {
     const f = new Fakes();
     let failNext = true;
     const patch = f.kube.patch;
@@ -211,10 +212,21 @@ describe("InventoryPublisher", () => {
       }
       return patch(...a);
     };
-    const p = publisher(f);
+    const clock = new FakeClock();
+    const p = publisher(f, { clock, intervalMs: 30_000 });
     p.start();
-    while (p.publishCount < 2) await Bun.sleep(2);
+    await clock.tick(0);
+    expect([failNext, p.publishCount]).toEqual([false, 0]); // the first apply ran at start and failed
+    await clock.tick(29_999);
+    expect(p.publishCount).toBe(0);
+    await clock.tick(1);
+    expect(p.publishCount).toBe(1);
+    await clock.tick(30_000);
+    expect(p.publishCount).toBe(2);
+    expect(f.applies[1].body.publishedAt).toBe(new Date(clock.now()).toISOString());
     await p.stop();
+    await clock.tick(60_000);
+    expect(p.publishCount).toBe(2);
   });
 
   test("a non-positive interval is refused", () => {

@@ -69,11 +69,3 @@ export class FakeKube {
 
 export const quietLog = { info() {}, warn() {}, error() {}, debug() {} };
 
-/** Polls until `cond` holds; fails the test after `ms`. */
-export async function until(cond: () => boolean, ms = 2000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await Bun.sleep(2);
-  }
-}

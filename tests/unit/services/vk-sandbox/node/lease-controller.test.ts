@@ -1,15 +1,19 @@
 import { describe, expect, test } from "bun:test";
 import { LeaseController, microTime } from "../../../../../services/vk-sandbox/node/lease-controller.ts";
-import { FakeKube, apiError, quietLog, until } from "./fake-kube.ts";
+import { FakeClock } from "../../../../../shared/clock/index.ts";
+import { FakeKube, apiError, quietLog } from "./fake-kube.ts";
 
-function lease(kube: FakeKube, o: { ref?: boolean; gone?: () => boolean; interval?: number } = {}) {
+const INTERVAL = 10_000;
+
+function lease(kube: FakeKube, clock: FakeClock, o: { ref?: boolean; gone?: () => boolean } = {}) {
   return new LeaseController({
+    clock,
     client: kube,
     nodeName: "n1",
     nodeRef: () => (o.ref === false ? undefined : { name: "n1", uid: "node-uid" }),
     nodeGone: o.gone,
     log: quietLog,
-    renewIntervalMs: o.interval ?? 5,
+    renewIntervalMs: INTERVAL,
   });
 }
 
@@ -20,9 +24,11 @@ describe("LeaseController", () => {
 
   test("the first round creates the Lease with holder, 40 s, renewTime and the Node ownerReference", async () => {
     const kube = new FakeKube();
-    const l = lease(kube, { interval: 60_000 });
+    const clock = new FakeClock();
+    const l = lease(kube, clock);
     l.start();
-    await until(() => l.renewCount >= 1);
+    await clock.tick(0);
+    expect(l.renewCount).toBe(1);
     await l.stop();
     const create = kube.calls.find((c) => c.verb === "create")!;
     expect(create.opts).toEqual({ namespace: "kube-node-lease" });
@@ -30,25 +36,29 @@ describe("LeaseController", () => {
     expect(body.metadata).toMatchObject({ name: "n1", namespace: "kube-node-lease" });
     expect(body.metadata.ownerReferences).toEqual([{ apiVersion: "v1", kind: "Node", name: "n1", uid: "node-uid" }]);
     expect(body.spec).toMatchObject({ holderIdentity: "n1", leaseDurationSeconds: 40 });
-    expect(body.spec.renewTime).toMatch(/\.\d{6}Z$/);
+    expect(body.spec.renewTime).toBe(microTime(new Date(clock.now())));
   });
 
   test("later rounds PUT from the last returned object without a GET", async () => {
     const kube = new FakeKube();
-    const l = lease(kube);
+    const clock = new FakeClock();
+    const l = lease(kube, clock);
     l.start();
-    await until(() => l.renewCount >= 4);
+    await clock.tick(3 * INTERVAL);
+    expect(l.renewCount).toBe(4);
     await l.stop();
     expect(kube.count("get")).toBe(1);
-    expect(kube.count("update")).toBeGreaterThanOrEqual(3);
+    expect(kube.count("update")).toBe(3);
   });
 
   test("an existing Lease without an owner gains it on update", async () => {
     const kube = new FakeKube();
     kube.objects.set("leases/n1", { metadata: { name: "n1", namespace: "kube-node-lease", resourceVersion: "1" }, spec: {} });
-    const l = lease(kube, { interval: 60_000 });
+    const clock = new FakeClock();
+    const l = lease(kube, clock);
     l.start();
-    await until(() => l.renewCount >= 1);
+    await clock.tick(0);
+    expect(l.renewCount).toBe(1);
     await l.stop();
     const put = kube.calls.find((c) => c.verb === "update")!.body as any;
     expect(put.metadata.ownerReferences[0].uid).toBe("node-uid");
@@ -57,11 +67,14 @@ describe("LeaseController", () => {
 
   test("a failed PUT falls back to GET then PUT; a 409 re-reads", async () => {
     const kube = new FakeKube();
-    const l = lease(kube);
+    const clock = new FakeClock();
+    const l = lease(kube, clock);
     l.start();
-    await until(() => l.renewCount >= 1);
+    await clock.tick(0);
+    expect(l.renewCount).toBe(1);
     kube.failures.update = [apiError(500, "InternalError"), apiError(409, "Conflict")];
-    await until(() => l.renewCount >= 3);
+    await clock.tick(INTERVAL);
+    expect(l.renewCount).toBe(2);
     await l.stop();
     const verbs = kube.calls.map((c) => c.verb);
     // create, PUT fails (cached), GET, PUT 409, GET, PUT ok
@@ -70,26 +83,32 @@ describe("LeaseController", () => {
 
   test("it never creates the Lease without a registered Node, and backs off instead", async () => {
     const kube = new FakeKube();
-    const l = lease(kube, { ref: false });
+    const clock = new FakeClock();
+    const l = lease(kube, clock, { ref: false });
     l.start();
-    await Bun.sleep(350);
+    // The backoff starts at 100 ms and doubles up to 7 s: it neither spins nor gives up.
+    const getsAt: number[] = [];
+    for (const step of [0, 99, 1, 200, 400, 800, 1600, 3200, 6400, 7000, 7000]) {
+      await clock.tick(step);
+      getsAt.push(kube.count("get"));
+    }
     await l.stop();
+    expect(getsAt).toEqual([1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(kube.count("create")).toBe(0);
-    // 100 + 200 ms of backoff fits about three GETs in 350 ms: it neither spins nor gives up.
-    expect(kube.count("get")).toBeGreaterThanOrEqual(2);
-    expect(kube.count("get")).toBeLessThanOrEqual(4);
+    expect(l.renewCount).toBe(0);
   });
 
   test("renewal stops once the Node is gone", async () => {
     const kube = new FakeKube();
+    const clock = new FakeClock();
     let gone = false;
-    const l = lease(kube, { gone: () => gone });
+    const l = lease(kube, clock, { gone: () => gone });
     l.start();
-    await until(() => l.renewCount >= 2);
+    await clock.tick(INTERVAL);
+    expect(l.renewCount).toBe(2);
     gone = true;
-    await Bun.sleep(20);
     const n = kube.calls.length;
-    await Bun.sleep(30);
+    await clock.tick(10 * INTERVAL);
     expect(kube.calls.length).toBe(n);
     await l.stop();
   });

@@ -1,12 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import { NodeController } from "../../../../../services/vk-sandbox/node/node-controller.ts";
 import { LAST_APPLIED_META, LAST_APPLIED_STATUS } from "../../../../../services/vk-sandbox/node/status-patch.ts";
-import { FakeKube, apiError, quietLog, until } from "./fake-kube.ts";
+import { FakeClock } from "../../../../../shared/clock/index.ts";
+import { FakeKube, apiError, quietLog } from "./fake-kube.ts";
 
 const spec = { nodeName: "n1", kubeletPort: 10260, cpu: "4000", memory: "8Ti", pods: "2000", extraLabels: {} };
 
-function controller(kube: FakeKube, statusIntervalMs = 60_000) {
-  return new NodeController({ client: kube, spec, log: quietLog, statusIntervalMs });
+const INTERVAL = 60_000;
+
+function controller(kube: FakeKube, clock = new FakeClock()) {
+  return new NodeController({ client: kube, spec, log: quietLog, statusIntervalMs: INTERVAL, clock });
 }
 
 describe("NodeController", () => {
@@ -52,13 +55,23 @@ describe("NodeController", () => {
     expect(body.status.phase).toBe("Running");
   });
 
-  test("the status loop patches every interval", async () => {
+  test("the status loop patches once per interval, starting one interval after start", async () => {
     const kube = new FakeKube();
-    const c = controller(kube, 5);
+    const clock = new FakeClock();
+    const c = controller(kube, clock);
     await c.ensure();
     c.start();
-    await until(() => kube.count("patch") >= 3);
+    await clock.tick(INTERVAL - 1);
+    expect(kube.count("patch")).toBe(0);
+    await clock.tick(1);
+    expect(kube.count("patch")).toBe(1);
+    await clock.tick(2 * INTERVAL);
+    expect(kube.count("patch")).toBe(3);
+    const heartbeat = (kube.calls.at(-1)!.body as any).status.conditions[0].lastHeartbeatTime;
+    expect(heartbeat).toBe(new Date(clock.now()).toISOString());
     await c.stop();
+    await clock.tick(10 * INTERVAL);
+    expect(kube.count("patch")).toBe(3);
   });
 
   test("a 409 re-reads the Node and retries", async () => {
@@ -72,14 +85,16 @@ describe("NodeController", () => {
 
   test("a Node deleted while running is not recreated and the gone signal fires", async () => {
     const kube = new FakeKube();
-    const c = controller(kube, 5);
+    const clock = new FakeClock();
+    const c = controller(kube, clock);
     await c.ensure();
     c.start();
     kube.objects.delete("nodes/n1");
+    await clock.tick(INTERVAL);
     await c.whenGone;
     expect(c.gone).toBe(true);
     const patches = kube.count("patch");
-    await Bun.sleep(30);
+    await clock.tick(10 * INTERVAL);
     expect(kube.count("patch")).toBe(patches);
     expect(kube.count("create")).toBe(1);
     await c.stop();
@@ -87,11 +102,16 @@ describe("NodeController", () => {
 
   test("a failed patch is logged and retried next tick, never fatal", async () => {
     const kube = new FakeKube();
-    const c = controller(kube, 5);
+    const clock = new FakeClock();
+    const c = controller(kube, clock);
     await c.ensure();
     kube.failures.patch = [apiError(500, "InternalError")];
     c.start();
-    await until(() => kube.count("patch") >= 2);
+    await clock.tick(INTERVAL);
+    expect(kube.count("patch")).toBe(1);
+    await clock.tick(INTERVAL);
+    expect(kube.count("patch")).toBe(2);
+    expect(kube.objects.get("nodes/n1").metadata.annotations[LAST_APPLIED_STATUS]).toBeDefined(); // the retry landed
     expect(c.gone).toBe(false);
     await c.stop();
   });
