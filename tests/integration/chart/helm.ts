@@ -143,7 +143,7 @@ export interface Container {
   command?: string[];
   args?: string[];
   env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
-  ports?: { name: string; containerPort: number }[];
+  ports?: { name: string; containerPort: number; protocol?: string }[];
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;

@@ -1,0 +1,138 @@
+// One source for every CRD: chart/crds links manifests/crds (no copy that can drift), helm installs exactly that
+// file, and the real kube-apiserver accepts the CRDs and the objects the project writes into them.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parse } from "yaml";
+import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
+import { chartDir, render, root } from "./helm.ts";
+
+const manifestsCrds = join(root, "manifests", "crds");
+const chartCrds = join(chartDir, "crds");
+
+describe("chart/crds and manifests/crds", () => {
+  test("every file in chart/crds is a link into manifests/crds, byte-identical to its target", () => {
+    const files = readdirSync(chartCrds);
+    expect(files).toEqual(["nodeinventories.sandbox.cocoonstack.io.yaml"]);
+    for (const f of files) {
+      const path = join(chartCrds, f);
+      expect(lstatSync(path).isSymbolicLink()).toBe(true);
+      expect(resolve(chartCrds, readlinkSync(path))).toBe(join(manifestsCrds, f));
+      expect(realpathSync(path)).toBe(realpathSync(join(manifestsCrds, f)));
+      expect(readFileSync(path)).toEqual(readFileSync(join(manifestsCrds, f)));
+    }
+  });
+
+  test("helm --include-crds renders the manifests file's object, and no upstream CRD (seed 003)", async () => {
+    const crds = (await render()).filter((o) => o.kind === "CustomResourceDefinition");
+    expect(crds).toEqual([parse(readFileSync(join(manifestsCrds, "nodeinventories.sandbox.cocoonstack.io.yaml"), "utf8"))]);
+  });
+});
+
+describe("the CRDs on a real kube-apiserver", () => {
+  let cluster: TestCluster;
+
+  beforeAll(async () => {
+    cluster = await startKubeApiserver();
+    for (const f of readdirSync(manifestsCrds).sort()) await cluster.apply(readFileSync(join(manifestsCrds, f), "utf8"));
+    await cluster.createNamespace("team");
+  }, 120_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  async function create(path: string, body: object): Promise<Response> {
+    return cluster.adminFetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  }
+
+  const pools = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/team/sandboxwarmpools";
+  const templates = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/team/sandboxtemplates";
+
+  test("a SandboxTemplate keeps the pod spec and the fields the driver does not type", async () => {
+    const r = await create(templates, {
+      apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+      kind: "SandboxTemplate",
+      metadata: { name: "python" },
+      spec: {
+        podTemplate: {
+          metadata: { annotations: { "sandbox.cocoonstack.io/net": "egress" } },
+          spec: {
+            containers: [{ name: "main", image: "python:3.12", resources: { limits: { cpu: "2", memory: "4Gi" } } }],
+            runtimeClassName: "microvm",
+          },
+        },
+        networkPolicy: { ingress: [] },
+      },
+    });
+    expect(r.status).toBe(201);
+    const got = (await r.json()) as {
+      spec: {
+        podTemplate: { spec: { containers: { resources?: unknown }[]; runtimeClassName?: string } };
+        networkPolicy?: unknown;
+      };
+    };
+    expect(got.spec.podTemplate.spec.containers[0]!.resources).toEqual({ limits: { cpu: "2", memory: "4Gi" } });
+    expect(got.spec.podTemplate.spec.runtimeClassName).toBe("microvm");
+    expect(got.spec.networkPolicy).toEqual({ ingress: [] });
+  });
+
+  test("a SandboxTemplate without containers is refused, naming the field", async () => {
+    const r = await create(templates, {
+      apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+      kind: "SandboxTemplate",
+      metadata: { name: "empty" },
+      spec: { podTemplate: { spec: {} } },
+    });
+    expect(r.status).toBe(422);
+    expect(await r.text()).toContain("spec.podTemplate.spec.containers");
+  });
+
+  test("a SandboxWarmPool defaults replicas to 1, refuses a negative count, and scales through /scale", async () => {
+    const pool = (name: string, spec: object) => ({
+      apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+      kind: "SandboxWarmPool",
+      metadata: { name },
+      spec,
+    });
+    const created = await create(pools, pool("py", { sandboxTemplateRef: { name: "python" } }));
+    expect(created.status).toBe(201);
+    expect(((await created.json()) as { spec: { replicas: number } }).spec.replicas).toBe(1);
+
+    const negative = await create(pools, pool("neg", { replicas: -1, sandboxTemplateRef: { name: "python" } }));
+    expect(negative.status).toBe(422);
+    expect(await negative.text()).toContain("spec.replicas");
+
+    const noRef = await create(pools, pool("noref", { replicas: 1 }));
+    expect(noRef.status).toBe(422);
+    expect(await noRef.text()).toContain("spec.sandboxTemplateRef");
+
+    // The driver's write-back: the status subresource only.
+    const status = await cluster.adminFetch(`${pools}/py/status`, {
+      method: "PATCH",
+      headers: { "content-type": "application/merge-patch+json" },
+      body: JSON.stringify({ status: { replicas: 3, readyReplicas: 3, selector: "agents.x-k8s.io/warm-pool=py" } }),
+    });
+    expect(status.status).toBe(200);
+
+    const scale = await cluster.adminFetch(`${pools}/py/scale`);
+    expect(scale.status).toBe(200);
+    const s = (await scale.json()) as { spec: { replicas: number }; status: { replicas: number; selector: string } };
+    expect(s.spec.replicas).toBe(1);
+    expect(s.status).toEqual({ replicas: 3, selector: "agents.x-k8s.io/warm-pool=py" });
+  });
+
+  test("NodeInventory is cluster-scoped and keeps publishedAt", async () => {
+    const r = await create("/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories", {
+      apiVersion: "sandbox.cocoonstack.io/v1beta1",
+      kind: "NodeInventory",
+      metadata: { name: "node-a" },
+      node: "node-a",
+      address: "10.0.0.1:7777",
+      publishedAt: "2026-01-01T00:00:00Z",
+      pools: [{ template: "python:3.12", warm: 2, target: 2 }],
+    });
+    expect(r.status).toBe(201);
+    expect(((await r.json()) as { publishedAt: string }).publishedAt).toBe("2026-01-01T00:00:00Z");
+  });
+});
