@@ -1,5 +1,7 @@
 // Client-side rate limit, as client-go's flowcontrol token bucket: `burst` tokens to start with, refilled at `qps`
 // per second, one token per request. Waiters are served in arrival order so a burst of callers cannot starve one.
+// The one token bucket: the Kubernetes client waits on it (acquire), the work queues reserve from it (reserve).
+import { type Clock, realClock, type Timer } from "../clock/index.ts";
 
 /** client-go's `DefaultQPS` and `DefaultBurst` (rest/config.go): what a zero flag means. */
 export const DEFAULT_QPS = 5;
@@ -8,27 +10,27 @@ export const DEFAULT_BURST = 10;
 export class TokenBucket {
   readonly qps: number;
   readonly burst: number;
-  // Goes negative while callers wait: each waiter reserves the moment its token will exist (as golang.org/x/time/rate
-  // reservations do), so a late timer never loses throughput and arrival order is kept.
+  // Goes negative while reservations are outstanding: each reservation owns the moment its token will exist (as
+  // golang.org/x/time/rate reservations do), so a late timer never loses throughput and arrival order is kept.
   private tokens: number;
   private last: number;
-  private readonly now: () => number;
+  private readonly clock: Pick<Clock, "monotonic" | "after">;
   private readonly waiters: { due: number; resolve: () => void; cleanup: () => void }[] = [];
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: Timer | undefined;
 
-  /** `now` returns milliseconds; tests inject a clock and call drain() after moving it. */
-  constructor(qps: number, burst: number, now: () => number = () => performance.now()) {
+  /** Intervals are read from `clock.monotonic()`; tests pass a FakeClock and move it. */
+  constructor(qps: number, burst: number, clock: Pick<Clock, "monotonic" | "after"> = realClock) {
     if (!(qps > 0)) throw new RangeError(`token bucket qps must be positive, got ${qps}`);
     if (!(burst >= 1)) throw new RangeError(`token bucket burst must be at least 1, got ${burst}`);
     this.qps = qps;
     this.burst = Math.floor(burst);
     this.tokens = this.burst;
-    this.now = now;
-    this.last = now();
+    this.clock = clock;
+    this.last = clock.monotonic();
   }
 
   private refill(): number {
-    const t = this.now();
+    const t = this.clock.monotonic();
     if (t > this.last) {
       this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) * this.qps) / 1000);
       this.last = t;
@@ -46,13 +48,22 @@ export class TokenBucket {
     return false;
   }
 
+  /**
+   * Takes the next token, always, and answers how many ms until it exists (0: now). For a caller that schedules
+   * the wait itself (the work queue puts the key on its own timer heap); client-go's rate.Limiter.Reserve.
+   */
+  reserve(): number {
+    this.refill();
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
+  }
+
   /** Resolves once the caller's token exists. If the signal aborts first it rejects and the token is given back. */
   acquire(signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.tryAcquire()) return Promise.resolve();
-    const t = this.refill();
-    this.tokens -= 1;
-    const due = t + (-this.tokens * 1000) / this.qps;
+    const wait = this.reserve();
+    if (wait === 0) return Promise.resolve();
+    const due = this.last + wait;
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
         const i = this.waiters.indexOf(w);
@@ -68,9 +79,9 @@ export class TokenBucket {
     });
   }
 
-  /** Releases every waiter whose moment has come. Real timers call it; tests with an injected clock call it too. */
+  /** Releases every waiter whose moment has come. The clock's timer calls it; a test may call it after moving time. */
   drain(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = undefined;
     const t = this.refill();
     while (this.waiters.length > 0 && this.waiters[0]!.due <= t) {
@@ -83,8 +94,14 @@ export class TokenBucket {
 
   private schedule(): void {
     if (this.timer !== undefined || this.waiters.length === 0) return;
-    const waitMs = Math.max(0, this.waiters[0]!.due - this.now());
-    this.timer = setTimeout(() => this.drain(), Math.ceil(waitMs));
+    const waitMs = Math.max(0, this.waiters[0]!.due - this.clock.monotonic());
+    let fired = false; // a fake clock runs a zero-delay timer inside after()
+    const timer = this.clock.after(Math.ceil(waitMs), () => {
+      fired = true;
+      this.timer = undefined;
+      this.drain();
+    });
+    if (!fired) this.timer = timer;
   }
 }
 

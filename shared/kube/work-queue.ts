@@ -10,6 +10,7 @@
 //   After `maxAttempts` consecutive failures the key is dropped and logged (an unbounded retry
 //   loop would hide a permanent error behind a growing queue).
 import PQueue from "p-queue";
+import { TokenBucket } from "./rate-limit.ts";
 
 export interface Clock {
   now(): number;
@@ -123,30 +124,6 @@ export function backoffDelay(failures: number, baseMs = DEFAULT_BASE_DELAY_MS, c
   return Math.min(capMs, baseMs * 2 ** exp);
 }
 
-/**
- * A reservation-style token bucket driven by the injected clock: `reserve()` always succeeds and
- * returns how long the caller must wait (client-go's rate.Limiter.Reserve). Tokens go negative
- * while reservations are outstanding, so N callers at once are spread 1/qps apart.
- */
-export class ReservingBucket {
-  private tokens: number;
-  private last: number;
-  constructor(
-    private readonly rate: QueueRate,
-    private readonly clock: Clock,
-  ) {
-    this.tokens = rate.burst;
-    this.last = clock.now();
-  }
-  reserve(): number {
-    const now = this.clock.now();
-    this.tokens = Math.min(this.rate.burst, this.tokens + ((now - this.last) / 1000) * this.rate.qps);
-    this.last = now;
-    this.tokens -= 1;
-    return this.tokens >= 0 ? 0 : (-this.tokens / this.rate.qps) * 1000;
-  }
-}
-
 export class WorkQueue {
   readonly name: string;
   private readonly handler: (key: string) => Promise<void>;
@@ -156,7 +133,7 @@ export class WorkQueue {
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
   private readonly retryPolicy: RetryPolicy;
-  private readonly bucket: ReservingBucket | undefined;
+  private readonly bucket: TokenBucket | undefined;
   private readonly log: QueueLogger | undefined;
   private readonly pool: PQueue;
 
@@ -186,7 +163,13 @@ export class WorkQueue {
     this.retryPolicy =
       opts.retryPolicy ??
       ((_key, _err, failures) => (failures >= this.maxAttempts ? undefined : this.backoff(failures)));
-    this.bucket = opts.rate && opts.rate.qps > 0 ? new ReservingBucket(opts.rate, this.clock) : undefined;
+    this.bucket =
+      opts.rate && opts.rate.qps > 0
+        ? new TokenBucket(opts.rate.qps, opts.rate.burst, {
+            monotonic: () => this.clock.now(),
+            after: (ms, fn) => ({ cancel: this.clock.setTimer(fn, ms) }),
+          })
+        : undefined;
     this.log = opts.log;
     // Constructing has no side effects: p-queue starts paused-free but we only feed it after start().
     this.pool = new PQueue({ concurrency: this.workers });

@@ -5,6 +5,7 @@ import pino from "pino";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { FakeClock } from "../../../../shared/clock/index.ts";
 import { KubeClient, MAX_429_RETRIES } from "../../../../shared/kube/client.ts";
 import { isConflict, isNotFound, KubeApiError } from "../../../../shared/kube/errors.ts";
 import { TokenBucket } from "../../../../shared/kube/rate-limit.ts";
@@ -208,8 +209,8 @@ test("debug logs name verb, path and status, never the bearer token", async () =
 });
 
 test("every request, watches included, waits for the limiter", async () => {
-  let now = 0;
-  const bucket = new TokenBucket(10, 2, () => now);
+  const clock = new FakeClock(0);
+  const bucket = new TokenBucket(10, 2, clock);
   const r = recorder((s) => (s.url.includes("watch=1") ? new Response("") : Response.json({})));
   const c = new KubeClient({ server }, { transport: r.transport, limiter: bucket });
   await c.get(Nodes, "a");
@@ -219,8 +220,7 @@ test("every request, watches included, waits for the limiter", async () => {
   const third = c.get(Nodes, "c");
   await Bun.sleep(5);
   expect(r.seen.length).toBe(2);
-  now = 100;
-  bucket.drain();
+  clock.advance(100);
   await third;
   expect(r.seen.length).toBe(3);
 });

@@ -1,22 +1,20 @@
 import { describe, expect, test } from "bun:test";
+import { FakeClock } from "../../../../shared/clock/index.ts";
 import { limiterFromFlags, rateFromFlags, TokenBucket } from "../../../../shared/kube/rate-limit.ts";
 
-function clock() {
-  let t = 0;
-  return { now: () => t, advance: (ms: number) => void (t += ms) };
-}
+const clock = () => new FakeClock(0);
 
 describe("TokenBucket with an injected clock", () => {
   test("starts full: exactly `burst` requests pass at once, the next does not", () => {
     const c = clock();
-    const b = new TokenBucket(20, 5, c.now);
+    const b = new TokenBucket(20, 5, c);
     const got = Array.from({ length: 7 }, () => b.tryAcquire());
     expect(got).toEqual([true, true, true, true, true, false, false]);
   });
 
   test("refills at qps and never above burst", () => {
     const c = clock();
-    const b = new TokenBucket(10, 3, c.now);
+    const b = new TokenBucket(10, 3, c);
     for (let i = 0; i < 3; i++) expect(b.tryAcquire()).toBe(true);
     c.advance(99);
     expect(b.tryAcquire()).toBe(false); // 0.99 of a token
@@ -29,7 +27,7 @@ describe("TokenBucket with an injected clock", () => {
 
   test("over a long run admits qps*seconds + burst requests", () => {
     const c = clock();
-    const b = new TokenBucket(20, 5, c.now);
+    const b = new TokenBucket(20, 5, c);
     let admitted = 0;
     for (let ms = 0; ms <= 10_000; ms++) {
       while (b.tryAcquire()) admitted++;
@@ -40,7 +38,7 @@ describe("TokenBucket with an injected clock", () => {
 
   test("waiters are served in arrival order as tokens appear", async () => {
     const c = clock();
-    const b = new TokenBucket(10, 1, c.now);
+    const b = new TokenBucket(10, 1, c);
     expect(b.tryAcquire()).toBe(true);
     const order: number[] = [];
     const ws = [1, 2, 3].map((i) => b.acquire().then(() => order.push(i)));
@@ -58,7 +56,7 @@ describe("TokenBucket with an injected clock", () => {
 
   test("an aborted waiter rejects with the signal's reason and spends no token", async () => {
     const c = clock();
-    const b = new TokenBucket(10, 1, c.now);
+    const b = new TokenBucket(10, 1, c);
     b.tryAcquire();
     const ac = new AbortController();
     const p = b.acquire(ac.signal);
@@ -76,6 +74,31 @@ describe("TokenBucket with an injected clock", () => {
     const waited = performance.now() - t0;
     expect(waited).toBeGreaterThanOrEqual(15);
     expect(waited).toBeLessThan(200);
+  });
+});
+
+describe("TokenBucket.reserve (the work queues' use)", () => {
+  test("always takes a token and answers the wait: burst at once, then 1/qps apart; idle time refills", () => {
+    const c = clock();
+    const b = new TokenBucket(4, 2, c);
+    expect([b.reserve(), b.reserve(), b.reserve(), b.reserve()]).toEqual([0, 0, 250, 500]);
+    c.advance(10_000);
+    expect([b.reserve(), b.reserve(), b.reserve()]).toEqual([0, 0, 250]);
+  });
+
+  test("reservations and waiters share one queue of future tokens", async () => {
+    const c = clock();
+    const b = new TokenBucket(10, 1, c);
+    expect(b.reserve()).toBe(0);
+    expect(b.reserve()).toBe(100); // the token at 100 ms is spoken for
+    let got = false;
+    const p = b.acquire().then(() => (got = true));
+    c.advance(199);
+    await Promise.resolve();
+    expect(got).toBe(false);
+    c.advance(1);
+    await p;
+    expect(got).toBe(true);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { backoffDelay, ReservingBucket, WorkQueue, type Clock } from "../../../../shared/kube/work-queue.ts";
+import { backoffDelay, WorkQueue, type Clock } from "../../../../shared/kube/work-queue.ts";
 
 /** A manual clock: time moves only when the test advances it. */
 class FakeClock implements Clock {
@@ -265,14 +265,6 @@ describe("WorkQueue", () => {
     await clock.advance(2000);
     expect(runs).toBe(0);
     expect(clock.pendingTimers()).toBeLessThanOrEqual(1);
-  });
-
-  test("the reserving bucket spreads callers 1/qps apart and refills to burst", () => {
-    const clock = new FakeClock();
-    const b = new ReservingBucket({ qps: 4, burst: 2 }, clock);
-    expect([b.reserve(), b.reserve(), b.reserve(), b.reserve()]).toEqual([0, 0, 250, 500]);
-    clock.t = 10_000;
-    expect([b.reserve(), b.reserve(), b.reserve()]).toEqual([0, 0, 250]);
   });
 });
 
