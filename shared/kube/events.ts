@@ -7,6 +7,7 @@
 // so a pod retrying a failing create every backoff step does not flood etcd.
 import PQueue from "p-queue";
 import type { CoreV1Event, V1ObjectReference } from "@kubernetes/client-node";
+import { type Clock, formatRfc3339Seconds, realClock } from "../clock/index.ts";
 
 /** The two calls the recorder makes; consumers wire them to the shared KubeClient (RBAC: events create, patch). */
 export interface EventSink {
@@ -34,7 +35,8 @@ export interface EventRecorderOptions {
   dropNormal?: boolean;
   /** How many distinct events are remembered for aggregation (oldest forgotten first). */
   cacheSize?: number;
-  now?: () => Date;
+  /** Stamps firstTimestamp/lastTimestamp (whole seconds, metav1.Time) and the name suffix. */
+  clock?: Clock;
   isNotFound?: (err: unknown) => boolean;
   log?: { warn(obj: object, msg: string): void };
 }
@@ -59,8 +61,11 @@ export class EventRecorder {
   /** Counters for tests and the bench: what was asked versus what reached the sink. */
   readonly counts = { recorded: 0, dropped: 0, created: 0, patched: 0, failed: 0 };
 
+  private readonly clock: Clock;
+
   constructor(opts: EventRecorderOptions) {
     this.opts = opts;
+    this.clock = opts.clock ?? realClock;
   }
 
   normal(obj: InvolvedObject, reason: string, message: string): void {
@@ -121,7 +126,7 @@ export class EventRecorder {
     reason: string,
     message: string,
   ): Promise<void> {
-    const now = (this.opts.now?.() ?? new Date()).toISOString().replace(/\.\d+Z$/, "Z");
+    const now = formatRfc3339Seconds(this.clock.now());
     const prev = this.seen.get(key);
     try {
       if (prev) {
@@ -139,7 +144,7 @@ export class EventRecorder {
           this.seen.delete(key);
         }
       }
-      const name = `${involved.name}.${eventSuffix(++this.seq)}`;
+      const name = `${involved.name}.${eventSuffix(this.clock.now(), ++this.seq)}`;
       const event: CoreV1Event = {
         apiVersion: "v1",
         kind: "Event",
@@ -169,7 +174,7 @@ export class EventRecorder {
 
 // client-go names events `<object>.<hex nanoseconds>`; a per-process counter keeps two events in one
 // nanosecond (possible with performance.now granularity) from colliding.
-function eventSuffix(seq: number): string {
-  const ns = BigInt(Date.now()) * 1_000_000n + BigInt(seq % 1_000_000);
+function eventSuffix(nowMs: number, seq: number): string {
+  const ns = BigInt(nowMs) * 1_000_000n + BigInt(seq % 1_000_000);
   return ns.toString(16);
 }

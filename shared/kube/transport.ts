@@ -2,6 +2,7 @@
 // Bun drops its undici dispatcher, so a kubeconfig's CA, client certificate and skip-verify are silently ignored
 // (anchors.md §E); Bun's own `tls` option honours all three. Everything else in shared/kube is runtime-neutral.
 import { readFile } from "node:fs/promises";
+import { type Clock, realClock } from "../clock/index.ts";
 import type { KubeConnection } from "./connection.ts";
 
 export interface TransportInit {
@@ -51,7 +52,7 @@ export class BearerToken {
   constructor(
     private readonly conn: Pick<KubeConnection, "token" | "tokenFile">,
     private readonly reloadMs = 60_000,
-    private readonly now: () => number = () => performance.now(),
+    private readonly clock: Pick<Clock, "monotonic"> = realClock,
     private readonly onReadError?: (e: unknown) => void,
   ) {
     this.cached = conn.token;
@@ -67,7 +68,7 @@ export class BearerToken {
   async get(): Promise<string | undefined> {
     const file = this.conn.tokenFile;
     if (!file) return this.cached;
-    const t = this.now();
+    const t = this.clock.monotonic();
     if (t - this.readAt < this.reloadMs && this.cached) return this.cached;
     if (!this.reading) {
       const read: Promise<string | undefined> = this.reload(file, t).finally(() => {

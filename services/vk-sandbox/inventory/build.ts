@@ -2,7 +2,8 @@
 //
 // The node's index, not the claims table, is the source: sandboxes claimed by others (e2b, the operator) appear, and
 // reaped ones vanish on the next publish.
-import { GO_ZERO_TIME, type Info, type SandboxRow } from "../../../shared/sandboxd/schemas.ts";
+import { parseGoTime } from "../../../shared/clock/index.ts";
+import type { Info, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
 import { API_VERSION, type InventoryEntry, type InventoryPool, type InventoryTemplate, KIND, type NodeInventory } from "../../../shared/inventory/index.ts";
 
 export interface BuildInput {
@@ -18,7 +19,8 @@ export interface BuildInput {
   publishedAt: Date;
 }
 
-const isZero = (t: string | undefined): t is undefined => !t || t.startsWith(GO_ZERO_TIME.slice(0, 19));
+/** Absent, or Go's zero time: sandboxd's way of saying "none". */
+const isZero = (t: string | undefined): t is undefined => !t || parseGoTime(t) === null;
 
 export function inventoryEntry(row: SandboxRow, ownAddressOf: (id: string) => string | undefined): InventoryEntry {
   const name = row.claim_ref || row.id;

@@ -9,7 +9,7 @@ import type { V1Lease, V1MicroTime, V1OwnerReference } from "@kubernetes/client-
 import type { KubeClient } from "../../../shared/kube/client.ts";
 import { isConflict, isNotFound } from "../../../shared/kube/errors.ts";
 import { Leases } from "../../../shared/kube/resources.ts";
-import { type Clock, realClock } from "../../../shared/clock/index.ts";
+import { type Clock, formatMicroTime, realClock } from "../../../shared/clock/index.ts";
 import { PeriodicLoop } from "../../../shared/lifecycle/loop.ts";
 import { errorMessage, type Log } from "../../../shared/log/index.ts";
 import type { NodeRef } from "./node-controller.ts";
@@ -34,11 +34,6 @@ export interface LeaseControllerOptions {
   log: Log;
   clock?: Clock;
   renewIntervalMs?: number;
-}
-
-/** metav1.MicroTime: RFC 3339 with six fractional digits. */
-export function microTime(d: Date): string {
-  return d.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
 
 class Stopped extends Error {}
@@ -174,7 +169,7 @@ export class LeaseController {
         holderIdentity: this.o.nodeName,
         leaseDurationSeconds: LEASE_DURATION_SECONDS,
         // Sent as a string: V1MicroTime is a Date in the types, but Date.toJSON would drop to milliseconds.
-        renewTime: microTime(new Date(this.o.clock.now())) as unknown as V1MicroTime,
+        renewTime: formatMicroTime(this.o.clock.now()) as unknown as V1MicroTime,
       },
     };
   }

@@ -158,7 +158,7 @@ describe("auth", () => {
     const f = join(dir, "token");
     writeFileSync(f, "one\n");
     let t = 0;
-    const tok = new BearerToken({ token: "static-loses", tokenFile: f }, 60_000, () => t);
+    const tok = new BearerToken({ token: "static-loses", tokenFile: f }, 60_000, { monotonic: () => t });
     expect(await tok.get()).toBe("one");
     writeFileSync(f, "two\n");
     t = 59_000;
@@ -178,7 +178,7 @@ test("requests arriving together at the reload moment share one token file read"
   const dir = mkdtempSync(join(tmpdir(), "kubetokburst-"));
   const errors: unknown[] = [];
   // The file is missing: every read fails and reports, so the report count is the read count.
-  const tok = new BearerToken({ token: "kept", tokenFile: join(dir, "absent") }, 60_000, () => 0, (e) => void errors.push(e));
+  const tok = new BearerToken({ token: "kept", tokenFile: join(dir, "absent") }, 60_000, { monotonic: () => 0 }, (e) => void errors.push(e));
   expect(await Promise.all([tok.get(), tok.get(), tok.get(), tok.get(), tok.get()])).toEqual(["kept", "kept", "kept", "kept", "kept"]);
   expect(errors).toHaveLength(1);
   rmSync(dir, { recursive: true, force: true });
