@@ -40,7 +40,8 @@ export function registerPorts(app: Hono<SimEnv>, node: SimNode): void {
       }
       wakeClaim(sandbox, node.clock.now());
     }
-    const guest = node.guests.get(`${sandbox.id}:${port}`);
+    // A guest attached as `*` serves that port of every sandbox without its own (one shared upstream for tests).
+    const guest = node.guests.get(`${sandbox.id}:${port}`) ?? node.guests.get(`*:${port}`);
     // No attached guest upstream is the same as a guest port nobody listens on.
     const target = guest ? `${guest.host}:${guest.port}` : "";
     return c.body(null, 200, { [RELAY_MARKER]: target });

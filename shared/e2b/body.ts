@@ -1,0 +1,60 @@
+// Request bodies and query strings, validated with the route's zod schema (the same one /openapi.json shows).
+// Bodies are JSON of at most 1 MiB whatever the Content-Type says; unknown fields are ignored. A required body
+// that is empty or invalid, or any invalid optional body, is 400 `invalid request body: …` naming the field.
+import type { z } from "@hono/zod-openapi";
+import { badRequest } from "./errors.ts";
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+function describe(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
+  return issues.map((i) => (i.path.length ? `${i.path.map(String).join(".")}: ${i.message}` : i.message)).join("; ");
+}
+
+async function readCapped(req: Request): Promise<string> {
+  const declared = Number(req.headers.get("content-length") ?? NaN);
+  if (declared > MAX_BODY_BYTES) throw badRequest(`invalid request body: larger than ${MAX_BODY_BYTES} bytes`);
+  if (!req.body) return "";
+  const reader = req.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      await reader.cancel();
+      throw badRequest(`invalid request body: larger than ${MAX_BODY_BYTES} bytes`);
+    }
+    parts.push(value);
+  }
+  return Buffer.concat(parts).toString("utf8");
+}
+
+export async function readJsonBody<T extends z.ZodType>(req: Request, schema: T, required: boolean): Promise<z.infer<T>> {
+  const text = (await readCapped(req)).trim();
+  let value: unknown = {};
+  if (text === "") {
+    if (required) throw badRequest("invalid request body: empty");
+  } else {
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      throw badRequest(`invalid request body: ${(err as Error).message}`);
+    }
+  }
+  const r = schema.safeParse(value);
+  if (!r.success) throw badRequest(`invalid request body: ${describe(r.error.issues)}`);
+  return r.data;
+}
+
+/** Query parameters; a repeated parameter becomes an array (the schema decides whether that is allowed). */
+export function readQuery<T extends z.ZodType>(req: Request, schema: T): z.infer<T> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of new URL(req.url).searchParams) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  const r = schema.safeParse(out);
+  if (!r.success) throw badRequest(`invalid query: ${describe(r.error.issues)}`);
+  return r.data;
+}

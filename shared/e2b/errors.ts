@@ -1,0 +1,42 @@
+// The e2b error envelope (docs/e2b.md "Errors"): every failure is `{"code": <status>, "message": …}` with `code`
+// equal to the HTTP status, because the SDK branches on the body's code (kill -> false on 404, pause -> false on
+// 409, getInfo -> SandboxNotFoundError on 404). Messages never carry tokens, node names or addresses.
+import { isSandboxdError, type SandboxdError } from "../sandboxd/errors.ts";
+
+export class E2bError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = "E2bError";
+  }
+}
+
+export const badRequest = (message: string) => new E2bError(400, message);
+export const notFound = (message: string) => new E2bError(404, message);
+export const sandboxNotFound = (id: string) => new E2bError(404, `sandbox "${id}" not found`);
+export const templateNotFound = (id: string) => new E2bError(404, `template "${id}" not found`);
+
+export function errorResponse(status: number, message: string, headers?: Record<string, string>): Response {
+  return new Response(JSON.stringify({ code: status, message }), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+/**
+ * A node failure on a sandbox verb: node 404 -> 404 `sandbox "<id>" not found`; other node 4xx -> the node's
+ * status and message; anything else (5xx, transport, protocol) -> 500 with the endpoint's fixed message.
+ */
+export function fromNode(err: unknown, id: string, fixed: string): E2bError {
+  if (err instanceof E2bError) return err;
+  if (isSandboxdError(err)) {
+    const status = (err as SandboxdError).status;
+    if (status === 404) return sandboxNotFound(id);
+    if (status !== undefined && status >= 400 && status < 500 && status !== 401 && status !== 403) {
+      return new E2bError(status, err.serverMessage || fixed);
+    }
+  }
+  return new E2bError(500, fixed);
+}

@@ -1,0 +1,75 @@
+// shared/e2b — the e2b-compatible REST surface (docs/e2b.md), one hono app for sandbox-e2b and sandbox-apiserver.
+//   files.ts    key / alias / envd secret files (startup checks)
+//   app.ts      routes, auth, /openapi.json (schemas.ts, body.ts)
+//   surface.ts  what each endpoint does; nodes.ts owner lookup; envd.ts /init and /metrics; list.ts list paging
+//   ids.ts, tokens.ts, errors.ts  id forms, access tokens, the {code,message} envelope
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { E2bOptions } from "../config/common-flags.ts";
+import { splitHostPort } from "../config/host-port.ts";
+import { StartupError } from "../config/errors.ts";
+import type { FleetSource } from "../fleet/types.ts";
+import type { Logger } from "../log/index.ts";
+import { createE2bApp } from "./app.ts";
+import { readAliasFile, readEnvdSecret, readKeyFile } from "./files.ts";
+import { E2bSurface } from "./surface.ts";
+
+export { createE2bApp, namespaceForKey } from "./app.ts";
+export { E2bSurface, type E2bSettings, type E2bDeps } from "./surface.ts";
+export { deriveAccessToken, safeEqual } from "./tokens.ts";
+export { claimIdOf, publicSandboxId, sameSandboxId } from "./ids.ts";
+export { readEnvdSecret, resolveRootToken } from "./files.ts";
+
+export interface LoadE2bOptions {
+  /** Already checked with checkE2bOptions (shared/config). */
+  options: E2bOptions;
+  fleet: FleetSource;
+  /** The fleet root sandboxd token, resolved (file wins over literal). */
+  rootToken: string;
+  log: Logger;
+  /** Called after a kill (the in-process proxy drops its cached owner). */
+  onReleased?: (claimId: string) => void;
+}
+
+export interface LoadedE2b {
+  surface: E2bSurface;
+  app: OpenAPIHono<{ Variables: { namespace: string } }>;
+  /** The envd secret (the in-process proxy verifies tokens with the same one). */
+  envdSecret: string;
+  /** Listen on `address` (`host:port`, `:port`). */
+  serve(address: string): ReturnType<typeof Bun.serve>;
+}
+
+/** Read the key, alias and secret files (StartupError naming the flag on any problem) and build the app. */
+export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
+  const opts = o.options;
+  const keys = opts.apiKeyFile === undefined ? new Map<string, string>() : readKeyFile(opts.apiKeyFile, opts.namespace);
+  if (keys.size === 0 && !opts.allowAnonymous) {
+    throw new StartupError("e2b: no API key configured: the key file has no entries; add keys or set --e2b-allow-anonymous", { flag: "--e2b-api-key-file" });
+  }
+  if (opts.envdSecretFile === undefined) throw new StartupError("--e2b-envd-secret-file is required", { flag: "--e2b-envd-secret-file" });
+  const envdSecret = readEnvdSecret(opts.envdSecretFile);
+  const aliases = opts.templateAliasFile === undefined ? new Map() : readAliasFile(opts.templateAliasFile);
+  if (opts.builds.enabled) o.log.warn({ flag: "--e2b-builds" }, "template builds are not served by this version; the build routes answer 501");
+  const surface = new E2bSurface(
+    {
+      namespace: opts.namespace,
+      domain: opts.domain,
+      envdVersion: opts.envdVersion,
+      defaultTimeoutSeconds: opts.defaultTimeoutSeconds,
+      aliases,
+      envdSecret,
+      rootToken: o.rootToken,
+    },
+    { fleet: o.fleet, log: o.log.child({ component: "e2b" }), ...(o.onReleased ? { onReleased: o.onReleased } : {}) },
+  );
+  const app = createE2bApp({ surface, keys, defaultNamespace: opts.namespace, log: o.log.child({ component: "e2b" }) });
+  return {
+    surface,
+    app,
+    envdSecret,
+    serve(address) {
+      const { host, port } = splitHostPort(address);
+      return Bun.serve({ hostname: host === "" ? "0.0.0.0" : host, port: Number(port), fetch: app.fetch, idleTimeout: 255 });
+    },
+  };
+}

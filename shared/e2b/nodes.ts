@@ -1,0 +1,116 @@
+// Finding and calling the node that holds a sandbox (docs/e2b.md "Owner lookup"). Order, first hit wins:
+//   1. the node remembered for (namespace, claim id) since this process claimed it;
+//   2. the fleet snapshot's entries (fresh nodes only) of the caller's namespace;
+//   3. a live `GET /v1/sandboxes/{claimId}` on every fresh node (≤16 at once, the rest cancelled on the first hit),
+//      accepted only when the row's claim_ref puts it in the caller's namespace.
+// A miss is 404 `sandbox "<id>" not found`, the same answer as "exists in another namespace".
+import type { Logger } from "../log/index.ts";
+import type { FleetNode, FleetSource } from "../fleet/types.ts";
+import { findEntry, namespaceOfName, nodeByAddress } from "../fleet/view.ts";
+import { SandboxdClient } from "../sandboxd/client.ts";
+import type { SandboxDetail } from "../sandboxd/schemas.ts";
+import { sandboxNotFound } from "./errors.ts";
+import { claimIdOf, publicSandboxId } from "./ids.ts";
+
+export const PROBE_CONCURRENCY = 16;
+/** The per-node budget of one live probe read. */
+const PROBE_TIMEOUT_MS = 3_000;
+
+export interface Located {
+  claimId: string;
+  publicId: string;
+  /** The node's sandboxd address. */
+  address: string;
+  /** The node's identity (for the opaque clientID). */
+  nodeName: string;
+  /** The root read, when the lookup already made one (live probe). */
+  row?: SandboxDetail;
+}
+
+interface Remembered {
+  address: string;
+  nodeName: string;
+}
+
+/** Run `fn` over `items` with at most `limit` in flight; resolves with the first non-undefined result. */
+export async function firstHit<T, R>(items: readonly T[], limit: number, fn: (item: T, signal: AbortSignal) => Promise<R | undefined>): Promise<R | undefined> {
+  const abort = new AbortController();
+  let next = 0;
+  let found: R | undefined;
+  const worker = async () => {
+    while (found === undefined && next < items.length) {
+      const item = items[next++]!;
+      try {
+        const r = await fn(item, abort.signal);
+        if (r !== undefined && found === undefined) {
+          found = r;
+          abort.abort();
+        }
+      } catch {
+        // a failing node is just not a hit
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return found;
+}
+
+export class NodeAccess {
+  private readonly clients = new Map<string, SandboxdClient>();
+  private readonly remembered = new Map<string, Remembered>();
+
+  constructor(
+    readonly fleet: FleetSource,
+    private readonly rootToken: string,
+    private readonly log: Logger,
+  ) {}
+
+  nodes(): readonly FleetNode[] {
+    return this.fleet.nodes();
+  }
+
+  /** One client per node address, with the fleet root token. */
+  client(address: string): SandboxdClient {
+    let c = this.clients.get(address);
+    if (!c) {
+      c = new SandboxdClient({ baseUrl: SandboxdClient.baseUrlFor(address), token: this.rootToken, log: this.log });
+      this.clients.set(address, c);
+    }
+    return c;
+  }
+
+  /** A redirect target or `owner_addr` -> the node it is (by address), or a name made of the address. */
+  nodeNameFor(address: string): string {
+    return nodeByAddress(this.nodes(), address)?.name ?? address;
+  }
+
+  remember(namespace: string, claimId: string, address: string, nodeName: string): void {
+    this.remembered.set(`${namespace}\0${claimId}`, { address, nodeName });
+  }
+
+  forget(namespace: string, claimId: string): void {
+    this.remembered.delete(`${namespace}\0${claimId}`);
+  }
+
+  async locate(namespace: string, requestedId: string): Promise<Located> {
+    const claimId = claimIdOf(requestedId);
+    const publicId = publicSandboxId(claimId);
+    const mem = this.remembered.get(`${namespace}\0${claimId}`);
+    if (mem) return { claimId, publicId, ...mem };
+    const nodes = this.nodes();
+    const hit = findEntry(nodes, requestedId, namespace);
+    if (hit) return { claimId: hit.entry.id, publicId: publicSandboxId(hit.entry.id), address: hit.node.address, nodeName: hit.node.name };
+    const probed = await firstHit(
+      nodes.filter((n) => n.address),
+      PROBE_CONCURRENCY,
+      async (node, signal) => {
+        const row = await this.client(node.address).get(claimId, { signal, timeoutMs: PROBE_TIMEOUT_MS });
+        if (namespaceOfName(row.claim_ref || row.id) !== namespace) return undefined;
+        return { node, row };
+      },
+    );
+    if (!probed) throw sandboxNotFound(requestedId);
+    this.remember(namespace, claimId, probed.node.address, probed.node.name);
+    return { claimId, publicId, address: probed.node.address, nodeName: probed.node.name, row: probed.row };
+  }
+}

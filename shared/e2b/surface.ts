@@ -1,0 +1,708 @@
+// The e2b surface's behaviour, one method per endpoint (docs/e2b.md), independent of HTTP: app.ts parses and
+// authenticates, then calls these with the caller's namespace. Every node call uses the fleet root token and the
+// raw claim id; every reply uses the public id.
+import { randomBytes } from "node:crypto";
+import type { Logger } from "../log/index.ts";
+import type { FleetSource } from "../fleet/types.ts";
+import { advertisesImage, claimCandidates, entriesOf, nodeByAddress } from "../fleet/view.ts";
+import { SandboxdClient } from "../sandboxd/client.ts";
+import { isSandboxdError, provablyUndelivered } from "../sandboxd/errors.ts";
+import {
+  CHECKPOINT_ID_RE,
+  parseWireTime,
+  type Checkpoint,
+  type ClaimReply,
+  type ClaimRequest,
+  type PoolKey,
+  type SandboxDetail,
+} from "../sandboxd/schemas.ts";
+import { E2bError, badRequest, fromNode, sandboxNotFound, templateNotFound } from "./errors.ts";
+import { ENVD_PORT, METRICS_MAX_BYTES, METRICS_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd } from "./envd.ts";
+import type { AliasTarget } from "./files.ts";
+import { publicSandboxId, sameSandboxId } from "./ids.ts";
+import { matches, page, parseFilters, parsePaging } from "./list.ts";
+import { NodeAccess, PROBE_CONCURRENCY, type Located } from "./nodes.ts";
+import {
+  EnvdMetrics,
+  type ListQuery,
+  type ListedSandbox,
+  type NewSandbox,
+  type SandboxMetric,
+  type SandboxReply,
+  type SnapshotInfo,
+} from "./schemas.ts";
+import { accessTokenHash, deriveAccessToken, opaqueClientId } from "./tokens.ts";
+
+/** Checkpoint names and stamped refs: at most this long on the node. */
+const NAME_BUDGET = 63;
+/** Built templates are promoted as `e2b/<namespace>/<name>`; the prefix is never addressable by clients. */
+const BUILT_PREFIX = "e2b/";
+
+export interface E2bSettings {
+  namespace: string;
+  domain: string;
+  envdVersion: string;
+  defaultTimeoutSeconds: number;
+  aliases: ReadonlyMap<string, AliasTarget>;
+  envdSecret: string;
+  rootToken: string;
+}
+
+export interface E2bDeps {
+  fleet: FleetSource;
+  log: Logger;
+  /** Called after a kill released a sandbox (the in-process proxy drops its cached owner at once). */
+  onReleased?: (claimId: string) => void;
+  now?: () => number;
+}
+
+/** RFC 3339 UTC, second precision (the surface's wire time). */
+export function wireTime(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.000Z$/, "Z");
+}
+
+const isPaused = (row: { hibernated: boolean; archived?: boolean }) => row.hibernated || row.archived === true;
+
+export class E2bSurface {
+  readonly nodes: NodeAccess;
+  private readonly now: () => number;
+  /** image -> its aliases, sorted; a reply's `alias` is the first. */
+  private readonly imageAliases = new Map<string, string[]>();
+
+  constructor(
+    readonly settings: E2bSettings,
+    private readonly deps: E2bDeps,
+  ) {
+    this.nodes = new NodeAccess(deps.fleet, settings.rootToken, deps.log);
+    this.now = deps.now ?? Date.now;
+    for (const [alias, t] of settings.aliases) {
+      const list = this.imageAliases.get(t.image) ?? [];
+      list.push(alias);
+      this.imageAliases.set(t.image, list.sort());
+    }
+  }
+
+  private get log(): Logger {
+    return this.deps.log;
+  }
+
+  // ------------------------------------------------------------------------------------------------------------
+  // Rendering
+
+  /** What a client sees as templateID: built templates by their bare name, pool images as they are. */
+  private displayTemplate(template: string): string {
+    if (!template.startsWith(BUILT_PREFIX)) return template;
+    const rest = template.slice(BUILT_PREFIX.length);
+    const i = rest.indexOf("/");
+    return i >= 0 ? rest.slice(i + 1) : rest;
+  }
+
+  private aliasOf(image: string): string | undefined {
+    return this.imageAliases.get(image)?.[0];
+  }
+
+  private sandboxReply(o: { claimId: string; nodeName: string; template: string; claimToken: string }): SandboxReply {
+    const templateID = this.displayTemplate(o.template);
+    const alias = this.aliasOf(o.template);
+    return {
+      templateID,
+      sandboxID: publicSandboxId(o.claimId),
+      clientID: opaqueClientId(o.nodeName),
+      envdVersion: this.settings.envdVersion,
+      envdAccessToken: deriveAccessToken(this.settings.envdSecret, o.claimToken),
+      domain: this.settings.domain,
+      ...(alias ? { alias } : {}),
+    };
+  }
+
+  private listed(o: {
+    claimId: string;
+    nodeName: string;
+    template: string;
+    claimedAt: number | undefined;
+    deadline: number | undefined;
+    paused: boolean;
+    cpuCount: number | undefined;
+    memoryBytes: number | undefined;
+    metadata: Record<string, string> | undefined;
+  }): ListedSandbox {
+    const startedMs = o.claimedAt ?? this.now();
+    const endMs = o.deadline ?? startedMs + this.settings.defaultTimeoutSeconds * 1000;
+    const alias = this.aliasOf(o.template);
+    return {
+      templateID: this.displayTemplate(o.template),
+      ...(alias ? { alias } : {}),
+      sandboxID: publicSandboxId(o.claimId),
+      clientID: opaqueClientId(o.nodeName),
+      startedAt: wireTime(startedMs),
+      endAt: wireTime(endMs),
+      state: o.paused ? "paused" : "running",
+      envdVersion: this.settings.envdVersion,
+      cpuCount: o.cpuCount ?? 0,
+      memoryMB: Math.floor((o.memoryBytes ?? 0) / 1024 / 1024),
+      diskSizeMB: 0,
+      ...(o.metadata && Object.keys(o.metadata).length ? { metadata: o.metadata } : {}),
+      domain: this.settings.domain,
+    };
+  }
+
+  private detailFromRow(loc: Located, row: SandboxDetail): ListedSandbox {
+    const deadline = row.deadline ? parseWireTime(row.deadline) : null;
+    const claimedAt = row.claimed_at ? parseWireTime(row.claimed_at) : null;
+    return this.listed({
+      claimId: loc.claimId,
+      nodeName: loc.nodeName,
+      template: row.key.template,
+      claimedAt: claimedAt ?? undefined,
+      deadline: deadline && deadline > 0 ? deadline : undefined,
+      paused: isPaused(row),
+      cpuCount: row.cpu_count,
+      memoryBytes: row.mem_total_bytes,
+      metadata: row.metadata,
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------------------------
+  // Lookup helpers
+
+  /** Locate, then read the row live (root): a 404 anywhere is `sandbox "<id>" not found`. */
+  private async locateLive(ns: string, id: string, fixed: string): Promise<{ loc: Located; row: SandboxDetail }> {
+    const loc = await this.nodes.locate(ns, id);
+    if (loc.row) return { loc, row: loc.row };
+    try {
+      return { loc, row: await this.nodes.client(loc.address).get(loc.claimId) };
+    } catch (err) {
+      if (isSandboxdError(err) && err.status === 404) this.nodes.forget(ns, loc.claimId);
+      throw fromNode(err, id, fixed);
+    }
+  }
+
+  private resolvePool(templateID: string): { image: string; size: AliasTarget["size"] } {
+    const a = this.settings.aliases.get(templateID);
+    return a ? { image: a.image, size: a.size } : { image: templateID, size: "small" };
+  }
+
+  /** The `template` list filter: an alias resolves to its image. */
+  resolveTemplateFilter = (t: string): string => this.settings.aliases.get(t)?.image ?? t;
+
+  // ------------------------------------------------------------------------------------------------------------
+  // Create
+
+  async create(ns: string, body: NewSandbox): Promise<SandboxReply> {
+    const templateID = body.templateID.trim();
+    if (templateID === "") throw badRequest("templateID is required");
+    if (templateID.startsWith(BUILT_PREFIX)) throw templateNotFound(templateID);
+    if (body.timeout !== undefined && body.timeout < 0) throw badRequest("timeout must be >= 0");
+    refuseOptions(body);
+
+    const ttl = body.timeout ?? this.settings.defaultTimeoutSeconds;
+    const claimRef = `${ns}/e2b-${randomBytes(5).toString("hex")}`;
+    const common = {
+      ttl_seconds: ttl,
+      claim_ref: claimRef,
+      ...(body.metadata ? { metadata: body.metadata } : {}),
+      ...(body.autoPause === true ? { on_expire: "archive" as const } : {}),
+    };
+
+    let placed: { reply: ClaimReply; template: string } | undefined;
+    if (CHECKPOINT_ID_RE.test(templateID)) {
+      placed = await this.claimFromSnapshot(ns, templateID, common);
+    } else {
+      const pool = this.resolvePool(templateID);
+      const net = body.allow_internet_access === true ? "egress" : "none";
+      const req: ClaimRequest = {
+        template: pool.image,
+        net,
+        size: pool.size,
+        ...common,
+        ...(body.allow_internet_access === false ? { egress: false } : {}),
+      };
+      const reply = await this.place({ template: pool.image, net, size: pool.size }, req);
+      if (!reply) {
+        const known = this.settings.aliases.has(templateID) || advertisesImage(this.nodes.nodes(), pool.image);
+        if (!known) throw templateNotFound(templateID);
+        throw new E2bError(503, `no warm sandbox available for template "${templateID}"; retry as warm capacity refills`);
+      }
+      placed = { reply, template: pool.image };
+    }
+
+    const { reply } = placed;
+    const address = reply.owner_addr;
+    const nodeName = this.nodes.nodeNameFor(address);
+    this.nodes.remember(ns, reply.id, address, nodeName);
+    this.deps.fleet.changed?.();
+    const accessToken = deriveAccessToken(this.settings.envdSecret, reply.token);
+    const relayEnv = reply.net_route === "relay" ? RELAY_PROXY_ENV : {};
+    const envVars = { ...relayEnv, ...(body.envVars ?? {}) };
+    try {
+      await initEnvd(
+        { address, claimId: reply.id, rootToken: this.settings.rootToken },
+        {
+          accessToken,
+          ...(Object.keys(envVars).length ? { envVars } : {}),
+          defaultUser: "user",
+          defaultWorkdir: "/home/user",
+          timestamp: new Date(this.now()).toISOString(),
+        },
+      );
+    } catch (err) {
+      this.log.warn({ err, sandbox: reply.id }, "envd /init failed after claim; releasing the sandbox");
+      await this.nodes.client(address).release(reply.id).catch((e) => this.log.warn({ err: e, sandbox: reply.id }, "release after a failed /init failed"));
+      this.nodes.forget(ns, reply.id);
+      throw new E2bError(500, "failed to start the sandbox");
+    }
+    return this.sandboxReply({ claimId: reply.id, nodeName, template: placed.template, claimToken: reply.token });
+  }
+
+  /**
+   * Claim on the fleet: candidates are fresh nodes whose pool of the key has warm VMs (when the snapshot shows
+   * none, nodes that advertise the key at all: the snapshot lags); sample two, take the warmer. Undelivered
+   * outcomes drop the node and re-sample; other errors end the create. Undefined = no node delivered.
+   */
+  private async place(key: PoolKey, req: ClaimRequest): Promise<ClaimReply | undefined> {
+    const nodes = this.nodes.nodes();
+    let cands = claimCandidates(nodes, key);
+    if (cands.length === 0) {
+      cands = nodes
+        .filter((n) => n.address && n.pools.some((p) => p.template === key.template && p.net === key.net && p.size === key.size))
+        .map((node) => ({ node, warm: 0 }));
+    }
+    const resolveTarget = (addr: string): SandboxdClient | undefined => {
+      const n = nodeByAddress(this.nodes.nodes(), addr);
+      return n ? this.nodes.client(n.address) : undefined;
+    };
+    while (cands.length > 0) {
+      const i = Math.floor(Math.random() * cands.length);
+      let pick = i;
+      if (cands.length > 1) {
+        let j = Math.floor(Math.random() * (cands.length - 1));
+        if (j >= i) j++;
+        pick = cands[j]!.warm > cands[i]!.warm ? j : i;
+      }
+      const node = cands[pick]!.node;
+      try {
+        return await this.nodes.client(node.address).claim(req, { resolveTarget });
+      } catch (err) {
+        if (provablyUndelivered(err)) {
+          this.log.debug({ node: node.name, err }, "claim not delivered; trying another node");
+          cands = cands.filter((_, k) => k !== pick);
+          continue;
+        }
+        throw claimFailure(err);
+      }
+    }
+    return undefined;
+  }
+
+  private async claimFromSnapshot(
+    ns: string,
+    snapshotId: string,
+    common: { ttl_seconds: number; claim_ref: string; metadata?: Record<string, string>; on_expire?: "archive" },
+  ): Promise<{ reply: ClaimReply; template: string }> {
+    const { found } = await this.findCheckpoints(ns);
+    const hit = found.find((f) => f.ck.id === snapshotId);
+    if (!hit) throw templateNotFound(snapshotId);
+    try {
+      const reply = await this.nodes.client(hit.address).claimCheckpoint(snapshotId, common);
+      return { reply, template: hit.ck.key.template };
+    } catch (err) {
+      if (provablyUndelivered(err)) throw new E2bError(503, `no capacity to start snapshot "${snapshotId}"; retry later`);
+      throw claimFailure(err);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------------------------
+  // Read, list, kill, lease
+
+  async get(ns: string, id: string): Promise<ListedSandbox> {
+    const { loc, row } = await this.locateLive(ns, id, "failed to read the sandbox");
+    return this.detailFromRow(loc, row);
+  }
+
+  list(ns: string, q: ListQuery, paged: boolean): { items: ListedSandbox[]; nextToken: string | undefined } {
+    const filters = parseFilters(q, this.resolveTemplateFilter);
+    const paging = paged ? parsePaging(q) : undefined;
+    const items = entriesOf(this.nodes.nodes(), ns)
+      .map(({ node, entry }) =>
+        this.listed({
+          claimId: entry.id,
+          nodeName: node.name,
+          template: entry.template ?? "",
+          claimedAt: entry.claimedAt,
+          deadline: entry.deadline,
+          paused: entry.phase === "Hibernated",
+          cpuCount: entry.cpuCount,
+          memoryBytes: entry.memoryBytes,
+          metadata: entry.metadata,
+        }),
+      )
+      .filter((it) => matches(it, filters));
+    if (!paging) return { items, nextToken: undefined };
+    return page(items, paging);
+  }
+
+  async kill(ns: string, id: string): Promise<void> {
+    const loc = await this.nodes.locate(ns, id);
+    try {
+      await this.nodes.client(loc.address).release(loc.claimId);
+    } catch (err) {
+      throw new E2bError(500, "failed to release the sandbox");
+    }
+    this.nodes.forget(ns, loc.claimId);
+    this.deps.onReleased?.(loc.claimId);
+    this.deps.fleet.changed?.();
+  }
+
+  async setTimeout(ns: string, id: string, seconds: number): Promise<void> {
+    if (seconds < 0) throw badRequest("timeout must be >= 0");
+    const loc = await this.nodes.locate(ns, id);
+    try {
+      await this.nodes.client(loc.address).renew(loc.claimId, seconds);
+    } catch (err) {
+      throw fromNode(err, id, "failed to extend the sandbox lease");
+    }
+  }
+
+  async refresh(ns: string, id: string, duration: number | undefined): Promise<void> {
+    await this.setTimeout(ns, id, duration !== undefined && duration > 0 ? duration : this.settings.defaultTimeoutSeconds);
+  }
+
+  // ------------------------------------------------------------------------------------------------------------
+  // Pause, connect, resume
+
+  async pause(ns: string, id: string, memory: boolean | undefined): Promise<void> {
+    if (memory === false) throw badRequest("pause without memory (filesystem-only) is not supported; pause keeps memory");
+    const { loc, row } = await this.locateLive(ns, id, "failed to pause the sandbox");
+    if (isPaused(row)) throw new E2bError(409, `sandbox "${id}" is already paused`);
+    if (row.key.net === "egress") {
+      throw badRequest(`sandbox "${id}" has internet access (egress lane), which cannot be paused: its network attachment does not survive hibernation`);
+    }
+    try {
+      await this.nodes.client(loc.address).hibernate(loc.claimId);
+    } catch (err) {
+      throw fromNode(err, id, "failed to pause the sandbox");
+    }
+    this.deps.fleet.changed?.();
+  }
+
+  /** connect (running: 200, paused: wake + 201) and the legacy resume (running: 409). */
+  async connect(
+    ns: string,
+    id: string,
+    body: { timeout?: number; memory?: boolean; autoPause?: boolean },
+    kind: "connect" | "resume",
+  ): Promise<{ status: 200 | 201; sandbox: SandboxReply }> {
+    const fixed = kind === "connect" ? "failed to connect the sandbox" : "failed to resume the sandbox";
+    if (body.memory === false) throw badRequest("resuming with a fresh boot (memory: false) is not supported; a paused sandbox resumes with its memory");
+    if (body.timeout !== undefined && body.timeout < 0) throw badRequest("timeout must be >= 0");
+    let { loc, row } = await this.locateLive(ns, id, fixed);
+    const client = this.nodes.client(loc.address);
+    let status: 200 | 201 = 200;
+    try {
+      if (isPaused(row)) {
+        await client.wake(loc.claimId);
+        row = await client.get(loc.claimId);
+        status = 201;
+        this.deps.fleet.changed?.();
+      } else if (kind === "resume") {
+        throw new E2bError(409, `sandbox "${id}" is already running`);
+      }
+      const ttl = body.timeout ?? this.settings.defaultTimeoutSeconds;
+      const deadline = row.deadline ? parseWireTime(row.deadline) : null;
+      const left = deadline ? Math.ceil((deadline - this.now()) / 1000) : 0;
+      if (ttl > left || body.autoPause !== undefined) {
+        const onExpire = body.autoPause === undefined ? undefined : body.autoPause ? "archive" : "destroy";
+        await client.renew(loc.claimId, Math.max(ttl, left), onExpire ? { onExpire } : {});
+      }
+    } catch (err) {
+      throw fromNode(err, id, fixed);
+    }
+    if (!row.token) throw new E2bError(500, fixed);
+    return { status, sandbox: this.sandboxReply({ claimId: loc.claimId, nodeName: loc.nodeName, template: row.key.template, claimToken: row.token }) };
+  }
+
+  // ------------------------------------------------------------------------------------------------------------
+  // Fork
+
+  async fork(ns: string, id: string, body: { timeout?: number; count?: number }): Promise<SandboxReply[]> {
+    const count = body.count ?? 1;
+    if (count < 1) throw badRequest("count must be >= 1");
+    if (body.timeout !== undefined && body.timeout < 0) throw badRequest("timeout must be >= 0");
+    const { loc, row } = await this.locateLive(ns, id, "failed to fork the sandbox");
+    if (isPaused(row)) throw new E2bError(409, `sandbox "${id}" is paused; resume it first`);
+    const client = this.nodes.client(loc.address);
+    let children: ClaimReply[];
+    try {
+      children = (await client.fork(loc.claimId, { count, ttl_seconds: body.timeout ?? this.settings.defaultTimeoutSeconds, claim_ref_prefix: `${ns}/` }));
+    } catch (err) {
+      throw fromNode(err, id, "failed to fork the sandbox");
+    }
+    const results = await mapLimit(children, PROBE_CONCURRENCY, async (child) => {
+      const address = child.owner_addr || loc.address;
+      const accessToken = deriveAccessToken(this.settings.envdSecret, child.token);
+      await this.nodes.client(address).putInstanceMetadata(child.id, { accessTokenHash: accessTokenHash(accessToken) });
+      await initEnvd({ address, claimId: child.id, rootToken: this.settings.rootToken }, { accessToken, timestamp: new Date(this.now()).toISOString() });
+      return address;
+    });
+    if (results.some((r) => r instanceof Error)) {
+      this.log.warn({ sandbox: loc.claimId, err: results.find((r) => r instanceof Error) }, "fork child initialisation failed; releasing every child");
+      await Promise.all(children.map((c) => this.nodes.client(c.owner_addr || loc.address).release(c.id).catch(() => undefined)));
+      throw new E2bError(500, "failed to fork the sandbox");
+    }
+    this.deps.fleet.changed?.();
+    return children.map((child, k) => {
+      const address = results[k] as string;
+      const nodeName = this.nodes.nodeNameFor(address);
+      this.nodes.remember(ns, child.id, address, nodeName);
+      return this.sandboxReply({ claimId: child.id, nodeName, template: row.key.template, claimToken: child.token });
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------------------------
+  // Snapshots (checkpoints stamped `<ns>/<name>`)
+
+  async createSnapshot(ns: string, id: string, name: string | undefined): Promise<SnapshotInfo> {
+    const stamped = `${ns}/${name ?? ""}`;
+    if (stamped.length > NAME_BUDGET) {
+      throw badRequest(`snapshot name "${name}": at most ${NAME_BUDGET - ns.length - 1} characters in namespace "${ns}"`);
+    }
+    const loc = await this.nodes.locate(ns, id);
+    try {
+      const checkpoint = await this.nodes.client(loc.address).checkpoint(loc.claimId, { name: stamped });
+      return { snapshotID: checkpoint.id, names: name ? [name] : [] };
+    } catch (err) {
+      throw fromNode(err, id, "failed to snapshot the sandbox");
+    }
+  }
+
+  /** The namespace's checkpoints on every fresh node; `failed` counts nodes that did not answer. */
+  async findCheckpoints(ns: string): Promise<{ found: { ck: Checkpoint; name: string; address: string }[]; failed: number }> {
+    const prefix = `${ns}/`;
+    const nodes = this.nodes.nodes().filter((n) => n.address);
+    const lists = await mapLimit(nodes, PROBE_CONCURRENCY, (n) => this.nodes.client(n.address).listCheckpoints());
+    const found: { ck: Checkpoint; name: string; address: string }[] = [];
+    let failed = 0;
+    lists.forEach((l, i) => {
+      if (l instanceof Error) {
+        failed++;
+        return;
+      }
+      for (const ck of l) {
+        if (!ck.name?.startsWith(prefix)) continue;
+        found.push({ ck, name: ck.name.slice(prefix.length), address: nodes[i]!.address });
+      }
+    });
+    return { found, failed };
+  }
+
+  async listSnapshots(ns: string, q: { sandboxID?: string; name?: string; limit?: string; nextToken?: string }): Promise<{ items: SnapshotInfo[]; nextToken: string | undefined }> {
+    const paging = parsePaging({ limit: q.limit, nextToken: undefined });
+    const after = q.nextToken ? decodeSnapshotToken(q.nextToken) : undefined;
+    const { found } = await this.findCheckpoints(ns);
+    const rows = found
+      .filter((f) => (q.sandboxID ? sameSandboxId(q.sandboxID, f.ck.sandbox_id) : true))
+      .filter((f) => (q.name !== undefined && q.name !== "" ? f.name === q.name : true))
+      .map((f) => ({ key: `${f.ck.created_at} ${f.ck.id}`, info: { snapshotID: f.ck.id, names: f.name ? [f.name] : [] } }))
+      // Newest first, then id: stable across pages.
+      .sort((a, b) => (a.key < b.key ? 1 : a.key > b.key ? -1 : 0));
+    const rest = after ? rows.filter((r) => r.key < after) : rows;
+    const out = rest.slice(0, paging.limit);
+    const nextToken = rest.length > paging.limit ? Buffer.from(out[out.length - 1]!.key).toString("base64url") : undefined;
+    return { items: out.map((r) => r.info), nextToken };
+  }
+
+  /** `DELETE /templates/{id}`: a built template of the namespace on every holder, else a snapshot id. */
+  async deleteTemplate(ns: string, id: string): Promise<void> {
+    const built = `${BUILT_PREFIX}${ns}/${id}`;
+    const holders = this.nodes.nodes().flatMap((n) => n.templates.filter((t) => t.template === built).map((t) => ({ node: n, t })));
+    if (holders.length > 0) {
+      const results = await mapLimit(holders, PROBE_CONCURRENCY, ({ node, t }) =>
+        this.nodes.client(node.address).deleteTemplate({ template: t.template, net: t.net, size: t.size }, { noRedirect: true }),
+      );
+      if (results.some((r) => r instanceof Error)) throw new E2bError(500, "failed to delete the template");
+      this.deps.fleet.changed?.();
+      return;
+    }
+    const { found, failed } = await this.findCheckpoints(ns);
+    const hit = found.find((f) => f.ck.id === id);
+    if (!hit) {
+      if (failed > 0) throw new E2bError(500, "failed to delete the snapshot: a node did not answer");
+      throw new E2bError(404, "snapshot not found");
+    }
+    try {
+      await this.nodes.client(hit.address).deleteCheckpoint(id);
+    } catch {
+      throw new E2bError(500, "failed to delete the snapshot");
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------------------------
+  // Metrics and logs
+
+  /** One metric of a running sandbox through the passive relay; [] when paused (never woken). */
+  async metrics(ns: string, id: string): Promise<SandboxMetric[]> {
+    const { loc, row } = await this.locateLive(ns, id, "failed to read sandbox metrics");
+    if (isPaused(row)) return [];
+    if (!row.token) throw new E2bError(500, "failed to read sandbox metrics");
+    let reply;
+    try {
+      reply = await envdCall(
+        { address: loc.address, claimId: loc.claimId, rootToken: this.settings.rootToken },
+        { method: "GET", path: "/metrics", headers: { "x-access-token": deriveAccessToken(this.settings.envdSecret, row.token) }, timeoutMs: METRICS_TIMEOUT_MS, maxBytes: METRICS_MAX_BYTES },
+      );
+    } catch (err) {
+      // Paused between the read and the relay: the node refuses the passive relay with 409.
+      if ((err as { status?: number }).status === 409) return [];
+      throw new E2bError(500, "failed to read sandbox metrics");
+    }
+    if (reply.status !== 200) throw new E2bError(500, "failed to read sandbox metrics");
+    let parsed;
+    try {
+      parsed = EnvdMetrics.parse(JSON.parse(reply.body.toString("utf8")));
+    } catch {
+      throw new E2bError(500, "failed to read sandbox metrics");
+    }
+    const tsMs = parsed.ts ? parsed.ts * 1000 : this.now();
+    return [
+      {
+        timestamp: wireTime(tsMs),
+        timestampUnix: Math.floor(tsMs / 1000),
+        cpuCount: Math.round(parsed.cpu_count ?? 0),
+        cpuUsedPct: parsed.cpu_used_pct ?? 0,
+        memUsed: Math.round(parsed.mem_used ?? 0),
+        memTotal: Math.round(parsed.mem_total ?? 0),
+        memCache: Math.round(parsed.mem_cache ?? 0),
+        diskUsed: Math.round(parsed.disk_used ?? 0),
+        diskTotal: Math.round(parsed.disk_total ?? 0),
+      },
+    ];
+  }
+
+  async metricsMany(ns: string, idsText: string | undefined): Promise<Record<string, SandboxMetric>> {
+    const ids = (idsText ?? "").split(",").map((s) => s.trim());
+    if (ids.length === 0 || ids.some((s) => s === "")) throw badRequest("sandbox_ids: give 1 to 100 comma-separated, non-empty ids");
+    if (ids.length > 100) throw badRequest("sandbox_ids: at most 100 ids");
+    if (new Set(ids).size !== ids.length) throw badRequest("sandbox_ids: an id is repeated");
+    const out: Record<string, SandboxMetric> = {};
+    const results = await mapLimit(ids, PROBE_CONCURRENCY, (id) => this.metrics(ns, id));
+    ids.forEach((id, i) => {
+      const r = results[i];
+      if (Array.isArray(r) && r[0]) out[id] = r[0];
+    });
+    return out;
+  }
+
+  /** Logs: no log storage exists; a visible sandbox answers empty arrays, an unknown one 404. */
+  async assertVisible(ns: string, id: string): Promise<void> {
+    await this.locateLive(ns, id, "failed to read the sandbox");
+  }
+
+  // ------------------------------------------------------------------------------------------------------------
+  // Templates
+
+  /** `GET /templates/aliases/{alias}`. */
+  templateAlias(ns: string, alias: string): { templateID: string; public: boolean } {
+    const a = this.settings.aliases.get(alias);
+    if (a) return { templateID: a.image, public: true };
+    const nodes = this.nodes.nodes();
+    const built = `${BUILT_PREFIX}${ns}/${alias}`;
+    if (advertisesImage(nodes, alias) || nodes.some((n) => n.templates.some((t) => t.template === built))) return { templateID: alias, public: true };
+    throw new E2bError(404, `template alias "${alias}" not found`);
+  }
+
+  /** Distinct advertised pool images, then the namespace's built templates. */
+  templates(ns: string) {
+    const nodes = this.nodes.nodes();
+    const images = [...new Set(nodes.flatMap((n) => n.pools.map((p) => p.template)))].sort();
+    const base = {
+      cpuCount: 0,
+      memoryMB: 0,
+      diskSizeMB: 0,
+      public: true,
+      createdBy: null,
+      lastSpawnedAt: null,
+      spawnCount: 0,
+      envdVersion: this.settings.envdVersion,
+      buildStatus: "ready" as const,
+    };
+    const out = images.map((image) => ({
+      ...base,
+      templateID: image,
+      buildID: image,
+      aliases: this.imageAliases.get(image) ?? [],
+      names: [image],
+      createdAt: "",
+      updatedAt: "",
+      buildCount: 1,
+    }));
+    const prefix = `${BUILT_PREFIX}${ns}/`;
+    const built = new Map<string, { digests: Set<string>; newest: number }>();
+    for (const n of nodes) {
+      for (const t of n.templates) {
+        if (!t.template.startsWith(prefix)) continue;
+        const rec = built.get(t.template) ?? { digests: new Set<string>(), newest: 0 };
+        if (t.contentDigest) rec.digests.add(t.contentDigest);
+        rec.newest = Math.max(rec.newest, t.createdAt ?? 0);
+        built.set(t.template, rec);
+      }
+    }
+    for (const [template, rec] of [...built].sort()) {
+      const name = template.slice(prefix.length);
+      const when = rec.newest ? wireTime(rec.newest) : "";
+      out.push({ ...base, templateID: name, buildID: [...rec.digests][0] ?? name, aliases: [name], names: [name], createdAt: when, updatedAt: when, buildCount: rec.digests.size });
+    }
+    return out;
+  }
+
+  /** `GET /templates/{id}`: only built templates have a build history; pool images are 404 with a reason. */
+  templateDetail(ns: string, id: string): never {
+    if (`${BUILT_PREFIX}${ns}/${id}`.length > NAME_BUDGET) throw badRequest(`template name "${id}" is too long for namespace "${ns}"`);
+    if (advertisesImage(this.nodes.nodes(), id)) throw new E2bError(404, `template "${id}" is a pool image, not a built template`);
+    throw templateNotFound(id);
+  }
+
+  /** The relay's passive envd port, exported for wiring checks. */
+  static readonly envdPort = ENVD_PORT;
+}
+
+function refuseOptions(b: NewSandbox): void {
+  const nonEmpty = (v: unknown) => v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0) && !(typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
+  if (b.secure === false) throw badRequest("secure: false is not supported: every sandbox requires its envd access token");
+  if (b.autoPause === true && b.allow_internet_access === true) throw badRequest("autoPause cannot be combined with allow_internet_access: egress-lane sandboxes cannot be paused");
+  if (nonEmpty(b.network)) throw badRequest("network rules are not supported");
+  if (nonEmpty(b.volumeMounts)) throw badRequest("volumeMounts are not supported");
+  if (b.autoPauseMemory !== undefined) throw badRequest("autoPauseMemory is not supported: an auto-paused sandbox always keeps its memory");
+  if (b.autoResume?.enabled === false) throw badRequest("autoResume: {enabled: false} is not supported: data-plane traffic with a valid token always wakes a paused sandbox here");
+  if (nonEmpty(b.mcp)) throw badRequest("mcp is not supported");
+  if (nonEmpty(b.iam)) throw badRequest("iam is not supported");
+}
+
+/** A claim that was delivered but failed: the node's 400/409 pass through; anything else is a fixed 500. */
+function claimFailure(err: unknown): E2bError {
+  if (isSandboxdError(err) && (err.status === 400 || err.status === 409)) return new E2bError(err.status, err.serverMessage || "the node refused the claim");
+  return new E2bError(500, "failed to claim a sandbox");
+}
+
+function decodeSnapshotToken(token: string): string {
+  const text = /^[A-Za-z0-9_-]+$/.test(token) ? Buffer.from(token, "base64url").toString("utf8") : "";
+  if (!/^\S+ ck_[0-9a-f]+$/.test(text)) throw badRequest("invalid nextToken");
+  return text;
+}
+
+/** Map with at most `limit` in flight; a rejection becomes an Error in its slot (never thrown). */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<(R | Error)[]> {
+  const out: (R | Error)[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      try {
+        out[i] = await fn(items[i]!);
+      } catch (err) {
+        out[i] = err instanceof Error ? err : new Error(String(err));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
