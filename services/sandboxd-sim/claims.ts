@@ -35,6 +35,8 @@ export interface Claim {
   restarts: number;
   restartedAt?: number;
   fromCheckpoint?: string;
+  /** The parent of a fork child (its guest starts as a copy of the parent's files). */
+  forkedFrom?: string;
   templateDigest?: string;
   instanceMetadata?: Record<string, unknown>;
   lastActivity: number;

@@ -32,6 +32,9 @@ Usage: bun services/sandboxd-sim/main.ts [flags]
   --nodes N                   run N nodes in one process as a mesh (peers of each other)
   --preview-advertise ADDR    host:port (or origin) that minted preview URLs name (default
                               preview.sandboxd-sim.invalid; nothing serves them); "" = no preview listener (501)
+  --guests process|none       process (default): every sandbox handed out gets a guest agent speaking envd's
+                              protocol, running commands as local child processes in its own directory (a
+                              process sandbox, NOT isolation); none: the ports relay reaches nothing
   --version                   print the build identity and exit
   --help                      this text
 
@@ -73,6 +76,7 @@ export interface MainConfig {
   nodes: number;
   /** undefined = the simulator's default; null = no preview listener. */
   previewAdvertise?: string | null;
+  guests: boolean;
 }
 
 export function parseFlags(argv: string[]): MainConfig | "help" | "version" {
@@ -92,6 +96,7 @@ export function parseFlags(argv: string[]): MainConfig | "help" | "version" {
         "provision-latency": { type: "string" },
         nodes: { type: "string" },
         "preview-advertise": { type: "string" },
+        guests: { type: "string" },
         help: { type: "boolean" },
         version: { type: "boolean" },
       },
@@ -119,9 +124,12 @@ export function parseFlags(argv: string[]): MainConfig | "help" | "version" {
       throw new UsageError(`--pool: ${(e as Error).message}`);
     }
   }
+  const guests = v.guests ?? "process";
+  if (guests !== "process" && guests !== "none") throw new UsageError(`--guests: expected process or none, got ${JSON.stringify(guests)}`);
   return {
     host,
     port,
+    guests: guests === "process",
     admin: v["admin-listen"] ? hostPort("admin-listen", v["admin-listen"]) : undefined,
     tokenFile: v["token-file"],
     tenants,
@@ -175,6 +183,7 @@ export async function run(argv: string[]): Promise<number> {
       seed: cfg.seed,
       provisionLatencyMs: cfg.provisionLatencyMs,
       previewAdvertise: cfg.previewAdvertise,
+      guestAgents: cfg.guests,
     });
   } catch (e) {
     console.error(`sandboxd-sim: --listen ${cfg.host}:${cfg.port}: ${(e as Error).message}`);

@@ -12,6 +12,7 @@ import { Pools } from "./pools.ts";
 import type { Mesh } from "./mesh.ts";
 import { unknownSandbox } from "./errors.ts";
 import { DEFAULT_PREVIEW_ADVERTISE } from "./preview.ts";
+import { GuestHost, type GuestHostOptions } from "./guest/host.ts";
 import { DEFAULT_MAX_FORK_COUNT, SIZE_TIERS, poolKeyString, toWireTime, type InfoWire, type PoolKey, type TemplateInfo } from "../../shared/sandboxd/schemas.ts";
 
 export const REAP_INTERVAL_MS = 5_000;
@@ -56,6 +57,11 @@ export interface NodeOptions {
   archivedDeadline?: ArchivedDeadlineStyle;
   /** Host (or origin) of the preview listener minted URLs name; null = no preview listener (preview → 501). */
   previewAdvertise?: string | null;
+  /**
+   * Attach a guest agent (an envd-compatible process sandbox, guest/README.md) to every sandbox handed out.
+   * Default off: the node then relays only to guests attached with attachGuest/attachFakeGuest.
+   */
+  guestAgents?: boolean | GuestHostOptions;
 }
 
 export class SimNode {
@@ -83,6 +89,8 @@ export class SimNode {
   readonly previewSecret: string;
   /** False between stop and start (and during restart); peers skip a node that is down. */
   listening = false;
+  /** The guest agents, when NodeOptions.guestAgents is set. */
+  readonly guestHost: GuestHost | undefined;
   private reaper: Timer | undefined;
 
   constructor(o: NodeOptions) {
@@ -99,6 +107,7 @@ export class SimNode {
     this.previewAdvertise = o.previewAdvertise === undefined ? DEFAULT_PREVIEW_ADVERTISE : o.previewAdvertise;
     // Not from the id source: a seeded run's ids must not shift because a node now also holds a key.
     this.previewSecret = randomBytes(16).toString("hex");
+    this.guestHost = o.guestAgents ? new GuestHost(o.guestAgents === true ? {} : o.guestAgents) : undefined;
     this.pools = new Pools({ clock: o.clock, ids: o.ids, provisionLatencyMs: o.provisionLatencyMs ?? 0, refillConcurrency: o.refillConcurrency ?? 8 });
   }
 
@@ -130,7 +139,13 @@ export class SimNode {
     const r = this.table.reap(this.clock.now(), (key) => (this.pools.get(key)?.entry.archive_after_seconds ?? 0) > 0);
     this.count("reaps_total", r.reaped.length);
     this.count("archives_total", r.archived.length);
+    this.syncGuests();
     return r;
+  }
+
+  /** Bring the guest agents in line with the claim table (guest/host.ts); a no-op without guest agents. */
+  syncGuests(): void {
+    this.guestHost?.sync(this.table.all());
   }
 
   /** The claim, or the uniform 404 a caller would get. */
@@ -209,19 +224,23 @@ export class SimNode {
   hibernate(id: string): void {
     const c = this.mustGet(id);
     if (c.state === "running") c.state = "hibernated";
+    this.syncGuests();
   }
   archive(id: string): void {
     archiveClaim(this.mustGet(id));
     this.count("archives_total");
+    this.syncGuests();
   }
   failVmm(id: string, reason = "vmm exited"): void {
     const c = this.mustGet(id);
     c.state = "failed";
     c.failedReason = reason;
+    this.syncGuests();
   }
   /** The sandbox disappears without a release (host crash, manual cleanup). */
   vanish(id: string): void {
     this.table.remove(id);
+    this.syncGuests();
   }
 
   attachGuest(id: string, port: number, target: number | string): void {

@@ -197,6 +197,7 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
       mesh.unregister(node);
       await server.close();
       await Promise.all(guests.map((g) => g.stop()));
+      await node.guestHost?.stop();
     },
   };
   return handle;

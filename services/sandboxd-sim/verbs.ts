@@ -52,6 +52,7 @@ interface GrantSpec {
   fromCheckpoint?: string;
   /** A fork child never pops a warm VM: it is a clone of its parent. */
   fresh?: boolean;
+  forkedFrom?: string;
 }
 
 /** Provision (or pop) and record one claim. Capacity must already have been checked by the caller. */
@@ -83,6 +84,7 @@ function grant(node: SimNode, s: GrantSpec): Claim {
     state: "running",
     restarts: 0,
     fromCheckpoint: s.fromCheckpoint,
+    forkedFrom: s.forkedFrom,
     templateDigest: promoted?.contentDigest,
     lastActivity: now,
   };
@@ -167,6 +169,7 @@ export function fork(node: SimNode, parent: Claim, operator: boolean, req: ForkR
       metadata: parent.metadata,
       onExpire,
       fresh: true,
+      forkedFrom: parent.id,
     });
     if (req.claim_ref_prefix) c.claimRef = req.claim_ref_prefix + c.id;
     children.push(claimReply(node, c));

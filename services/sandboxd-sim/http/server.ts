@@ -216,6 +216,8 @@ export class NodeServer {
     }
 
     const r = await this.d.app.fetch(request, { raw });
+    // Guests follow the verb at once: a claim gets its guest before the reply, a release kills it.
+    this.d.node.syncGuests();
     if (action?.kind === "reset" && action.when === "after") {
       // Committed (the claim exists, the sandbox is released…), but the reply never leaves.
       entry.outcome = "reset";

@@ -40,8 +40,9 @@ export function registerPorts(app: Hono<SimEnv>, node: SimNode): void {
       }
       wakeClaim(sandbox, node.clock.now());
     }
-    // A guest attached as `*` serves that port of every sandbox without its own (one shared upstream for tests).
-    const guest = node.guests.get(`${sandbox.id}:${port}`) ?? node.guests.get(`*:${port}`);
+    // An upstream attached to this sandbox wins; then its guest agent (guest/host.ts) when the node runs them;
+    // then one attached under the id "*", which serves that port of every sandbox without a guest of its own.
+    const guest = node.guests.get(`${sandbox.id}:${port}`) ?? node.guestHost?.target(sandbox.id, port) ?? node.guests.get(`*:${port}`);
     // No attached guest upstream is the same as a guest port nobody listens on.
     const target = guest ? `${guest.host}:${guest.port}` : "";
     return c.body(null, 200, { [RELAY_MARKER]: target });

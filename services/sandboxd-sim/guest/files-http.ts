@@ -1,0 +1,99 @@
+// sandboxd-sim guest — development substrate, not product code. See README.md in this folder.
+//
+// envd's `GET /files` (download) and `POST /files` (upload) on the sandbox's directory.
+//   GET  ?path=…            the file's bytes; 404 missing, 400 a directory
+//   POST ?path=…            multipart/form-data, one or more `file` parts (destination: `path`, else each part's
+//                           filename), or application/octet-stream (optionally Content-Encoding: gzip) streamed to
+//                           `path`. Answers [{name, type: "file", path}] per written file.
+// Paths are guest paths (relative = under /home/user). Errors are envd's `{code, message}` JSON.
+import { mkdirSync, statSync } from "node:fs";
+import { basename, dirname } from "node:path";
+import type { Context } from "hono";
+import { PathError } from "./paths.ts";
+import type { GuestSandbox } from "./sandbox.ts";
+
+export const envdError = (status: number, message: string) => Response.json({ code: status, message }, { status });
+
+function resolveOr400(sb: GuestSandbox, path: string): string | Response {
+  try {
+    return sb.paths.toHost(path);
+  } catch (e) {
+    if (e instanceof PathError) return envdError(400, e.message);
+    throw e;
+  }
+}
+
+export async function downloadFile(sb: GuestSandbox, c: Context): Promise<Response> {
+  const path = c.req.query("path") ?? "";
+  if (path === "") return envdError(400, "query parameter path is required");
+  const host = resolveOr400(sb, path);
+  if (host instanceof Response) return host;
+  let size: number;
+  try {
+    const st = statSync(host);
+    if (st.isDirectory()) return envdError(400, `path ${JSON.stringify(path)} is a directory`);
+    size = st.size;
+  } catch {
+    return envdError(404, `file ${JSON.stringify(path)} not found`);
+  }
+  return new Response(Bun.file(host), {
+    headers: {
+      "content-type": "application/octet-stream",
+      "content-length": String(size),
+      "content-disposition": `attachment; filename=${JSON.stringify(basename(host))}`,
+    },
+  });
+}
+
+async function writeTo(sb: GuestSandbox, host: string, body: Blob | ReadableStream<Uint8Array>): Promise<{ name: string; type: "file"; path: string }> {
+  mkdirSync(dirname(host), { recursive: true });
+  await Bun.write(host, new Response(body));
+  return { name: basename(host), type: "file", path: sb.paths.toGuest(host) };
+}
+
+export async function uploadFiles(sb: GuestSandbox, c: Context): Promise<Response> {
+  const path = c.req.query("path");
+  const type = (c.req.header("content-type") ?? "").toLowerCase();
+  const written: { name: string; type: "file"; path: string }[] = [];
+  if (type.startsWith("multipart/form-data")) {
+    let form: FormData;
+    try {
+      form = await c.req.raw.formData();
+    } catch (e) {
+      return envdError(400, `invalid multipart body: ${(e as Error).message}`);
+    }
+    const parts = form.getAll("file").filter((p): p is File => typeof p !== "string");
+    if (parts.length === 0) return envdError(400, "multipart body has no file part");
+    for (const part of parts) {
+      const dest = path || part.name;
+      if (!dest) return envdError(400, "a file part has no filename and the query names no path");
+      const host = resolveOr400(sb, dest);
+      if (host instanceof Response) return host;
+      if (isDirectory(host)) return envdError(400, `path ${JSON.stringify(dest)} is a directory`);
+      written.push(await writeTo(sb, host, part));
+    }
+    return Response.json(written);
+  }
+  if (!path) return envdError(400, "query parameter path is required for an octet-stream upload");
+  const host = resolveOr400(sb, path);
+  if (host instanceof Response) return host;
+  if (isDirectory(host)) return envdError(400, `path ${JSON.stringify(path)} is a directory`);
+  const raw = c.req.raw.body ?? new Blob([]).stream();
+  const encoding = (c.req.header("content-encoding") ?? "").toLowerCase();
+  if (encoding !== "" && encoding !== "identity" && encoding !== "gzip") return envdError(400, `unsupported Content-Encoding ${JSON.stringify(encoding)}`);
+  const body = encoding === "gzip" ? raw.pipeThrough(new DecompressionStream("gzip")) : raw;
+  try {
+    written.push(await writeTo(sb, host, body));
+  } catch (e) {
+    return envdError(400, `upload failed: ${(e as Error).message}`);
+  }
+  return Response.json(written);
+}
+
+function isDirectory(host: string): boolean {
+  try {
+    return statSync(host).isDirectory();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,201 @@
+// sandboxd-sim guest — development substrate, not product code. See README.md in this folder.
+//
+// envd's `filesystem.Filesystem` Connect service over the sandbox's directory. Error codes follow envd, because
+// the SDK branches on them: NotFound (exists() -> false, remove/list of a missing path), AlreadyExists (makeDir
+// -> false), InvalidArgument (listing a file). Watching uses fs.watch; a "rename" notice becomes CREATE or REMOVE
+// depending on whether the name still exists, "change" becomes WRITE.
+import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, watch, type FSWatcher } from "node:fs";
+import { dirname, join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { EventType, Filesystem, type FilesystemEventSchema } from "./gen/filesystem/filesystem_pb.ts";
+import { entryOf, type EntryInit } from "./entries.ts";
+import { PathError } from "./paths.ts";
+import type { GuestSandbox } from "./sandbox.ts";
+
+type FsEventInit = MessageInitShape<typeof FilesystemEventSchema>;
+
+function fsError(e: unknown, path: string): ConnectError {
+  if (e instanceof ConnectError) return e;
+  if (e instanceof PathError) return new ConnectError(e.message, Code.InvalidArgument);
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "ENOENT") return new ConnectError(`path ${JSON.stringify(path)} not found`, Code.NotFound);
+  if (code === "EEXIST") return new ConnectError(`path ${JSON.stringify(path)} already exists`, Code.AlreadyExists);
+  if (code === "ENOTDIR") return new ConnectError(`path ${JSON.stringify(path)} is not a directory`, Code.InvalidArgument);
+  if (code === "EACCES" || code === "EPERM") return new ConnectError(`permission denied on ${JSON.stringify(path)}`, Code.PermissionDenied);
+  return new ConnectError(`${JSON.stringify(path)}: ${(e as Error).message}`, Code.Internal);
+}
+
+function listDir(sb: GuestSandbox, dir: string, depth: number, out: EntryInit[]): void {
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    let entry: EntryInit;
+    try {
+      entry = entryOf(sb.paths, p);
+    } catch {
+      continue; // removed while listing
+    }
+    out.push(entry);
+    if (depth > 1 && lstatSync(p).isDirectory()) listDir(sb, p, depth - 1, out);
+  }
+}
+
+/** Watch a host directory; calls `emit` with envd-shaped events (names relative to the watched directory). */
+function watchDirectory(sb: GuestSandbox, dirHost: string, recursive: boolean, includeEntry: boolean, emit: (e: FsEventInit) => void): FSWatcher {
+  return watch(dirHost, { recursive }, (kind, filename) => {
+    if (!filename) return;
+    const name = filename.toString();
+    const host = join(dirHost, name);
+    const exists = existsSync(host);
+    const type = kind === "change" ? EventType.WRITE : exists ? EventType.CREATE : EventType.REMOVE;
+    const ev: FsEventInit = { name, type };
+    if (includeEntry && exists) {
+      try {
+        ev.entry = entryOf(sb.paths, host);
+      } catch {
+        // gone between the notice and the stat
+      }
+    }
+    emit(ev);
+  });
+}
+
+function watchedDir(sb: GuestSandbox, path: string): string {
+  const host = sb.paths.toHost(path);
+  const st = statSync(host);
+  if (!st.isDirectory()) throw new ConnectError(`path ${JSON.stringify(path)} is not a directory`, Code.InvalidArgument);
+  return host;
+}
+
+interface PollingWatcher {
+  watcher: FSWatcher;
+  events: FsEventInit[];
+}
+
+export function filesystemService(sb: GuestSandbox, watchers: Map<string, PollingWatcher>): ServiceImpl<typeof Filesystem> {
+  const resolve = (p: string) => sb.paths.toHost(p);
+  return {
+    stat(req) {
+      try {
+        return { entry: entryOf(sb.paths, resolve(req.path)) };
+      } catch (e) {
+        throw fsError(e, req.path);
+      }
+    },
+
+    makeDir(req) {
+      try {
+        const host = resolve(req.path);
+        if (existsSync(host)) throw new ConnectError(`path ${JSON.stringify(req.path)} already exists`, Code.AlreadyExists);
+        mkdirSync(host, { recursive: true });
+        return { entry: entryOf(sb.paths, host) };
+      } catch (e) {
+        throw fsError(e, req.path);
+      }
+    },
+
+    move(req) {
+      try {
+        const src = resolve(req.source);
+        const dst = resolve(req.destination);
+        lstatSync(src); // NotFound names the source
+        mkdirSync(dirname(dst), { recursive: true });
+        renameSync(src, dst);
+        return { entry: entryOf(sb.paths, dst) };
+      } catch (e) {
+        throw fsError(e, req.source);
+      }
+    },
+
+    listDir(req) {
+      try {
+        const host = resolve(req.path);
+        if (!statSync(host).isDirectory()) throw new ConnectError(`path ${JSON.stringify(req.path)} is not a directory`, Code.InvalidArgument);
+        const entries: EntryInit[] = [];
+        listDir(sb, host, Math.max(1, req.depth), entries);
+        return { entries };
+      } catch (e) {
+        throw fsError(e, req.path);
+      }
+    },
+
+    remove(req) {
+      try {
+        const host = resolve(req.path);
+        if (host === sb.paths.root) throw new ConnectError("refusing to remove the sandbox root", Code.InvalidArgument);
+        lstatSync(host);
+        rmSync(host, { recursive: true, force: true });
+        return {};
+      } catch (e) {
+        throw fsError(e, req.path);
+      }
+    },
+
+    async *watchDir(req, ctx: HandlerContext) {
+      let watcher: FSWatcher;
+      const queue: FsEventInit[] = [];
+      let wake: (() => void) | undefined;
+      try {
+        const dir = watchedDir(sb, req.path);
+        watcher = watchDirectory(sb, dir, req.recursive, req.includeEntry, (e) => {
+          queue.push(e);
+          wake?.();
+        });
+      } catch (e) {
+        throw fsError(e, req.path);
+      }
+      const onAbort = () => wake?.();
+      ctx.signal.addEventListener("abort", onAbort);
+      const every = Number(ctx.requestHeader.get("keepalive-ping-interval") ?? "");
+      let keepalive = false;
+      const timer = every > 0 ? setInterval(() => ((keepalive = true), wake?.()), every * 1000) : undefined;
+      try {
+        yield { event: { case: "start", value: {} } };
+        for (;;) {
+          while (queue.length) yield { event: { case: "filesystem", value: queue.shift()! } };
+          if (keepalive) {
+            keepalive = false;
+            yield { event: { case: "keepalive", value: {} } };
+          }
+          if (ctx.signal.aborted) return;
+          await new Promise<void>((r) => (wake = r));
+          wake = undefined;
+        }
+      } finally {
+        watcher.close();
+        ctx.signal.removeEventListener("abort", onAbort);
+        if (timer) clearInterval(timer);
+      }
+    },
+
+    createWatcher(req) {
+      try {
+        const dir = watchedDir(sb, req.path);
+        const id = randomUUID();
+        const events: FsEventInit[] = [];
+        const watcher = watchDirectory(sb, dir, req.recursive, req.includeEntry, (e) => events.push(e));
+        watchers.set(id, { watcher, events });
+        return { watcherId: id };
+      } catch (e) {
+        throw fsError(e, req.path);
+      }
+    },
+
+    getWatcherEvents(req) {
+      const w = watchers.get(req.watcherId);
+      if (!w) throw new ConnectError(`watcher ${JSON.stringify(req.watcherId)} not found`, Code.NotFound);
+      return { events: w.events.splice(0) };
+    },
+
+    removeWatcher(req) {
+      const w = watchers.get(req.watcherId);
+      if (!w) throw new ConnectError(`watcher ${JSON.stringify(req.watcherId)} not found`, Code.NotFound);
+      w.watcher.close();
+      watchers.delete(req.watcherId);
+      return {};
+    },
+  };
+}
+
+export type { PollingWatcher };

@@ -1,0 +1,106 @@
+// sandboxd-sim guest — development substrate, not product code. See README.md in this folder.
+//
+// The node side of the guests: one guest agent per live claim, kept in step with the claim table.
+// sync() is called after every request the node serves, every reap tick and every out-of-band knob; it
+//   - starts a guest for each claim that has none (a fork child starts as a copy of its parent's files and
+//     access token, like a VM clone; the e2b surface then re-inits it with its own token),
+//   - pauses (SIGSTOP) the processes of hibernated/archived/failed claims and resumes (SIGCONT) running ones,
+//   - destroys the guest of every claim that left the table (release, expiry, vanish): all processes killed, the
+//     directory removed.
+// All sandbox directories live under one temporary base directory per node, removed by stop().
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Claim } from "../claims.ts";
+import { GuestSandbox } from "./sandbox.ts";
+import { startGuestServer, type GuestServer } from "./server.ts";
+
+/** The guest port envd listens on; the ports relay maps it to the guest agent. */
+export const ENVD_PORT = 49983;
+
+interface Guest {
+  sb: GuestSandbox;
+  server: GuestServer;
+  paused: boolean;
+}
+
+export interface GuestHostOptions {
+  /** Parent of the per-node base directory (default the OS temp dir). */
+  dir?: string;
+  /** Host the guest agents listen on (default 127.0.0.1). */
+  host?: string;
+}
+
+export class GuestHost {
+  readonly baseDir: string;
+  private readonly guests = new Map<string, Guest>();
+  private readonly host: string;
+
+  constructor(o: GuestHostOptions = {}) {
+    this.baseDir = mkdtempSync(join(o.dir ?? tmpdir(), "sandboxd-sim-guests-"));
+    this.host = o.host ?? "127.0.0.1";
+  }
+
+  get size(): number {
+    return this.guests.size;
+  }
+
+  /** The guest of a sandbox, if it has one. */
+  get(id: string): GuestSandbox | undefined {
+    return this.guests.get(id)?.sb;
+  }
+
+  /**
+   * Where the relay sends a sandbox's guest port: envd's port goes to the guest agent; any other port to the
+   * same port on the host, where the sandbox's processes listen (they share the host's network: README.md).
+   */
+  target(id: string, port: number): { host: string; port: number } | undefined {
+    const g = this.guests.get(id);
+    if (!g) return undefined;
+    return port === ENVD_PORT ? { host: this.host, port: g.server.port } : { host: "127.0.0.1", port };
+  }
+
+  sync(claims: Iterable<Claim>): void {
+    const live = new Set<string>();
+    for (const c of claims) {
+      live.add(c.id);
+      let g = this.guests.get(c.id);
+      if (!g) g = this.create(c);
+      const pause = c.state !== "running";
+      if (pause && !g.paused) g.sb.pause();
+      if (!pause && g.paused) g.sb.resume();
+      g.paused = pause;
+    }
+    for (const [id, g] of this.guests) {
+      if (live.has(id)) continue;
+      this.guests.delete(id);
+      void g.server.stop();
+      g.sb.destroy();
+    }
+  }
+
+  private create(c: Claim): Guest {
+    const root = join(this.baseDir, c.id);
+    const parent = c.forkedFrom ? this.guests.get(c.forkedFrom) : undefined;
+    if (parent) cpSync(parent.sb.paths.root, root, { recursive: true, verbatimSymlinks: true });
+    const sb = new GuestSandbox({ id: c.id, root, instanceMetadata: () => c.instanceMetadata });
+    if (parent) {
+      sb.accessToken = parent.sb.accessToken;
+      sb.envVars = { ...parent.sb.envVars };
+      sb.defaultUser = parent.sb.defaultUser;
+      sb.defaultWorkdir = parent.sb.defaultWorkdir;
+    }
+    const g: Guest = { sb, server: startGuestServer(sb, this.host), paused: false };
+    this.guests.set(c.id, g);
+    return g;
+  }
+
+  /** Destroy every guest and remove the base directory. */
+  async stop(): Promise<void> {
+    const all = [...this.guests.values()];
+    this.guests.clear();
+    for (const g of all) g.sb.destroy();
+    await Promise.all(all.map((g) => g.server.stop()));
+    rmSync(this.baseDir, { recursive: true, force: true });
+  }
+}
