@@ -174,7 +174,7 @@ describe("files", () => {
     const { sb } = await newSandbox("tok-big");
     const big = new Uint8Array(50 * 1024 * 1024);
     for (let i = 0; i < big.length; i += 4096) big[i] = (i / 4096) % 251;
-    await sb.files.write("big.bin", big);
+    await sb.files.write("big.bin", big.buffer);
     const sum = await sb.commands.run("sha256sum big.bin | cut -d' ' -f1");
     expect(sum.stdout.trim()).toBe(new Bun.CryptoHasher("sha256").update(big).digest("hex"));
     // The other way: a file made inside the sandbox, downloaded.
