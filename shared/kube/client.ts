@@ -8,7 +8,7 @@ import type { TokenBucket } from "./rate-limit.ts";
 import { resourcePath, type ResourceRef } from "./resources.ts";
 import { BearerToken, bunTransport, type Transport } from "./transport.ts";
 import { decodeWatchStream, type WatchEvent } from "./watch-decoder.ts";
-import { sleepUnlessAborted } from "../lifecycle/sleep.ts";
+import { realClock } from "../clock/index.ts";
 
 export type { WatchEvent } from "./watch-decoder.ts";
 
@@ -100,7 +100,7 @@ export class KubeClient {
       const wait = retryAfterMs(res);
       if (res.status !== 429 || wait === undefined || attempt >= MAX_429_RETRIES) throw err;
       this.log?.debug({ verb, path, retryInMs: wait }, "kube request throttled by the server; retrying");
-      await sleepUnlessAborted(wait, opts.signal);
+      await realClock.sleep(wait, opts.signal);
       opts.signal?.throwIfAborted();
     }
   }

@@ -7,10 +7,10 @@ import type { Logger } from "pino";
 import type { KubeClient } from "./client.ts";
 import { isGone, KubeApiError, type Status } from "./errors.ts";
 import type { ResourceRef } from "./resources.ts";
-import { keyOf, Store, type Indexers, type Obj } from "./store.ts";
-import { sleepUnlessAborted } from "../lifecycle/sleep.ts";
+import { objectKey, type Obj } from "./keys.ts";
+import { Store, type Indexers } from "./store.ts";
+import { realClock } from "../clock/index.ts";
 
-export { keyOf } from "./store.ts";
 
 export interface InformerOptions<T> {
   namespace?: string;
@@ -102,7 +102,7 @@ export class Informer<T extends Obj> {
     let needList = true;
     let goneInARow = 0;
     const pause = async () => {
-      await sleepUnlessAborted(jitter(delay), signal);
+      await realClock.sleep(jitter(delay), signal);
       delay = Math.min(delay * 2, maxMs);
     };
     while (!signal.aborted) {
@@ -166,7 +166,7 @@ export class Informer<T extends Obj> {
   private replace(items: T[]): void {
     const seen = new Set<string>();
     for (const obj of items) {
-      const key = keyOf(obj);
+      const key = objectKey(obj);
       seen.add(key);
       const old = this.store.set(obj);
       if (!old) this.emitAdd(obj);
@@ -205,7 +205,7 @@ export class Informer<T extends Obj> {
         }
         case "DELETED": {
           // The event carries the object's final state; deliver that, not the older cached copy.
-          this.store.delete(keyOf(obj));
+          this.store.delete(objectKey(obj));
           this.advance(obj);
           this.emitDelete(obj);
           break;

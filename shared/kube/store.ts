@@ -1,13 +1,10 @@
 // The informer's in-memory cache: objects by "ns/name" (or "name" when cluster-scoped), plus named indexes kept in
 // step with every write, so `byIndex` never scans.
 
-export type Obj = { metadata?: { name?: string; namespace?: string; resourceVersion?: string; uid?: string } };
-export type Indexers<T> = Record<string, (obj: T) => string[]>;
+import { type Obj, objectKey } from "./keys.ts";
 
-export function keyOf(obj: Obj): string {
-  const m = obj.metadata ?? {};
-  return m.namespace ? `${m.namespace}/${m.name ?? ""}` : (m.name ?? "");
-}
+export type { Obj };
+export type Indexers<T> = Record<string, (obj: T) => string[]>;
 
 export class Store<T extends Obj> {
   private readonly items = new Map<string, T>();
@@ -35,7 +32,7 @@ export class Store<T extends Obj> {
 
   /** Stores the object and returns the one it replaced, if any. */
   set(obj: T): T | undefined {
-    const key = keyOf(obj);
+    const key = objectKey(obj);
     const old = this.items.get(key);
     if (old) this.unindex(key, old);
     this.items.set(key, obj);

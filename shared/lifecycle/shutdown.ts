@@ -7,7 +7,7 @@
 // The whole drain is bounded too, and a second signal exits 1 at once (an operator pressing Ctrl-C
 // twice means it). Signals, the clock and exit are injected so tests need no real signals.
 import type { Logger } from "../log/index.ts";
-import { sleepUnlessAborted } from "./sleep.ts";
+import { type Clock, realClock } from "../clock/index.ts";
 
 export type ShutdownSignal = "SIGINT" | "SIGTERM";
 
@@ -30,7 +30,8 @@ export interface ShutdownOptions {
   totalTimeoutMs?: number;
   signals?: SignalSource;
   exit?: (code: number) => void;
-  sleep?: (ms: number) => Promise<void>;
+  /** Times the grace wait. */
+  clock?: Pick<Clock, "sleep">;
 }
 
 interface Step {
@@ -49,7 +50,7 @@ export class Shutdown {
   private readonly totalTimeoutMs: number;
   private readonly signals: SignalSource;
   private readonly exitFn: (code: number) => void;
-  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly clock: Pick<Clock, "sleep">;
   private readonly drainHooks: Step[] = [];
   private readonly listeners: Step[] = [];
   private readonly closers: Step[] = [];
@@ -78,7 +79,7 @@ export class Shutdown {
     this.totalTimeoutMs = options.totalTimeoutMs ?? 30_000;
     this.signals = options.signals ?? (process as unknown as SignalSource);
     this.exitFn = options.exit ?? ((code) => process.exit(code));
-    this.sleep = options.sleep ?? sleepUnlessAborted;
+    this.clock = options.clock ?? realClock;
     this.done = new Promise((resolve) => {
       this.resolveDone = resolve;
     });
@@ -152,7 +153,7 @@ export class Shutdown {
     let ok = true;
     this.log.info({ reason }, "draining");
     for (const hook of this.drainHooks) ok = (await this.runStep("draining", hook)) && ok;
-    if (this.drainGraceMs > 0) await this.sleep(this.drainGraceMs);
+    if (this.drainGraceMs > 0) await this.clock.sleep(this.drainGraceMs);
     const closed = await Promise.all(this.listeners.map((listener) => this.runStep("listener", listener)));
     ok = closed.every(Boolean) && ok;
     for (const closer of [...this.closers].reverse()) ok = (await this.runStep("closer", closer)) && ok;

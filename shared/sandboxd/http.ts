@@ -17,7 +17,7 @@ import {
   SandboxdUnauthorized,
   SandboxdUnexpectedStatus,
 } from "./errors.ts";
-import { sleepUnlessAborted } from "../lifecycle/sleep.ts";
+import { realClock } from "../clock/index.ts";
 import { ErrorBody } from "./schemas.ts";
 import { errorMessage } from "../log/index.ts";
 
@@ -308,7 +308,7 @@ export async function withRetries<T>(
       const hinted = (e as { retryAfterMs?: number }).retryAfterMs;
       const delay = Math.max(hinted ?? 0, exp / 2 + Math.random() * (exp / 2));
       o?.onRetry?.(e, attempt, delay);
-      await sleepUnlessAborted(delay, o?.signal);
+      await realClock.sleep(delay, o?.signal);
     }
   }
 }

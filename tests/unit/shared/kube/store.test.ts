@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
-import { keyOf, Store } from "../../../../shared/kube/store.ts";
+import { objectKey as keyOf, podKey, splitKey } from "../../../../shared/kube/keys.ts";
+import { Store } from "../../../../shared/kube/store.ts";
 
 type Pod = { metadata: { name: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> }; spec?: { nodeName?: string } };
 const pod = (name: string, node: string, ns = "default", rv = "1"): Pod => ({ metadata: { name, namespace: ns, resourceVersion: rv }, spec: { nodeName: node } });
@@ -23,4 +24,12 @@ test("indexes follow updates and deletes", () => {
   expect(s.byIndex("byNode", "n1")).toEqual([]);
   expect(s.size).toBe(2);
   expect(() => s.byIndex("nope", "x")).toThrow(/nope/);
+});
+
+test("podKey is always <namespace>/<name> (no namespace = default); splitKey inverts both key forms", () => {
+  expect(podKey({ metadata: { namespace: "ns", name: "p" } })).toBe("ns/p");
+  expect(podKey({ metadata: { name: "p" } })).toBe("default/p");
+  expect(splitKey("ns/p")).toEqual(["ns", "p"]);
+  expect(splitKey(podKey({ metadata: { name: "p" } }))).toEqual(["default", "p"]);
+  expect(splitKey("node-1")).toEqual(["", "node-1"]);
 });

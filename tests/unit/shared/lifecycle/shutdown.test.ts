@@ -23,8 +23,10 @@ function harness(options: { stepTimeoutMs?: number; totalTimeoutMs?: number; dra
       exits.push(code);
       exited(code);
     },
-    sleep: async (ms) => {
-      events.push(`grace ${ms}`);
+    clock: {
+      sleep: async (ms) => {
+        events.push(`grace ${ms}`);
+      },
     },
     ...options,
   });
