@@ -55,7 +55,8 @@ export interface SandboxdSim {
   refillNow(): void;
   // faults
   latency(route: FaultRoute, ms: Latency | null): void;
-  hang(route: FaultRoute, count?: number): void;
+  /** `when: "after"` handles the request (a claim is committed) and then never answers. */
+  hang(route: FaultRoute, count?: number, when?: "before" | "after"): void;
   fail(route: FaultRoute, status: number, body?: unknown, count?: number): void;
   reset(route: FaultRoute, when: "before" | "after", count?: number): void;
   listFails(mode: ListFailMode): void;
@@ -145,7 +146,7 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
     reapNow: () => node.reapNow(),
     refillNow: () => node.pools.refill(),
     latency: (route, ms) => faults.latency(route, ms),
-    hang: (route, count = 1) => faults.push(route, { kind: "hang" }, count),
+    hang: (route, count = 1, when = "before") => faults.push(route, { kind: "hang", when }, count),
     fail: (route, status, body, count = 1) => faults.push(route, { kind: "fail", status, body }, count),
     reset: (route, when, count = 1) => faults.push(route, { kind: "reset", when }, count),
     listFails: (mode) => void (faults.listMode = mode),

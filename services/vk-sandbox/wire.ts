@@ -2,7 +2,7 @@
 // main.ts owns steps 1–4 (flags, log level, state path, signals) and the exit codes; this file owns which module
 // gets which client and what runs first. Every module it starts is registered with the shutdown as it starts, so
 // a fatal error half-way still stops what already runs.
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import type { CoreV1Event, V1Pod } from "@kubernetes/client-node";
 import { StartupError } from "../../shared/config/errors.ts";
@@ -25,17 +25,10 @@ import { createKubeletApp, kubeletTlsPair, serveKubeletApi } from "./kubelet-api
 import { LeaseController, NodeController } from "./node/index.ts";
 import { PodController } from "./pods/controller.ts";
 import type { PodSource, PodWriter } from "./pods/ports.ts";
-import { createSandboxProvider, isTransientForHeldClaim, type OwnerReader, type SandboxClaimer } from "./provider/index.ts";
+import { createSandboxProvider, isTransientForHeldClaim, type OwnerReader } from "./provider/index.ts";
 
 /** sandboxd HTTP client request timeout (spec §1.1 step 6). */
 const SANDBOXD_TIMEOUT_MS = 10_000;
-
-/**
- * Test-only: when set to a file path, the daemon writes the first claim reply's id there after sandboxd answered
- * and then never lets the provider see the reply, so a test can SIGKILL it exactly between "sandboxd delivered a
- * claim" and "the claims table recorded it". Nothing else changes; unset in every real deployment.
- */
-export const TEST_HOLD_AFTER_CLAIM_ENV = "VK_SANDBOX_TEST_HOLD_AFTER_CLAIM";
 
 export interface WireDeps {
   config: VkSandboxConfig;
@@ -99,7 +92,7 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
   // exists, so a node without durable claims never enters scheduling.
   const handle = createSandboxProvider({
     nodeName: cfg.nodeName,
-    claimer: holdAfterClaimForTests(sandboxd, d.env[TEST_HOLD_AFTER_CLAIM_ENV]),
+    claimer: sandboxd,
     releaser: sandboxd,
     lister: sandboxd,
     reader: sandboxd,
@@ -264,18 +257,3 @@ export function ownerReaderFor(kube: KubeClient): OwnerReader {
     }
   };
 }
-
-function holdAfterClaimForTests(claimer: SandboxClaimer, markerPath: string | undefined): SandboxClaimer {
-  if (!markerPath) return claimer;
-  let held = false;
-  return {
-    async claim(req, opts) {
-      const reply = await claimer.claim(req, opts);
-      if (held) return reply;
-      held = true;
-      await writeFile(markerPath, JSON.stringify({ id: reply.id, claim_ref: req.claim_ref }));
-      return new Promise<never>(() => {});
-    },
-  };
-}
-

@@ -2,7 +2,8 @@
 //
 // Fault injection, applied by the socket layer before (and, for reset-after, after) a route's handler:
 //   latency(route, ms | () => ms)   a slow node (real wall time: it is meant to trip client timeouts)
-//   hang(route, count?)             accept the request, never answer (until the client gives up or the sim stops)
+//   hang(route, count?, when?)      accept the request, never answer (until the client gives up or the sim stops);
+//                                   "after" commits first (the claim exists) — a reply that never comes
 //   fail(route, status, body?, n?)  answer the next n requests (default 1) without touching state
 //   reset(route, "before"|"after")  drop the connection before handling, or after committing — the ambiguous
 //                                   "claim delivered, reply lost"
@@ -17,7 +18,7 @@ export type Latency = number | (() => number);
 export type FaultAction =
   | { kind: "fail"; status: number; body?: unknown }
   | { kind: "reset"; when: "before" | "after" }
-  | { kind: "hang" };
+  | { kind: "hang"; when?: "before" | "after" };
 
 interface Queued {
   route: FaultRoute;

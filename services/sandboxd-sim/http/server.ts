@@ -205,7 +205,7 @@ export class NodeServer {
     }
 
     const action = faults.take(route);
-    if (action?.kind === "hang") return void (entry.outcome = "hang");
+    if (action?.kind === "hang" && action.when !== "after") return void (entry.outcome = "hang");
     if (action?.kind === "reset" && action.when === "before") {
       entry.outcome = "reset";
       return void sink.socket.destroy();
@@ -218,6 +218,9 @@ export class NodeServer {
     const r = await this.d.app.fetch(request, { raw });
     // Guests follow the verb at once: a claim gets its guest before the reply, a release kills it.
     this.d.node.syncGuests();
+    // Committed, and the reply is held forever: the caller sees neither an answer nor a reset (a process killed
+    // in that window is the crash tests' "sandboxd delivered, the table never recorded").
+    if (action?.kind === "hang") return void (entry.outcome = "hang");
     if (action?.kind === "reset" && action.when === "after") {
       // Committed (the claim exists, the sandbox is released…), but the reply never leaves.
       entry.outcome = "reset";

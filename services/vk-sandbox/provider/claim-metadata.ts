@@ -29,12 +29,28 @@ export function claimMetadata(nodeName: string, pod: V1Pod): Record<string, stri
   };
 }
 
-/** True when a listed row was claimed by vk-sandbox on node `nodeName`. */
+/**
+ * True when a listed row can only have been claimed by vk-sandbox on node `nodeName`: it carries this node's stamp
+ * AND was claimed with the root token (sandboxd omits `tenant` only for root's claims). The metadata alone proves
+ * nothing: any tenant token may claim with a forged `vk-sandbox.*` map (claim-path leak review, case 3), and this
+ * daemon claims with the node's root token, never a tenant's.
+ */
 export function claimedByNode(row: SandboxRow, nodeName: string): boolean {
-  return row.metadata?.[METADATA_NODE] === nodeName;
+  return row.metadata?.[METADATA_NODE] === nodeName && !row.tenant;
 }
 
-/** The row fields a recovered claim takes from the metadata ("" when absent). */
+/** True when `row` is this node's root claim made for the Pod with UID `podUid` (a lost reply's own VM). */
+export function claimedForPod(row: SandboxRow, nodeName: string, podUid: string): boolean {
+  return claimedByNode(row, nodeName) && podUid !== "" && row.metadata?.[METADATA_POD_UID] === podUid;
+}
+
+/**
+ * The row fields a recovered claim takes from the metadata. Its authority is the Pod UID itself, not the stamped
+ * authority: a recovered row is adopted only by the very Pod it was claimed for (adoption matches podUID, or the
+ * authority against authorityOf(pod), which is never another Pod's UID). A stamped owner UID would let any Pod of
+ * that owner adopt it. Empty when the stamp names no Pod.
+ */
 export function recordedOwnership(row: SandboxRow): { podUID: string; authority: string } {
-  return { podUID: row.metadata?.[METADATA_POD_UID] ?? "", authority: row.metadata?.[METADATA_AUTHORITY] ?? "" };
+  const podUID = row.metadata?.[METADATA_POD_UID] ?? "";
+  return { podUID, authority: podUID };
 }

@@ -6,6 +6,8 @@
 // restart would leak it); if that release fails too, the row stays tentative in memory and the next sync of
 // the Pod (UpdatePod -> CreatePod, step 5) releases it before claiming again.
 import type { V1Pod } from "@kubernetes/client-node";
+import { SandboxdAmbiguousClaim, SandboxdRedirect } from "../../../shared/sandboxd/errors.ts";
+import type { ClaimReply, ClaimRequest } from "../../../shared/sandboxd/schemas.ts";
 import type { Claim } from "../claims/schema.ts";
 import { floorToSecond } from "../claims/time.ts";
 import type { Core } from "./core.ts";
@@ -13,6 +15,7 @@ import { ProviderError, messageOf } from "./errors.ts";
 import { byId, listedDeadline, wireDeadline } from "./listing.ts";
 import { adoptable, authorityOf } from "./ownership.ts";
 import { claimMetadata } from "./claim-metadata.ts";
+import { reconcileLostClaim } from "./lost-reply.ts";
 import { checkRuntime, claimRequestFor, podKey, podUID, withClaimId } from "./pod-contract.ts";
 import type { Verifier } from "./quarantine.ts";
 import { pastDeadline, podWithStatus, runningStatus } from "./status.ts";
@@ -107,14 +110,10 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
   st.claiming.add(key);
   let reply;
   try {
-    // Only rows that can carry this claim_ref matter: this key's own row and the releasing list.
-    const knownIds = st.releasing.map((e) => e.claim.id);
-    const own = st.claims.get(key);
-    if (own) knownIds.push(own.id);
-    reply = await core.claimer.claim(req, { knownIds });
+    reply = await claimHere(core, pod, req);
   } catch (e) {
     st.claiming.delete(key);
-    throw new ProviderError("claim-failed", `sandboxd claim for ${key} failed: ${messageOf(e)}`, { pod: key }, { cause: e });
+    throw e;
   }
   // Cleared in the same turn the row is set below (or the create fails): at every await, recovery sees this
   // claim either in flight or held by the row.
@@ -154,6 +153,42 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
   plog.info({ claimId: claim.id }, "sandbox claimed");
   const stored = st.pods.get(key);
   if (stored) core.push(podWithStatus(stored, claim, runningStatus(stored, claim)));
+}
+
+/**
+ * One claim at this node (§5.2 step 7, §6). A redirect is this node saying "no warm VM here": it is never
+ * followed, because a VM claimed on a peer would have the peer's Pod IP and a release token this node's
+ * sandboxd does not know (the release 404s, the row is dropped, the peer's VM runs to its lease end). It fails
+ * the create as no warm capacity, and the controller retries with backoff. A lost reply is reconciled by this
+ * node's own stamp (lost-reply.ts), never by claim_ref alone.
+ */
+async function claimHere(core: Core, pod: V1Pod, req: ClaimRequest): Promise<ClaimReply> {
+  const key = podKey(pod);
+  try {
+    return await core.claimer.claim(req, { followRedirects: false, reconcile: false });
+  } catch (e) {
+    if (e instanceof SandboxdRedirect) {
+      throw new ProviderError(
+        "claim-failed",
+        `no warm capacity for ${key} on this node: sandboxd redirected the claim to [${e.targets.join(", ")}], which this daemon never follows`,
+        { pod: key },
+        { cause: e },
+      );
+    }
+    if (!(e instanceof SandboxdAmbiguousClaim)) {
+      throw new ProviderError("claim-failed", `sandboxd claim for ${key} failed: ${messageOf(e)}`, { pod: key }, { cause: e });
+    }
+    // Only rows that can carry this claim_ref matter: this key's own row and the releasing list.
+    const known = new Set(core.st.releasing.map((r) => r.claim.id));
+    const own = core.st.claims.get(key);
+    if (own) known.add(own.id);
+    const found = await reconcileLostClaim(core, pod, known);
+    if (found.kind === "found") {
+      core.log.warn({ pod: key, claimId: found.reply.id }, "claim reply lost; found this node's sandbox for the Pod by its stamp");
+      return found.reply;
+    }
+    throw new ProviderError("claim-failed", `sandboxd claim for ${key} failed: ${messageOf(e)}; ${found.why}`, { pod: key }, { cause: e });
+  }
 }
 
 async function adopt(core: Core, pod: V1Pod, key: string, row: Claim): Promise<void> {

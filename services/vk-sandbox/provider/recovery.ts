@@ -6,9 +6,11 @@
 //
 // Recovery finishes the interrupted write. Every claim vk-sandbox makes carries `vk-sandbox.node=<this node>`
 // in its metadata (claim-metadata.ts), so a verification listing (quarantine.ts) can pick out rows that are
-// ours and held by no claims row and no releasing entry. For each, the token is read back with
-// `GET /v1/sandboxes/{id}` (root token only) and the claim is recorded as a settled row under its claim_ref,
-// with podUID and authority from the metadata, exactly as the create would have recorded it. The existing
+// ours and held by no claims row and no releasing entry. "Ours" also requires the root token's claim (no
+// `tenant`): a tenant can forge the metadata, and its VM must never be recorded under a victim's Pod key.
+// For each, the token is read back with `GET /v1/sandboxes/{id}` (root token only) and the claim is recorded as
+// a settled row under its claim_ref, with podUID from the metadata and that same UID as its authority, so only
+// the Pod the stamp names can adopt it. The existing
 // flows then apply: the Pod's create adopts it (its UID matches), a deletion runs the normal authorization.
 // If the key already holds a different row, the recovered claim is not ours to attach: it goes onto the
 // releasing list (persisted before it is released, like every releasing entry).
@@ -76,6 +78,7 @@ export async function recoverClaim(core: Core, u: Unrecorded, address: AddressOn
   const { st } = core;
   const { key, row } = u;
   if (!key) return { kind: "unrecoverable", why: "the listed row has no claim_ref to key it by" };
+  if (!recordedOwnership(row).podUID) return { kind: "unrecoverable", why: "the listed row names no Pod UID to adopt it" };
 
   let detail: SandboxDetail;
   try {
@@ -107,7 +110,8 @@ export async function recoverClaim(core: Core, u: Unrecorded, address: AddressOn
   // ours (create.ts sets the key). Decide on the next pass, when the key's row is known.
   if (st.claiming.has(key)) return { kind: "retry", why: "a claim for the key is in flight", inFlight: true };
 
-  const { podUID, authority } = recordedOwnership(detail.metadata ? detail : row);
+  // From the listed row, which unrecordedClaims vetted (this node's stamp, root's claim).
+  const { podUID, authority } = recordedOwnership(row);
   const claim: Claim = {
     id: row.id,
     token: detail.token,

@@ -6,14 +6,14 @@ import type { Logger } from "pino";
 import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
 import type { ClaimsFile } from "../claims/file.ts";
 
-/** `POST /v1/claim`. Throws a shared/sandboxd error on 429, a redirect, non-2xx, transport failure, timeout. */
+/**
+ * `POST /v1/claim`. Throws a shared/sandboxd error on 429, a redirect, non-2xx, transport failure, timeout. The
+ * provider always asks for `followRedirects: false` (a redirect is no warm capacity here, never a claim on a
+ * peer) and `reconcile: false` (a lost reply is reconciled by this node's stamp, lost-reply.ts): the client then
+ * throws SandboxdRedirect and SandboxdAmbiguousClaim instead.
+ */
 export interface SandboxClaimer {
-  /**
-   * `knownIds`: every id this node already holds (rows and releasing entries). When a claim reply is lost, the
-   * client reconciles by listing `claim_ref`, and must never adopt one of these: a releasing entry of the same
-   * pod key carries the same claim_ref.
-   */
-  claim(req: ClaimRequest, opts?: { knownIds?: Iterable<string> }): Promise<ClaimReply>;
+  claim(req: ClaimRequest, opts: { followRedirects: false; reconcile: false }): Promise<ClaimReply>;
 }
 
 /** `POST /v1/sandboxes/{id}/release` with the claim's own token; 404 is "already-gone", not an error. */

@@ -23,14 +23,14 @@ const requestsTo = (route: string) => simRequests(env.stack.sim, route);
 
 describe("vk-sandbox restarts", () => {
   test("SIGKILL between sandboxd's claim reply and the state write leaks no VM and loses no token", async () => {
-    // The hook makes the window exact: sandboxd has delivered the sandbox (id written to the marker) and the
-    // provider never saw the reply, so the claims table cannot hold it when the process dies.
-    const marker = join(env.stack.dir, "claim-hold.json");
+    // The simulator makes the window exact: it commits the claim and never answers, so sandboxd has delivered
+    // the sandbox and the provider has not seen the reply when the process dies (well inside the 10 s timeout).
     const statePath = join(env.stack.dir, "crash", "claims.json");
-    const first = env.stack.daemon({ node: "vk-crash", statePath, env: { VK_SANDBOX_TEST_HOLD_AFTER_CLAIM: marker } });
+    const first = env.stack.daemon({ node: "vk-crash", statePath });
     await first.waitForLog(/vk-sandbox ready/);
+    env.stack.sim.hang("claim", 1, "after");
     await env.e2e.kube.createPod(sandboxPod("crash", "vk-crash"));
-    const held = await eventually("claim delivered", async () => existsSync(marker) && (JSON.parse(readFileSync(marker, "utf8")) as { id: string }));
+    const held = await eventually("claim delivered", async () => simClaimsFor(env.stack.sim, "ns/crash")[0], 8_000, 25);
     await first.kill("SIGKILL");
     expect(table(statePath).claims["ns/crash"]).toBeUndefined();
     expect(simClaimsFor(env.stack.sim, "ns/crash").map((c) => c.id)).toEqual([held.id]);

@@ -52,7 +52,8 @@ export interface Stack {
   dir: string;
   statePath: string;
   /** Starts the daemon as its own process with the node's usual flags plus `extra`. */
-  daemon(o?: { node?: string; extra?: string[]; env?: Record<string, string | undefined>; statePath?: string }): Daemon;
+  /** `direct`: talk to the simulator itself, not through the gate (a reset must reach the daemon as a reset). */
+  daemon(o?: { node?: string; extra?: string[]; env?: Record<string, string | undefined>; statePath?: string; direct?: boolean }): Daemon;
   stop(): Promise<void>;
 }
 
@@ -76,7 +77,7 @@ export async function startStack(e2e: E2eCluster, simOpts: SimOptions = {}): Pro
         args: [
           `--node-name=${o.node ?? "vk-e2e"}`,
           `--listen-addr=127.0.0.1:${port}`,
-          `--sandboxd-url=${gate.url}`,
+          `--sandboxd-url=${o.direct ? sim.url : gate.url}`,
           `--sandboxd-token-file=${tokenFile}`,
           `--state-path=${o.statePath ?? statePath}`,
           ...(o.extra ?? []),

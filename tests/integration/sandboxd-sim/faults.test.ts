@@ -41,6 +41,15 @@ describe("sandboxd-sim fault knobs", () => {
     expect((await claim(s)).status).toBe(200); // count defaults to 1
   });
 
+  test("hang after commit: the claim exists and is listed, and the caller never gets an answer", async () => {
+    const s = await sim();
+    s.hang("claim", 1, "after");
+    await expect(postClaim(s, { claim_ref: "ns/held" }, AbortSignal.timeout(300))).rejects.toThrow();
+    expect((await call(s, "GET", "/v1/sandboxes?claim_ref=ns/held")).json.sandboxes).toHaveLength(1);
+    expect(s.requests.find((e) => e.route === "claim")!.outcome).toBe("hang");
+    expect((await claim(s)).status).toBe(200); // one use only
+  });
+
   test("reset before commit drops the connection with nothing handed out", async () => {
     const s = await sim();
     s.reset("claim", "before");

@@ -68,7 +68,8 @@ describe("recovery of a delivered but unrecorded claim", () => {
       token: reply.token,
       address: "10.0.0.5:7777",
       podUID: "uid-a",
-      authority: "owner-a",
+      // The Pod UID, not the stamped owner: only the Pod the stamp names may adopt a recovered row.
+      authority: "uid-a",
       claimedAt: wire(claimedAt),
       deadline: wire(Date.parse(reply.deadline)),
     });

@@ -4,7 +4,7 @@
 import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "../../../../../shared/sandboxd/schemas.ts";
 import { toWireTime } from "../../../../../shared/sandboxd/schemas.ts";
 import { SandboxdCapacity, SandboxdForbidden, SandboxdNotFound, SandboxdServerError, SandboxdTransport } from "../../../../../shared/sandboxd/errors.ts";
-import { SandboxdClient } from "../../../../../shared/sandboxd/client.ts";
+import { type ClaimOptions, SandboxdClient } from "../../../../../shared/sandboxd/client.ts";
 import type { FakeClock } from "../../../../../services/sandboxd-sim/clock.ts";
 import { startSandboxdSim, type SandboxdSim } from "../../../../../services/sandboxd-sim/sim.ts";
 import type { Clock, SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "../../../../../services/vk-sandbox/provider/types.ts";
@@ -257,11 +257,12 @@ export class SimSandboxd implements SandboxdDouble {
     return new SimSandboxd(sim, client);
   }
 
-  async claim(req: ClaimRequest, opts?: { knownIds?: Iterable<string> }): Promise<ClaimReply> {
+  /** Forwards the provider's options as given: what the provider asks of the real client is under test. */
+  async claim(req: ClaimRequest, opts?: ClaimOptions): Promise<ClaimReply> {
     this.claimCalls.inc();
     this.claimRequests.push(req);
     if (this.gateP) await this.gateP;
-    return this.client.claim(req, { knownIds: opts?.knownIds });
+    return this.client.claim(req, opts);
   }
 
   async release(id: string, opts: { token: string }): Promise<"released" | "already-gone"> {
