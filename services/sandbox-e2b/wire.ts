@@ -7,6 +7,7 @@ import { MeshFleet } from "../../shared/fleet/mesh.ts";
 import { loadE2bSurface, resolveRootToken } from "../../shared/e2b/index.ts";
 import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
 import type { Logger } from "../../shared/log/index.ts";
+import { EnvdRelay, serveRelay } from "../../shared/relay/index.ts";
 
 export interface E2bMesh {
   e2bPort: number;
@@ -19,7 +20,12 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
   checkE2bMeshConfig(config);
   const rootToken = resolveRootToken(config.sandboxdToken, config.sandboxdTokenFile);
   const fleet = new MeshFleet({ seeds: config.sandboxdSeeds, token: rootToken, pollMs: config.inventoryPoll, log: log.child({ component: "fleet" }) });
-  const e2b = loadE2bSurface({ options: config.e2b, fleet, rootToken, log });
+  // The in-process relay shares the fleet view; a kill through the surface drops its cached owner at once.
+  let relay: EnvdRelay | undefined;
+  const e2b = loadE2bSurface({ options: config.e2b, fleet, rootToken, log, onReleased: (claimId) => relay?.dropOwner(claimId) });
+  if (config.envdProxy) {
+    relay = new EnvdRelay({ domain: config.e2b.domain, fleet, envdSecret: e2b.envdSecret, rootToken, namespace: "", guestHttp2: config.envdProxy.guestHttp2, log: log.child({ component: "envd-proxy" }) });
+  }
   await fleet.ready();
   shutdown?.addCloser("fleet", () => fleet.stop());
   let server: ReturnType<typeof Bun.serve>;
@@ -31,10 +37,25 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
   }
   shutdown?.addListener("e2b", () => server.stop());
   log.info({ address: config.e2b.bindAddress, port: server.port, nodes: fleet.nodes().length }, "e2b surface listening");
+  let proxyServer: ReturnType<typeof Bun.serve> | undefined;
+  if (relay && config.envdProxy) {
+    const p = config.envdProxy;
+    try {
+      proxyServer = serveRelay(relay, { address: p.bindAddress, ...(p.tlsCertFile ? { tlsCertFile: p.tlsCertFile } : {}), ...(p.tlsPrivateKeyFile ? { tlsPrivateKeyFile: p.tlsPrivateKeyFile } : {}) });
+    } catch (err) {
+      await server.stop(true);
+      await fleet.stop();
+      throw new StartupError(`cannot listen on --envd-proxy-bind-address ${p.bindAddress}: ${(err as Error).message}`, { flag: "--envd-proxy-bind-address" }, err);
+    }
+    const ps = proxyServer;
+    shutdown?.addListener("envd-proxy", () => ps.stop());
+    log.info({ address: p.bindAddress, port: ps.port, tls: Boolean(p.tlsCertFile) }, "envd proxy listening");
+  }
   return {
     e2bPort: server.port!,
-    proxyPort: undefined,
+    proxyPort: proxyServer?.port,
     stop: async () => {
+      await proxyServer?.stop(true);
       await server.stop(true);
       await fleet.stop();
     },

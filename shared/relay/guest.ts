@@ -1,0 +1,151 @@
+// The guest leg of the relay (docs/envd-relay.md "Streaming"): one request over an open tunnel socket, HTTP/1.1 by
+// default or cleartext HTTP/2 by prior knowledge (--guest-http2). Bodies stream both ways with backpressure: the
+// client's body is pulled only as fast as the tunnel drains, the guest's body only as fast as the client reads.
+// Nothing is buffered beyond a chunk in flight. Closing either end tears the tunnel down.
+import { once } from "node:events";
+import http2 from "node:http2";
+import type { IncomingHttpHeaders } from "node:http";
+import type net from "node:net";
+import type { Readable, Writable } from "node:stream";
+import { requestOverSocket } from "./http1.ts";
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1) and HTTP/2-forbidden ones: never forwarded either way. */
+export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "http2-settings", "host"]);
+
+export interface GuestRequest {
+  method: string;
+  /** Path and query, untouched. */
+  path: string;
+  /** The authority the guest sees (`{port}-{id}.{domain}`). */
+  authority: string;
+  /** Already filtered: no hop-by-hop, no host. */
+  headers: Record<string, string>;
+  body: ReadableStream<Uint8Array> | null;
+  onBytesIn(n: number): void;
+  onBytesOut(n: number): void;
+  /** Aborts when the client goes away. */
+  signal: AbortSignal;
+}
+
+/** Pump a web stream into a node writable, honouring backpressure. Ends the writable when the stream ends. */
+async function pump(body: ReadableStream<Uint8Array>, sink: Writable, count: (n: number) => void, signal: AbortSignal): Promise<void> {
+  const reader = body.getReader();
+  const stop = () => void reader.cancel().catch(() => undefined);
+  signal.addEventListener("abort", stop, { once: true });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      count(value.byteLength);
+      if (!sink.write(value)) await Promise.race([once(sink, "drain"), once(sink, "close")]);
+      if (sink.destroyed) return;
+    }
+    sink.end();
+  } finally {
+    signal.removeEventListener("abort", stop);
+  }
+}
+
+/** A node readable as a web stream that reads only when the consumer pulls; cancel destroys `onCancel`. */
+function webStream(src: Readable, count: (n: number) => void, onCancel: () => void): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>(
+    {
+      start(ctrl) {
+        src.on("data", (chunk: Buffer) => {
+          count(chunk.length);
+          ctrl.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          if ((ctrl.desiredSize ?? 0) <= 0) src.pause();
+        });
+        src.once("end", () => {
+          try {
+            ctrl.close();
+          } catch {
+            // already cancelled
+          }
+          onCancel();
+        });
+        src.once("error", (err) => {
+          try {
+            ctrl.error(err);
+          } catch {
+            // already cancelled
+          }
+          onCancel();
+        });
+        src.pause();
+      },
+      pull() {
+        src.resume();
+      },
+      cancel() {
+        src.destroy();
+        onCancel();
+      },
+    },
+    { highWaterMark: 4 },
+  );
+}
+
+function responseHeaders(h: IncomingHttpHeaders | http2.IncomingHttpHeaders): Headers {
+  const out = new Headers();
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined || k.startsWith(":") || HOP_BY_HOP.has(k)) continue;
+    if (Array.isArray(v)) for (const x of v) out.append(k, x);
+    else out.set(k, String(v));
+  }
+  return out;
+}
+
+const noBody = (method: string, status: number) => method === "HEAD" || status === 204 || status === 304 || (status >= 100 && status < 200);
+
+export async function forwardHttp1(sock: net.Socket, r: GuestRequest): Promise<Response> {
+  const creq = requestOverSocket(sock, { method: r.method, path: r.path, headers: { ...r.headers, host: r.authority } });
+  const teardown = () => sock.destroy();
+  r.signal.addEventListener("abort", teardown, { once: true });
+  const response = new Promise<Response>((resolve, reject) => {
+    creq.once("error", reject);
+    creq.once("response", (res) => {
+      const status = res.statusCode ?? 502;
+      const headers = responseHeaders(res.headers);
+      if (noBody(r.method, status)) {
+        res.resume();
+        res.once("end", teardown);
+        resolve(new Response(null, { status, headers }));
+        return;
+      }
+      resolve(new Response(webStream(res, r.onBytesOut, teardown), { status, headers }));
+    });
+  });
+  if (r.body) pump(r.body, creq, r.onBytesIn, r.signal).catch(() => teardown());
+  else creq.end();
+  return response;
+}
+
+export async function forwardHttp2(sock: net.Socket, r: GuestRequest): Promise<Response> {
+  sock.resume();
+  const session = http2.connect(`http://${r.authority}`, { createConnection: () => sock });
+  const teardown = () => {
+    session.destroy();
+    sock.destroy();
+  };
+  r.signal.addEventListener("abort", teardown, { once: true });
+  session.once("error", teardown);
+  const headers: http2.OutgoingHttpHeaders = { ...r.headers, ":method": r.method, ":path": r.path, ":authority": r.authority, ":scheme": "http" };
+  const stream = session.request(headers, { endStream: r.body === null });
+  const response = new Promise<Response>((resolve, reject) => {
+    stream.once("error", reject);
+    stream.once("response", (h) => {
+      const status = Number(h[":status"] ?? 502);
+      const out = responseHeaders(h);
+      if (noBody(r.method, status)) {
+        stream.resume();
+        stream.once("end", teardown);
+        resolve(new Response(null, { status, headers: out }));
+        return;
+      }
+      resolve(new Response(webStream(stream, r.onBytesOut, teardown), { status, headers: out }));
+    });
+  });
+  if (r.body) pump(r.body, stream, r.onBytesIn, r.signal).catch(() => teardown());
+  return response;
+}

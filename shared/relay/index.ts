@@ -1,0 +1,7 @@
+// shared/relay — the envd relay (docs/envd-relay.md): route.ts (host/header routing), owners.ts (owner cache,
+// inventory lookup, probes), tunnel.ts (the node's ports relay), guest.ts + http1.ts (the streaming guest leg),
+// proxy.ts (the pipeline and failure mapping), metrics.ts, server.ts (the listener).
+export { EnvdRelay, relayError, type RelayOptions } from "./proxy.ts";
+export { serveRelay, type RelayListen } from "./server.ts";
+export { routeFromHost, routeRequest, parsePort, isEnvdInternalPath, isSignedFileUrl } from "./route.ts";
+export { OwnerCache, TokenBucket, OwnerResolver } from "./owners.ts";

@@ -1,0 +1,187 @@
+// Who holds a sandbox, and what access token it expects (docs/envd-relay.md "Resolution"):
+//   1. the owner cache (60 s, 4096 entries; filled as soon as a node read succeeds, before the caller is judged);
+//   2. the fleet snapshot (fresh nodes only; filtered to --namespace when it is set), then a root read of the
+//      claim for its token;
+//   3. a live probe of every fresh node (≤16 at once, 500 ms overall) under a replica-wide token bucket
+//      (200/s, burst 400); a probe hit is admitted (and cached) only when the presented token derives from it.
+// The proxy stores no per-sandbox secret: the expected token is recomputed from the claim token.
+import type { Logger } from "../log/index.ts";
+import type { FleetSource } from "../fleet/types.ts";
+import { findEntry } from "../fleet/view.ts";
+import { SandboxdClient } from "../sandboxd/client.ts";
+import { isSandboxdError } from "../sandboxd/errors.ts";
+import { claimIdOf } from "../e2b/ids.ts";
+import { deriveAccessToken, safeEqual } from "../e2b/tokens.ts";
+
+export const OWNER_TTL_MS = 60_000;
+export const OWNER_CACHE_MAX = 4096;
+export const PROBE_RATE_PER_S = 200;
+export const PROBE_BURST = 400;
+export const PROBE_BUDGET_MS = 500;
+const PROBE_CONCURRENCY = 16;
+const READ_TIMEOUT_MS = 5_000;
+
+export interface Owner {
+  claimId: string;
+  address: string;
+  claimToken: string;
+  accessToken: string;
+}
+
+export type Resolution =
+  | { kind: "ok"; owner: Owner; source: "cache" | "inventory" | "probe" }
+  | { kind: "bad-token" }
+  | { kind: "unavailable"; reason: "unknown" | "node-read-failed" | "probe-budget" | "no-address" };
+
+/** A TTL map with the spec's overflow rule: when full, drop expired entries; if still full, clear everything. */
+export class OwnerCache {
+  private readonly entries = new Map<string, { owner: Owner; until: number }>();
+  constructor(
+    private readonly ttlMs = OWNER_TTL_MS,
+    private readonly max = OWNER_CACHE_MAX,
+    private readonly now: () => number = Date.now,
+  ) {}
+  get(claimId: string): Owner | undefined {
+    const e = this.entries.get(claimId);
+    if (!e) return undefined;
+    if (e.until <= this.now()) {
+      this.entries.delete(claimId);
+      return undefined;
+    }
+    return e.owner;
+  }
+  set(owner: Owner): void {
+    if (!this.entries.has(owner.claimId) && this.entries.size >= this.max) {
+      const t = this.now();
+      for (const [k, e] of this.entries) if (e.until <= t) this.entries.delete(k);
+      if (this.entries.size >= this.max) this.entries.clear();
+    }
+    this.entries.set(owner.claimId, { owner, until: this.now() + this.ttlMs });
+  }
+  drop(claimId: string): void {
+    this.entries.delete(claimId);
+  }
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+/** A token bucket: `rate` tokens per second, at most `burst` saved up. */
+export class TokenBucket {
+  private tokens: number;
+  private last: number;
+  constructor(
+    private readonly rate: number,
+    private readonly burst: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.tokens = burst;
+    this.last = now();
+  }
+  take(): boolean {
+    const t = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.rate);
+    this.last = t;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
+export interface OwnerResolverOptions {
+  fleet: FleetSource;
+  envdSecret: string;
+  rootToken: string;
+  /** Inventory lookups are filtered to this namespace; empty = all. Not an access boundary (probes ignore it). */
+  namespace: string;
+  log: Logger;
+  now?: () => number;
+}
+
+export class OwnerResolver {
+  readonly cache: OwnerCache;
+  private readonly bucket: TokenBucket;
+  private readonly clients = new Map<string, SandboxdClient>();
+
+  constructor(private readonly o: OwnerResolverOptions) {
+    this.cache = new OwnerCache(OWNER_TTL_MS, OWNER_CACHE_MAX, o.now);
+    this.bucket = new TokenBucket(PROBE_RATE_PER_S, PROBE_BURST, o.now);
+  }
+
+  client(address: string): SandboxdClient {
+    let c = this.clients.get(address);
+    if (!c) {
+      c = new SandboxdClient({ baseUrl: SandboxdClient.baseUrlFor(address), token: this.o.rootToken, log: this.o.log, timeoutMs: READ_TIMEOUT_MS, retry: { attempts: 1 } });
+      this.clients.set(address, c);
+    }
+    return c;
+  }
+
+  private ownerOf(claimId: string, address: string, claimToken: string): Owner {
+    return { claimId, address, claimToken, accessToken: deriveAccessToken(this.o.envdSecret, claimToken) };
+  }
+
+  /**
+   * Resolve `requestedId`. With `presentedToken` the token is verified (401 material on mismatch); without it
+   * (a signed file URL) the owner is only located, and a probe hit is used but never cached.
+   */
+  async resolve(requestedId: string, presentedToken: string | undefined): Promise<Resolution> {
+    const claimId = claimIdOf(requestedId);
+    const judge = (owner: Owner, source: "cache" | "inventory" | "probe"): Resolution =>
+      presentedToken === undefined || safeEqual(presentedToken, owner.accessToken) ? { kind: "ok", owner, source } : { kind: "bad-token" };
+
+    const cached = this.cache.get(claimId);
+    if (cached) return judge(cached, "cache");
+
+    const nodes = this.o.fleet.nodes();
+    const hit = findEntry(nodes, requestedId, this.o.namespace || undefined);
+    if (hit) {
+      if (!hit.node.address) return { kind: "unavailable", reason: "no-address" };
+      try {
+        const row = await this.client(hit.node.address).get(hit.entry.id);
+        if (!row.token) return { kind: "unavailable", reason: "node-read-failed" };
+        const owner = this.ownerOf(hit.entry.id, hit.node.address, row.token);
+        this.cache.set(owner);
+        return judge(owner, "inventory");
+      } catch (err) {
+        if (isSandboxdError(err) && err.status === 404) return { kind: "unavailable", reason: "unknown" };
+        this.o.log.warn({ err: (err as Error).message }, "owner read failed");
+        return { kind: "unavailable", reason: "node-read-failed" };
+      }
+    }
+
+    // Not published yet (or outside --namespace): probe, under the replica-wide budget.
+    if (!this.bucket.take()) return { kind: "unavailable", reason: "probe-budget" };
+    const found = await this.probe(claimId, nodes.filter((n) => n.address).map((n) => n.address));
+    if (!found) return { kind: "unavailable", reason: "unknown" };
+    // An unpublished id is never confirmed to a caller without a valid token: a mismatch reads as "unknown".
+    if (presentedToken === undefined) return { kind: "ok", owner: found, source: "probe" };
+    if (!safeEqual(presentedToken, found.accessToken)) return { kind: "unavailable", reason: "unknown" };
+    this.cache.set(found);
+    return { kind: "ok", owner: found, source: "probe" };
+  }
+
+  private async probe(claimId: string, addresses: string[]): Promise<Owner | undefined> {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), PROBE_BUDGET_MS);
+    let found: Owner | undefined;
+    let next = 0;
+    const worker = async () => {
+      while (!found && !abort.signal.aborted && next < addresses.length) {
+        const address = addresses[next++]!;
+        try {
+          const row = await this.client(address).get(claimId, { signal: abort.signal, timeoutMs: PROBE_BUDGET_MS });
+          if (row.token && !found) {
+            found = this.ownerOf(claimId, address, row.token);
+            abort.abort();
+          }
+        } catch {
+          // not here, or not answering in time
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PROBE_CONCURRENCY, addresses.length) }, worker));
+    clearTimeout(timer);
+    return found;
+  }
+}

@@ -1,0 +1,25 @@
+// The proxy's listener: Bun.serve with HTTP/2 on (TLS: ALPN h2 + http/1.1; cleartext: HTTP/1.1 plus h2c by prior
+// knowledge). No body or idle timeout that would cut a long pty or watch stream (Bun's idle timeout counts only
+// silence, and it is disabled here; streams end when either side ends them).
+import { readFileSync } from "node:fs";
+import { splitHostPort } from "../config/host-port.ts";
+import type { EnvdRelay } from "./proxy.ts";
+
+export interface RelayListen {
+  address: string;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+}
+
+export function serveRelay(relay: EnvdRelay, l: RelayListen): ReturnType<typeof Bun.serve> {
+  const { host, port } = splitHostPort(l.address);
+  const tls = l.tlsCertFile && l.tlsPrivateKeyFile ? { cert: readFileSync(l.tlsCertFile, "utf8"), key: readFileSync(l.tlsPrivateKeyFile, "utf8") } : undefined;
+  return Bun.serve({
+    hostname: host === "" ? "0.0.0.0" : host,
+    port: Number(port),
+    idleTimeout: 0,
+    http2: true,
+    ...(tls ? { tls } : {}),
+    fetch: relay.fetch,
+  } as Parameters<typeof Bun.serve>[0]);
+}
