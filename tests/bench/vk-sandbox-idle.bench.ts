@@ -6,7 +6,8 @@
 //
 //   bun tests/bench/vk-sandbox-idle.bench.ts      prints the figures as JSON
 import { readFileSync } from "node:fs";
-import { auditEvents, eventually, sandboxPod, startE2eCluster, type E2eCluster } from "../e2e/vk-sandbox/cluster.ts";
+import { auditEvents, sandboxPod, startE2eCluster, type E2eCluster } from "../e2e/vk-sandbox/cluster.ts";
+import { waitFor } from "../support/wait.ts";
 import { startStack, type Stack } from "../e2e/vk-sandbox/stack.ts";
 import { cores, type Figure } from "./vk-sandbox-pods.bench.ts";
 
@@ -22,7 +23,7 @@ export async function idleFigures(e2e: E2eCluster, stack: Stack, windowSeconds =
   const d = stack.daemon({ node: "vk-bench-idle", env: { VK_LOG_LEVEL: "info" } });
   await d.waitForLog(/vk-sandbox ready/, 60_000);
   await Promise.all(Array.from({ length: 20 }, (_, i) => e2e.kube.createPod(sandboxPod(`idle${i}`, "vk-bench-idle", { ns: "idle" }))));
-  await eventually("20 Running", async () => (await e2e.kube.pods("idle")).filter((p) => p.status?.phase === "Running").length === 20, 60_000, 250);
+  await waitFor("20 Running", async () => (await e2e.kube.pods("idle")).filter((p) => p.status?.phase === "Running").length === 20, 60_000, 250);
   // Let the creates' events and status writes drain before the window opens.
   await Bun.sleep(3_000);
   const from = Date.now();

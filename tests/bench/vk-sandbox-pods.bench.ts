@@ -10,7 +10,8 @@
 //   bun tests/bench/vk-sandbox-pods.bench.ts      prints the figures as JSON
 import { cpus } from "node:os";
 import type { V1Pod } from "@kubernetes/client-node";
-import { eventually, sandboxPod, startE2eCluster, type E2eCluster } from "../e2e/vk-sandbox/cluster.ts";
+import { sandboxPod, startE2eCluster, type E2eCluster } from "../e2e/vk-sandbox/cluster.ts";
+import { waitFor } from "../support/wait.ts";
 import { daemonCommand } from "../e2e/vk-sandbox/daemon.ts";
 import { startStack, type Stack } from "../e2e/vk-sandbox/stack.ts";
 
@@ -87,14 +88,14 @@ async function createAndTime(e2e: E2eCluster, ns: string, node: string, prefix: 
       await e2e.kube.createPod(sandboxPod(name, node, { ns }));
     }),
   );
-  await eventually(`${n} Running`, async () => running.size === n, 120_000, 20);
+  await waitFor(`${n} Running`, async () => running.size === n, 120_000, 20);
   stop();
   return { added, running: [...running.values()] };
 }
 
 async function deleteAll(e2e: E2eCluster, ns: string): Promise<void> {
   await e2e.kube.req("DELETE", `/api/v1/namespaces/${ns}/pods`, { gracePeriodSeconds: 0 });
-  await eventually("pods gone", async () => (await e2e.kube.pods(ns)).length === 0, 120_000, 250);
+  await waitFor("pods gone", async () => (await e2e.kube.pods(ns)).length === 0, 120_000, 250);
 }
 
 export async function latencyFigures(e2e: E2eCluster, stack: Stack): Promise<Figure[]> {
@@ -161,7 +162,7 @@ async function throughputRun(e2e: E2eCluster, stack: Stack, ns: string, n: numbe
     env: { VK_LOG_LEVEL: "info" },
     extra: ["--kube-api-qps=200", "--kube-api-burst=400", ...(events ? [] : ["--disable-pod-events"])],
   });
-  await eventually(`${n} Running`, async () => times.length === n, 180_000, 50);
+  await waitFor(`${n} Running`, async () => times.length === n, 180_000, 50);
   stop();
   await d.kill("SIGTERM");
   const mid = Math.floor(n / 2);

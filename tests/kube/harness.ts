@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { createCA, generateKeyPairPem, issueCertificate } from "../../shared/tls/index.ts";
+import { waitFor } from "../support/wait.ts";
 import { Applier } from "./apply.ts";
 import { type KubeconfigOptions, writeKubeconfig } from "./kubeconfig.ts";
 import { kubeApiserverBinary } from "./peers.ts";
@@ -154,11 +155,16 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
   try {
     await waitReady(proc, adminFetch, logPath);
     // The bootstrap controller creates the system namespaces after /readyz can already pass; wait for the last.
-    await waitFor(async () => {
-      const r = await adminFetch("/api/v1/namespaces/kube-node-lease");
-      await r.body?.cancel(); // only the status matters; an unread body holds its connection
-      return r.ok;
-    }, "namespace kube-node-lease");
+    await waitFor(
+      "namespace kube-node-lease",
+      async () => {
+        const r = await adminFetch("/api/v1/namespaces/kube-node-lease");
+        await r.body?.cancel(); // only the status matters; an unread body holds its connection
+        return r.ok;
+      },
+      30_000,
+      50,
+    );
     await createNamespace("default");
   } catch (err) {
     const log = safeTail(logPath);
@@ -214,14 +220,6 @@ async function waitReady(proc: Subprocess, adminFetch: TestCluster["adminFetch"]
     await Bun.sleep(100);
   }
   throw new Error(`/readyz not ok after ${READY_TIMEOUT_MS}ms (last: ${last})`);
-}
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
 }
 
 async function createIfAbsent(adminFetch: TestCluster["adminFetch"], path: string, obj: object): Promise<void> {

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
 import { startSimCluster, type SandboxdSim, type SimCluster } from "../../../services/sandboxd-sim/sim.ts";
 import { freePorts } from "../../kube/ports.ts";
-import { CLAIM_ID, eventually, runningWithClaim, sandboxPod } from "./cluster.ts";
+import { CLAIM_ID, runningWithClaim, sandboxPod } from "./cluster.ts";
+import { waitFor } from "../../support/wait.ts";
 import { Daemon } from "./daemon.ts";
 import { SANDBOXD_TOKEN, simClaimsFor, useE2eStack } from "./stack.ts";
 
@@ -43,7 +44,7 @@ describe("issue 7 claim path (process)", () => {
     });
     await d.waitForLog(/vk-sandbox ready/);
     await env.e2e.kube.createPod(sandboxPod("meshed", "vk-mesh"));
-    const failed = await eventually("meshed ProviderFailed", async () => {
+    const failed = await waitFor("meshed ProviderFailed", async () => {
       const p = await pod("meshed");
       return p?.status?.reason === "ProviderFailed" && p;
     });

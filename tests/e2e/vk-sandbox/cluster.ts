@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
-import { waitFor } from "../../integration/vk-sandbox/kube-fixture.ts";
+import { waitFor } from "../../support/wait.ts";
 
 const root = join(import.meta.dir, "..", "..", "..");
 export const DAEMON_USER = "system:serviceaccount:sandbox-system:vk-sandbox";
@@ -216,14 +216,12 @@ export function sandboxPod(
 }
 
 /** Poll a condition against the real apiserver (there is nothing to inject here), bounded. */
-export const eventually = waitFor;
-
 /** The annotation holding the id of the sandbox claimed for a Pod. */
 export const CLAIM_ID = "sandbox.cocoonstack.io/claim-id";
 
 /** Waits until the Pod is Running with a claim id, and returns it. */
 export const runningWithClaim = (kube: Kube, ns: string, name: string, timeoutMs = 30_000) =>
-  eventually(
+  waitFor(
     `${name} Running`,
     async () => {
       const p = await kube.pod(ns, name);

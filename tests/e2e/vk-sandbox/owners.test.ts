@@ -3,19 +3,20 @@
 // a separate process authenticated by the ServiceAccount token of manifests/rbac.yaml.
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { eventually, sandboxPod } from "./cluster.ts";
+import { sandboxPod } from "./cluster.ts";
+import { waitFor } from "../../support/wait.ts";
 import { simClaimsFor, simRequests, useE2eStack } from "./stack.ts";
 
 const NODE = "vk-owners";
 const env = useE2eStack({ node: NODE });
 
 const claimIdOf = async (name: string) =>
-  eventually(`${name} Running with a claim`, async () => {
+  waitFor(`${name} Running with a claim`, async () => {
     const p = await env.e2e.kube.pod("ns", name);
     return p?.status?.phase === "Running" && p.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"];
   });
 
-const gone = (name: string) => eventually(`${name} deleted`, async () => !(await env.e2e.kube.pod("ns", name)), 30_000);
+const gone = (name: string) => waitFor(`${name} deleted`, async () => !(await env.e2e.kube.pod("ns", name)), 30_000);
 
 type Row = { id: string; owner?: { name: string; uid: string } };
 const rows = (): Record<string, Row> => JSON.parse(readFileSync(env.stack.statePath, "utf8")).claims;
@@ -58,8 +59,8 @@ describe("delete authorization end to end", () => {
 
     await env.e2e.kube.deleteSandbox("ns", "later");
     // The re-check reads a preserved row's owner 10 s after the preserve, then backs off; allow two ticks.
-    await eventually("sandbox released", async () => simClaimsFor(env.stack.sim, "ns/later").length === 0, 35_000, 250);
-    await eventually("row gone", async () => !rows()["ns/later"], 5_000);
+    await waitFor("sandbox released", async () => simClaimsFor(env.stack.sim, "ns/later").length === 0, 35_000, 250);
+    await waitFor("row gone", async () => !rows()["ns/later"], 5_000);
   }, 60_000);
 
   test("a Pod whose owner is already gone is released at deletion", async () => {
@@ -68,7 +69,7 @@ describe("delete authorization end to end", () => {
     await claimIdOf("orphaned");
     await env.e2e.kube.deleteSandbox("ns", "orphaned");
     await env.e2e.kube.deletePod("ns", "orphaned");
-    await eventually("released", async () => simClaimsFor(env.stack.sim, "ns/orphaned").length === 0, 20_000);
+    await waitFor("released", async () => simClaimsFor(env.stack.sim, "ns/orphaned").length === 0, 20_000);
     await gone("orphaned");
   }, 60_000);
 
@@ -76,7 +77,7 @@ describe("delete authorization end to end", () => {
     await env.e2e.kube.createPod(sandboxPod("bare", NODE));
     await claimIdOf("bare");
     await env.e2e.kube.deletePod("ns", "bare");
-    await eventually("released", async () => simClaimsFor(env.stack.sim, "ns/bare").length === 0, 20_000);
+    await waitFor("released", async () => simClaimsFor(env.stack.sim, "ns/bare").length === 0, 20_000);
     await gone("bare");
     expect(rows()["ns/bare"]).toBeUndefined();
     const reasons = (await env.e2e.kube.events("ns")).filter((e) => e.involvedObject.name === "bare").map((e) => e.reason);

@@ -1,7 +1,8 @@
 // Load and rate limits: 200 Pods at once, and the client-side bucket observed from the apiserver's side (its
 // audit log of the daemon's ServiceAccount), which is independent of anything the daemon reports about itself.
 import { describe, expect, test } from "bun:test";
-import { auditEvents, eventually, sandboxPod, worstBucketExcess } from "./cluster.ts";
+import { auditEvents, sandboxPod, worstBucketExcess } from "./cluster.ts";
+import { waitFor } from "../../support/wait.ts";
 import { useE2eStack } from "./stack.ts";
 
 const env = useE2eStack({
@@ -34,9 +35,9 @@ describe("rate limits", () => {
     const startedAt = Date.now();
     const names = Array.from({ length: 200 }, (_, i) => `p${i}`);
     await Promise.all(names.map((n) => env.e2e.kube.createPod(sandboxPod(n, "vk-load", { ns: "load" }))));
-    await eventually("200 Running", async () => (await runningCount("load")) === 200, 90_000, 500);
+    await waitFor("200 Running", async () => (await runningCount("load")) === 200, 90_000, 500);
     // Events trail status writes on the shared bucket (they are advisory); wait for them so the window holds both.
-    await eventually(
+    await waitFor(
       "200 create events",
       async () => (await env.e2e.kube.events("load")).filter((e) => e.reason === "ProviderCreateSuccess").length >= 200,
       60_000,
@@ -62,8 +63,8 @@ describe("rate limits", () => {
     await Promise.all(names.map((n) => env.e2e.kube.createPod(sandboxPod(n, "vk-slow", { ns: "slow" }))));
     // A pod the provider refuses (ttl "abc"): its warning must still reach the apiserver.
     await env.e2e.kube.createPod(sandboxPod("bad-ttl", "vk-slow", { ns: "slow", annotations: { "sandbox.cocoonstack.io/ttl-seconds": "abc" } }));
-    await eventually("20 Running", async () => (await runningCount("slow")) === 20, 90_000, 500);
-    await eventually(
+    await waitFor("20 Running", async () => (await runningCount("slow")) === 20, 90_000, 500);
+    await waitFor(
       "the warning event",
       async () => (await env.e2e.kube.events("slow")).some((e) => e.reason === "ProviderCreateFailed" && e.involvedObject.name === "bad-ttl"),
       30_000,

@@ -4,7 +4,8 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { eventually, sandboxPod } from "./cluster.ts";
+import { sandboxPod } from "./cluster.ts";
+import { waitFor } from "../../support/wait.ts";
 import { providerPods, simClaimsFor, simRequests, useE2eStack } from "./stack.ts";
 
 const env = useE2eStack();
@@ -14,7 +15,7 @@ const table = (path: string): { claims: Record<string, Row>; releasing?: Row[] }
   existsSync(path) ? JSON.parse(readFileSync(path, "utf8")) : { claims: {} };
 
 const running = (ns: string, name: string) =>
-  eventually(`${ns}/${name} Running`, async () => {
+  waitFor(`${ns}/${name} Running`, async () => {
     const p = await env.e2e.kube.pod(ns, name);
     return p?.status?.phase === "Running" && p;
   });
@@ -30,7 +31,7 @@ describe("vk-sandbox restarts", () => {
     await first.waitForLog(/vk-sandbox ready/);
     env.stack.sim.hang("claim", 1, "after");
     await env.e2e.kube.createPod(sandboxPod("crash", "vk-crash"));
-    const held = await eventually("claim delivered", async () => simClaimsFor(env.stack.sim, "ns/crash")[0], 8_000, 25);
+    const held = await waitFor("claim delivered", async () => simClaimsFor(env.stack.sim, "ns/crash")[0], 8_000, 25);
     await first.kill("SIGKILL");
     expect(table(statePath).claims["ns/crash"]).toBeUndefined();
     expect(simClaimsFor(env.stack.sim, "ns/crash").map((c) => c.id)).toEqual([held.id]);
@@ -59,7 +60,7 @@ describe("vk-sandbox restarts", () => {
     const claimsBefore = requestsTo("claim");
     const second = args();
     await second.waitForLog(/vk-sandbox ready/);
-    await eventually("provider adopted every pod", async () => {
+    await waitFor("provider adopted every pod", async () => {
       const held = await providerPods(second.port);
       return names.every((n) => held.includes(n));
     });
@@ -106,7 +107,7 @@ describe("vk-sandbox restarts", () => {
 
     env.stack.gate.up();
     // Verification runs every 15 s; the sync retries with backoff. Adoption shows in the provider's pod table.
-    await eventually(
+    await waitFor(
       "pods adopted on their original claims",
       async () => {
         const held = await providerPods(second.port);

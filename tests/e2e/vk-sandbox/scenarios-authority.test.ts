@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { CLAIM_ID, auditEvents, eventually, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { CLAIM_ID, auditEvents, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { waitFor } from "../../support/wait.ts";
 import type { Daemon } from "./daemon.ts";
 import { SANDBOXD_TOKEN, simClaimsFor, startStack, type Stack } from "./stack.ts";
 
@@ -57,7 +58,7 @@ const row = (name: string) => table().claims[`ns/${name}`];
 const pod = (name: string) => e2e.kube.pod("ns", name);
 const running = (name: string, timeoutMs?: number) => runningWithClaim(e2e.kube, "ns", name, timeoutMs);
 const idOf = async (name: string, timeoutMs?: number) => (await running(name, timeoutMs)).metadata!.annotations![CLAIM_ID]!;
-const gone = (name: string, timeoutMs = 30_000) => eventually(`${name} deleted`, async () => !(await pod(name)), timeoutMs);
+const gone = (name: string, timeoutMs = 30_000) => waitFor(`${name} deleted`, async () => !(await pod(name)), timeoutMs);
 const live = (name: string) => simClaimsFor(stack.sim, `ns/${name}`).map((c) => c.id);
 const isLive = (id: string) => stack.sim.claims().some((c) => c.id === id);
 const reqs = (route: string, pred: (e: (typeof stack.sim.requests)[number]) => boolean = () => true) =>
@@ -101,7 +102,7 @@ describe("durability before visibility", () => {
     let sawRunning = false;
     try {
       await e2e.kube.createPod(sandboxPod("s21", NODE));
-      const failed = await eventually("s21 ProviderFailed", async () => {
+      const failed = await waitFor("s21 ProviderFailed", async () => {
         const p = await pod("s21");
         if (p?.status?.phase === "Running") sawRunning = true;
         return p?.status?.reason === "ProviderFailed" && p;
@@ -111,7 +112,7 @@ describe("durability before visibility", () => {
       // Every sandbox claimed so far for the pod is given back (a retry may sit between its claim and its undo).
       const attempts = claimsFor("s21").length;
       expect(attempts).toBeGreaterThanOrEqual(1);
-      await eventually("released", async () => reqs("release").filter((e) => e.outcome === 204).length >= attempts, 10_000, 25);
+      await waitFor("released", async () => reqs("release").filter((e) => e.outcome === 204).length >= attempts, 10_000, 25);
       expect(sawRunning).toBe(false);
       expect(failed.metadata?.annotations?.[CLAIM_ID]).toBeUndefined();
     } finally {
@@ -138,10 +139,10 @@ describe("durability before visibility", () => {
     let stranded: string;
     try {
       await e2e.kube.createPod(sandboxPod("s22", NODE));
-      await eventually("claimed once", async () => claimsFor("s22").length === 1);
+      await waitFor("claimed once", async () => claimsFor("s22").length === 1);
       stranded = live("s22")[0]!;
       // The undo fails, and every retry tries that release again before anything else: no second claim.
-      await eventually("undo retried", async () => releasesOf(stranded).length >= 3, 15_000, 25);
+      await waitFor("undo retried", async () => releasesOf(stranded).length >= 3, 15_000, 25);
       expect(claimsFor("s22")).toHaveLength(1);
       expect((await pod("s22"))?.status?.phase).not.toBe("Running");
     } finally {
@@ -219,7 +220,7 @@ describe("delete authorization on a real apiserver", () => {
     stack.sim.fail("release", 500, { error: "release refused" }, 1_000_000);
     try {
       await e2e.kube.deletePod("ns", "s28");
-      await eventually("ProviderDeleteFailed", async () => (await events("s28")).some((e) => e.type === "Warning" && e.reason === "ProviderDeleteFailed"));
+      await waitFor("ProviderDeleteFailed", async () => (await events("s28")).some((e) => e.type === "Warning" && e.reason === "ProviderDeleteFailed"));
       expect(row("s28")?.id).toBe(id);
       expect(isLive(id)).toBe(true);
       expect(await pod("s28")).toBeDefined(); // the final delete waits for the provider
@@ -264,11 +265,11 @@ describe("delete authorization on a real apiserver", () => {
     expect(claimsFor("s30")).toHaveLength(2);
     expect(claimsFor("s30c")).toHaveLength(2);
     // Released by the drain of the releasing list (10 s ticks), with each old claim's own credential.
-    await eventually("old claims released", async () => !isLive(old) && !isLive(oldc), 25_000, 250);
+    await waitFor("old claims released", async () => !isLive(old) && !isLive(oldc), 25_000, 250);
     expect(live("s30")).toEqual([fresh]);
     expect(live("s30c")).toEqual([freshc]);
     expect(releasesOf(old).map((e) => [e.auth, e.outcome])).toContainEqual(["sandbox", 204]);
-    await eventually("releasing drained from the file", async () => !(table().releasing ?? []).some((r) => r.id === old || r.id === oldc), 5_000);
+    await waitFor("releasing drained from the file", async () => !(table().releasing ?? []).some((r) => r.id === old || r.id === oldc), 5_000);
     expect(row("s30")?.id).toBe(fresh);
   }, 60_000);
 
@@ -280,9 +281,9 @@ describe("delete authorization on a real apiserver", () => {
     expect((await e2e.kube.deletePod("ns", "s50", 0)) as { status: number }).toMatchObject({ status: 200 });
     expect((await e2e.kube.deletePod("ns", "s50o", 0)) as { status: number }).toMatchObject({ status: 200 });
     expect(await pod("s50")).toBeUndefined(); // gone from the apiserver at once: the daemon only sees a delete
-    await eventually("bare released", async () => !isLive(bareId), 20_000);
-    await eventually("bare row gone", async () => !row("s50"), 5_000);
-    await eventually("owned row preserved", async () => row("s50o")?.owner?.uid === o.uid, 20_000);
+    await waitFor("bare released", async () => !isLive(bareId), 20_000);
+    await waitFor("bare row gone", async () => !row("s50"), 5_000);
+    await waitFor("owned row preserved", async () => row("s50o")?.owner?.uid === o.uid, 20_000);
     expect(isLive(ownedId)).toBe(true);
     expect(releasesOf(ownedId)).toEqual([]);
   }, 60_000);
@@ -305,7 +306,7 @@ describe("leases and deadlines", () => {
     const unavailable = () => daemon.log().split("\n").filter((l) => l.includes("sandboxd unavailable; pod status left unchanged") && l.includes("s40")).length;
     try {
       await e2e.kube.createPod(ownedBy("s40", sandboxOwner("o40", o.uid)));
-      await eventually("create failed on the listing", async () => unavailable() >= 1, 15_000);
+      await waitFor("create failed on the listing", async () => unavailable() >= 1, 15_000);
       expect(claimsFor("s40")).toHaveLength(1);
       expect(row("s40")?.id).toBe(old);
       expect((await pod("s40"))?.status?.phase).not.toBe("Running");
@@ -336,7 +337,7 @@ describe("leases and deadlines", () => {
     expect(isLive(expiredId)).toBe(false);
 
     // The lease watch runs every 30 s.
-    const failed = await eventually(
+    const failed = await waitFor(
       "s38 Failed",
       async () => {
         const p = await pod("s38");

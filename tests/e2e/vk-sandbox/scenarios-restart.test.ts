@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { CLAIM_ID, eventually, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { CLAIM_ID, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { waitFor } from "../../support/wait.ts";
 import type { Daemon } from "./daemon.ts";
 import { simClaimsFor, startStack, type Stack } from "./stack.ts";
 
@@ -58,11 +59,11 @@ beforeAll(async () => {
 
   // 32: the pod goes while its owner lives (preserved), then the owner goes; its release keeps failing.
   await e2e.kube.deletePod("ns", "r32");
-  await eventually("r32 deleted", async () => !(await pod("r32")));
+  await waitFor("r32 deleted", async () => !(await pod("r32")));
   stack.sim.fail("release", 500, { error: "release refused" }, 1_000_000);
   await e2e.kube.deleteSandbox("ns", "o32");
-  await eventually("r32's claim queued for release", async () => (table().releasing ?? []).some((r) => r.id === before.r32!.id), 30_000, 250);
-  await eventually("its release tried and refused", async () => releasesOf(before.r32!.id).length >= 1, 15_000, 100);
+  await waitFor("r32's claim queued for release", async () => (table().releasing ?? []).some((r) => r.id === before.r32!.id), 30_000, 250);
+  await waitFor("its release tried and refused", async () => releasesOf(before.r32!.id).length >= 1, 15_000, 100);
   await first.kill("SIGKILL");
 }, 180_000);
 
@@ -75,7 +76,7 @@ describe("what a restarted daemon makes of its table", () => {
   test("while down: a pod replaced under another owner, a sandbox gone, an older row format; the restart adopts nothing it should not", async () => {
     // 31: the pod is replaced by a same-name pod of another owner (another UID), and no delete reaches the daemon.
     await e2e.kube.deletePod("ns", "r31", 0);
-    await eventually("r31 gone", async () => !(await pod("r31")));
+    await waitFor("r31 gone", async () => !(await pod("r31")));
     ownerY = (await e2e.kube.createSandbox("ns", "y31")).metadata.uid;
     await e2e.kube.createPod(ownedBy("r31", "y31", ownerY));
     // 36: sandboxd lost r36's sandbox (gone from its table, out of band).
@@ -100,7 +101,7 @@ describe("what a restarted daemon makes of its table", () => {
       // Each tick's release may be sent up to 3 times by the client's idempotent-retry policy (100 ms apart);
       // ticks are 10 s apart. Wait for attempts spanning two ticks after the restart.
       const since = () => releasesOf(id).slice(n0).map((e) => e.at);
-      await eventually("attempts on two ticks", async () => {
+      await waitFor("attempts on two ticks", async () => {
         const t = since();
         return t.length >= 2 && t.at(-1)! - t[0]! >= 8_000;
       }, 30_000, 250);
@@ -110,9 +111,9 @@ describe("what a restarted daemon makes of its table", () => {
     } finally {
       stack.sim.clearFaults();
     }
-    await eventually("released", async () => !isLive(id), 15_000, 250);
+    await waitFor("released", async () => !isLive(id), 15_000, 250);
     expect(releasesOf(id).at(-1)!.outcome).toBe(204);
-    await eventually("gone from the file", async () => !(table().releasing ?? []).some((r) => r.id === id), 5_000);
+    await waitFor("gone from the file", async () => !(table().releasing ?? []).some((r) => r.id === id), 5_000);
     expect(simClaimsFor(stack.sim, "ns/r32")).toEqual([]);
   }, 60_000);
 
@@ -127,14 +128,14 @@ describe("what a restarted daemon makes of its table", () => {
     expect(row.authority).toBe(ownerY);
     expect(row.podUID).toBe(p.metadata!.uid!);
     // X's claim left through the releasing list (released once the release fault of scenario 32 cleared).
-    await eventually("X released", async () => !isLive(old), 25_000, 250);
+    await waitFor("X released", async () => !isLive(old), 25_000, 250);
     expect(releasesOf(old).at(-1)!.outcome).toBe(204);
     expect(simClaimsFor(stack.sim, "ns/r31").map((c) => c.id)).toEqual([fresh]);
   }, 60_000);
 
   test("scenario 36: a row whose sandbox is no longer listed is dropped at restart and the pod claims fresh", async () => {
     const old = before.r36!.id;
-    const p = await eventually("r36 on a fresh claim", async () => {
+    const p = await waitFor("r36 on a fresh claim", async () => {
       const got = await running("r36");
       return got.metadata!.annotations![CLAIM_ID] !== old && got;
     });
@@ -147,7 +148,7 @@ describe("what a restarted daemon makes of its table", () => {
 
   test("scenario 37: an older row without claimedAt/deadline loads, claimedAt is written back, the deadline comes from the listing, startTime stays fixed", async () => {
     const id = before.r37!.id;
-    const row = await eventually("r37 row filled in", async () => {
+    const row = await waitFor("r37 row filled in", async () => {
       const r = table().claims["ns/r37"];
       return r?.claimedAt && r.deadline ? r : undefined;
     });
@@ -155,7 +156,7 @@ describe("what a restarted daemon makes of its table", () => {
     const sandbox = stack.sim.claims().find((c) => c.id === id)!;
     expect(Date.parse(row.deadline!)).toBe(Math.floor(sandbox.deadline! / 1000) * 1000);
     expect(claimsFor("r37")).toHaveLength(1); // adopted, not claimed again
-    const p = await eventually("r37 pushed with the filled-in start time", async () => {
+    const p = await waitFor("r37 pushed with the filled-in start time", async () => {
       const got = await running("r37");
       return Date.parse(String(got.status?.startTime)) === Date.parse(row.claimedAt!) && got;
     });

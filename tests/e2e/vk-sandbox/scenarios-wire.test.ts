@@ -11,7 +11,8 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { selfSignedServingCert } from "../../../shared/tls/index.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { peer } from "../../integration/vk-sandbox/tls-peer.ts";
-import { CLAIM_ID, eventually, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { CLAIM_ID, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { waitFor } from "../../support/wait.ts";
 import { Daemon } from "./daemon.ts";
 import { SANDBOXD_TOKEN, simClaimsFor, startStack, type Stack } from "./stack.ts";
 
@@ -154,9 +155,9 @@ describe("scenarios on the daemon's wires", () => {
     const claimToken = simClaimsFor(stack.sim, "ns/s14")[0]!.token;
     expect(claimToken).not.toBe(SANDBOXD_TOKEN);
     // info comes from the inventory publisher (1 s), list from it and the orphan scan (1 s).
-    await eventually("info and list seen", async () => seen.some((s) => s.path === "/v1/info") && seen.some((s) => s.path === "/v1/sandboxes"));
+    await waitFor("info and list seen", async () => seen.some((s) => s.path === "/v1/info") && seen.some((s) => s.path === "/v1/sandboxes"));
     await e2e.kube.deletePod("ns", "s14");
-    await eventually("released", async () => simClaimsFor(stack.sim, "ns/s14").length === 0, 20_000);
+    await waitFor("released", async () => simClaimsFor(stack.sim, "ns/s14").length === 0, 20_000);
     const nodeCalls = seen.filter((s) => s.path === "/v1/claim" || s.path === "/v1/sandboxes" || s.path === "/v1/info");
     expect(new Set(nodeCalls.map((s) => s.path))).toEqual(new Set(["/v1/claim", "/v1/sandboxes", "/v1/info"]));
     expect(new Set(nodeCalls.map((s) => s.authorization))).toEqual(new Set([`Bearer ${SANDBOXD_TOKEN}`]));
@@ -170,7 +171,7 @@ describe("scenarios on the daemon's wires", () => {
     await e2e.cluster.createNamespace("fifty");
     const names = Array.from({ length: 50 }, (_, i) => `f${i}`);
     await Promise.all(names.map((n) => e2e.kube.createPod(sandboxPod(n, NODE, { ns: "fifty" }))));
-    const pods = await eventually(
+    const pods = await waitFor(
       "50 Running with claim ids",
       async () => {
         const all = await e2e.kube.pods("fifty");
@@ -206,7 +207,7 @@ describe("scenarios on the daemon's wires", () => {
     // cycle after recovery logs nothing new.
     const skipped = lines(/orphan scan: sandboxd listing failed; cycle skipped/).length;
     stack.sim.listFails("500");
-    await eventually("a skipped cycle", async () => lines(/orphan scan: sandboxd listing failed; cycle skipped/).length > skipped, 10_000);
+    await waitFor("a skipped cycle", async () => lines(/orphan scan: sandboxd listing failed; cycle skipped/).length > skipped, 10_000);
     stack.sim.listFails(false);
     await Bun.sleep(2_500);
     expect(lines(/ is stale/)).toEqual([]);
@@ -287,7 +288,7 @@ describe("scenarios on the daemon's wires", () => {
     const get = async () => (await e2e.kube.req<Inv>("GET", `/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/${NODE}`)).body;
     await running("s45");
     const held = Object.entries(table().claims);
-    const inv = await eventually("inventory with our claims", async () => {
+    const inv = await waitFor("inventory with our claims", async () => {
       const got = await get();
       return held.every(([, r]) => got?.entries?.some((e) => e.id === r.id)) && got;
     });
@@ -300,7 +301,7 @@ describe("scenarios on the daemon's wires", () => {
     for (const [key, r] of held) expect(inv.entries!.find((e) => e.id === r.id)).toMatchObject({ name: key, phase: "Running", addr: stack.sim.addr });
     expect(inv.metadata.ownerReferences).toEqual([{ apiVersion: "v1", kind: "Node", name: NODE, uid: (node.body as unknown as { metadata: { uid: string } }).metadata.uid }]);
     expect(inv.metadata.managedFields?.map((m) => `${m.manager}/${m.operation}`)).toContain("vk-sandbox/Apply");
-    const next = await eventually("publishedAt advances", async () => {
+    const next = await waitFor("publishedAt advances", async () => {
       const got = await get();
       return Date.parse(got.publishedAt) > Date.parse(inv.publishedAt) && got;
     }, 10_000, 200);

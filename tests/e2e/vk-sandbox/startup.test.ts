@@ -5,7 +5,8 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { auditEvents, eventually, sandboxPod } from "./cluster.ts";
+import { auditEvents, sandboxPod } from "./cluster.ts";
+import { waitFor } from "../../support/wait.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { Daemon } from "./daemon.ts";
 import { simRequests, useE2eStack } from "./stack.ts";
@@ -15,7 +16,7 @@ const env = useE2eStack();
 const freshState = () => join(mkdtempSync(join(tmpdir(), "vk-e2e-start-")), "state", "claims.json");
 const nodeExists = async (name: string) => (await env.e2e.kube.node(name)).status === 200;
 const nodeReady = (name: string) =>
-  eventually(`node ${name} Ready`, async () => {
+  waitFor(`node ${name} Ready`, async () => {
     const n = await env.e2e.kube.node(name);
     return n.status === 200 && n.body.status?.conditions?.some((c: { type: string; status: string }) => c.type === "Ready" && c.status === "True") && n.body;
   });
@@ -135,7 +136,7 @@ describe("vk-sandbox startup and shutdown", () => {
     const d = env.stack.daemon({ node: "vk-term", statePath });
     await nodeReady("vk-term");
     await env.e2e.kube.createPod(sandboxPod("term", "vk-term"));
-    await eventually("Running", async () => (await env.e2e.kube.pod("ns", "term"))?.status?.phase === "Running");
+    await waitFor("Running", async () => (await env.e2e.kube.pod("ns", "term"))?.status?.phase === "Running");
     const releases = simRequests(env.stack.sim, "release");
     expect(await d.kill("SIGTERM")).toBe(0);
     expect(await nodeExists("vk-term")).toBe(true);
@@ -154,10 +155,10 @@ describe("vk-sandbox startup and shutdown", () => {
     await nodeReady("vk-rbac");
     const owner = await env.e2e.kube.createSandbox("ns", "rbac");
     await env.e2e.kube.createPod(sandboxPod("rbac", "vk-rbac", { owner: { name: "rbac", uid: owner.metadata.uid } }));
-    await eventually("Running", async () => (await env.e2e.kube.pod("ns", "rbac"))?.status?.phase === "Running");
+    await waitFor("Running", async () => (await env.e2e.kube.pod("ns", "rbac"))?.status?.phase === "Running");
     await env.e2e.kube.deletePod("ns", "rbac");
-    await eventually("deleted", async () => !(await env.e2e.kube.pod("ns", "rbac")), 30_000);
-    await eventually("inventory published", async () => (await env.e2e.kube.req("GET", "/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/vk-rbac")).status === 200);
+    await waitFor("deleted", async () => !(await env.e2e.kube.pod("ns", "rbac")), 30_000);
+    await waitFor("inventory published", async () => (await env.e2e.kube.req("GET", "/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/vk-rbac")).status === 200);
     await d.kill("SIGTERM");
     const events = auditEvents(env.e2e.auditPath);
     const verbs = new Set(events.map((e) => `${e.verb} ${e.requestURI.split("?")[0]!.replace(/\/namespaces\/[^/]+/, "/namespaces/*").replace(/\/(pods|nodes|leases|events|sandboxes|nodeinventories)\/[^/]+/, "/$1/*")}`));

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { startSimCluster, type SandboxdSim, type SimCluster } from "../../../services/sandboxd-sim/sim.ts";
 import { deriveAccessToken, fileSignature } from "../../../services/sandboxd-sim/guest.ts";
 import { toWireTime } from "../../../shared/sandboxd/schemas.ts";
-import { KEY, ROOT, call, claim, rawRequest, simsPerTest, upgradeHead, waitFor } from "./helpers.ts";
+import { KEY, ROOT, call, claim, rawRequest, simsPerTest, upgradeHead, until } from "./helpers.ts";
 
 const sim = simsPerTest();
 let clusters: SimCluster[] = [];
@@ -160,11 +160,11 @@ describe("sandboxd.md §7 simulator requirements (6–13)", () => {
     expect(conn.data()).toStartWith("HTTP/1.1 101 Switching Protocols\r\n");
     const put = "hello guest";
     conn.sock.write(`POST /files?path=/a HTTP/1.1\r\nHost: envd\r\nX-Access-Token: ${access}\r\nContent-Length: ${put.length}\r\n\r\n${put}`);
-    await waitFor(() => conn.data().split("HTTP/1.1 200").length > 1);
+    await until(() => conn.data().split("HTTP/1.1 200").length > 1, "the first 200");
     conn.sock.write("GET /health HTTP/1.1\r\nHost: envd\r\n\r\n");
-    await waitFor(() => conn.data().includes("HTTP/1.1 204"));
+    await until(() => conn.data().includes("HTTP/1.1 204"), "a 204");
     conn.sock.write("GET /metrics HTTP/1.1\r\nHost: envd\r\nConnection: close\r\n\r\n"); // no token: envd refuses
-    await waitFor(() => conn.data().includes("HTTP/1.1 401"));
+    await until(() => conn.data().includes("HTTP/1.1 401"), "a 401");
     conn.sock.destroy();
     expect(guest.requests.map((r) => r.url)).toEqual(["/files?path=/a", "/health", "/metrics"]);
 
@@ -172,7 +172,7 @@ describe("sandboxd.md §7 simulator requirements (6–13)", () => {
     const sig = fileSignature("/a", "read", "user", access);
     const signed = await rawRequest(s.url, upgradeHead(path, ROOT));
     signed.sock.write(`GET /files?path=/a&username=user&signature=${encodeURIComponent(sig)} HTTP/1.1\r\nHost: envd\r\n\r\n`);
-    await waitFor(() => signed.data().includes(put));
+    await until(() => signed.data().includes(put), "the signed PUT");
     signed.sock.destroy();
 
     await call(s, "POST", `/v1/sandboxes/${c.id}/hibernate`);

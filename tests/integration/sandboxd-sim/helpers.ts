@@ -111,10 +111,4 @@ export async function startEcho(): Promise<{ port: number; ended: Promise<void>;
   return { port, ended, stop: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
-export const waitFor = async (pred: () => boolean, ms = 2000) => {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await Bun.sleep(5);
-  }
-};
+export { until } from "../../support/wait.ts";

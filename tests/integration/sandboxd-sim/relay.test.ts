@@ -1,7 +1,7 @@
 // The ports relay (sandboxd.md §5.6): a raw byte splice to a TCP echo guest with half-close, and every error.
 import { afterEach, describe, expect, test } from "bun:test";
 import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
-import { ROOT, call, claim, rawRequest, startEcho, upgradeHead, waitFor } from "./helpers.ts";
+import { ROOT, call, claim, rawRequest, startEcho, upgradeHead, until } from "./helpers.ts";
 
 let sims: SandboxdSim[] = [];
 const stops: (() => Promise<void>)[] = [];
@@ -15,7 +15,7 @@ afterEach(async () => {
   sims = [];
   stops.length = 0;
 });
-const until = (s: string) => s.includes("\r\n\r\n") && (s.startsWith("HTTP/1.1 101") || s.includes("}"));
+const headComplete = (s: string) => s.includes("\r\n\r\n") && (s.startsWith("HTTP/1.1 101") || s.includes("}"));
 
 describe("sandboxd-sim ports relay", () => {
   test("splices raw bytes both ways to the attached guest and carries a half-close across", async () => {
@@ -24,13 +24,13 @@ describe("sandboxd-sim ports relay", () => {
     stops.push(echo.stop);
     const c = (await claim(s)).json;
     s.attachGuest(c.id, 8080, echo.port);
-    const conn = await rawRequest(s.url, upgradeHead(`/v1/sandboxes/${c.id}/ports/8080`, c.token) + "early-bytes|", until);
+    const conn = await rawRequest(s.url, upgradeHead(`/v1/sandboxes/${c.id}/ports/8080`, c.token) + "early-bytes|", headComplete);
     expect(conn.data()).toStartWith("HTTP/1.1 101 Switching Protocols\r\n");
     conn.sock.write("\u0000binary\u00ff|");
-    await waitFor(() => conn.data().endsWith("early-bytes|\u0000binary\u00ff|"));
+    await until(() => conn.data().endsWith("early-bytes|\u0000binary\u00ff|"), "the early bytes");
     conn.sock.end(); // half-close toward the guest; the guest answers and closes its side
     await echo.ended;
-    await waitFor(() => conn.data().endsWith("<bye>"));
+    await until(() => conn.data().endsWith("<bye>"), "<bye>");
     expect(s.requests.at(-1)!.outcome).toBe("upgraded");
   });
 
@@ -38,7 +38,7 @@ describe("sandboxd-sim ports relay", () => {
     const s = await sim();
     const c = (await claim(s)).json;
     const at = (port: string | number) => `/v1/sandboxes/${c.id}/ports/${port}`;
-    const raw = async (path: string, token: string | null) => (await rawRequest(s.url, upgradeHead(path, token), until)).data();
+    const raw = async (path: string, token: string | null) => (await rawRequest(s.url, upgradeHead(path, token), headComplete)).data();
 
     expect(await raw(at(0), c.token)).toContain('{"error":"port must be 1-65535"}');
     expect(await raw(at(70000), c.token)).toStartWith("HTTP/1.1 400");
@@ -62,10 +62,10 @@ describe("sandboxd-sim ports relay", () => {
     stops.push(echo.stop);
     const c = (await claim(s)).json;
     s.attachGuest(c.id, 49983, `127.0.0.1:${echo.port}`);
-    const conn = await rawRequest(s.url, upgradeHead(`/v1/sandboxes/${c.id}/ports/49983`, ROOT), until);
+    const conn = await rawRequest(s.url, upgradeHead(`/v1/sandboxes/${c.id}/ports/49983`, ROOT), headComplete);
     expect(conn.data()).toStartWith("HTTP/1.1 101");
     conn.sock.write("ping");
-    await waitFor(() => conn.data().endsWith("ping"));
+    await until(() => conn.data().endsWith("ping"), "ping");
     conn.sock.destroy();
   });
 });

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { call, claim, waitFor } from "./helpers.ts";
+import { call, claim, until } from "./helpers.ts";
 
 const MAIN = join(import.meta.dir, "../../../services/sandboxd-sim/main.ts");
 const procs: Bun.Subprocess[] = [];
@@ -54,7 +54,7 @@ describe("sandboxd-sim standalone binary", () => {
         out += new TextDecoder().decode(value);
       }
     })();
-    await waitFor(() => out.includes("admin listening"), 10_000);
+    await until(() => out.includes("admin listening"), "the admin listener", 10_000);
     expect(out).toContain("development substrate");
     const urls = [...out.matchAll(/node \d listening on (http:\/\/\S+)/g)].map((m) => m[1]!);
     const admin = /admin listening on (http:\/\/\S+?)\/_sim\//.exec(out)![1]!;

@@ -8,7 +8,8 @@ import { NodeController } from "../../../services/vk-sandbox/node/index.ts";
 import { isNotFound } from "../../../shared/kube/errors.ts";
 import { Nodes } from "../../../shared/kube/resources.ts";
 import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
-import { eventually, type KubeFixture, nodeSpecFromFlags, quietLog, startKubeFixture } from "./kube-fixture.ts";
+import { type KubeFixture, nodeSpecFromFlags, quietLog, startKubeFixture } from "./kube-fixture.ts";
+import { waitFor } from "../../support/wait.ts";
 
 let k: KubeFixture;
 let sim: SandboxdSim;
@@ -50,7 +51,7 @@ async function startPublishing(nodeName: string, own: Map<string, string>) {
 }
 
 async function publishedAtAfter(name: string, after: string, ms = 10_000): Promise<Inv> {
-  return eventually(async () => {
+  return waitFor("a condition", async () => {
     const inv = await getInventory(name);
     return inv.publishedAt && inv.publishedAt > after ? inv : undefined;
   }, ms);
@@ -62,7 +63,7 @@ describe("NodeInventory publisher on a real apiserver", () => {
     const a = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/alpha" });
     const own = new Map([[b.id, b.owner_addr]]);
     const { node } = await startPublishing("inv-a", own);
-    const inv = await eventually(async () => {
+    const inv = await waitFor("a condition", async () => {
       const got = await getInventory("inv-a").catch(() => undefined);
       return got?.entries?.length === 2 ? got : undefined;
     });
@@ -84,9 +85,9 @@ describe("NodeInventory publisher on a real apiserver", () => {
 
     // A released sandbox vanishes from the next publish; the last one gone clears the list entirely.
     await sandboxd.release(a.id, { token: a.token });
-    await eventually(async () => (await getInventory("inv-a")).entries?.length === 1);
+    await waitFor("a condition", async () => (await getInventory("inv-a")).entries?.length === 1);
     await sandboxd.release(b.id, { token: b.token });
-    const empty = await eventually(async () => {
+    const empty = await waitFor("a condition", async () => {
       const got = await getInventory("inv-a");
       return got.entries === undefined ? got : undefined;
     });
@@ -95,7 +96,7 @@ describe("NodeInventory publisher on a real apiserver", () => {
 
   test("scenario 43: a failing /v1/sandboxes or /v1/info stalls publishedAt; recovery resumes it", async () => {
     await startPublishing("inv-b", new Map());
-    const first = await eventually(() => getInventory("inv-b").catch(() => undefined));
+    const first = await waitFor("a condition", () => getInventory("inv-b").catch(() => undefined));
     for (const breakIt of [() => sim.listFails("500"), () => sim.fail("info", 500, { error: "boom" }, 1_000_000)]) {
       breakIt();
       // Let any publish already past its reads land, then take the reference.
@@ -112,14 +113,14 @@ describe("NodeInventory publisher on a real apiserver", () => {
 
   test("scenario 44: the Node deleted while running: no republish, and the Node is not recreated", async () => {
     const { node } = await startPublishing("inv-c", new Map());
-    await eventually(() => getInventory("inv-c").catch(() => undefined));
+    await waitFor("a condition", () => getInventory("inv-c").catch(() => undefined));
     await k.admin.delete(Nodes, "inv-c");
     // No controller-manager runs here, so GC does not remove the inventory: it must simply stop changing.
     await Bun.sleep(INTERVAL_MS * 2);
     const stalled = (await getInventory("inv-c")).publishedAt;
     await Bun.sleep(INTERVAL_MS * 6);
     expect((await getInventory("inv-c")).publishedAt).toBe(stalled);
-    await eventually(async () => node.gone, 5_000);
+    await waitFor("a condition", async () => node.gone, 5_000);
     let err: unknown;
     try {
       await k.admin.get(Nodes, "inv-c");

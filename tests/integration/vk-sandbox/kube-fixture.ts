@@ -1,8 +1,8 @@
 // Shared set-up for the vk-sandbox node, lease and inventory integration tests: one real kube-apiserver per test
 // file, manifests/rbac.yaml (and the NodeInventory CRD) applied, and two clients: the cluster admin (to look and to
 // meddle as an operator would) and the vk-sandbox ServiceAccount token the manifest binds (to act as the daemon
-// does, which proves the manifest grants what these modules call). Also the one `eventually` poll the e2e files
-// use too. It runs nothing on import; `useKubeFixture()` registers the file's beforeAll/afterAll.
+// does, which proves the manifest grants what these modules call). Bounded waits come from tests/support/wait.ts.
+// It runs nothing on import; `useKubeFixture()` registers the file's beforeAll/afterAll.
 import { afterAll, beforeAll } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -92,26 +92,3 @@ export function nodeSpecFromFlags(argv: string[] = [], env: Record<string, strin
 }
 
 export const quietLog = { info() {}, warn() {}, error() {}, debug() {} };
-
-/**
- * Polls `fn` every `everyMs` until it returns a truthy value and returns that; after `timeoutMs` throws, naming
- * `what` and the last error `fn` threw. Against a real apiserver there is no clock to inject, so the wait is bounded.
- */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (${timeoutMs} ms)${last ? `: ${String(last)}` : ""}`);
-    await Bun.sleep(everyMs);
-  }
-}
-
-/** `waitFor` without a label, as the integration tests call it. */
-export const eventually = <T>(fn: () => Promise<T | undefined | false>, ms = 30_000, every = 100): Promise<T> =>
-  waitFor("a condition", fn, ms, every);

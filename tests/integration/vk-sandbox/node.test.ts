@@ -5,7 +5,8 @@ import type { V1Node } from "@kubernetes/client-node";
 import { Nodes } from "../../../shared/kube/resources.ts";
 import { isNotFound } from "../../../shared/kube/errors.ts";
 import { LAST_APPLIED_STATUS, LeaseController, NodeController, type NodeSpecInput } from "../../../services/vk-sandbox/node/index.ts";
-import { eventually, nodeSpecFromFlags, quietLog, useKubeFixture } from "./kube-fixture.ts";
+import { nodeSpecFromFlags, quietLog, useKubeFixture } from "./kube-fixture.ts";
+import { waitFor } from "../../support/wait.ts";
 
 const k = useKubeFixture();
 const running = k.running;
@@ -30,7 +31,7 @@ describe("virtual Node on a real apiserver", () => {
   test("scenario 1: with defaults, Node vk-sandboxd has the labels, taint, port, budget and is Ready within 30 s", async () => {
     const started = Date.now();
     const { node, lease } = await startNode(nodeSpecFromFlags());
-    const n = await eventually(async () => {
+    const n = await waitFor("a condition", async () => {
       const got = await getNode("vk-sandboxd");
       return readyOf(got)?.status === "True" ? got : undefined;
     });
@@ -54,7 +55,7 @@ describe("virtual Node on a real apiserver", () => {
       ["DiskPressure", "MemoryPressure", "NetworkUnavailable", "PIDPressure", "Ready"].sort(),
     );
     expect(n.metadata?.annotations?.[LAST_APPLIED_STATUS]).toBeTruthy();
-    await eventually(async () => lease.renewCount >= 1);
+    await waitFor("a condition", async () => lease.renewCount >= 1);
     await lease.stop();
     await node.stop();
   }, 60_000);
@@ -62,7 +63,7 @@ describe("virtual Node on a real apiserver", () => {
   test("scenario 3: --node-ip gives addresses [InternalIP, Hostname] in that order; without it only Hostname", async () => {
     await startNode(nodeSpecFromFlags(["--node-name=with-ip", "--node-ip=10.1.2.3"]));
     await startNode(nodeSpecFromFlags(["--node-name=without-ip"]));
-    const withIp = await eventually(async () => {
+    const withIp = await waitFor("a condition", async () => {
       const n = await getNode("with-ip");
       return readyOf(n)?.status === "True" ? n : undefined;
     });
@@ -83,7 +84,7 @@ describe("virtual Node on a real apiserver", () => {
     const first = await getNode("heartbeat");
     const t0 = Date.parse(String(readyOf(first)?.lastHeartbeatTime));
     // metav1.Time has one-second resolution: wait for a later second.
-    const later = await eventually(async () => {
+    const later = await waitFor("a condition", async () => {
       const n = await getNode("heartbeat");
       return Date.parse(String(readyOf(n)?.lastHeartbeatTime)) > t0 ? n : undefined;
     }, 10_000);
@@ -110,7 +111,7 @@ describe("virtual Node on a real apiserver", () => {
     // Restart with different --node-labels: the old runtime label goes, a new one comes.
     const spec2 = nodeSpecFromFlags(["--node-name=edited", "--node-labels=pool=blue"]);
     await startNode(spec2);
-    const after = await eventually(async () => {
+    const after = await waitFor("a condition", async () => {
       const n = await getNode("edited");
       return n.metadata?.labels?.pool === "blue" ? n : undefined;
     });
@@ -124,7 +125,7 @@ describe("virtual Node on a real apiserver", () => {
 
   test("scenario 44 (node part): a Node deleted while running is not recreated and the gone signal fires", async () => {
     const { node, lease } = await startNode(nodeSpecFromFlags(["--node-name=doomed"]), 200);
-    await eventually(async () => lease.renewCount >= 1);
+    await waitFor("a condition", async () => lease.renewCount >= 1);
     await k.admin.delete(Nodes, "doomed");
     await Promise.race([node.whenGone, Bun.sleep(10_000).then(() => Promise.reject(new Error("gone signal not fired")))]);
     expect(node.gone).toBe(true);

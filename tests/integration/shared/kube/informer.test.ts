@@ -10,6 +10,7 @@
 // an ERROR 410 event. Then the reconnect is released: the real apiserver answers 410, and the informer must relist
 // and report exactly what it missed.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { until as waitUntil } from "../../../support/wait.ts";
 import { KubeClient, type WatchEvent } from "../../../../shared/kube/client.ts";
 import { loadKubeConnection } from "../../../../shared/kube/connection.ts";
 import { Informer } from "../../../../shared/kube/informer.ts";
@@ -53,13 +54,8 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 20_000): Promise<void> {
-  const end = performance.now() + ms;
-  while (!(await cond())) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
+/** A real apiserver: events can take a while on two shared cores. */
+const until = (cond: () => boolean | Promise<boolean>, what: string, ms = 20_000) => waitUntil(cond, what, ms, 20);
 
 const cm = (name: string, ns = "inf", data: Record<string, string> = {}, labels?: Record<string, string>) => ({
   apiVersion: "v1",

@@ -1,5 +1,6 @@
 // Informer behaviour against a scripted list/watch backend behind the client's transport seam (no socket). The same
 // behaviours against the real kube-apiserver are in tests/integration/shared/kube/informer.test.ts.
+import { until } from "../../../support/wait.ts";
 import { describe, expect, test } from "bun:test";
 import { KubeClient } from "../../../../shared/kube/client.ts";
 import { Informer } from "../../../../shared/kube/informer.ts";
@@ -85,14 +86,6 @@ class FakeBackend {
     const next = start + limit < all.length ? String(start + limit) : undefined;
     return Response.json({ items: page, metadata: { resourceVersion: String(this.rv), continue: next } });
   };
-}
-
-async function until(cond: () => boolean, what: string, ms = 3000): Promise<void> {
-  const end = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(2);
-  }
 }
 
 function setup(opts: { pageSize?: number } = {}) {

@@ -158,10 +158,4 @@ export function makePod(name: string, extra: Partial<V1Pod["spec"]> = {}, uid = 
   };
 }
 
-export async function until(cond: () => boolean, what = "condition", ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
+export { until } from "../../../../support/wait.ts";
