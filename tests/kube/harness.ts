@@ -19,6 +19,12 @@ export interface TestCluster {
   caPem: string; // CA that signed the serving cert
   admin: { certPem: string; keyPem: string }; // client cert, O=system:masters
   user: { name: string; token: string }; // static bearer token user with NO RBAC grants
+  /**
+   * The front proxy (aggregation layer): the CA the apiserver's proxy client cert is signed by, which it publishes
+   * as requestheader-client-ca-file in kube-system/extension-apiserver-authentication, and the client cert's CN.
+   * Every request the aggregator forwards to an APIService backend carries that cert plus X-Remote-* headers.
+   */
+  frontProxy: { caPem: string; clientName: string };
   kubeconfig(opts?: KubeconfigOptions): string; // writes a kubeconfig file, returns its path
   createNamespace(name: string): Promise<void>; // also creates its "default" ServiceAccount
   serviceAccountToken(namespace: string, name: string, expirationSeconds?: number): Promise<string>;
@@ -35,6 +41,7 @@ const READY_TIMEOUT_MS = 90_000;
 const START_ATTEMPTS = 3; // a free port can be taken between probing and binding
 export const SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local";
 const SERVICE_CIDR = "10.96.0.0/16";
+const FRONT_PROXY_CLIENT = "front-proxy-client";
 
 // Every live peer, so a test process that exits without calling stop() still kills them. A process that dies
 // by SIGKILL cannot run this; the wrapper's parent-death signal covers that case (apiserver/main.go).
@@ -75,12 +82,13 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     return p;
   };
 
-  const [servingCa, clientCa, sa] = await Promise.all([
+  const [servingCa, clientCa, frontProxyCa, sa] = await Promise.all([
     createCA("kube-test-serving-ca"),
     createCA("kube-test-client-ca"),
+    createCA("kube-test-front-proxy-ca"),
     generateKeyPairPem(),
   ]);
-  const [serving, admin] = await Promise.all([
+  const [serving, admin, proxyClient] = await Promise.all([
     issueCertificate({
       ca: servingCa,
       cn: "kube-apiserver",
@@ -89,6 +97,7 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
       usages: "server",
     }),
     issueCertificate({ ca: clientCa, cn: "test-admin", organizations: ["system:masters"], usages: "client" }),
+    issueCertificate({ ca: frontProxyCa, cn: FRONT_PROXY_CLIENT, usages: "client" }),
   ]);
   const user = { name: "test-user", token: Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("hex") };
 
@@ -113,6 +122,17 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     `--service-account-signing-key-file=${file("sa.key", sa.privateKeyPem)}`,
     `--service-cluster-ip-range=${SERVICE_CIDR}`,
     "--profiling=false",
+    // The aggregation layer, as kubeadm sets it up: these fill kube-system/extension-apiserver-authentication and
+    // make the aggregator present the proxy client cert, with the caller's identity in X-Remote-* headers, to
+    // every APIService backend. Aggregator routing stays off: the cluster resolver dials an ExternalName
+    // Service's externalName, which is how a backend on loopback is reached (the endpoint resolver refuses it).
+    `--requestheader-client-ca-file=${file("front-proxy-ca.crt", frontProxyCa.certPem)}`,
+    `--requestheader-allowed-names=${FRONT_PROXY_CLIENT}`,
+    "--requestheader-username-headers=X-Remote-User",
+    "--requestheader-group-headers=X-Remote-Group",
+    "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+    `--proxy-client-cert-file=${file("front-proxy-client.crt", proxyClient.certPem)}`,
+    `--proxy-client-key-file=${file("front-proxy-client.key", proxyClient.keyPem)}`,
     ...(opts.extraArgs ?? []),
   ];
   const logPath = join(dir, "apiserver.log");
@@ -179,6 +199,7 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     caPem: servingCa.certPem,
     admin,
     user,
+    frontProxy: { caPem: frontProxyCa.certPem, clientName: FRONT_PROXY_CLIENT },
     kubeconfig: (o = {}) =>
       writeKubeconfig({ url, caPem: servingCa.certPem, admin, user }, o, o.path ?? join(dir, `kubeconfig-${++kubeconfigs}.yaml`)),
     createNamespace,

@@ -1,10 +1,11 @@
-// Builds and caches the Go test peers: kube-apiserver (with embedded etcd, from the wrapper module in ./apiserver)
-// and helm. Both come from the Go module proxy (anchors.md §C1, §C3) and are built once per machine: the cache key
+// Builds and caches the Go test peers: kube-apiserver (with embedded etcd, from the wrapper module in ./apiserver),
+// kubectl (k8s.io/kubernetes/cmd/kubectl from the same wrapper module, so the same version and the same go.sum; its
+// packages are already in the module cache and most of them in the build cache after the apiserver), and helm. Both come from the Go module proxy (anchors.md §C1, §C3) and are built once per machine: the cache key
 // is the version plus, for the apiserver, a hash of the wrapper's go.mod, go.sum and main.go, so editing the
 // wrapper rebuilds and nothing else does.
 //
 //   bun run tests/kube/peers.ts ensure            build what is missing, print cold/cached times
-//   bun run tests/kube/peers.ts path kube-apiserver|helm
+//   bun run tests/kube/peers.ts path kube-apiserver|kubectl|helm
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
@@ -32,6 +33,11 @@ export function kubeApiserverPath(): string {
   return join(cacheRoot(), `kube-apiserver-${kubeApiserverKey()}`, "kube-apiserver-etcd");
 }
 
+/** kubectl lives beside the apiserver it was built with: the same cache key, the same k8s version. */
+export function kubectlPath(): string {
+  return join(cacheRoot(), `kube-apiserver-${kubeApiserverKey()}`, "kubectl");
+}
+
 export function helmPath(): string {
   return join(cacheRoot(), `helm-${HELM_VERSION}`, "helm");
 }
@@ -47,25 +53,45 @@ export async function kubeApiserverBinary(): Promise<string> {
   return (await ensureKubeApiserver()).path;
 }
 
+/** Path of the kubectl binary, building it first if missing. */
+export async function kubectlBinary(): Promise<string> {
+  return (await ensureKubectl()).path;
+}
+
 /** Path of the helm binary, installing it first if missing. */
 export async function helmBinary(): Promise<string> {
   return (await ensureHelm()).path;
 }
 
-export function ensureKubeApiserver(): Promise<EnsureResult> {
-  const target = kubeApiserverPath();
+function versionLdflags(): string {
   const [major, minor] = K8S_VERSION.replace(/^v/, "").split(".");
   const pkg = "k8s.io/component-base/version";
-  const ldflags = [
+  return [
     "-s -w",
-    // Without these /version reports v0.0.0-master and helm's kubeVersion constraints fail (anchors.md §C1).
+    // Without these /version reports v0.0.0-master and helm's kubeVersion constraints fail (anchors.md §C1);
+    // kubectl prints its client version from the same variables.
     `-X ${pkg}.gitVersion=${K8S_VERSION}`,
     `-X ${pkg}.gitMajor=${major}`,
     `-X ${pkg}.gitMinor=${minor}`,
     `-X ${pkg}.gitTreeState=clean`,
   ].join(" ");
-  return ensure(target, (tmp) => [
-    ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, "."],
+}
+
+export function ensureKubeApiserver(): Promise<EnsureResult> {
+  return ensure(kubeApiserverPath(), (tmp) => [
+    ["go", "build", "-trimpath", "-ldflags", versionLdflags(), "-o", tmp, "."],
+    wrapperDir,
+  ]);
+}
+
+/**
+ * kubectl from the wrapper module: `go build k8s.io/kubernetes/cmd/kubectl` resolves through the wrapper's replace
+ * block, so it needs no module of its own. Built after the apiserver (ensure orders them) so the shared
+ * client-go/apimachinery packages come from the build cache: about a minute warm.
+ */
+export function ensureKubectl(): Promise<EnsureResult> {
+  return ensure(kubectlPath(), (tmp) => [
+    ["go", "build", "-trimpath", "-ldflags", versionLdflags(), "-o", tmp, "k8s.io/kubernetes/cmd/kubectl"],
     wrapperDir,
   ]);
 }
@@ -189,11 +215,12 @@ if (import.meta.main) {
   const [cmd, which] = process.argv.slice(2);
   if (cmd === "ensure") {
     report("kube-apiserver", kubeApiserverKey(), await ensureKubeApiserver());
+    report("kubectl", kubeApiserverKey(), await ensureKubectl());
     report("helm", HELM_VERSION, await ensureHelm());
-  } else if (cmd === "path" && (which === "kube-apiserver" || which === "helm")) {
-    console.log(which === "helm" ? await helmBinary() : await kubeApiserverBinary());
+  } else if (cmd === "path" && (which === "kube-apiserver" || which === "kubectl" || which === "helm")) {
+    console.log(which === "helm" ? await helmBinary() : which === "kubectl" ? await kubectlBinary() : await kubeApiserverBinary());
   } else {
-    console.error("usage: bun run tests/kube/peers.ts ensure | path kube-apiserver|helm");
+    console.error("usage: bun run tests/kube/peers.ts ensure | path kube-apiserver|kubectl|helm");
     process.exit(2);
   }
 }
