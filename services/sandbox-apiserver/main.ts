@@ -1,20 +1,16 @@
-// sandbox-apiserver entry point. Wiring only: flags, --help/--version, log level, then the server.
-// The serving part (inventory cache, aggregated API, warm-pool driver, e2b surface) arrives in later
-// issues; until then the binary validates its flags and says plainly that it cannot serve yet.
+// sandbox-apiserver entry point. Wiring only: flags, --help/--version, log level (OPERATOR_LOG_LEVEL), then
+// startApiserver (wire.ts). Exit codes: 2 usage error, 1 any other fatal startup error, 0 after SIGTERM.
 import { runMain } from "../../shared/lifecycle/index.ts";
 import { OPERATOR_LOG_LEVEL_ENV, apiserverHelp, checkApiserverConfig, parseApiserverFlags } from "./flags.ts";
+import { startApiserver } from "./wire.ts";
 
 await runMain({
   name: "sandbox-apiserver",
   logLevelEnv: OPERATOR_LOG_LEVEL_ENV,
   parse: parseApiserverFlags,
   help: apiserverHelp,
-  run({ config, log }) {
+  async run({ config, log, shutdown, env }) {
     checkApiserverConfig(config);
-    log.error(
-      { securePort: config.serving.securePort, enableE2bApi: config.enableE2bApi },
-      "flags are valid, but the serving part of sandbox-apiserver is not built yet; exiting",
-    );
-    return 1;
+    await startApiserver({ config, log, env, shutdown });
   },
 });

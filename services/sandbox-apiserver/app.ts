@@ -1,0 +1,74 @@
+// createApp: the request path of the secure port, without listening (docs/architecture.md):
+//   peer cert + headers → authenticate (401) → strip identity headers → authorize (403) → route → metrics.
+// Always-allow paths (probes) skip authentication and authorization, so an anonymous kubelet gets its answer.
+import type { Hono } from "hono";
+import type { Logger } from "pino";
+import { ApiError, statusResponse } from "./api/status.ts";
+import { type Authenticator, identityHeaderNames, type RequestHeaderConfig } from "./serving/authn.ts";
+import type { Authorizer } from "./serving/authz.ts";
+import type { PeerCert } from "./serving/client-certs.ts";
+import type { ApiserverMetrics } from "./serving/metrics.ts";
+import { forbiddenMessage, requestInfo } from "./serving/request-info.ts";
+import { GROUP, VERSION } from "./sandboxes/object.ts";
+
+export interface AppDeps {
+  authenticator: Authenticator;
+  authorizer: Authorizer;
+  requestHeader: RequestHeaderConfig;
+  api: Hono;
+  observability: Hono;
+  metrics: ApiserverMetrics;
+  log: Logger;
+}
+
+const OBSERVABILITY = /^\/(healthz|livez|readyz|metrics)(\/|$)|^\/debug\/pprof(\/|$)/;
+
+export function createApp(d: AppDeps): (req: Request, peer: PeerCert | undefined) => Promise<Response> {
+  return async (req, peer) => {
+    const started = performance.now();
+    const url = new URL(req.url);
+    const info = requestInfo(req.method, url);
+    let res: Response;
+    try {
+      res = await handle(d, req, url, info, peer);
+    } catch (e) {
+      d.log.error({ err: (e as Error).message, path: url.pathname }, "request failed");
+      res = statusResponse(new ApiError(500, `Internal error occurred: ${(e as Error).message}`));
+    }
+    const labels =
+      info.kind === "resource"
+        ? {
+            verb: info.verb.toUpperCase(),
+            group: GROUP,
+            version: VERSION,
+            resource: info.resource,
+            subresource: info.subresource,
+            scope: info.name ? "resource" : info.namespace ? "namespace" : "cluster",
+          }
+        : { verb: req.method, group: "", version: "", resource: "", subresource: "", scope: "" };
+    d.metrics.requests.inc({ ...labels, code: String(res.status) });
+    d.metrics.latency.observe(labels, (performance.now() - started) / 1000);
+    return res;
+  };
+}
+
+async function handle(d: AppDeps, req: Request, url: URL, info: ReturnType<typeof requestInfo>, peer: PeerCert | undefined): Promise<Response> {
+  const route = (r: Request) => (OBSERVABILITY.test(url.pathname) ? d.observability.fetch(r) : d.api.fetch(r));
+  if (d.authorizer.alwaysAllowed(url.pathname)) return route(req);
+
+  const authn = await d.authenticator.authenticate(req.headers, peer);
+  if (!authn.ok) {
+    d.log.debug({ path: url.pathname, reason: authn.message }, "authentication failed");
+    return statusResponse(new ApiError(401, "Unauthorized", "Unauthorized"));
+  }
+  const headers = new Headers(req.headers);
+  for (const h of identityHeaderNames(d.requestHeader, headers)) headers.delete(h);
+  headers.delete("authorization");
+
+  const decision = await d.authorizer.authorize(authn.user, info);
+  if (!decision.allowed) {
+    const name = info.kind === "resource" ? info.name : undefined;
+    return statusResponse(new ApiError(403, forbiddenMessage(authn.user.name, info, decision.error ? decision.reason : undefined), "Forbidden", name || undefined));
+  }
+  return route(new Request(req, { headers }));
+}

@@ -1,0 +1,124 @@
+// Reads of the sandboxes view (docs/api.md "Reads" and "Resolution"): lists materialize every entry of every fresh
+// node; a Get resolves through the owning-node index, then inventories, then live lookups on the nodes themselves,
+// so a sandbox created a moment ago (not yet published) is readable on any replica.
+import type { InventoryRecord, InventoryFleet } from "../../../shared/fleet/inventory.ts";
+import type { InventoryEntry } from "../../../shared/inventory/index.ts";
+import type { SandboxRow } from "../../../shared/sandboxd/schemas.ts";
+import { LIVE_LOOKUP_TIMEOUT_MS, type NodeClients, firstHit } from "./nodes.ts";
+import { type Sandbox, sandboxFromEntry, splitEntryName } from "./object.ts";
+import { OwnerIndex } from "./owner-index.ts";
+
+/** Fan-out bound over nodes. */
+export const NODE_FANOUT = 16;
+
+export interface Resolved {
+  sandbox: Sandbox;
+  node: string;
+  entry: InventoryEntry;
+}
+
+/** What the store reads the fleet through: fresh nodes only (stale nodes are absent from every read path). */
+export type FleetReader = Pick<InventoryFleet, "fresh" | "freshNode">;
+
+export class SandboxReader {
+  readonly index = new OwnerIndex();
+
+  constructor(
+    readonly fleet: FleetReader,
+    readonly clients: NodeClients,
+  ) {}
+
+  /** Every sandbox of every fresh node in `namespace` (all when undefined), sorted by namespace then name. */
+  list(namespace?: string, nodes: readonly InventoryRecord[] = this.fleet.fresh()): Sandbox[] {
+    const out: Sandbox[] = [];
+    for (const rec of nodes) {
+      for (const e of rec.inventory.entries ?? []) {
+        if (namespace !== undefined && splitEntryName(e.name).namespace !== namespace) continue;
+        out.push(sandboxFromEntry(e, rec.name));
+      }
+    }
+    return out.sort(byNamespaceThenName);
+  }
+
+  /** The entry named `<ns>/<name>` in one node's inventory (as published), if that node is fresh. */
+  inInventory(nodeName: string, namespace: string, name: string): Resolved | undefined {
+    const rec = this.fleet.freshNode(nodeName);
+    return rec ? findIn(rec, namespace, name) : undefined;
+  }
+
+  /** Scans every fresh inventory for `<ns>/<name>` (first node in name order wins). */
+  scan(namespace: string, name: string): Resolved | undefined {
+    for (const rec of this.fleet.fresh()) {
+      const hit = findIn(rec, namespace, name);
+      if (hit) return hit;
+    }
+    return undefined;
+  }
+
+  /**
+   * Resolution order: (1) the indexed node's inventory; (2) that node live; (3) every fresh inventory; (4) every
+   * fresh node live, first hit wins. A hit is remembered in the index. Undefined means not found.
+   */
+  async resolve(namespace: string, name: string): Promise<Resolved | undefined> {
+    const key = OwnerIndex.nameKey(namespace, name);
+    const indexed = this.index.get(key);
+    let hit: Resolved | undefined;
+    if (indexed !== undefined) {
+      hit = this.inInventory(indexed, namespace, name);
+      if (!hit) {
+        const rec = this.fleet.freshNode(indexed);
+        if (rec) hit = await this.live(rec, namespace, name).catch(() => undefined);
+      }
+    }
+    hit ??= this.scan(namespace, name);
+    hit ??= await firstHit(this.fleet.fresh(), NODE_FANOUT, (rec, signal) => this.live(rec, namespace, name, signal));
+    if (hit) this.remember(hit, namespace);
+    return hit;
+  }
+
+  remember(hit: { node: string; entry: { id?: string; name: string } }, namespace: string): void {
+    this.index.set(OwnerIndex.nameKey(namespace, splitEntryName(hit.entry.name).name), hit.node);
+    if (hit.entry.id) this.index.set(OwnerIndex.claimKey(namespace, hit.entry.id), hit.node);
+  }
+
+  /** Asks one node directly by claim_ref `<ns>/<name>` within 500 ms; a timeout, an error or no row is a miss. */
+  async live(rec: InventoryRecord, namespace: string, name: string, signal?: AbortSignal): Promise<Resolved | undefined> {
+    if (!rec.address) return undefined;
+    const timeout = AbortSignal.timeout(LIVE_LOOKUP_TIMEOUT_MS);
+    const rows = await this.clients
+      .for(rec.address)
+      .list({ claimRef: `${namespace}/${name}` }, { signal: signal ? AbortSignal.any([signal, timeout]) : timeout, timeoutMs: LIVE_LOOKUP_TIMEOUT_MS });
+    const row = rows[0];
+    if (!row) return undefined;
+    const entry = entryFromRow(row);
+    return { sandbox: sandboxFromEntry(entry, rec.name), node: rec.name, entry };
+  }
+}
+
+/** A live row as an inventory entry: no addr, no metadata (docs/api.md "Live lookup"). */
+export function entryFromRow(row: SandboxRow): InventoryEntry {
+  const name = row.claim_ref || row.id;
+  return {
+    name,
+    id: row.id,
+    phase: row.hibernated || row.archived ? "Hibernated" : "Running",
+    claimRef: name,
+    template: row.key.template,
+    ...(row.deadline ? { deadline: row.deadline } : {}),
+    ...(row.claimed_at ? { claimedAt: row.claimed_at } : {}),
+  };
+}
+
+function findIn(rec: InventoryRecord, namespace: string, name: string): Resolved | undefined {
+  for (const e of rec.inventory.entries ?? []) {
+    const n = splitEntryName(e.name);
+    if (n.namespace === namespace && n.name === name) return { sandbox: sandboxFromEntry(e, rec.name), node: rec.name, entry: e };
+  }
+  return undefined;
+}
+
+export function byNamespaceThenName(a: Sandbox, b: Sandbox): number {
+  const ka = `${a.metadata.namespace}\u0000${a.metadata.name}`;
+  const kb = `${b.metadata.namespace}\u0000${b.metadata.name}`;
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}

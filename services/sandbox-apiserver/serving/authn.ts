@@ -1,0 +1,134 @@
+// Delegated authentication (docs/serving.md "Authentication"), in kube-apiserver's order:
+//   1. a client cert from the front-proxy CA (CN in the allowed names, when any are set): the caller is whoever the
+//      X-Remote-User / X-Remote-Group / X-Remote-Extra-* headers name (how the aggregator forwards a request);
+//   2. a client cert from the client CA: CN is the user, O the groups;
+//   3. a bearer token: a TokenReview against the cluster, cached for --authentication-token-webhook-cache-ttl;
+//      a token the cluster rejects is a 401;
+//   4. otherwise anonymous.
+// Identity headers on any other connection are ignored: only the front proxy's cert makes them mean anything.
+import type { KubeClient } from "../../../shared/kube/client.ts";
+import { TokenReviews } from "../../../shared/kube/resources.ts";
+import type { PeerCert } from "./client-certs.ts";
+import { TtlCache } from "./ttl-cache.ts";
+
+export interface UserInfo {
+  name: string;
+  uid?: string;
+  groups: string[];
+  extra?: Record<string, string[]>;
+}
+
+export const ANONYMOUS: UserInfo = { name: "system:anonymous", groups: ["system:unauthenticated"] };
+
+export type AuthnResult = { ok: true; user: UserInfo } | { ok: false; message: string };
+
+export interface RequestHeaderConfig {
+  allowedNames: string[];
+  usernameHeaders: string[];
+  groupHeaders: string[];
+  extraHeaderPrefixes: string[];
+}
+
+export interface AuthenticatorOptions {
+  requestHeader: RequestHeaderConfig;
+  /** TokenReview client; undefined disables bearer tokens (no --authentication-kubeconfig and no cluster). */
+  tokenReviewer?: KubeClient;
+  cacheTtlMs: number;
+  now: () => number;
+}
+
+interface TokenReviewStatus {
+  status?: { authenticated?: boolean; error?: string; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } };
+}
+
+export class Authenticator {
+  private readonly tokens: TtlCache<AuthnResult>;
+
+  constructor(private readonly o: AuthenticatorOptions) {
+    this.tokens = new TtlCache(o.now);
+  }
+
+  async authenticate(headers: Headers, peer: PeerCert | undefined): Promise<AuthnResult> {
+    if (peer?.source === "requestheader") {
+      const allowed = this.o.requestHeader.allowedNames;
+      if (allowed.length === 0 || allowed.includes(peer.commonName)) {
+        const user = fromRequestHeaders(headers, this.o.requestHeader);
+        if (user) return { ok: true, user };
+      }
+    }
+    if (peer?.source === "client" && peer.commonName) {
+      return { ok: true, user: { name: peer.commonName, groups: [...peer.organizations, "system:authenticated"] } };
+    }
+    const auth = headers.get("authorization");
+    const m = auth ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
+    if (m) return this.reviewToken(m[1]!);
+    return { ok: true, user: ANONYMOUS };
+  }
+
+  private reviewToken(token: string): Promise<AuthnResult> {
+    const reviewer = this.o.tokenReviewer;
+    if (!reviewer) return Promise.resolve({ ok: false, message: "Unauthorized" });
+    return this.tokens.get(
+      token,
+      // A review that could not be made (cluster unreachable) is not cached: the next request asks again.
+      (r) => (r.ok || r.message === "Unauthorized" ? this.o.cacheTtlMs : 0),
+      async () => {
+        try {
+          const r = await reviewer.create<TokenReviewStatus>(TokenReviews, {
+            apiVersion: "authentication.k8s.io/v1",
+            kind: "TokenReview",
+            spec: { token },
+          });
+          const u = r.status?.user;
+          if (!r.status?.authenticated || !u?.username) return { ok: false, message: "Unauthorized" };
+          return {
+            ok: true,
+            user: { name: u.username, ...(u.uid ? { uid: u.uid } : {}), groups: u.groups ?? [], ...(u.extra ? { extra: u.extra } : {}) },
+          };
+        } catch (e) {
+          return { ok: false, message: `token review failed: ${(e as Error).message}` };
+        }
+      },
+    );
+  }
+}
+
+/** The identity the front proxy forwarded; undefined when it named no user. */
+export function fromRequestHeaders(headers: Headers, cfg: RequestHeaderConfig): UserInfo | undefined {
+  let name = "";
+  for (const h of cfg.usernameHeaders) {
+    const v = headers.get(h);
+    if (v) {
+      name = v;
+      break;
+    }
+  }
+  if (!name) return undefined;
+  const groups: string[] = [];
+  const groupHeaders = new Set(cfg.groupHeaders.map((h) => h.toLowerCase()));
+  const prefixes = cfg.extraHeaderPrefixes.map((p) => p.toLowerCase());
+  const extra: Record<string, string[]> = {};
+  headers.forEach((value, key) => {
+    const k = key.toLowerCase();
+    if (groupHeaders.has(k)) groups.push(...value.split(",").map((g) => g.trim()).filter(Boolean));
+    for (const p of prefixes) {
+      if (k.startsWith(p)) {
+        const extraKey = decodeURIComponent(k.slice(p.length));
+        (extra[extraKey] ??= []).push(...value.split(",").map((g) => g.trim()));
+      }
+    }
+  });
+  return { name, groups, ...(Object.keys(extra).length ? { extra } : {}) };
+}
+
+/** Header names that carry identity: stripped from every request before routing, whatever authenticated it. */
+export function identityHeaderNames(cfg: RequestHeaderConfig, headers: Headers): string[] {
+  const exact = new Set([...cfg.usernameHeaders, ...cfg.groupHeaders].map((h) => h.toLowerCase()));
+  const prefixes = cfg.extraHeaderPrefixes.map((p) => p.toLowerCase());
+  const out: string[] = [];
+  headers.forEach((_v, key) => {
+    const k = key.toLowerCase();
+    if (exact.has(k) || prefixes.some((p) => k.startsWith(p))) out.push(k);
+  });
+  return out;
+}

@@ -1,0 +1,65 @@
+// The process's Prometheus registry (docs/serving.md "Observability"): request counts and latencies by verb and
+// code under kube-apiserver's names, inventory freshness, claims, warm-pool driver actions, and process metrics.
+// One registry per server instance (tests run several in one process).
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export class ApiserverMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: "apiserver_request_total",
+    help: "Counter of apiserver requests broken out for each verb, group, version, resource, subresource, scope and HTTP response code.",
+    labelNames: ["verb", "group", "version", "resource", "subresource", "scope", "code"] as const,
+    registers: [this.registry],
+  });
+  readonly latency = new Histogram({
+    name: "apiserver_request_duration_seconds",
+    help: "Response latency distribution in seconds for each verb, group, version, resource, subresource and scope (watches: time to the response headers).",
+    labelNames: ["verb", "group", "version", "resource", "subresource", "scope"] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly inventoryNodes = new Gauge({
+    name: "sandbox_inventory_nodes",
+    help: "Nodes in this process's inventory view by freshness (--inventory-stale-after).",
+    labelNames: ["state"] as const,
+    registers: [this.registry],
+  });
+  readonly inventoryNewestAge = new Gauge({
+    name: "sandbox_inventory_newest_publish_age_seconds",
+    help: "Seconds since the newest NodeInventory publishedAt this process has seen (grows during a control-plane write outage).",
+    registers: [this.registry],
+  });
+  readonly claims = new Counter({
+    name: "sandbox_claims_total",
+    help: "Claims attempted on a node, by surface and outcome.",
+    labelNames: ["surface", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly driverActions = new Counter({
+    name: "sandbox_warmpool_driver_actions_total",
+    help: "Warm-pool driver actions: pool-set PUTs per node and status writes, by outcome.",
+    labelNames: ["action", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly desiredReplicas = new Gauge({
+    name: "sandbox_warmpool_desired_replicas",
+    help: "SandboxWarmPool spec.replicas (set by the driver leader).",
+    labelNames: ["namespace", "pool"] as const,
+    registers: [this.registry],
+  });
+  readonly readyReplicas = new Gauge({
+    name: "sandbox_warmpool_ready_replicas",
+    help: "What the driver wrote to SandboxWarmPool status.readyReplicas.",
+    labelNames: ["namespace", "pool"] as const,
+    registers: [this.registry],
+  });
+  readonly driverLeader = new Gauge({
+    name: "sandbox_warmpool_driver_leader",
+    help: "1 while this replica holds the cocoon-warmpool-driver Lease.",
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+}

@@ -1,0 +1,160 @@
+// The warm-pool driver (docs/warmpool.md): SandboxWarmPool + SandboxTemplate → per-node pool targets. One global
+// work item, triggered by pool create/delete/generation changes, template changes, every NodeInventory event, and a
+// requeue --warm-pool-sync-interval after each pass. A pass PUTs every eligible node (fresh, with an address) its
+// complete pool set — sandboxd replaces the whole set, so keys nobody wants are drained — and writes each pool's
+// status from the warm counts the nodes reported. With an empty sandboxd token it is fail-closed: no PUT at all.
+import type { Logger } from "pino";
+import type { Clock } from "../../../shared/clock/index.ts";
+import type { InventoryFleet, InventoryRecord } from "../../../shared/fleet/inventory.ts";
+import type { KubeClient } from "../../../shared/kube/client.ts";
+import { Informer } from "../../../shared/kube/informer.ts";
+import type { ResourceRef } from "../../../shared/kube/resources.ts";
+import type { ApiserverMetrics } from "../serving/metrics.ts";
+import { type NodeClients, mapBounded } from "../sandboxes/nodes.ts";
+import { NODE_FANOUT } from "../sandboxes/store.ts";
+import { type SandboxTemplate, type WarmPool, keyString, poolSets, resolvePools, selectorOf, statusShares } from "./plan.ts";
+
+export const EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";
+export const SandboxWarmPools: ResourceRef = { group: EXTENSIONS_GROUP, version: "v1beta1", resource: "sandboxwarmpools", namespaced: true };
+export const SandboxTemplates: ResourceRef = { group: EXTENSIONS_GROUP, version: "v1beta1", resource: "sandboxtemplates", namespaced: true };
+
+export interface DriverOptions {
+  kube: KubeClient;
+  fleet: Pick<InventoryFleet, "fresh" | "onChange">;
+  clients: NodeClients;
+  token: string;
+  syncIntervalMs: number;
+  clock: Clock;
+  log: Logger;
+  metrics?: ApiserverMetrics;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+
+export class WarmPoolDriver {
+  private wake: (() => void) | undefined;
+  private dirty = true;
+  private warnedNoToken = false;
+  /** Passes completed (tests wait on it). */
+  passes = 0;
+
+  constructor(private readonly o: DriverOptions) {}
+
+  /** Runs until `signal` aborts: informers, triggers, the reconcile loop. */
+  async run(signal: AbortSignal): Promise<void> {
+    const pools = new Informer<WarmPool>(this.o.kube, SandboxWarmPools, { log: this.o.log });
+    const templates = new Informer<SandboxTemplate>(this.o.kube, SandboxTemplates, { log: this.o.log });
+    const trigger = () => {
+      this.dirty = true;
+      this.wake?.();
+    };
+    pools.onAdd(trigger);
+    pools.onDelete(trigger);
+    // Status writes (ours included) leave the generation alone, so they do not retrigger the loop.
+    pools.onUpdate((a, b) => {
+      if (a.metadata.generation !== b.metadata.generation) trigger();
+    });
+    templates.onAdd(trigger);
+    templates.onUpdate(trigger);
+    templates.onDelete(trigger);
+    const unsubscribe = this.o.fleet.onChange(trigger);
+    const onAbort = () => this.wake?.();
+    signal.addEventListener("abort", onAbort, { once: true });
+    pools.start();
+    templates.start();
+    try {
+      await Promise.race([Promise.all([pools.synced, templates.synced]), new Promise<void>((r) => signal.addEventListener("abort", () => r(), { once: true }))]);
+      let failures = 0;
+      while (!signal.aborted) {
+        if (!this.dirty) {
+          let timer: { cancel(): void } | undefined;
+          await new Promise<void>((resolve) => {
+            this.wake = resolve;
+            timer = this.o.clock.after(failures > 0 ? Math.min(MAX_BACKOFF_MS, 500 * 2 ** failures) : this.o.syncIntervalMs, resolve);
+          });
+          timer?.cancel();
+          this.wake = undefined;
+          if (signal.aborted) break;
+        }
+        this.dirty = false;
+        try {
+          await this.reconcile(pools.list(), (ns, name) => templates.get(`${ns}/${name}`), signal);
+          failures = 0;
+        } catch (e) {
+          failures++;
+          this.o.log.error({ err: (e as Error).message }, "warm-pool reconcile failed; retrying with backoff");
+        }
+        this.passes++;
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      unsubscribe();
+      await Promise.all([pools.stop(), templates.stop()]);
+    }
+  }
+
+  async reconcile(poolList: readonly WarmPool[], template: (ns: string, name: string) => SandboxTemplate | undefined, signal?: AbortSignal): Promise<void> {
+    const pools = [...poolList].sort((a, b) => {
+      const ka = `${a.metadata.namespace}/${a.metadata.name}`;
+      const kb = `${b.metadata.namespace}/${b.metadata.name}`;
+      return ka < kb ? -1 : ka > kb ? 1 : 0;
+    });
+    const resolutions = resolvePools(pools, template);
+    for (const r of resolutions) {
+      if ("skipped" in r) this.o.log.error({ pool: `${r.pool.metadata.namespace}/${r.pool.metadata.name}` }, r.skipped);
+    }
+    const nodes = this.o.fleet.fresh().filter((n) => n.address);
+    const sets = poolSets(resolutions, nodes.length);
+    const warm = new Map<string, Map<string, number>>(nodes.map((n) => [n.name, inventoryWarm(n)]));
+
+    if (!this.o.token) {
+      if (!this.warnedNoToken) this.o.log.warn("warm-pool driver has no sandboxd token; skipping pool apply (fail-closed)");
+      this.warnedNoToken = true;
+    } else {
+      await mapBounded(nodes, NODE_FANOUT, async (node) => {
+        const i = nodes.indexOf(node);
+        const body = { pools: sets[i]! };
+        try {
+          const info = await this.o.clients.for(node.address).putPools(body, signal ? { signal } : {});
+          // The node's answer replaces its inventory counts for this pass; a key it does not report has 0 warm.
+          warm.set(node.name, new Map(info.pools.map((p) => [keyString(p.key), p.warm])));
+          this.o.metrics?.driverActions.inc({ action: "put_pools", outcome: "ok" });
+        } catch (e) {
+          this.o.log.warn({ node: node.name, err: (e as Error).message }, "pool-set PUT failed; keeping the node's inventory warm counts");
+          this.o.metrics?.driverActions.inc({ action: "put_pools", outcome: "error" });
+        }
+      });
+    }
+
+    const fleetWarm = new Map<string, number>();
+    for (const m of warm.values()) for (const [k, v] of m) fleetWarm.set(k, (fleetWarm.get(k) ?? 0) + v);
+    const shares = statusShares(resolutions, fleetWarm);
+    for (const r of resolutions) {
+      const pool = r.pool;
+      const share = shares.get(pool) ?? 0;
+      const labels = { namespace: pool.metadata.namespace, pool: pool.metadata.name };
+      this.o.metrics?.desiredReplicas.set(labels, "replicas" in r ? r.replicas : 0);
+      this.o.metrics?.readyReplicas.set(labels, share);
+      const want = { replicas: share, readyReplicas: share, selector: selectorOf(pool) };
+      const s = pool.status ?? {};
+      if (s.replicas === want.replicas && s.readyReplicas === want.readyReplicas && s.selector === want.selector) continue;
+      try {
+        await this.o.kube.update(SandboxWarmPools, { ...pool, status: { ...s, ...want } }, { subresource: "status" });
+        this.o.metrics?.driverActions.inc({ action: "status_update", outcome: "ok" });
+      } catch (e) {
+        // A conflict or error waits for the next pass.
+        this.o.log.debug({ pool: `${pool.metadata.namespace}/${pool.metadata.name}`, err: (e as Error).message }, "pool status update failed");
+        this.o.metrics?.driverActions.inc({ action: "status_update", outcome: "error" });
+      }
+    }
+  }
+}
+
+function inventoryWarm(n: InventoryRecord): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const p of n.inventory.pools ?? []) {
+    const k = keyString({ template: p.template, net: (p.net || "none") as "none", size: (p.size || "small") as "small" });
+    m.set(k, (m.get(k) ?? 0) + p.warm);
+  }
+  return m;
+}

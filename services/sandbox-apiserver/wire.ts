@@ -1,0 +1,198 @@
+// startApiserver: steps 4–11 of the startup order (docs/architecture.md "Startup"), each failure naming what failed:
+//   4 kube client → 5 NodeInventory cache synced (≤ 2 min) → 6 sandboxd token → 7 store → 8 warm-pool driver →
+//   9 e2b surface → 10 serving cert + delegated auth config → 11 serve.
+// Shutdown: readiness fails and open watches end first, then the listener closes, then the loops stop.
+import { readFile } from "node:fs/promises";
+import type { Logger } from "pino";
+import { type Clock, realClock } from "../../shared/clock/index.ts";
+import { type Env, StartupError } from "../../shared/config/index.ts";
+import { InventoryFleet } from "../../shared/fleet/inventory.ts";
+import { KubeClient } from "../../shared/kube/client.ts";
+import { KubeConfigError, loadKubeConnection } from "../../shared/kube/connection.ts";
+import type { Shutdown } from "../../shared/lifecycle/index.ts";
+import { buildInfo } from "../../shared/version.ts";
+import { apiRoutes } from "./api/routes.ts";
+import { createApp } from "./app.ts";
+import type { ApiserverConfig } from "./flags.ts";
+import { NodeClients } from "./sandboxes/nodes.ts";
+import { SandboxReader } from "./sandboxes/store.ts";
+import { loadAuthSources } from "./serving/auth-config.ts";
+import { Authenticator } from "./serving/authn.ts";
+import { Authorizer } from "./serving/authz.ts";
+import { servingCertificate } from "./serving/certs.ts";
+import { ClientCertVerifier, parseCertBundle } from "./serving/client-certs.ts";
+import { ApiserverMetrics } from "./serving/metrics.ts";
+import { observabilityRoutes } from "./serving/observability.ts";
+import { startSecureServer } from "./serving/secure-server.ts";
+import { startWarmPoolDriver, type WarmPoolDriverHandle } from "./warmpool/run.ts";
+
+/** Test hook (spec §12.34 allows one): shortens the 2 min wait for the NodeInventory cache. */
+export const INVENTORY_SYNC_TIMEOUT_ENV = "SANDBOX_APISERVER_INVENTORY_SYNC_TIMEOUT_MS";
+
+export interface StartOptions {
+  config: ApiserverConfig;
+  log: Logger;
+  env: Env;
+  shutdown: Shutdown;
+  clock?: Clock;
+}
+
+export interface RunningApiserver {
+  port: number;
+  fleet: InventoryFleet;
+  metrics: ApiserverMetrics;
+  driver?: WarmPoolDriverHandle;
+}
+
+async function kubeClientFrom(env: Env, what: string, log: Logger, kubeconfig?: string): Promise<KubeClient> {
+  try {
+    const conn = await loadKubeConnection(kubeconfig ? { KUBECONFIG: kubeconfig } : env);
+    return new KubeClient(conn, { userAgent: `sandbox-apiserver/${buildInfo.version}`, log: log.child({ component: "kube", client: what }) });
+  } catch (e) {
+    if (e instanceof KubeConfigError) throw new StartupError(`load kube config${kubeconfig ? ` (${what} ${kubeconfig})` : ""}: ${e.message}`, {});
+    throw e;
+  }
+}
+
+export async function readSandboxdToken(config: Pick<ApiserverConfig, "sandboxdToken" | "sandboxdTokenFile">): Promise<string> {
+  if (!config.sandboxdTokenFile) return config.sandboxdToken;
+  try {
+    return (await readFile(config.sandboxdTokenFile, "utf8")).trim();
+  } catch (e) {
+    throw new StartupError(`sandboxd: read token file "${config.sandboxdTokenFile}": ${(e as Error).message}`, { flag: "--sandboxd-token-file" });
+  }
+}
+
+export async function startApiserver(o: StartOptions): Promise<RunningApiserver> {
+  const { config, log, env, shutdown } = o;
+  const clock = o.clock ?? realClock;
+  const metrics = new ApiserverMetrics();
+
+  // 4. Kube client: service account in a cluster, KUBECONFIG outside.
+  const kube = await kubeClientFrom(env, "main", log);
+
+  // 5. NodeInventory cache.
+  const syncTimeout = Number(env[INVENTORY_SYNC_TIMEOUT_ENV] ?? "") || undefined;
+  const fleet = new InventoryFleet({
+    client: kube,
+    staleAfterMs: config.inventoryStaleAfter,
+    clock,
+    log: log.child({ component: "inventory" }),
+    ...(syncTimeout ? { syncTimeoutMs: syncTimeout } : {}),
+  });
+  shutdown.addCloser("inventory", () => fleet.stop());
+  try {
+    await fleet.ready();
+  } catch (e) {
+    throw new StartupError((e as Error).message, { resource: "nodeinventories.sandbox.cocoonstack.io" });
+  }
+
+  // 6–7. Token and store.
+  const token = await readSandboxdToken(config);
+  if (!token) log.warn("no sandboxd token: node calls carry no Authorization header; deletes and lifecycle verbs will be refused by the nodes");
+  const clients = new NodeClients(token, log.child({ component: "sandboxd" }));
+  const reader = new SandboxReader(fleet, clients);
+
+  // 8. Warm-pool driver (leader-elected; rebuilt 5 s after it stops).
+  let driver: WarmPoolDriverHandle | undefined;
+  if (config.enableWarmPoolDriver) {
+    driver = startWarmPoolDriver({ kube, fleet, clients, token, syncIntervalMs: config.warmPoolSyncInterval, clock, log: log.child({ component: "warmpool" }), metrics, env });
+    shutdown.addCloser("warm-pool driver", () => driver!.stop());
+  }
+
+  // 10. Serving certificate and delegated authentication/authorization.
+  const cert = await servingCertificate(config.serving);
+  const authnClient = config.authentication.kubeconfig ? await kubeClientFrom(env, "--authentication-kubeconfig", log, config.authentication.kubeconfig) : kube;
+  const authzClient = config.authorization.kubeconfig ? await kubeClientFrom(env, "--authorization-kubeconfig", log, config.authorization.kubeconfig) : kube;
+  const sources = await loadAuthSources(config, authnClient, log);
+  const verifier = new ClientCertVerifier(parseCertBundle(sources.requestHeaderCaPem), parseCertBundle(sources.clientCaPem));
+  const authenticator = new Authenticator({
+    requestHeader: sources.requestHeader,
+    tokenReviewer: authnClient,
+    cacheTtlMs: config.authentication.tokenWebhookCacheTtl,
+    now: () => clock.now(),
+  });
+  const authorizer = new Authorizer({
+    reviewer: authzClient,
+    alwaysAllowPaths: config.authorization.alwaysAllowPaths,
+    allowedTtlMs: config.authorization.webhookCacheAuthorizedTtl,
+    deniedTtlMs: config.authorization.webhookCacheUnauthorizedTtl,
+    now: () => clock.now(),
+  });
+
+  // 11. Serve.
+  const stopping = new AbortController();
+  const api = apiRoutes({
+    reader,
+    create: {
+      fresh: () => fleet.fresh(),
+      clients,
+      now: () => clock.now(),
+      log: log.child({ component: "create" }),
+      onClaimed: (ns, name, id, node) => {
+        reader.remember({ node, entry: { id, name: `${ns}/${name}` } }, ns);
+        metrics.claims.inc({ surface: "aggregated", outcome: "ok" });
+      },
+      onFailed: () => metrics.claims.inc({ surface: "aggregated", outcome: "error" }),
+    },
+    clock,
+    log: log.child({ component: "api" }),
+    shutdown: stopping.signal,
+    version: () => versionInfo(),
+  });
+  const observability = observabilityRoutes({
+    metrics,
+    beforeScrape: () => {
+      const fresh = fleet.fresh().length;
+      metrics.inventoryNodes.set({ state: "fresh" }, fresh);
+      metrics.inventoryNodes.set({ state: "stale" }, fleet.all().length - fresh);
+      const newest = Math.max(0, ...fleet.all().map((r) => r.publishedAt ?? 0));
+      if (newest > 0) metrics.inventoryNewestAge.set(Math.max(0, (clock.now() - newest) / 1000));
+    },
+    live: [
+      { name: "ping", check: () => undefined },
+      { name: "log", check: () => undefined },
+    ],
+    ready: [
+      { name: "shutdown", check: () => (stopping.signal.aborted ? "process is shutting down" : undefined) },
+      { name: "inventory-synced", check: () => undefined },
+    ],
+    profiling: config.profiling,
+  });
+  const handler = createApp({ authenticator, authorizer, requestHeader: sources.requestHeader, api, observability, metrics, log: log.child({ component: "http" }) });
+  let server;
+  try {
+    server = await startSecureServer({
+      bindAddress: config.serving.bindAddress,
+      port: config.serving.securePort,
+      certPem: cert.certPem,
+      keyPem: cert.keyPem,
+      verifier,
+      ...(config.serving.tlsMinVersion ? { minVersion: config.serving.tlsMinVersion } : {}),
+      handler,
+      log: log.child({ component: "serving" }),
+    });
+  } catch (e) {
+    throw new StartupError(`listen on ${config.serving.bindAddress}:${config.serving.securePort}: ${(e as Error).message}`, { flag: "--secure-port" });
+  }
+  // Readiness fails and watches end at the first signal; the listener closes after.
+  shutdown.onDraining("readiness and open watches", () => stopping.abort());
+  shutdown.addListener("secure port", () => server.stop());
+  log.info({ port: server.port, bindAddress: config.serving.bindAddress }, "serving agents.x-k8s.io/v1beta1 sandboxes");
+  return { port: server.port, fleet, metrics, ...(driver ? { driver } : {}) };
+}
+
+function versionInfo() {
+  const [major = "0", minor = "0"] = buildInfo.version.replace(/^v/, "").split(".");
+  return {
+    major,
+    minor,
+    gitVersion: buildInfo.version.startsWith("v") ? buildInfo.version : `v${buildInfo.version}`,
+    gitCommit: buildInfo.revision,
+    gitTreeState: "clean",
+    buildDate: buildInfo.builtAt,
+    goVersion: `bun${Bun.version}`,
+    compiler: "bun",
+    platform: `${process.platform}/${process.arch}`,
+  };
+}

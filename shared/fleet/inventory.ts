@@ -1,0 +1,228 @@
+// The Kubernetes source of the fleet view (docs/fleet.md): one NodeInventory informer (a LIST, then WATCH; never a
+// per-request LIST), an immutable snapshot rebuilt per event, and the freshness rule of --inventory-stale-after
+// applied at read time against this process's clock (freshNodes in view.ts). Besides the FleetNode snapshot the e2b
+// surface and the relay read, it keeps each node's raw NodeInventory: the aggregated API renders fields (addr,
+// claimRef, entries without an id) that FleetEntry does not carry.
+import type { Logger } from "pino";
+import { type Clock, realClock } from "../clock/index.ts";
+import { formatGoDuration } from "../config/index.ts";
+import type { KubeClient } from "../kube/client.ts";
+import { Informer } from "../kube/informer.ts";
+import { NodeInventories, NodeInventory } from "../inventory/index.ts";
+import { type Net, NETS, type Size, SIZES, parseWireTime } from "../sandboxd/schemas.ts";
+import type { FleetEntry, FleetNode, FleetPool, FleetSource, FleetTemplate } from "./types.ts";
+import { freshNodes, namespaceOfName } from "./view.ts";
+
+/** How long ready() waits for the first LIST before naming the missing CRD (sandbox-apiserver.md §1.1 step 5). */
+export const INVENTORY_SYNC_TIMEOUT_MS = 120_000;
+
+/** One node as the last inventory event left it: the raw object (validated) and its fleet-view rendering. */
+export interface InventoryRecord {
+  name: string;
+  address: string;
+  /** Epoch ms of `publishedAt`; undefined when absent, unparsable or Go's zero time (an unstamped node). */
+  publishedAt?: number;
+  inventory: NodeInventory;
+  fleet: FleetNode;
+}
+
+export interface InventoryFleetOptions {
+  client: KubeClient;
+  /** --inventory-stale-after in ms (always positive). */
+  staleAfterMs: number;
+  clock?: Clock;
+  log?: Logger;
+  syncTimeoutMs?: number;
+}
+
+type RawInventory = { metadata?: { name?: string; resourceVersion?: string } } & Record<string, unknown>;
+
+export class InventoryFleet implements FleetSource {
+  private readonly informer: Informer<RawInventory>;
+  private readonly clock: Clock;
+  private readonly log?: Logger;
+  /** Sorted by name; replaced (never mutated) on every event, so a reader may hold one. */
+  private records: readonly InventoryRecord[] = [];
+  /** Per object name: the resourceVersion its record was built from, so an unchanged node is not re-rendered. */
+  private readonly built = new Map<string, { rv: string; record: InventoryRecord }>();
+  private readonly listeners = new Set<() => void>();
+  private started = false;
+
+  /** No side effects: the informer starts on ready(). */
+  constructor(private readonly o: InventoryFleetOptions) {
+    this.clock = o.clock ?? realClock;
+    this.log = o.log;
+    this.informer = new Informer<RawInventory>(o.client, NodeInventories, { log: o.log });
+    const rebuild = () => this.rebuild();
+    this.informer.onAdd(rebuild);
+    this.informer.onUpdate(rebuild);
+    this.informer.onDelete(rebuild);
+  }
+
+  async ready(signal?: AbortSignal): Promise<void> {
+    if (!this.started) {
+      this.started = true;
+      this.informer.start();
+    }
+    const timeoutMs = this.o.syncTimeoutMs ?? INVENTORY_SYNC_TIMEOUT_MS;
+    let timer: { cancel(): void } | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = this.clock.after(timeoutMs, () =>
+        reject(
+          new Error(
+            `kubeinventory: node inventory cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
+              `(is the NodeInventory.sandbox.cocoonstack.io CRD installed?)`,
+          ),
+        ),
+      );
+    });
+    const aborted = new Promise<never>((_, reject) => {
+      if (signal?.aborted) reject(signal.reason);
+      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+    });
+    try {
+      await Promise.race([this.informer.synced, timedOut, aborted]);
+    } finally {
+      timer?.cancel();
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.informer.stop();
+  }
+
+  /** Fresh nodes, sorted by name (FleetSource). */
+  nodes(): readonly FleetNode[] {
+    return this.fresh().map((r) => r.fleet);
+  }
+
+  /** Fresh nodes with their raw inventory, sorted by name. Stale nodes are absent from every read path. */
+  fresh(): InventoryRecord[] {
+    return freshNodes(this.records, this.o.staleAfterMs, this.clock.now());
+  }
+
+  /** Every cached node, fresh or not (metrics, diagnostics). */
+  all(): readonly InventoryRecord[] {
+    return this.records;
+  }
+
+  /** One fresh node by name; a stale node answers undefined ("not found"), as §4.3 requires of per-node reads. */
+  freshNode(name: string): InventoryRecord | undefined {
+    return this.fresh().find((r) => r.name === name);
+  }
+
+  /** Called after every inventory event (the warm-pool driver's trigger). Returns an unsubscribe function. */
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private rebuild(): void {
+    const next: InventoryRecord[] = [];
+    const seen = new Set<string>();
+    for (const raw of this.informer.list()) {
+      const name = raw.metadata?.name ?? "";
+      seen.add(name);
+      const rv = raw.metadata?.resourceVersion ?? "";
+      const cached = this.built.get(name);
+      if (cached && cached.rv === rv) {
+        next.push(cached.record);
+        continue;
+      }
+      const parsed = NodeInventory.safeParse(raw);
+      if (!parsed.success) {
+        // One malformed object must not take the fleet down: skip it, say which and why.
+        this.log?.warn({ nodeInventory: name, err: parsed.error.issues[0]?.message }, "skipping a NodeInventory that does not match its schema");
+        this.built.delete(name);
+        continue;
+      }
+      const record = recordOf(parsed.data);
+      this.built.set(name, { rv, record });
+      next.push(record);
+    }
+    for (const name of [...this.built.keys()]) if (!seen.has(name)) this.built.delete(name);
+    next.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    this.records = next;
+    for (const fn of this.listeners) {
+      try {
+        fn();
+      } catch (err) {
+        this.log?.error({ err: (err as Error).message }, "inventory change listener failed");
+      }
+    }
+  }
+}
+
+export function recordOf(inv: NodeInventory): InventoryRecord {
+  const publishedAt = epochMs(inv.publishedAt);
+  const fleet: FleetNode = {
+    name: inv.node,
+    address: inv.address ?? "",
+    ...(publishedAt === undefined ? {} : { publishedAt }),
+    pools: (inv.pools ?? []).flatMap((p): FleetPool[] => {
+      const net = asNet(p.net);
+      const size = asSize(p.size);
+      return net && size ? [{ template: p.template, net, size, warm: p.warm, target: p.target }] : [];
+    }),
+    templates: (inv.templates ?? []).flatMap((t): FleetTemplate[] => {
+      const net = asNet(t.net);
+      const size = asSize(t.size);
+      if (!net || !size) return [];
+      const createdAt = epochMs(t.createdAt);
+      return [{ template: t.template, net, size, ...(t.contentDigest ? { contentDigest: t.contentDigest } : {}), ...(createdAt === undefined ? {} : { createdAt }) }];
+    }),
+    entries: (inv.entries ?? []).flatMap((e): FleetEntry[] => {
+      if (!e.id) return []; // the e2b surface and the relay address sandboxes by claim id only
+      const deadline = epochMs(e.deadline);
+      const claimedAt = epochMs(e.claimedAt);
+      const metadata = parseMetadata(e.claimMetadata);
+      return [
+        {
+          id: e.id,
+          name: e.name,
+          namespace: namespaceOfName(e.name),
+          phase: e.phase,
+          ...(e.template ? { template: e.template } : {}),
+          ...(deadline === undefined ? {} : { deadline }),
+          ...(claimedAt === undefined ? {} : { claimedAt }),
+          ...(metadata ? { metadata } : {}),
+          ...(e.cpuCount ? { cpuCount: e.cpuCount } : {}),
+          ...(e.memoryBytes ? { memoryBytes: e.memoryBytes } : {}),
+        },
+      ];
+    }),
+  };
+  return { name: inv.node, address: inv.address ?? "", ...(publishedAt === undefined ? {} : { publishedAt }), inventory: inv, fleet };
+}
+
+/** RFC 3339 → epoch ms; undefined for absent, unparsable, or Go's zero time (which means "never stamped"). */
+function epochMs(s: string | undefined): number | undefined {
+  if (!s) return undefined;
+  try {
+    const ms = parseWireTime(s);
+    return ms === null || ms <= 0 ? undefined : ms;
+  } catch {
+    return undefined;
+  }
+}
+
+function asNet(v: string | undefined): Net | undefined {
+  const n = v || "none";
+  return (NETS as readonly string[]).includes(n) ? (n as Net) : undefined;
+}
+
+function asSize(v: string | undefined): Size | undefined {
+  const s = v || "small";
+  return (SIZES as readonly string[]).includes(s) ? (s as Size) : undefined;
+}
+
+function parseMetadata(s: string | undefined): Record<string, string> | undefined {
+  if (!s) return undefined;
+  try {
+    const v = JSON.parse(s) as unknown;
+    if (v === null || typeof v !== "object" || Array.isArray(v)) return undefined;
+    return Object.fromEntries(Object.entries(v as Record<string, unknown>).filter((kv): kv is [string, string] => typeof kv[1] === "string"));
+  } catch {
+    return undefined;
+  }
+}
