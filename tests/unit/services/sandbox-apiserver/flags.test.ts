@@ -155,9 +155,9 @@ describe("a real process", () => {
     expect(proc.stderr.toString()).toContain("no API key configured");
   });
 
-  test("valid flags exit 1 saying the server is not built yet", () => {
-    const proc = run([]);
+  test("valid flags with no Kubernetes connection exit 1 naming the kube config (spec §1.1 step 4)", () => {
+    const proc = run([], { KUBECONFIG: "/nonexistent/kubeconfig" });
     expect(proc.exitCode).toBe(1);
-    expect(proc.stderr.toString()).toContain("not built yet");
+    expect(proc.stderr.toString()).toContain("load kube config:");
   });
 });

@@ -1,0 +1,277 @@
+// The real aggregation path for sandbox-apiserver tests: a test kube-apiserver with the front-proxy flags, the
+// NodeInventory and agent-sandbox CRDs, the apiserver's ServiceAccount with the chart's RBAC, and our server as a
+// subprocess reached only through the aggregator (APIService → ExternalName Service `localhost`, serving cert SAN
+// sandbox-apiserver.sandbox-system.svc, its CA in caBundle). NodeInventories are applied by the test ("the harness
+// plays vk-sandbox"), so publishedAt is the test's to choose.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { createCA, issueCertificate } from "../../../shared/tls/index.ts";
+import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
+import { freePorts } from "../../kube/ports.ts";
+
+const REPO = join(import.meta.dir, "../../..");
+export const SERVICE = "sandbox-apiserver";
+export const NAMESPACE = "sandbox-system";
+export const APISERVICE = "v1beta1.agents.x-k8s.io";
+
+export const RBAC = `
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: ${SERVICE}, namespace: ${NAMESPACE}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: sandbox-apiserver-inventory-reader}
+rules:
+  - {apiGroups: [sandbox.cocoonstack.io], resources: [nodeinventories], verbs: [get, list, watch]}
+  - {apiGroups: [extensions.agents.x-k8s.io], resources: [sandboxwarmpools, sandboxtemplates], verbs: [get, list, watch]}
+  - {apiGroups: [extensions.agents.x-k8s.io], resources: [sandboxwarmpools/status], verbs: [get, update, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: sandbox-apiserver-inventory-reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sandbox-apiserver-inventory-reader}
+subjects: [{kind: ServiceAccount, name: ${SERVICE}, namespace: ${NAMESPACE}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "sandbox-apiserver:system:auth-delegator"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator"}
+subjects: [{kind: ServiceAccount, name: ${SERVICE}, namespace: ${NAMESPACE}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: sandbox-apiserver-leader-election, namespace: ${NAMESPACE}}
+rules:
+  - {apiGroups: [coordination.k8s.io], resources: [leases], verbs: [get, list, watch, create, update, patch, delete]}
+  - {apiGroups: [""], resources: [events], verbs: [create, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sandbox-apiserver-leader-election, namespace: ${NAMESPACE}}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: sandbox-apiserver-leader-election}
+subjects: [{kind: ServiceAccount, name: ${SERVICE}, namespace: ${NAMESPACE}}]
+`;
+
+export const AUTH_READER = `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sandbox-apiserver-auth-reader, namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+subjects: [{kind: ServiceAccount, name: ${SERVICE}, namespace: ${NAMESPACE}}]
+`;
+
+export interface InventoryInput {
+  node: string;
+  address?: string;
+  publishedAt?: string | null;
+  pools?: { template: string; net?: string; size?: string; warm: number; target: number }[];
+  entries?: Record<string, unknown>[];
+}
+
+export interface ApiserverProcess {
+  port: number;
+  proc: Subprocess;
+  stderr(): string;
+  /** SIGTERM and wait; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number>;
+}
+
+export interface Stack {
+  cluster: TestCluster;
+  dir: string;
+  /** kubeconfig of the cluster admin (system:masters). */
+  admin: string;
+  /** kubeconfig of the apiserver's ServiceAccount. */
+  serverKubeconfig: string;
+  certFile: string;
+  keyFile: string;
+  caPem: string;
+  startServer(o?: { args?: string[]; env?: Record<string, string>; port?: number; waitReady?: boolean }): Promise<ApiserverProcess>;
+  /** Points the APIService at a server's port and waits until it is Available. */
+  register(port: number): Promise<void>;
+  publish(inv: InventoryInput): Promise<void>;
+  unpublish(node: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const children = new Set<Subprocess>();
+process.on("exit", () => {
+  for (const c of children) c.kill("SIGKILL");
+});
+
+export async function startStack(o: { authReader?: boolean; crds?: boolean } = {}): Promise<Stack> {
+  const cluster = await startKubeApiserver();
+  const dir = mkdtempSync(join(tmpdir(), "sandbox-apiserver-it-"));
+  try {
+    const crds = ["nodeinventories.sandbox.cocoonstack.io.yaml", "sandboxwarmpools.extensions.agents.x-k8s.io.yaml", "sandboxtemplates.extensions.agents.x-k8s.io.yaml"];
+    const docs = [`apiVersion: v1\nkind: Namespace\nmetadata: {name: ${NAMESPACE}}`];
+    if (o.crds !== false) for (const f of crds) docs.push(readFileSync(join(REPO, "manifests/crds", f), "utf8"));
+    docs.push(RBAC);
+    if (o.authReader !== false) docs.push(AUTH_READER);
+    await cluster.apply(docs.join("\n---\n"));
+    const token = await cluster.serviceAccountToken(NAMESPACE, SERVICE, 7200);
+    const serverKubeconfig = cluster.kubeconfig({ auth: "token", token, path: join(dir, "server.kubeconfig") });
+    const admin = cluster.kubeconfig({ path: join(dir, "admin.kubeconfig") });
+    const ca = await createCA("sandbox-apiserver-test-ca");
+    const serving = await issueCertificate({
+      ca,
+      cn: `${SERVICE}.${NAMESPACE}.svc`,
+      dnsNames: [`${SERVICE}.${NAMESPACE}.svc`, "localhost"],
+      ips: ["127.0.0.1"],
+      usages: "server",
+    });
+    const certFile = join(dir, "serving.crt");
+    const keyFile = join(dir, "serving.key");
+    writeFileSync(certFile, serving.certPem);
+    writeFileSync(keyFile, serving.keyPem, { mode: 0o600 });
+
+    const stack: Stack = {
+      cluster,
+      dir,
+      admin,
+      serverKubeconfig,
+      certFile,
+      keyFile,
+      caPem: ca.certPem,
+      async startServer(so = {}) {
+        const port = so.port ?? freePorts(1)[0]!;
+        let err = "";
+        const proc = Bun.spawn(
+          [
+            process.execPath,
+            join(REPO, "services/sandbox-apiserver/main.ts"),
+            `--secure-port=${port}`,
+            "--bind-address=127.0.0.1",
+            `--tls-cert-file=${certFile}`,
+            `--tls-private-key-file=${keyFile}`,
+            `--authentication-kubeconfig=${serverKubeconfig}`,
+            `--authorization-kubeconfig=${serverKubeconfig}`,
+            ...(so.args ?? []),
+          ],
+          {
+            stdio: ["ignore", "ignore", "pipe"],
+            env: { ...process.env, KUBECONFIG: serverKubeconfig, POD_NAMESPACE: NAMESPACE, ...(so.env ?? {}) },
+          },
+        );
+        children.add(proc);
+        void (async () => {
+          const dec = new TextDecoder();
+          for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) err += dec.decode(chunk);
+        })();
+        const p: ApiserverProcess = {
+          port,
+          proc,
+          stderr: () => err,
+          async stop(signal = "SIGTERM") {
+            proc.kill(signal);
+            const code = await proc.exited;
+            children.delete(proc);
+            return code;
+          },
+        };
+        if (so.waitReady !== false) {
+          const deadline = Date.now() + 30_000;
+          for (;;) {
+            if (proc.exitCode !== null) throw new Error(`sandbox-apiserver exited ${proc.exitCode}:\n${err}`);
+            try {
+              const r = await fetch(`https://127.0.0.1:${port}/readyz`, { tls: { ca: ca.certPem } });
+              await r.body?.cancel();
+              if (r.ok) break;
+            } catch {
+              // not listening yet
+            }
+            if (Date.now() > deadline) throw new Error(`sandbox-apiserver not ready in 30 s:\n${err}`);
+            await Bun.sleep(100);
+          }
+        }
+        return p;
+      },
+      async register(port) {
+        await cluster.apply([
+          { apiVersion: "v1", kind: "Service", metadata: { name: SERVICE, namespace: NAMESPACE }, spec: { type: "ExternalName", externalName: "localhost" } },
+          {
+            apiVersion: "apiregistration.k8s.io/v1",
+            kind: "APIService",
+            metadata: { name: APISERVICE },
+            spec: {
+              group: "agents.x-k8s.io",
+              version: "v1beta1",
+              groupPriorityMinimum: 1000,
+              versionPriority: 100,
+              service: { name: SERVICE, namespace: NAMESPACE, port },
+              caBundle: Buffer.from(ca.certPem).toString("base64"),
+            },
+          },
+        ]);
+        const deadline = Date.now() + 60_000;
+        let last = "";
+        for (;;) {
+          const r = await cluster.adminFetch(`/apis/apiregistration.k8s.io/v1/apiservices/${APISERVICE}`);
+          const s = (await r.json()) as { spec?: { service?: { port?: number } }; status?: { conditions?: { type: string; status: string; message?: string }[] } };
+          const avail = s.status?.conditions?.find((c) => c.type === "Available");
+          last = JSON.stringify(avail);
+          if (avail?.status === "True" && s.spec?.service?.port === port) {
+            // The aggregator's proxy handler can trail the availability controller by a moment: probe through it.
+            const probe = await cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1");
+            await probe.body?.cancel();
+            if (probe.ok) return;
+          }
+          if (Date.now() > deadline) throw new Error(`APIService ${APISERVICE} not Available: ${last}`);
+          await Bun.sleep(200);
+        }
+      },
+      async publish(inv) {
+        const publishedAt = inv.publishedAt === undefined ? new Date().toISOString().replace(/\.\d{3}Z$/, "Z") : inv.publishedAt;
+        await cluster.apply([
+          {
+            apiVersion: "sandbox.cocoonstack.io/v1beta1",
+            kind: "NodeInventory",
+            metadata: { name: inv.node },
+            node: inv.node,
+            ...(inv.address !== undefined ? { address: inv.address } : {}),
+            ...(publishedAt ? { publishedAt } : {}),
+            pools: inv.pools ?? [],
+            entries: inv.entries ?? [],
+          },
+        ]);
+      },
+      async unpublish(node) {
+        const r = await cluster.adminFetch(`/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/${node}`, { method: "DELETE" });
+        await r.body?.cancel();
+      },
+      async stop() {
+        for (const c of children) c.kill("SIGKILL");
+        await cluster.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+    return stack;
+  } catch (e) {
+    await cluster.stop();
+    throw e;
+  }
+}
+
+/** RFC 3339 with whole seconds. */
+export function rfc3339(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** Polls until `check` returns a value (not undefined), or throws after `timeoutMs` with the last error. */
+export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
+    await Bun.sleep(100);
+  }
+}
