@@ -2,7 +2,6 @@
 // default or cleartext HTTP/2 by prior knowledge (--guest-http2). Bodies stream both ways with backpressure: the
 // client's body is pulled only as fast as the tunnel drains, the guest's body only as fast as the client reads.
 // Nothing is buffered beyond a chunk in flight. Closing either end tears the tunnel down.
-import { once } from "node:events";
 import http2 from "node:http2";
 import type { IncomingHttpHeaders } from "node:http";
 import type net from "node:net";
@@ -27,6 +26,19 @@ export interface GuestRequest {
   signal: AbortSignal;
 }
 
+/** Resolves when the writable drains or closes (whichever first), leaving no listener behind. */
+function drained(sink: Writable): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      sink.off("drain", done);
+      sink.off("close", done);
+      resolve();
+    };
+    sink.on("drain", done);
+    sink.on("close", done);
+  });
+}
+
 /** Pump a web stream into a node writable, honouring backpressure. Ends the writable when the stream ends. */
 async function pump(body: ReadableStream<Uint8Array>, sink: Writable, count: (n: number) => void, signal: AbortSignal): Promise<void> {
   const reader = body.getReader();
@@ -37,7 +49,7 @@ async function pump(body: ReadableStream<Uint8Array>, sink: Writable, count: (n:
       const { done, value } = await reader.read();
       if (done) break;
       count(value.byteLength);
-      if (!sink.write(value)) await Promise.race([once(sink, "drain"), once(sink, "close")]);
+      if (!sink.write(value)) await drained(sink);
       if (sink.destroyed) return;
     }
     sink.end();

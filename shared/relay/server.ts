@@ -18,6 +18,8 @@ export function serveRelay(relay: EnvdRelay, l: RelayListen): ReturnType<typeof 
     hostname: host === "" ? "0.0.0.0" : host,
     port: Number(port),
     idleTimeout: 0,
+    // Bun's default caps a request body at 128 MiB; the relay streams bodies of any size.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     http2: true,
     ...(tls ? { tls } : {}),
     fetch: relay.fetch,

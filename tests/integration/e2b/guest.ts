@@ -23,11 +23,13 @@ export async function startTestGuest(): Promise<TestGuest> {
   const requests: RecordedRequest[] = [];
   const inits: TestGuest["inits"] = [];
   let open = 0;
+  const files = new Map<string, Uint8Array<ArrayBuffer>>();
   const g: Partial<TestGuest> = { requests, inits, initStatus: 204 };
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     idleTimeout: 0,
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     async fetch(req) {
       const url = new URL(req.url);
       const headers: Record<string, string> = {};
@@ -43,6 +45,21 @@ export async function startTestGuest(): Promise<TestGuest> {
       }
       if (url.pathname === "/metrics") {
         return Response.json({ ts: Math.floor(Date.now() / 1000), cpu_count: 2, cpu_used_pct: 12.5, mem_total: 1073741824, mem_used: 268435456, mem_cache: 1024, disk_used: 2048, disk_total: 4096 });
+      }
+      if (url.pathname === "/files") {
+        // envd's file REST, just enough for the SDK's files.write/read: multipart or raw bodies kept in memory.
+        const path = url.searchParams.get("path") ?? "";
+        if (req.method === "POST") {
+          const type = req.headers.get("content-type") ?? "";
+          const data = type.startsWith("multipart/")
+            ? new Uint8Array(await ((await req.formData()).get("file") as Blob).arrayBuffer())
+            : new Uint8Array(await req.arrayBuffer());
+          files.set(path, data);
+          return Response.json([{ name: path.split("/").pop(), type: "file", path }]);
+        }
+        const data = files.get(path);
+        if (!data) return Response.json({ code: 404, message: `path '${path}' does not exist` }, { status: 404 });
+        return new Response(data, { headers: { "content-type": "application/octet-stream" } });
       }
       if (url.pathname === "/upload") {
         // Count the body as it streams; never hold it.
