@@ -266,13 +266,9 @@ describe("streaming", () => {
     await sbx.kill();
   });
 
-  test("22 + 200 MB each way: uploads and downloads stream through in bounded memory (RSS)", async () => {
+  test("22: a streamed upload without Content-Length and a large download pass through whole (memory: memory.test.ts)", async () => {
     const sbx = await create();
-    const SIZE = 200 * 1024 * 1024;
-    Bun.gc(true);
-    const rss0 = process.memoryUsage.rss();
-    let peak = rss0;
-    const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
+    const SIZE = 32 * 1024 * 1024;
     const chunk = new Uint8Array(256 * 1024).fill(98);
     let sent = 0;
     const body = new ReadableStream<Uint8Array>({
@@ -287,14 +283,9 @@ describe("streaming", () => {
     const down = await call(`/download?size=${SIZE}`, { host: hostFor(sbx.sandboxId), headers: { "x-access-token": tokenOf(sbx) } });
     let got = 0;
     for await (const c of down.body!) got += (c as Uint8Array).byteLength;
-    clearInterval(sample);
     expect(got).toBe(SIZE);
-    const grew = (peak - rss0) / 1024 / 1024;
-    console.log(`200 MB up + 200 MB down through the relay: RSS grew by at most ${grew.toFixed(1)} MB (start ${(rss0 / 1048576).toFixed(0)} MB)`);
-    // Client, relay, node relay and guest all live in this process: holding either body whole would add ≥200 MB.
-    expect(grew).toBeLessThan(120);
     await sbx.kill();
-  }, 120_000);
+  });
 
   test("a client that disconnects mid-stream leaves no tunnel or guest stream open", async () => {
     const sbx = await create();

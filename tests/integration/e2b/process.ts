@@ -1,0 +1,71 @@
+// sandbox-e2b as a real child process (bun services/sandbox-e2b/main.ts): for exit codes, startup messages and
+// measurements that must see only the server's own memory.
+import { join } from "node:path";
+
+const MAIN = join(import.meta.dir, "../../../services/sandbox-e2b/main.ts");
+
+export interface Child {
+  proc: ReturnType<typeof Bun.spawn>;
+  /** Lines of stderr+stdout seen so far. */
+  output(): string;
+  /** Resolves with the value of the first log line whose msg matches, e.g. the bound port. */
+  waitFor(msg: string, ms?: number): Promise<Record<string, unknown>>;
+  exited: Promise<number>;
+  stop(): Promise<void>;
+}
+
+export function spawnE2b(args: string[], env: Record<string, string> = {}): Child {
+  const proc = Bun.spawn(["bun", MAIN, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, OPERATOR_LOG_LEVEL: "info", ...env } });
+  let text = "";
+  const lines: Record<string, unknown>[] = [];
+  const waiters: { msg: string; resolve: (v: Record<string, unknown>) => void }[] = [];
+  const read = async (s: ReadableStream<Uint8Array>) => {
+    for await (const chunk of s) {
+      text += new TextDecoder().decode(chunk);
+      let nl: number;
+      while ((nl = text.indexOf("\n")) >= 0) {
+        const line = text.slice(0, nl);
+        text = text.slice(nl + 1);
+        all += line + "\n";
+        try {
+          const obj = JSON.parse(line) as Record<string, unknown>;
+          lines.push(obj);
+          for (const w of [...waiters]) if (obj.msg === w.msg) w.resolve(obj);
+        } catch {
+          // not a log line
+        }
+      }
+    }
+  };
+  let all = "";
+  void read(proc.stdout as ReadableStream<Uint8Array>);
+  void read(proc.stderr as ReadableStream<Uint8Array>);
+  return {
+    proc,
+    output: () => all + text,
+    waitFor: (msg, ms = 15_000) =>
+      new Promise((resolve, reject) => {
+        const seen = lines.find((l) => l.msg === msg);
+        if (seen) return resolve(seen);
+        const t = setTimeout(() => reject(new Error(`no log line "${msg}" within ${ms} ms; output:\n${all}${text}`)), ms);
+        waiters.push({ msg, resolve: (v) => (clearTimeout(t), resolve(v)) });
+      }),
+    exited: proc.exited,
+    stop: async () => {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
+}
+
+/** Peak resident set size of a process (Linux VmHWM), in bytes. */
+export async function peakRss(pid: number): Promise<number> {
+  const status = await Bun.file(`/proc/${pid}/status`).text();
+  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+  return kb * 1024;
+}
+
+export async function currentRss(pid: number): Promise<number> {
+  const status = await Bun.file(`/proc/${pid}/status`).text();
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) * 1024;
+}
