@@ -4,7 +4,7 @@
 // unit's Environment= lines are flags the daemon has. (The RBAC's sufficiency is proven by the vk-sandbox
 // integration and e2e suites, which run the daemon under the ServiceAccount it binds.)
 import { describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
@@ -14,6 +14,8 @@ const root = join(import.meta.dir, "..", "..", "..");
 const manifests = join(root, "manifests");
 const unitPath = join(manifests, "systemd", "vk-sandbox.service");
 const envPath = join(manifests, "systemd", "env.example");
+const dropInDir = join(manifests, "systemd", "vk-sandbox.service.d");
+const dropIns = () => readdirSync(dropInDir).sort();
 
 /** Every variable vk-sandbox reads: its flags' fallbacks, the log level and KUBECONFIG. */
 const DAEMON_ENV = new Set([
@@ -45,6 +47,7 @@ describe("manifests/ is complete", () => {
     ]);
     expect(existsSync(unitPath)).toBe(true);
     expect(existsSync(envPath)).toBe(true);
+    expect(dropIns()).toEqual(["10-own-identity.conf", "20-publish-inventory.conf"]);
     const kinds = parseAllDocuments(readFileSync(join(manifests, "rbac.yaml"), "utf8")).map((d) => {
       const o = d.toJS() as { kind: string; metadata: { name: string } };
       return `${o.kind} ${o.metadata.name}`;
@@ -59,7 +62,7 @@ describe("manifests/ is complete", () => {
 });
 
 describe("systemd unit", () => {
-  test("systemd-analyze verify finds nothing to say about it", () => {
+  test("systemd-analyze verify finds nothing to say about it, with and without the drop-ins", () => {
     const which = Bun.spawnSync(["sh", "-c", "command -v systemd-analyze"]);
     // Without systemd's verifier there is nothing to run it with; every Linux node this installs on has one.
     if (which.exitCode !== 0) {
@@ -72,13 +75,21 @@ describe("systemd unit", () => {
       const stub = join(dir, "vk-sandbox");
       writeFileSync(stub, "#!/bin/sh\n");
       chmodSync(stub, 0o755);
+      const toStub = (text: string) => text.replaceAll("/usr/local/bin/vk-sandbox", stub);
       const unit = readFileSync(unitPath, "utf8");
       expect(unit).toContain("ExecStart=/usr/local/bin/vk-sandbox\n");
       const copy = join(dir, "vk-sandbox.service");
-      writeFileSync(copy, unit.replace("ExecStart=/usr/local/bin/vk-sandbox", `ExecStart=${stub}`));
-      const r = Bun.spawnSync(["systemd-analyze", "verify", "--man=no", copy], { cwd: dir });
-      expect(r.stderr.toString()).toBe("");
-      expect(r.exitCode).toBe(0);
+      writeFileSync(copy, toStub(unit));
+      const verify = () => Bun.spawnSync(["systemd-analyze", "verify", "--man=no", copy], { cwd: dir });
+      const bare = verify();
+      expect(bare.stderr.toString()).toBe("");
+      expect(bare.exitCode).toBe(0);
+      // systemd reads drop-ins from <unit>.d next to a unit given by path, as it does under /etc/systemd/system.
+      mkdirSync(`${copy}.d`);
+      for (const f of dropIns()) writeFileSync(join(`${copy}.d`, f), toStub(readFileSync(join(dropInDir, f), "utf8")));
+      const withDropIns = verify();
+      expect(withDropIns.stderr.toString()).toBe("");
+      expect(withDropIns.exitCode).toBe(0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -86,11 +97,23 @@ describe("systemd unit", () => {
 
   test("its Environment= lines set variables the daemon reads, and EnvironmentFile is the example's path", () => {
     const unit = readFileSync(unitPath, "utf8");
-    const set = [...unit.matchAll(/^Environment=([A-Z_]+)=/gm)].map((m) => m[1]!);
+    const all = [unit, ...dropIns().map((f) => readFileSync(join(dropInDir, f), "utf8"))].join("\n");
+    const set = [...all.matchAll(/^Environment=([A-Z_]+)=/gm)].map((m) => m[1]!);
     expect(set.length).toBeGreaterThan(0);
     for (const name of set) expect(DAEMON_ENV.has(name) ? name : `${name} (not read by vk-sandbox)`).toBe(name);
     expect(unit).toMatch(/^EnvironmentFile=\/etc\/vk-sandbox\/env$/m);
     expect(unit).toMatch(/^ConditionPathExists=\/etc\/vk-sandbox\/env$/m);
+  });
+
+  test("the publish-inventory drop-in's command line is one vk-sandbox accepts, with publishing on", () => {
+    const text = readFileSync(join(dropInDir, "20-publish-inventory.conf"), "utf8");
+    const starts = [...text.matchAll(/^ExecStart=(.*)$/gm)].map((m) => m[1]!);
+    expect(starts[0]).toBe(""); // clears the unit's own ExecStart first
+    const [binary, ...args] = starts[1]!.split(/\s+/);
+    expect(binary).toBe("/usr/local/bin/vk-sandbox");
+    const outcome = parseVkSandboxFlags(args, {});
+    expect(outcome.kind).toBe("run");
+    if (outcome.kind === "run") expect(outcome.config.publishInventory).toBe(true);
   });
 });
 
