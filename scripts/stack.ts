@@ -1,70 +1,88 @@
-// The local stack: a real kube-apiserver on loopback, a sandboxd simulator node (a development substrate:
-// real sandboxd needs KVM), and vk-sandbox registered against both as a virtual node. It runs until Ctrl-C.
-// The aggregated apiserver, the e2b surface and the envd proxy join here as they are built.
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+// The local stack (README "The two commands"): `bash scripts/stack.sh` starts the whole control plane on loopback;
+// `--mesh` starts the lighter variant with no Kubernetes. Progress lines while it starts, then the exact lines to
+// export, then it runs until Ctrl-C, which stops every part (no process, no temp dir left behind).
+// Parts: scripts/stack/{mesh,full}.ts; ports (fixed, overridable): scripts/stack/ports.ts.
+import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { startSandboxdSim } from "../services/sandboxd-sim/sim.ts";
-import { startKubeApiserver } from "../tests/kube/harness.ts";
+import { prepareFiles } from "./stack/files.ts";
+import { checkPortsFree, PortError, type PortName } from "./stack/ports.ts";
+import { startMesh, type StackExports } from "./stack/mesh.ts";
+import { startFull } from "./stack/full.ts";
+import { Supervisor } from "./stack/supervisor.ts";
+
+const USAGE = `usage: bash scripts/stack.sh [--mesh]
+
+  (no flag)  the full stack: kube-apiserver, two simulated nodes each with vk-sandbox, and the control plane
+  --mesh     the lighter stack: two simulated nodes and sandbox-e2b with the envd proxy in-process, no Kubernetes
+
+Ports (127.0.0.1; override with the variable): STACK_E2B_PORT 3280, STACK_PROXY_PORT 3281, STACK_NODE0_PORT 7780,
+STACK_NODE1_PORT 7781, STACK_KUBELET0_PORT 10260, STACK_KUBELET1_PORT 10261, STACK_APISERVER_PORT 3443.
+State (API key, logs of the last run): STACK_STATE_DIR, default $SANDBOX_CACHE/stack.
+The sandboxes are process sandboxes on this machine (services/sandboxd-sim/guest/README.md), not VMs.`;
 
 const root = join(import.meta.dir, "..");
-const nodeName = process.env.STACK_NODE_NAME ?? "vk-sandboxd";
-const pools = (process.env.STACK_POOLS ?? "base:24.04/none/small=5").split(",").filter(Boolean);
-
+const started = performance.now();
 const say = (line: string) => process.stdout.write(`stack: ${line}\n`);
+const secs = () => ((performance.now() - started) / 1000).toFixed(1);
 
-const cluster = await startKubeApiserver();
-say(`kube-apiserver ${cluster.url}`);
-const crdDir = join(root, "manifests", "crds");
-for (const f of readdirSync(crdDir).filter((f) => f.endsWith(".yaml"))) {
-  await cluster.apply(readFileSync(join(crdDir, f), "utf8"));
-}
-
-const rootToken = process.env.STACK_SANDBOXD_TOKEN ?? "stack-root-token";
-const sim = await startSandboxdSim({ rootToken, pools, port: Number(process.env.STACK_SANDBOXD_PORT ?? 0) });
-say(`sandboxd simulator (development substrate) ${sim.url} pools ${pools.join(" ")}`);
-
-const work = mkdtempSync(join(tmpdir(), "sandbox-stack-"));
-const tokenFile = join(work, "sandboxd-token");
-writeFileSync(tokenFile, `${rootToken}\n`, { mode: 0o600 });
-const kubeconfig = cluster.kubeconfig({ path: join(work, "kubeconfig") });
-
-const vk = Bun.spawn(
-  [
-    "bun", join(root, "services", "vk-sandbox", "main.ts"),
-    `--node-name=${nodeName}`,
-    `--listen-addr=127.0.0.1:${process.env.STACK_KUBELET_PORT ?? "10260"}`,
-    `--sandboxd-url=${sim.url}`,
-    `--sandboxd-token-file=${tokenFile}`,
-    `--state-path=${join(work, "state", "claims.json")}`,
-    "--publish-inventory",
-    "--publish-interval=5s",
-  ],
-  { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ["ignore", "inherit", "inherit"] },
-);
-
-say(`vk-sandbox pid ${vk.pid}, node ${nodeName}, state ${join(work, "state", "claims.json")}`);
-say(`export KUBECONFIG=${kubeconfig}`);
-say(`try: a Pod with spec.nodeName=${nodeName}, annotation sandbox.cocoonstack.io/template=base:24.04`);
-say("Ctrl-C stops everything");
-
-let stopping = false;
-async function stop(code: number): Promise<never> {
-  if (!stopping) {
-    stopping = true;
-    vk.kill("SIGTERM");
-    await vk.exited;
-    await sim.stop();
-    await cluster.stop();
-    // The token file, kubeconfig and claim state name a simulator and a cluster that no longer exist.
-    rmSync(work, { recursive: true, force: true });
+async function main(argv: string[]): Promise<number> {
+  const unknown = argv.filter((a) => a !== "--mesh");
+  if (unknown.includes("--help") || unknown.includes("-h")) {
+    console.log(USAGE);
+    return 0;
   }
-  process.exit(code);
+  if (unknown.length) {
+    console.error(`stack: unknown argument ${JSON.stringify(unknown[0])}\n${USAGE}`);
+    return 2;
+  }
+  const mesh = argv.includes("--mesh");
+  const needed: PortName[] = mesh ? ["e2b", "proxy", "node0", "node1"] : ["node0", "node1", "kubelet0", "kubelet1"];
+  let ports: Record<PortName, number>;
+  try {
+    ports = await checkPortsFree(needed);
+  } catch (e) {
+    if (e instanceof PortError) {
+      console.error(`stack: ${e.message}`);
+      return 1;
+    }
+    throw e;
+  }
+
+  const files = prepareFiles();
+  const sup = new Supervisor(files.logDir);
+  let stopped = false;
+  const stop = async (code: number): Promise<never> => {
+    if (!stopped) {
+      stopped = true;
+      say("stopping …");
+      await sup.stopAll();
+      rmSync(files.work, { recursive: true, force: true });
+      say("stopped");
+    }
+    process.exit(code);
+  };
+  process.on("SIGINT", () => void stop(0));
+  process.on("SIGTERM", () => void stop(0));
+  sup.onChildDied = (name, code, logTail) => {
+    console.error(`stack: ${name} exited (code ${code}); its log ${sup.logOf(name)} ends with:\n${logTail}`);
+    void stop(1);
+  };
+
+  say(`${mesh ? "mesh stack (no Kubernetes)" : "full stack"}; logs in ${files.logDir}`);
+  if (files.apiKeyCreated) say(`generated an e2b API key at first start: ${join(files.stateDir, "e2b-api-key")}`);
+  let exports: StackExports;
+  try {
+    const ctx = { root, files, sup, ports, say: (l: string) => say(`[${secs()} s] ${l}`) };
+    exports = mesh ? await startMesh(ctx) : await startFull({ ...ctx, kubeletPorts: ports });
+  } catch (e) {
+    console.error(`stack: start failed: ${(e as Error).message}`);
+    return stop(1);
+  }
+  say(`ready in ${secs()} s. Paste these lines into your shell:`);
+  for (const l of exports.lines) process.stdout.write(`${l}\n`);
+  for (const n of exports.notes) say(n);
+  say("Ctrl-C stops everything");
+  return new Promise<number>(() => {}); // runs until a signal
 }
-process.on("SIGINT", () => void stop(0));
-process.on("SIGTERM", () => void stop(0));
-const vkCode = await vk.exited;
-if (!stopping) {
-  say(`vk-sandbox exited with ${vkCode}`);
-  await stop(1);
-}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,66 @@
+// `stack.sh` (default): the whole control plane on loopback. A real kube-apiserver (the test peer, with its own
+// PKI), the project's CRDs, two simulated sandboxd nodes each with its own vk-sandbox (registering an InternalIP
+// so `kubectl logs`/`exec` reach its kubelet API), the example SandboxTemplate + SandboxWarmPool, and the parts
+// that serve sandboxes to clients: sandbox-apiserver and sandbox-envd-proxy.
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { startKubeApiserver } from "../../tests/kube/harness.ts";
+import { startSimulators, type StackContext, type StackExports } from "./mesh.ts";
+import { waitFor } from "./supervisor.ts";
+
+export interface FullPorts {
+  kubelet0: number;
+  kubelet1: number;
+}
+
+export const NODE_NAMES = ["sim-node-0", "sim-node-1"] as const;
+
+export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts }): Promise<StackExports> {
+  const { files, sup, say, root } = ctx;
+  say("kube-apiserver (real, with embedded etcd) …");
+  // InternalIP first: `kubectl logs`/`exec` then dial 127.0.0.1 instead of the unresolvable node name.
+  const cluster = await startKubeApiserver({ extraArgs: ["--kubelet-preferred-address-types=InternalIP,Hostname"] });
+  sup.add("kube-apiserver", () => cluster.stop());
+  say(`kube-apiserver ${cluster.url}`);
+  const crdDir = join(root, "manifests", "crds");
+  for (const f of readdirSync(crdDir).filter((f) => f.endsWith(".yaml")).sort()) await cluster.apply(readFileSync(join(crdDir, f), "utf8"));
+  const kubeconfig = cluster.kubeconfig({ path: join(files.work, "kubeconfig") });
+
+  say(`sandboxd simulators (development substrate: sandboxes are local process sandboxes) on 127.0.0.1:${ctx.ports.node0}, 127.0.0.1:${ctx.ports.node1}`);
+  const addrs = await startSimulators(ctx, false);
+
+  const kubelets = [ctx.kubeletPorts.kubelet0, ctx.kubeletPorts.kubelet1];
+  NODE_NAMES.forEach((node, i) => {
+    say(`vk-sandbox ${node} → sandboxd ${addrs[i]}, kubelet API 127.0.0.1:${kubelets[i]}`);
+    sup.spawn(`vk-sandbox-${i}`, [
+      process.execPath,
+      join(root, "services", "vk-sandbox", "main.ts"),
+      `--node-name=${node}`,
+      "--node-ip=127.0.0.1",
+      `--listen-addr=127.0.0.1:${kubelets[i]}`,
+      `--sandboxd-url=http://${addrs[i]}`,
+      `--sandboxd-token-file=${files.rootTokenFile}`,
+      `--state-path=${join(files.work, `state-${i}`, "claims.json")}`,
+      "--publish-inventory",
+      "--publish-interval=2s",
+    ], { KUBECONFIG: kubeconfig });
+  });
+  for (const node of NODE_NAMES) {
+    await waitFor(`node ${node}`, async () => {
+      const r = await cluster.adminFetch(`/api/v1/nodes/${node}`);
+      if (r.status !== 200) return false;
+      const n = (await r.json()) as { status?: { conditions?: { type: string; status: string }[] } };
+      return n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+    });
+  }
+  say("example SandboxTemplate + SandboxWarmPool (examples/warm-pool.yaml)");
+  await cluster.apply(readFileSync(join(root, "examples", "warm-pool.yaml"), "utf8"));
+
+  return {
+    lines: [`export KUBECONFIG=${kubeconfig}`],
+    notes: [
+      `try: kubectl apply -f examples/sandbox-pod.yaml   (a Pod bound to ${NODE_NAMES[0]})`,
+      "the aggregated apiserver, the e2b surface and the envd proxy join this stack as they land; for the e2b SDK today use: bash scripts/stack.sh --mesh",
+    ],
+  };
+}
