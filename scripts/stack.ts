@@ -68,7 +68,7 @@ async function main(argv: string[]): Promise<number> {
     void stop(1);
   };
 
-  say(`${mesh ? "mesh stack (no Kubernetes)" : "full stack"}; logs in ${files.logDir}`);
+  say(`${mesh ? "mesh stack (no Kubernetes)" : "full stack"}; temp dir ${files.work} (removed on stop), logs in ${files.logDir}`);
   if (files.apiKeyCreated) say(`generated an e2b API key at first start: ${join(files.stateDir, "e2b-api-key")}`);
   let exports: StackExports;
   try {
