@@ -72,6 +72,7 @@ export class EnvdRelay {
     if (r.kind === "unavailable") {
       this.metrics.lookups.inc({ result: "unavailable" });
       if (r.reason !== "unknown") this.o.log.warn({ reason: r.reason }, "sandbox owner not resolved");
+      this.metrics.upstreamErrors.inc({ reason: "unavailable" });
       return relayError(502, "sandbox unavailable");
     }
     this.metrics.lookups.inc({ result: r.source });
@@ -89,12 +90,17 @@ export class EnvdRelay {
           // Released within the cache TTL: forget it now, and answer as for an unknown sandbox so the SDK's
           // isRunning() reads false instead of an authentication error.
           this.owners.cache.drop(owner.claimId);
+          this.metrics.upstreamErrors.inc({ reason: "refused" });
           return relayError(502, "sandbox unavailable");
         }
         if (err.status === 401) return relayError(401, "invalid sandbox access token");
         if (err.status === 400) return relayError(400, "unsupported sandbox port");
-        if (err.status === 409) return relayError(502, "sandbox is paused");
+        if (err.status === 409) {
+          this.metrics.upstreamErrors.inc({ reason: "paused" });
+          return relayError(502, "sandbox is paused");
+        }
       }
+      this.metrics.upstreamErrors.inc({ reason: "unreachable" });
       return relayError(502, "sandbox unreachable");
     }
     this.metrics.openTunnels.inc();
@@ -126,6 +132,7 @@ export class EnvdRelay {
     } catch (err) {
       sock.destroy();
       this.o.log.debug({ err: (err as Error).message }, "guest leg failed");
+      this.metrics.upstreamErrors.inc({ reason: "guest" });
       return relayError(502, "sandbox unreachable");
     }
   }

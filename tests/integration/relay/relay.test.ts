@@ -295,7 +295,7 @@ describe("streaming", () => {
     await reader.read();
     ctl.abort();
     await eventually(() => s.guest.openStreams() === 0);
-    await eventually(async () => (await (await call("/metrics")).text()).includes("envd_proxy_open_tunnels 0"));
+    await eventually(async () => (await (await call("/metrics")).text()).includes("sandbox_envd_proxy_open_tunnels 0"));
     await sbx.kill();
   });
 });

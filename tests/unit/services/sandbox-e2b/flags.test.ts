@@ -90,9 +90,9 @@ describe("a real process", () => {
     expect(errors[0]).toContain("--sandboxd-seeds");
   });
 
-  test("valid flags exit 1 saying the surface is not built yet", () => {
+  test("valid flags but an unreadable secret file exit 1 naming the flag and the file", () => {
     const proc = run(complete);
     expect(proc.exitCode).toBe(1);
-    expect(proc.stderr.toString()).toContain("not built yet");
+    expect(proc.stderr.toString()).toContain("--e2b-envd-secret-file: cannot read /s");
   });
 });

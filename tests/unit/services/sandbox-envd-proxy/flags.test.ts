@@ -89,9 +89,9 @@ describe("a real process", () => {
     expect(proc.stderr.toString()).toContain("--tls-cert-file and --tls-private-key-file must be set together");
   });
 
-  test("valid flags exit 1 saying the relay is not built yet", () => {
+  test("valid flags but an unreadable secret file exit 1 naming the flag and the file (scenario 2)", () => {
     const proc = run(complete);
     expect(proc.exitCode).toBe(1);
-    expect(proc.stderr.toString()).toContain("not built yet");
+    expect(proc.stderr.toString()).toContain("--e2b-envd-secret-file: cannot read /secret");
   });
 });

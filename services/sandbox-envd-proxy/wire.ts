@@ -1,0 +1,81 @@
+// sandbox-envd-proxy wiring (docs/envd-relay.md "Startup"): the checks that need no network, the envd secret and
+// the root token, the Kubernetes NodeInventory fleet view (synced within a bounded wait, naming the CRD when it
+// does not), then the relay listener. Every failure is a StartupError naming the flag or file (exit 1).
+import { StartupError, type Env } from "../../shared/config/index.ts";
+import { readEnvdSecret, resolveRootToken } from "../../shared/e2b/index.ts";
+import { InventoryFleet } from "../../shared/fleet/inventory.ts";
+import { KubeClient } from "../../shared/kube/client.ts";
+import { KubeConfigError, loadKubeConnection } from "../../shared/kube/connection.ts";
+import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import { EnvdRelay, serveRelay } from "../../shared/relay/index.ts";
+import { buildInfo } from "../../shared/version.ts";
+import { checkEnvdProxyConfig, type EnvdProxyConfig } from "./flags.ts";
+
+/** Test hook: shortens the 2 min wait for the NodeInventory cache. */
+export const INVENTORY_SYNC_TIMEOUT_ENV = "SANDBOX_ENVD_PROXY_INVENTORY_SYNC_TIMEOUT_MS";
+
+export interface RunningProxy {
+  port: number;
+  relay: EnvdRelay;
+  stop(): Promise<void>;
+}
+
+export async function startEnvdProxy(config: EnvdProxyConfig, log: Logger, env: Env, shutdown?: Shutdown): Promise<RunningProxy> {
+  checkEnvdProxyConfig(config);
+  const envdSecret = readEnvdSecret(config.e2bEnvdSecretFile!);
+  const rootToken = resolveRootToken(config.sandboxdToken, config.sandboxdTokenFile);
+  if (rootToken === "") throw new StartupError("the node token is required: --sandboxd-token-file is empty", { flag: "--sandboxd-token-file" });
+
+  let client: KubeClient;
+  try {
+    client = new KubeClient(await loadKubeConnection(env), { userAgent: `sandbox-envd-proxy/${buildInfo.version}`, log: log.child({ component: "kube" }) });
+  } catch (err) {
+    if (err instanceof KubeConfigError) throw new StartupError(`load kube config: ${err.message}`, {});
+    throw err;
+  }
+  const syncTimeout = Number(env[INVENTORY_SYNC_TIMEOUT_ENV] ?? "");
+  const fleet = new InventoryFleet({
+    client,
+    staleAfterMs: config.inventoryStaleAfter,
+    log: log.child({ component: "inventory" }),
+    ...(syncTimeout > 0 ? { syncTimeoutMs: syncTimeout } : {}),
+  });
+  try {
+    await fleet.ready();
+  } catch (err) {
+    await fleet.stop();
+    throw new StartupError((err as Error).message, { resource: "nodeinventories.sandbox.cocoonstack.io" });
+  }
+  const relay = new EnvdRelay({
+    domain: config.domain,
+    fleet,
+    envdSecret,
+    rootToken,
+    namespace: config.namespace,
+    guestHttp2: config.guestHttp2,
+    log: log.child({ component: "relay" }),
+  });
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = serveRelay(relay, {
+      address: config.bindAddress,
+      ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
+      ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
+    });
+  } catch (err) {
+    await fleet.stop();
+    throw new StartupError(`cannot listen on --bind-address ${config.bindAddress}: ${(err as Error).message}`, { flag: "--bind-address" }, err);
+  }
+  shutdown?.addListener("envd-proxy", () => server.stop());
+  shutdown?.addCloser("inventory", () => fleet.stop());
+  log.info({ address: config.bindAddress, port: server.port, tls: Boolean(config.tlsCertFile), nodes: fleet.nodes().length }, "envd proxy listening");
+  return {
+    port: server.port!,
+    relay,
+    stop: async () => {
+      await server.stop(true);
+      await fleet.stop();
+    },
+  };
+}

@@ -1,0 +1,163 @@
+// sandbox-envd-proxy as a real process on a real kube-apiserver: owners come from NodeInventory objects (the
+// Kubernetes fleet source), staleness follows --inventory-stale-after, --namespace filters inventory lookups only,
+// and a missing CRD fails startup naming it.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
+import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
+import { deriveAccessToken } from "../../../shared/e2b/tokens.ts";
+import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
+
+const ROOT = "root-proxy-kube";
+const SECRET = "proxy-secret";
+const DOMAIN = "px.test";
+const MAIN = join(import.meta.dir, "../../../services/sandbox-envd-proxy/main.ts");
+
+let kube: KubeFixture;
+let sim: SandboxdSim;
+let guest: TestGuest;
+let dir: string;
+let kubeconfig: string;
+
+beforeAll(async () => {
+  kube = await startKubeFixture({ crd: true });
+  sim = await startSandboxdSim({ rootToken: ROOT, pools: ["img/none/small=4"] });
+  guest = await startTestGuest();
+  sim.attachGuest("*", 49983, guest.port);
+  dir = mkdtempSync(join(tmpdir(), "envd-proxy-"));
+  writeFileSync(join(dir, "secret"), SECRET);
+  writeFileSync(join(dir, "token"), `${ROOT}\n`);
+  kubeconfig = kube.cluster.kubeconfig();
+}, 180_000);
+afterAll(async () => {
+  await guest?.stop();
+  await sim?.stop();
+  await kube?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function spawnProxy(extra: string[] = [], env: Record<string, string> = {}) {
+  const proc = Bun.spawn(
+    ["bun", MAIN, "--bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "token")}`, ...extra],
+    { stdout: "pipe", stderr: "pipe", env: { ...process.env, KUBECONFIG: kubeconfig, OPERATOR_LOG_LEVEL: "info", ...env } },
+  );
+  let out = "";
+  const port = (async () => {
+    for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) {
+      out += new TextDecoder().decode(chunk);
+      const m = /"port":(\d+)[^\n]*"msg":"envd proxy listening"/.exec(out);
+      if (m) return Number(m[1]);
+    }
+    throw new Error(`proxy exited before listening:\n${out}`);
+  })();
+  return { proc, port, output: () => out };
+}
+
+async function publish(name: string, entries: { id: string; name: string }[], publishedAt: Date): Promise<void> {
+  await kube.cluster.apply([
+    {
+      apiVersion: "sandbox.cocoonstack.io/v1beta1",
+      kind: "NodeInventory",
+      metadata: { name },
+      node: name,
+      address: sim.addr,
+      publishedAt: publishedAt.toISOString().replace(/\.\d{3}Z$/, "Z"),
+      entries: entries.map((e) => ({ ...e, phase: "Running" })),
+    },
+  ]);
+}
+
+describe("sandbox-envd-proxy on NodeInventory", () => {
+  test("a published sandbox is relayed; a node that trails the newest publishedAt by more than the window answers 502; --namespace filters inventory but not probes", async () => {
+    const client = new SandboxdClient({ baseUrl: sim.url, token: ROOT });
+    const a = await client.claim({ template: "img", claim_ref: "team-a/x" });
+    const b = await client.claim({ template: "img", claim_ref: "team-b/y" });
+    await publish("node-fresh", [{ id: a.id, name: "team-a/x" }], new Date());
+    await publish("node-old", [{ id: b.id, name: "team-b/y" }], new Date(Date.now() - 600_000));
+    const p = spawnProxy(["--namespace=team-a", "--inventory-stale-after=90s"]);
+    try {
+      const port = await p.port;
+      const ask = (id: string, token: string) =>
+        fetch(`http://127.0.0.1:${port}/echo`, { headers: { host: `49983-${id.replace("sb_", "sb-")}.${DOMAIN}`, "x-access-token": token } });
+      const ra = await ask(a.id, deriveAccessToken(SECRET, a.token));
+      expect(ra.status).toBe(200);
+      expect((await ra.json()).headers.host).toBe(`49983-${a.id.replace("sb_", "sb-")}.${DOMAIN}`);
+      const gets = () => sim.requests.filter((e) => e.route === "get").length;
+      // b's node is stale: not in inventory, and probes only ask fresh nodes — b lives on the same sandboxd as
+      // the fresh node, so the probe reaches it: the token decides (a wrong one reads as unknown).
+      const wrong = await ask(b.id, "0".repeat(64));
+      expect(await wrong.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+      const g = gets();
+      const rb = await ask(b.id, deriveAccessToken(SECRET, b.token));
+      expect(rb.status).toBe(200);
+      expect(gets()).toBeGreaterThan(g);
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      expect(health.status).toBe(204);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(metrics).toContain('sandbox_envd_proxy_owner_lookups_total{result="inventory"} 1');
+    } finally {
+      p.proc.kill("SIGTERM");
+      await p.proc.exited;
+    }
+  }, 60_000);
+
+  test("27: every node stale (only an old publishedAt beside a fresh one) => uncached sandboxes on it answer 502", async () => {
+    const other = await startSandboxdSim({ rootToken: ROOT, pools: ["img/none/small=1"] });
+    try {
+      const client = new SandboxdClient({ baseUrl: other.url, token: ROOT });
+      const c = await client.claim({ template: "img", claim_ref: "team-a/z" });
+      await kube.cluster.apply([
+        {
+          apiVersion: "sandbox.cocoonstack.io/v1beta1",
+          kind: "NodeInventory",
+          metadata: { name: "node-other" },
+          node: "node-other",
+          address: other.addr,
+          publishedAt: new Date(Date.now() - 600_000).toISOString().replace(/\.\d{3}Z$/, "Z"),
+          entries: [{ id: c.id, name: "team-a/z", phase: "Running" }],
+        },
+      ]);
+      await publish("node-fresh", [], new Date());
+      const p = spawnProxy();
+      try {
+        const port = await p.port;
+        const r = await fetch(`http://127.0.0.1:${port}/health`, { headers: { host: `49983-${c.id.replace("sb_", "sb-")}.${DOMAIN}`, "x-access-token": deriveAccessToken(SECRET, c.token) } });
+        expect(await r.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+        expect(other.requests.filter((e) => e.route === "ports")).toHaveLength(0);
+      } finally {
+        p.proc.kill("SIGTERM");
+        await p.proc.exited;
+      }
+    } finally {
+      await other.stop();
+    }
+  }, 60_000);
+
+  test("2: no root token (empty token file) exits 1 before listening", async () => {
+    writeFileSync(join(dir, "empty-token"), "\n");
+    const proc = Bun.spawnSync(["bun", MAIN, `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "empty-token")}`], {
+      env: { ...process.env, KUBECONFIG: kubeconfig },
+    });
+    expect(proc.exitCode).toBe(1);
+    expect(proc.stderr.toString()).toContain("the node token is required");
+  });
+});
+
+describe("missing CRD", () => {
+  test("the inventory source does not sync: exit 1 naming the CRD", async () => {
+    const bare = await startKubeFixture({ crd: false });
+    try {
+      const proc = Bun.spawnSync(
+        ["bun", MAIN, "--bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "token")}`],
+        { env: { ...process.env, KUBECONFIG: bare.cluster.kubeconfig(), SANDBOX_ENVD_PROXY_INVENTORY_SYNC_TIMEOUT_MS: "1500" } },
+      );
+      expect(proc.exitCode).toBe(1);
+      expect(proc.stderr.toString()).toContain("NodeInventory.sandbox.cocoonstack.io CRD installed");
+    } finally {
+      await bare.stop();
+    }
+  }, 180_000);
+});
