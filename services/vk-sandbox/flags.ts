@@ -143,7 +143,7 @@ export interface VkSandboxConfig {
   kubeApiBurst: number;
   /** Without trailing slashes. */
   sandboxdUrl: string;
-  /** The flag, or the host[:port] of sandboxdUrl when unset (spec §1). */
+  /** The flag, or the host[:port] of sandboxdUrl when unset (§1). */
   sandboxdAdvertiseAddr: string;
   sandboxdTokenFile: string | undefined;
   statePath: string;
@@ -152,7 +152,7 @@ export interface VkSandboxConfig {
   publishInventory: boolean;
   /** Milliseconds, always positive. */
   publishInterval: number;
-  /** The --node-labels pairs, parsed per spec §2.1 (the fixed labels are added by the node builder). */
+  /** The --node-labels pairs, parsed per §2.1 (the fixed labels are added by the node builder). */
   nodeLabels: Record<string, string>;
   disablePodEvents: boolean;
 }
@@ -173,7 +173,7 @@ export function parseNodeLabels(raw: string): Record<string, string> {
 }
 
 /**
- * The advertise default of spec §1: the URL's host, with its port only when the URL names one. A value
+ * The advertise default of §1: the URL's host, with its port only when the URL names one. A value
  * that is not a URL with a host is used raw, minus trailing slashes. Parsed by hand because WHATWG URL
  * drops a scheme's default port (`http://h:80` → `h`), which Go's url.Parse keeps.
  */

@@ -1,6 +1,6 @@
 // The two ways startup can fail, kept apart because operators and supervisors read the exit code:
 // a usage error (unknown flag, unparsable or out-of-range value) exits 2, like Go's flag package;
-// any other fatal startup problem exits 1 with one clear log line (spec README, "Exit codes").
+// any other fatal startup problem exits 1 with one clear log line (docs/decisions.md#exit-codes).
 
 /** A command-line or environment value the binary cannot accept. Exit code 2. */
 export class UsageError extends Error {

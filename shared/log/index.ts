@@ -30,7 +30,7 @@ export interface LogDestination {
 
 /**
  * Reads the level from its environment variable. Unset or empty means info; any letter case is accepted
- * (spec decision); anything else is a StartupError naming the variable (exit 1, "setup log: …").
+ * (docs/decisions.md#log-level-case); anything else is a StartupError naming the variable (exit 1, "setup log: …").
  */
 export function parseLogLevel(raw: string | undefined, envVar: string): LogLevel {
   if (raw === undefined || raw === "") return "info";

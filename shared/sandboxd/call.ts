@@ -14,7 +14,7 @@ export interface CallOptions {
 
 /**
  * - `safe`: idempotent (GETs, PUT pools, drain, lifecycle verbs, deletes): retried on fast transport failures and
- *   500/502/503/504 (spec §8.6).
+ *   500/502/503/504 (§8.6).
  * - `undelivered`: creates something (fork, promote, checkpoint): repeated only when nothing reached the node.
  * - `none`: a probe reports what it sees.
  */

@@ -1,4 +1,4 @@
-// Claiming (spec §3, §8.4–8.5): never idempotent. The claim and branch-claim routes, the redirect replay, and the
+// Claiming (§3, §8.4–8.5): never idempotent. The claim and branch-claim routes, the redirect replay, and the
 // reconciliation of a reply that may have been lost. SandboxdClient.claim / claimCheckpoint are the public face.
 //
 // The rules:

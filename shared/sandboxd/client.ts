@@ -1,4 +1,4 @@
-// The one typed sandboxd client every binary uses (spec: ../shared/spec/sandboxd.md §8 "Client requirements").
+// The one typed sandboxd client every binary uses (sandboxd §8 "Client requirements"; docs/spec-sections.md).
 // One instance talks to one node. This class is the public face; the routes live beside it by responsibility:
 //   claim.ts  claim / branch claim, redirect replay, reconciliation of a lost reply (never idempotent)
 //   verbs.ts  lifecycle verbs, checkpoints, templates, instance metadata, preview

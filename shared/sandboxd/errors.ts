@@ -83,7 +83,7 @@ export class SandboxdForbidden extends SandboxdError {
 
 /**
  * A handled JSON 404 (`unknown sandbox`, `unknown template`, …). With a non-root token this may only mean a
- * wrong token: only a root-token 404 proves a sandbox is gone (spec §8.7).
+ * wrong token: only a root-token 404 proves a sandbox is gone (§8.7).
  */
 export class SandboxdNotFound extends SandboxdError {
   readonly code = "not_found" as const;

@@ -21,11 +21,11 @@ import { realClock } from "../clock/index.ts";
 import { ErrorBody } from "./schemas.ts";
 import { errorMessage } from "../log/index.ts";
 
-/** JSON replies above this are refused whole (spec §8.3); we read one byte past to know. */
+/** JSON replies above this are refused whole (§8.3); we read one byte past to know. */
 export const MAX_REPLY_BYTES = 16 * 1024 * 1024;
 /** Error bodies are only read this far: we need the `error` text, not a megabyte of HTML from a proxy. */
 export const MAX_ERROR_BYTES = 64 * 1024;
-/** The reference store's per-request budget (spec §8.2). Cold claims take a per-call override. */
+/** The reference store's per-request budget (§8.2). Cold claims take a per-call override. */
 export const DEFAULT_TIMEOUT_MS = 10_000;
 /** Longest server message we copy into an Error's text (the full text stays in `serverMessage`). */
 const MESSAGE_PREVIEW = 300;
@@ -69,7 +69,7 @@ export async function exchange(r: ExchangeRequest): Promise<RawReply> {
   else r.signal?.addEventListener("abort", onOuterAbort, { once: true });
 
   const headers: Record<string, string> = { accept: "application/json" };
-  // No header at all when the token is empty: an open node must not see "Bearer " (spec §8.1).
+  // No header at all when the token is empty: an open node must not see "Bearer " (§8.1).
   if (r.token !== "") headers.authorization = `Bearer ${r.token}`;
   if (r.body !== undefined) headers["content-type"] = "application/json";
 

@@ -1,4 +1,4 @@
-// sandboxd id, token and name formats (../shared/spec/sandboxd.md §1). Re-exported by schemas.ts.
+// sandboxd id, token and name formats (sandboxd §1; docs/spec-sections.md). Re-exported by schemas.ts.
 
 /** `sb_` + 16 lowercase hex. The e2b layer shows it as `sb-…`; sandboxd knows only the underscore form. */
 export const SANDBOX_ID_RE = /^sb_[0-9a-f]{16}$/;

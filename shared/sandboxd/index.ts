@@ -1,6 +1,6 @@
 // shared/sandboxd — the sandboxd wire contract (schemas.ts, with ids.ts, wire-time.ts, metadata.ts), the one typed
 // client (client.ts, the public face over claim.ts, verbs.ts, reads.ts, urls.ts and the call plumbing in call.ts),
-// its errors (errors.ts) and transport (http.ts). Contract: ../shared/spec/sandboxd.md; client rules: its §8.
+// its errors (errors.ts) and transport (http.ts). Contract: sandboxd §1–§6, client rules: §8 (indexed in docs/spec-sections.md).
 //
 // What a caller decides from a failed claim (one SandboxdClient per node):
 //

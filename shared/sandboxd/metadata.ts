@@ -1,4 +1,4 @@
-// Metadata, labels and env maps (spec §3.1), re-exported by schemas.ts. Metadata: ≤16 pairs; key 1–128 B
+// Metadata, labels and env maps (§3.1), re-exported by schemas.ts. Metadata: ≤16 pairs; key 1–128 B
 // printable ASCII without `=`/`&`; value ≤512 B printable UTF-8; ≤4 KiB as JSON. Template labels follow the same
 // rules. The node validates these; the simulator decodes claim bodies through them.
 import { z } from "zod";

@@ -1,5 +1,5 @@
-// Reads and node operations (spec §5.1–5.5), one function per route over a NodeCaller; SandboxdClient exposes
-// them as methods. A failed read THROWS: a failed listing is never an empty listing (spec §8.8).
+// Reads and node operations (§5.1–5.5), one function per route over a NodeCaller; SandboxdClient exposes
+// them as methods. A failed read THROWS: a failed listing is never an empty listing (§8.8).
 import { type CallOptions, type NodeCaller, enc } from "./call.ts";
 import {
   type PoolEntryInput,

@@ -1,4 +1,4 @@
-// The sandboxd wire contract (../shared/spec/sandboxd.md): one zod schema per wire type, types via z.infer.
+// The sandboxd wire contract (sandboxd §1–§6; docs/spec-sections.md): one zod schema per wire type, types via z.infer.
 // The typed client, the simulator (services/sandboxd-sim) and the tests all parse through these; never write a
 // hand-made twin of a wire type elsewhere.
 //

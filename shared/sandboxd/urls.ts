@@ -1,4 +1,4 @@
-// Data-plane URLs (spec §5.6) that need no call: the node's relay endpoints and the e2b SDK's signed envd file
+// Data-plane URLs (§5.6) that need no call: the node's relay endpoints and the e2b SDK's signed envd file
 // URLs. The preview URL is minted by the node (`POST …/preview`, verbs.ts): its signed token is the node's, so
 // it cannot be built here.
 import { createHash } from "node:crypto";

@@ -1,7 +1,7 @@
-// Lifecycle verbs, checkpoints, templates and preview (spec §4, §5.6), one function per route over a NodeCaller;
-// SandboxdClient exposes them as methods. Operator path: root token in the header, empty body token (spec §8.1).
-// Release and the deletes read 404 as "already gone" (spec §8.7); fork, promote and checkpoint create something,
-// so they are repeated only when nothing reached the node (the claim rule, spec §8.6).
+// Lifecycle verbs, checkpoints, templates and preview (§4, §5.6), one function per route over a NodeCaller;
+// SandboxdClient exposes them as methods. Operator path: root token in the header, empty body token (§8.1).
+// Release and the deletes read 404 as "already gone" (§8.7); fork, promote and checkpoint create something,
+// so they are repeated only when nothing reached the node (the claim rule, §8.6).
 import { type CallOptions, type NodeCaller, enc, goneOn404, templateQuery } from "./call.ts";
 import { decodeJson } from "./http.ts";
 import {

@@ -1,4 +1,4 @@
-// Wire times (spec §1): RFC 3339 UTC as Go encodes it, and Go's zero time. Re-exported by schemas.ts. The parser and
+// Wire times (§1): RFC 3339 UTC as Go encodes it, and Go's zero time. Re-exported by schemas.ts. The parser and
 // the encodings live in shared/clock (go-time.ts), the one home of Go-time handling; this file holds only what is
 // sandboxd's own: the shape its replies are validated against, and its names for the shared functions.
 import { z } from "zod";

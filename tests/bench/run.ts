@@ -78,7 +78,7 @@ const md = [
   "",
   `Run ${result.startedAt} → ${result.finishedAt} on ${result.cores} cores (${cell(result.cpu)}), Bun ${result.bun}.`,
   `vk-sandbox ran as \`${result.daemon.replace(/^.*\/(bun[^ ]*|vk-sandbox)/, "$1")}\`. Regenerate with \`bun run bench\`.`,
-  "Each baseline was measured in the same run; anchors are published figures (../../shared/spec/anchors.md §A), most of",
+  "Each baseline was measured in the same run; anchors are published figures (quoted with their source in the column), most of",
   "them from real fleets, so they are context rather than targets on this machine.",
   "",
   "| Figure | Value | Baseline (same run) | Anchor | Command | Cores | Notes |",

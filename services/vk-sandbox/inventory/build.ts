@@ -1,4 +1,4 @@
-// From one sandboxd listing and one /v1/info to the NodeInventory this node applies (spec §9). Pure.
+// From one sandboxd listing and one /v1/info to the NodeInventory this node applies (§9). Pure.
 //
 // The node's index, not the claims table, is the source: sandboxes claimed by others (e2b, the operator) appear, and
 // reaped ones vanish on the next publish.

@@ -1,4 +1,4 @@
-// The NodeInventory publisher (spec §9, --publish-inventory): immediately, then every --publish-interval, rebuild
+// The NodeInventory publisher (§9, --publish-inventory): immediately, then every --publish-interval, rebuild
 // this node's inventory from live sandboxd state and server-side apply it as field manager `vk-sandbox`.
 //
 // Every failure is logged and skips one publish, never more: the next tick rebuilds from scratch. A failed listing

@@ -1,4 +1,4 @@
-// The kubelet HTTP API the apiserver dials for this virtual node (spec §8.2), as a hono app that does not listen:
+// The kubelet HTTP API the apiserver dials for this virtual node (§8.2), as a hono app that does not listen:
 // tests call `app.request()`, `serve.ts` binds it over TLS.
 //
 // Router semantics follow the Go library's gorilla/mux with StrictSlash: a known path with the other slash form is

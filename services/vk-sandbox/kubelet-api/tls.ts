@@ -1,4 +1,4 @@
-// The kubelet API's serving pair (spec §8.1). HTTPS only, so a certificate always exists: the given pair when both
+// The kubelet API's serving pair (§8.1). HTTPS only, so a certificate always exists: the given pair when both
 // files are there, else one minted in memory. Self-signing keeps every node's surface uniform without borrowing a
 // co-located vk-cocoon's certificate; the apiserver dials these routes without verifying, and they are stubs.
 import { statSync } from "node:fs";

@@ -1,7 +1,7 @@
 // Every deliberate "not implemented" of the kubelet API in one place. A microVM sandbox has no container runtime
 // behind the Pod: interactive access goes through the sandbox SDK (envd), so the answer says where to go.
 //
-// Exec, attach and port-forward answer a plain 501 without upgrading the connection (spec README decision): a
+// Exec, attach and port-forward answer a plain 501 without upgrading the connection (docs/decisions.md#exec-501): a
 // client then fails at once with a readable error instead of negotiating SPDY or WebSocket only to be told no.
 
 export const NOT_IMPLEMENTED = "vk-sandbox: not implemented; use the sandbox SDK for interactive access";

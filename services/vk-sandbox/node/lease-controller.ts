@@ -1,4 +1,4 @@
-// The Node Lease heartbeat in kube-node-lease (spec §2.3), the cheap liveness signal the node lifecycle controller
+// The Node Lease heartbeat in kube-node-lease (§2.3), the cheap liveness signal the node lifecycle controller
 // reads: one PUT every 10 s instead of a status patch.
 //
 // A round: PUT from the last object the apiserver returned. Without one (first round, or that PUT failed): GET, or

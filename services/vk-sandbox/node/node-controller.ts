@@ -1,4 +1,4 @@
-// Registers the virtual Node once and keeps its status fresh (spec §2.2).
+// Registers the virtual Node once and keeps its status fresh (§2.2).
 //
 // Lifecycle: `ensure()` (fatal on failure, the caller exits), then `start()` for the 60 s status loop, then
 // `markReady()` for the immediate readiness push. The constructor does nothing. A Node deleted while we run is not

@@ -1,4 +1,4 @@
-// The virtual Node as this daemon wants it to be (spec §2.1). Pure: no I/O, the clock is passed in.
+// The virtual Node as this daemon wants it to be (§2.1). Pure: no I/O, the clock is passed in.
 import type { V1Node, V1NodeCondition, V1NodeStatus } from "@kubernetes/client-node";
 
 /** Keeps ordinary workloads off the virtual node; the sandbox Pod template carries the matching toleration. */

@@ -1,4 +1,4 @@
-// What a failed create writes to the Pod, end to end (spec §11 scenarios 18–20): the pod controller's step 8 on a
+// What a failed create writes to the Pod, end to end (§11 scenarios 18–20): the pod controller's step 8 on a
 // real kube-apiserver, with the sandboxd simulator refusing claims. The daemon is a separate process.
 import { describe, expect, test } from "bun:test";
 import { sandboxPod } from "./cluster.ts";

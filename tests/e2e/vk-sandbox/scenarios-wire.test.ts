@@ -95,7 +95,7 @@ const table = (): { claims: Record<string, { id: string; token: string; podUID: 
 const kubelet = (path: string, init: RequestInit = {}) =>
   fetch(`https://127.0.0.1:${daemon.port}${path}`, { ...init, redirect: "manual", tls: { rejectUnauthorized: false } });
 /**
- * Claim bodies for a pod key, without the `metadata` map the project adds beyond spec §5.2 step 7 (its recovery
+ * Claim bodies for a pod key, without the `metadata` map the project adds beyond §5.2 step 7 (its recovery
  * labels, documented in docs/provider.md); every member the spec names is compared exactly.
  */
 const claimBodies = (ref: string) =>

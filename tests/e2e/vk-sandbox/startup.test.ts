@@ -1,4 +1,4 @@
-// Startup, configuration and shutdown of the vk-sandbox process (spec §11 scenarios 1–8, 11–13, 48) on a real
+// Startup, configuration and shutdown of the vk-sandbox process (§11 scenarios 1–8, 11–13, 48) on a real
 // kube-apiserver, plus the proof that manifests/rbac.yaml is sufficient: the daemon runs as the ServiceAccount and
 // the apiserver's audit log shows no request of it refused.
 import { describe, expect, test } from "bun:test";

@@ -1,4 +1,4 @@
-// vk-sandbox's flags: seed 000's defaults and environment variables, spec §1's validation and derived
+// vk-sandbox's flags: seed 000's defaults and environment variables, §1's validation and derived
 // values, and the exit codes a real process gives for bad input.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -157,7 +157,7 @@ describe("derived values", () => {
     expect(config(["--sandboxd-url=http://127.0.0.1:7777", "--sandboxd-advertise-addr=10.0.0.9:7777"]).sandboxdAdvertiseAddr).toBe("10.0.0.9:7777");
   });
 
-  test("node labels parse per spec §2.1", () => {
+  test("node labels parse per §2.1", () => {
     expect(parseNodeLabels("a=1, b=2 ,c=,=skip,noeq,a=3")).toEqual({ a: "3", b: "2", c: "" });
     expect(parseNodeLabels("k=v=w")).toEqual({ k: "v=w" });
     expect(parseNodeLabels("")).toEqual({});

@@ -1,5 +1,5 @@
 // Architecture guard: @kubernetes/client-node is a devDependency for types only. Loaded at run time under Bun it
-// would silently ignore a kubeconfig's CA, client certificate and skip-verify (spec README, last decision), and it
+// would silently ignore a kubeconfig's CA, client certificate and skip-verify (docs/decisions.md#kube-transport), and it
 // would not be in a production install. Every import of it in shipped code must be `import type`.
 import { expect, test } from "bun:test";
 import { Glob } from "bun";
