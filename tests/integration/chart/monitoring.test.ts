@@ -1,0 +1,117 @@
+// The optional monitoring objects: off by default (seed 003's counts hold), a ServiceMonitor per metrics endpoint
+// when on, and alerts whose every series and label is one the binaries really export (read from their prom-client
+// registries, so a renamed metric breaks this test rather than silencing an alert in production).
+import { describe, expect, test } from "bun:test";
+import { ApiserverMetrics } from "../../../services/sandbox-apiserver/serving/metrics.ts";
+import { E2B, at, find, merge, render, type KubeObject, type Values } from "./helm.ts";
+
+const ON = at("monitoring", { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } });
+
+interface Rule {
+  alert: string;
+  expr: string;
+  for: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+function rules(o: KubeObject): Rule[] {
+  return (o.spec as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
+}
+
+/** name → label names, from a prom-client registry. */
+function exported(registry: { getMetricsAsArray(): { name: string; labelNames?: readonly string[] }[] }): Map<string, Set<string>> {
+  return new Map(registry.getMetricsAsArray().map((m) => [m.name, new Set(m.labelNames ?? [])]));
+}
+
+/** Every `sandbox_*` series an expression reads, and every label it matches on or aggregates by, exists. */
+function checkExpr(expr: string, series: Map<string, Set<string>>): void {
+  const names = [...new Set(expr.match(/\bsandbox_[a-z0-9_]+\b/g) ?? [])];
+  expect(names.length).toBeGreaterThan(0);
+  const labels = new Set<string>();
+  for (const name of names) {
+    expect(series.has(name) ? name : `${name} (not exported)`).toBe(name);
+    for (const l of series.get(name) ?? []) labels.add(l);
+  }
+  const used = [
+    ...[...expr.matchAll(/\{([^}]*)\}/g)].flatMap((m) => [...m[1]!.matchAll(/([a-z_]+)\s*[=!~]/g)].map((x) => x[1]!)),
+    ...[...expr.matchAll(/\bby\s*\(([^)]*)\)/g)].flatMap((m) => m[1]!.split(",").map((x) => x.trim())),
+  ];
+  for (const l of used) expect(labels.has(l) ? l : `${l} (no such label on ${names.join(", ")})`).toBe(l);
+}
+
+describe("monitoring", () => {
+  test("off by default: no monitoring.coreos.com object in any configuration", async () => {
+    for (const values of [{}, E2B] as Values[]) {
+      const objects = await render(values);
+      expect(objects.filter((o) => o.apiVersion.startsWith("monitoring.coreos.com/"))).toEqual([]);
+    }
+  });
+
+  test("on, default: a ServiceMonitor for the apiserver's secure /metrics and the rule set without the proxy alert", async () => {
+    const objects = await render(ON);
+    expect(objects).toHaveLength(18);
+    const sm = find(objects, "ServiceMonitor", "sandbox-apiserver");
+    expect(sm.metadata.namespace).toBe("sandbox-system");
+    expect(sm.spec).toEqual({
+      selector: { matchLabels: { "app.kubernetes.io/name": "sandbox-apiserver" } },
+      namespaceSelector: { matchNames: ["sandbox-system"] },
+      endpoints: [
+        {
+          port: "https",
+          path: "/metrics",
+          scheme: "https",
+          interval: "30s",
+          honorLabels: true,
+          bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+          tlsConfig: {
+            serverName: "sandbox-apiserver.sandbox-system.svc",
+            ca: { secret: { name: "sandbox-apiserver-serving-certs", key: "ca.crt" } },
+          },
+        },
+      ],
+    });
+    const alerts = rules(find(objects, "PrometheusRule", "sandbox-operator")).map((r) => r.alert);
+    expect(alerts).toEqual(["SandboxNodeInventoryStale", "SandboxWarmPoolEmpty", "SandboxClaimErrors"]);
+  });
+
+  test("on, with e2b and proxy TLS: the proxy's ServiceMonitor scrapes its listener, and the proxy alert joins", async () => {
+    const objects = await render(merge(E2B, ON, at("envdProxy.tlsSecretName", "w"), at("monitoring.serviceMonitor.labels", { release: "kube-prometheus" })));
+    expect(objects).toHaveLength(25);
+    const sm = find(objects, "ServiceMonitor", "sandbox-envd-proxy");
+    expect(sm.metadata.labels?.release).toBe("kube-prometheus");
+    expect((sm.spec as { endpoints: unknown }).endpoints).toEqual([
+      { port: "https", path: "/metrics", scheme: "https", interval: "30s", tlsConfig: { serverName: "metrics.sandbox.example.com" } },
+    ]);
+    // The endpoint port names a port of the Service the selector picks.
+    const svc = find(objects, "Service", "sandbox-envd-proxy").spec as { ports: { name: string }[] };
+    expect(svc.ports.map((p) => p.name)).toContain("https");
+    const alerts = rules(find(objects, "PrometheusRule", "sandbox-operator")).map((r) => r.alert);
+    expect(alerts).toContain("SandboxEnvdProxyUpstreamErrors");
+  });
+
+  test("without the driver there is no warm-pool alert", async () => {
+    const objects = await render(merge(ON, at("apiserver.warmPoolDriver", false)));
+    expect(rules(find(objects, "PrometheusRule", "sandbox-operator")).map((r) => r.alert)).not.toContain("SandboxWarmPoolEmpty");
+  });
+
+  test("durations and thresholds come from values", async () => {
+    const objects = await render(
+      merge(ON, at("monitoring.prometheusRule", { for: { inventoryStale: "2m" }, claimErrorRatio: 0.2 })),
+    );
+    const byName = new Map(rules(find(objects, "PrometheusRule", "sandbox-operator")).map((r) => [r.alert, r]));
+    expect(byName.get("SandboxNodeInventoryStale")!.for).toBe("2m");
+    expect(byName.get("SandboxClaimErrors")!.expr).toContain("> 0.2");
+  });
+
+  test("every apiserver alert reads series and labels sandbox-apiserver exports", async () => {
+    const series = exported(new ApiserverMetrics().registry);
+    const objects = await render(ON);
+    for (const r of rules(find(objects, "PrometheusRule", "sandbox-operator"))) {
+      checkExpr(r.expr, series);
+      expect(r.labels.severity).toBe("warning");
+      expect(r.annotations.summary).toContain("{{");
+      expect(r.annotations.description!.length).toBeGreaterThan(20);
+    }
+  });
+});
