@@ -3,6 +3,7 @@
 // registries, so a renamed metric breaks this test rather than silencing an alert in production).
 import { describe, expect, test } from "bun:test";
 import { ApiserverMetrics } from "../../../services/sandbox-apiserver/serving/metrics.ts";
+import { RelayMetrics } from "../../../shared/relay/metrics.ts";
 import { E2B, at, find, merge, render, type KubeObject, type Values } from "./helm.ts";
 
 const ON = at("monitoring", { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } });
@@ -113,5 +114,13 @@ describe("monitoring", () => {
       expect(r.annotations.summary).toContain("{{");
       expect(r.annotations.description!.length).toBeGreaterThan(20);
     }
+  });
+
+  test("the proxy alert reads series and labels sandbox-envd-proxy exports", async () => {
+    const series = exported(new RelayMetrics().registry);
+    const objects = await render(merge(E2B, ON));
+    const proxy = rules(find(objects, "PrometheusRule", "sandbox-operator")).filter((r) => r.alert === "SandboxEnvdProxyUpstreamErrors");
+    expect(proxy).toHaveLength(1);
+    checkExpr(proxy[0]!.expr, series);
   });
 });
