@@ -95,9 +95,10 @@ export class NodeAccess {
   async locate(namespace: string, requestedId: string): Promise<Located> {
     const claimId = claimIdOf(requestedId);
     const publicId = publicSandboxId(claimId);
-    const mem = this.remembered.get(`${namespace}\0${claimId}`);
-    if (mem) return { claimId, publicId, ...mem };
     const nodes = this.nodes();
+    // A remembered node counts only while it is fresh: a stale node's sandboxes answer 404 everywhere.
+    const mem = this.remembered.get(`${namespace}\0${claimId}`);
+    if (mem && nodes.some((n) => n.name === mem.nodeName)) return { claimId, publicId, ...mem };
     const hit = findEntry(nodes, requestedId, namespace);
     if (hit) return { claimId: hit.entry.id, publicId: publicSandboxId(hit.entry.id), address: hit.node.address, nodeName: hit.node.name };
     const probed = await firstHit(

@@ -255,18 +255,12 @@ export class E2bSurface {
   }
 
   /**
-   * Claim on the fleet: candidates are fresh nodes whose pool of the key has warm VMs (when the snapshot shows
-   * none, nodes that advertise the key at all: the snapshot lags); sample two, take the warmer. Undelivered
-   * outcomes drop the node and re-sample; other errors end the create. Undefined = no node delivered.
+   * Claim on the fleet: candidates are fresh nodes whose pool of the key has warm VMs in the snapshot (a node with
+   * none would cold-boot or refuse, so it is never asked); sample two, take the warmer. Undelivered outcomes drop
+   * the node and re-sample; other errors end the create. Undefined = no node delivered.
    */
   private async place(key: PoolKey, req: ClaimRequest): Promise<ClaimReply | undefined> {
-    const nodes = this.nodes.nodes();
-    let cands = claimCandidates(nodes, key);
-    if (cands.length === 0) {
-      cands = nodes
-        .filter((n) => n.address && n.pools.some((p) => p.template === key.template && p.net === key.net && p.size === key.size))
-        .map((node) => ({ node, warm: 0 }));
-    }
+    let cands = claimCandidates(this.nodes.nodes(), key);
     const resolveTarget = (addr: string): SandboxdClient | undefined => {
       const n = nodeByAddress(this.nodes.nodes(), addr);
       return n ? this.nodes.client(n.address) : undefined;
