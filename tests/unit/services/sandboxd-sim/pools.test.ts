@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { FakeClock } from "../../../../services/sandboxd-sim/clock.ts";
+import { FakeClock } from "../../../../shared/clock/index.ts";
 import { createIdSource } from "../../../../services/sandboxd-sim/ids.ts";
 import { Pools, parseKeySpec } from "../../../../services/sandboxd-sim/pools.ts";
 import { PoolEntry } from "../../../../shared/sandboxd/schemas.ts";

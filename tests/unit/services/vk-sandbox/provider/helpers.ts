@@ -10,7 +10,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { ClaimsFile } from "../../../../../services/vk-sandbox/claims/file.ts";
 import { createSandboxProvider } from "../../../../../services/vk-sandbox/provider/provider.ts";
 import type { OwnerLookup, OwnerObject, OwnerReader, OwnerTarget } from "../../../../../services/vk-sandbox/provider/types.ts";
-import { FakeClock } from "../../../../../services/sandboxd-sim/clock.ts";
+import { FakeClock } from "../../../../../shared/clock/index.ts";
 import { closeSandboxds, Counter, makeSandboxd, type SandboxdDouble } from "./sandboxd-doubles.ts";
 
 /**

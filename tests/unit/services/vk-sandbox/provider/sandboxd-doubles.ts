@@ -5,7 +5,7 @@ import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "../../
 import { toWireTime } from "../../../../../shared/sandboxd/schemas.ts";
 import { SandboxdCapacity, SandboxdForbidden, SandboxdNotFound, SandboxdServerError, SandboxdTransport } from "../../../../../shared/sandboxd/errors.ts";
 import { type ClaimOptions, SandboxdClient } from "../../../../../shared/sandboxd/client.ts";
-import type { FakeClock } from "../../../../../services/sandboxd-sim/clock.ts";
+import type { FakeClock } from "../../../../../shared/clock/index.ts";
 import { startSandboxdSim, type SandboxdSim } from "../../../../../services/sandboxd-sim/sim.ts";
 import type { Clock, SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "../../../../../services/vk-sandbox/provider/types.ts";
 
