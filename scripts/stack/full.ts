@@ -7,10 +7,12 @@ import { join } from "node:path";
 import { startKubeApiserver } from "../../tests/kube/harness.ts";
 import { startSimulators, type StackContext, type StackExports } from "./mesh.ts";
 import { waitFor } from "./supervisor.ts";
+import { startAggregatedApiserver } from "./apiserver.ts";
 
 export interface FullPorts {
   kubelet0: number;
   kubelet1: number;
+  apiserver: number;
 }
 
 export const NODE_NAMES = ["sim-node-0", "sim-node-1"] as const;
@@ -53,6 +55,8 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
       return n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
     });
   }
+  say(`sandbox-apiserver (aggregated API, warm-pool driver) on 127.0.0.1:${ctx.kubeletPorts.apiserver}, registered as APIService v1beta1.agents.x-k8s.io`);
+  await startAggregatedApiserver({ root, cluster, kubeconfig, files, sup, port: ctx.kubeletPorts.apiserver });
   say("example SandboxTemplate + SandboxWarmPool (examples/warm-pool.yaml)");
   await cluster.apply(readFileSync(join(root, "examples", "warm-pool.yaml"), "utf8"));
 
@@ -60,7 +64,8 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
     lines: [`export KUBECONFIG=${kubeconfig}`],
     notes: [
       `try: kubectl apply -f examples/sandbox-pod.yaml   (a Pod bound to ${NODE_NAMES[0]})`,
-      "the aggregated apiserver, the e2b surface and the envd proxy join this stack as they land; for the e2b SDK today use: bash scripts/stack.sh --mesh",
+      "try: kubectl get sandboxes -A",
+      "the e2b surface and the envd proxy join this stack as they land; for the e2b SDK today use: bash scripts/stack.sh --mesh",
     ],
   };
 }

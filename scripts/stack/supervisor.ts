@@ -89,7 +89,7 @@ export async function waitFor(what: string, probe: () => Promise<boolean>, timeo
 }
 
 /** GET url answers one of `statuses`. */
-export async function answers(url: string, statuses: number[], init: RequestInit = {}): Promise<boolean> {
+export async function answers(url: string, statuses: number[], init: BunFetchRequestInit = {}): Promise<boolean> {
   const r = await fetch(url, { ...init, signal: AbortSignal.timeout(2_000) });
   await r.body?.cancel();
   return statuses.includes(r.status);
