@@ -13,6 +13,7 @@ export interface E2bMesh {
   e2bPort: number;
   /** The in-process envd proxy's port, when --envd-proxy-bind-address is set. */
   proxyPort: number | undefined;
+  fleet: MeshFleet;
   stop(): Promise<void>;
 }
 
@@ -54,6 +55,7 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
   return {
     e2bPort: server.port!,
     proxyPort: proxyServer?.port,
+    fleet,
     stop: async () => {
       await proxyServer?.stop(true);
       await server.stop(true);

@@ -15,6 +15,8 @@ export const DOMAIN = "sandbox.test";
 export const KEY_A = "e2b_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 export const KEY_B = "e2b_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
+const DEFAULT_POOLS = ["img:1/none/small=3", "img:1/egress/small=1"];
+
 export interface StackOptions {
   nodes?: number;
   pools?: string[];
@@ -37,7 +39,7 @@ export interface Stack {
 }
 
 export async function startStack(o: StackOptions = {}): Promise<Stack> {
-  const cluster = await startSimCluster(o.nodes ?? 1, { rootToken: ROOT, pools: o.pools ?? ["img:1/none/small=3", "img:1/egress/small=1"] });
+  const cluster = await startSimCluster(o.nodes ?? 1, { rootToken: ROOT, pools: o.pools ?? DEFAULT_POOLS });
   const guest = await startTestGuest();
   for (const n of cluster.nodes) n.attachGuest("*", 49983, guest.port);
   const dir = mkdtempSync(join(tmpdir(), "e2b-test-"));
@@ -62,6 +64,10 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
   const parsed = parseE2bMeshFlags(argv, {});
   if (parsed.kind !== "run") throw new Error("unexpected flag outcome");
   const mesh = await startE2bMesh(parsed.config, createLogger({ level: (process.env.TEST_LOG_LEVEL as "debug") ?? "error", name: "sandbox-e2b" }));
+  // Placement asks only nodes whose snapshot shows warm VMs: wait until the view has seen every warm pool filled
+  // (the simulator fills them on timers after start, and the first poll may come before).
+  const wanted = (o.pools ?? DEFAULT_POOLS).filter((p) => !p.endsWith("=0")).length;
+  await eventually(() => mesh.fleet.nodes().length === cluster.nodes.length && mesh.fleet.nodes().every((n) => n.pools.filter((p) => p.warm > 0).length >= wanted), 5_000);
   return {
     apiUrl: `http://127.0.0.1:${mesh.e2bPort}`,
     proxyUrl: mesh.proxyPort ? `http://127.0.0.1:${mesh.proxyPort}` : undefined,
