@@ -26,6 +26,8 @@ export interface StackOptions {
   anonymous?: boolean;
   extraFlags?: string[];
   proxy?: boolean;
+  /** Give every claim its own envd-compatible guest agent (the simulator's) instead of the shared test guest. */
+  guestAgents?: boolean;
 }
 
 export interface Stack {
@@ -39,8 +41,9 @@ export interface Stack {
 }
 
 export async function startStack(o: StackOptions = {}): Promise<Stack> {
-  const cluster = await startSimCluster(o.nodes ?? 1, { rootToken: ROOT, pools: o.pools ?? DEFAULT_POOLS });
+  const cluster = await startSimCluster(o.nodes ?? 1, { rootToken: ROOT, pools: o.pools ?? DEFAULT_POOLS, ...(o.guestAgents ? { guestAgents: true } : {}) });
   const guest = await startTestGuest();
+  // Per-sandbox guest agents take port 49983 before a `*` attachment; without them the shared test guest serves.
   for (const n of cluster.nodes) n.attachGuest("*", 49983, guest.port);
   const dir = mkdtempSync(join(tmpdir(), "e2b-test-"));
   writeFileSync(join(dir, "secret"), `${SECRET}\n`);
