@@ -16,6 +16,7 @@ export interface KubectlOptions {
   kubeconfig: string;
   stdin?: string;
   timeoutMs?: number;
+  env?: Record<string, string>;
 }
 
 function argvFor(binary: string, kubeconfig: string, args: string[]): string[] {
@@ -29,7 +30,7 @@ export async function kubectl(args: string[], o: KubectlOptions): Promise<Kubect
     stdin: o.stdin === undefined ? "ignore" : new Blob([o.stdin]),
     stdout: "pipe",
     stderr: "pipe",
-    env: { ...process.env, KUBECONFIG: o.kubeconfig },
+    env: { ...process.env, KUBECONFIG: o.kubeconfig, ...(o.env ?? {}) },
   });
   const timer = setTimeout(() => proc.kill("SIGKILL"), o.timeoutMs ?? 30_000);
   try {

@@ -48,7 +48,14 @@ export class Authenticator {
     this.tokens = new TtlCache(o.now);
   }
 
+  /** As the generic apiserver's AuthenticatedGroupAdder: every authenticated user is in system:authenticated. */
   async authenticate(headers: Headers, peer: PeerCert | undefined): Promise<AuthnResult> {
+    const r = await this.identify(headers, peer);
+    if (!r.ok || r.user === ANONYMOUS || r.user.groups.includes("system:authenticated")) return r;
+    return { ok: true, user: { ...r.user, groups: [...r.user.groups, "system:authenticated"] } };
+  }
+
+  private async identify(headers: Headers, peer: PeerCert | undefined): Promise<AuthnResult> {
     if (peer?.source === "requestheader") {
       const allowed = this.o.requestHeader.allowedNames;
       if (allowed.length === 0 || allowed.includes(peer.commonName)) {
@@ -57,7 +64,7 @@ export class Authenticator {
       }
     }
     if (peer?.source === "client" && peer.commonName) {
-      return { ok: true, user: { name: peer.commonName, groups: [...peer.organizations, "system:authenticated"] } };
+      return { ok: true, user: { name: peer.commonName, groups: peer.organizations } };
     }
     const auth = headers.get("authorization");
     const m = auth ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;

@@ -1,6 +1,8 @@
 // kubectl through the aggregator (the real client, the real kube-apiserver, our server behind an APIService), one
 // test per spec §12 scenario it covers; the scenario number leads each name.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
 import { kubectl, kubectlStream } from "../../kube/kubectl.ts";
 import { type ApiserverProcess, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
@@ -237,5 +239,253 @@ describe("create (claim) through the aggregator", () => {
     const v = await k(["create", "--raw", "/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/dry/pause?dryRun=All", "-f", "-"], "{}");
     expect(v.stderr).toContain("dry-run is not supported for sandbox mutations");
     expect(n1.requests.length).toBe(before);
+  });
+});
+
+describe("placement failures and redirects", () => {
+  beforeAll(async () => {
+    n1.clearFaults();
+    n2.clearFaults();
+  });
+
+  test("14: n1 answering 429, 500 or refusing connections sends every create to the warm n2", async () => {
+    await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 50 }) });
+    await stack.publish({ node: "n2", address: n2.addr, publishedAt: now(), pools: warm({ "none/small": 1 }) });
+    await Bun.sleep(300);
+    for (const status of [429, 500]) {
+      n1.fail("claim", status, { error: "injected" }, Infinity);
+      for (let i = 0; i < 3; i++) {
+        const r = await create(sandbox(`fourteen-${status}-${i}`));
+        expect(r.stderr).toBe("");
+        expect(r.obj!.status.nodeName).toBe("n2");
+      }
+      n1.clearFaults();
+    }
+    // A node that refuses connections: an inventory address nobody listens on.
+    await stack.publish({ node: "n1", address: "127.0.0.1:1", publishedAt: now(), pools: warm({ "none/small": 50 }) });
+    await Bun.sleep(300);
+    const r = await create(sandbox("fourteen-refused"));
+    expect(r.obj!.status.nodeName).toBe("n2");
+  });
+
+  test("15: the only candidate answering 401 makes create a 500 and no other node is tried", async () => {
+    await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }) });
+    await stack.publish({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
+    await Bun.sleep(300);
+    n1.fail("claim", 401, { error: "bad token" }, 1);
+    const before = claimsOf(n2).length;
+    const r = await create(sandbox("fifteen"));
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("InternalError");
+    expect(r.stderr).toContain("claim sandbox default/fifteen");
+    expect(claimsOf(n2).length).toBe(before);
+  });
+
+  test("16: a redirect to n2 claims there with no_redirect and n2 owns it; a target no inventory advertises is skipped (503)", async () => {
+    await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }) });
+    await stack.publish({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
+    await Bun.sleep(300);
+    n1.forceRedirect([n2.addr]);
+    try {
+      const r = await create(sandbox("sixteen"));
+      expect(r.stderr).toBe("");
+      expect(r.obj!.status.nodeName).toBe("n2");
+      expect(lastClaim(n2)).toMatchObject({ no_redirect: true, claim_ref: "default/sixteen" });
+      n1.forceRedirect(["127.0.0.1:9"]);
+      const before = claimsOf(n2).length;
+      const miss = await create(sandbox("sixteen-unknown"));
+      expect(miss.stderr).toContain("no warm sandbox available");
+      expect(claimsOf(n2).length).toBe(before);
+    } finally {
+      n1.forceRedirect(null);
+    }
+  });
+});
+
+describe("reads of unpublished sandboxes, delete and verbs", () => {
+  test("17: a just-created, unpublished sandbox is readable by name through the claim_ref live lookup; an unknown name is 404 within about 1 s even when nodes stall", async () => {
+    await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }) });
+    await stack.publish({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
+    await Bun.sleep(300);
+    // Claimed behind the apiserver's back (another replica's create): only the node knows it.
+    const res = await fetch(`${n1.url}/v1/claim`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` }, body: JSON.stringify({ template: IMG, claim_ref: "default/seventeen" }) });
+    expect(res.status).toBe(200);
+    const got = await k(["get", "sandbox", "seventeen", "-o", "json"]);
+    expect(got.code).toBe(0);
+    expect(JSON.parse(got.stdout).status.nodeName).toBe("n1");
+    n1.hang("list", Infinity);
+    n2.hang("list", Infinity);
+    try {
+      const started = Date.now();
+      const miss = await k(["get", "sandbox", "nobody-has-this"]);
+      expect(miss.stderr).toContain('sandboxes.agents.x-k8s.io "nobody-has-this" not found');
+      expect(Date.now() - started).toBeLessThan(1500 + 600); // kubectl's own start-up is a few hundred ms
+    } finally {
+      n1.clearFaults();
+      n2.clearFaults();
+    }
+  });
+
+  test("18: kubectl delete releases the claim id with the fleet token, answers 200, and returns after the next publish drops it", async () => {
+    const c = await create(sandbox("eighteen"));
+    const id = c.obj!.metadata.annotations!["sandbox.cocoonstack.io/claim-id"];
+    await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [{ name: "default/eighteen", id, phase: "Running" }] });
+    await eventually(async () => ((await k(["get", "sandbox", "eighteen"])).code === 0 ? true : undefined));
+    const del = kubectl(["delete", "sandbox", "eighteen", "--timeout=20s"], { kubeconfig: stack.admin, timeoutMs: 25_000 });
+    await eventually(() => (n1.requests.some((r) => r.route === "release" && r.path.includes(id)) ? true : undefined), 10_000, "release");
+    const rel = n1.requests.find((r) => r.route === "release" && r.path.includes(id))!;
+    expect(rel.auth).toBe("root");
+    // The node republishes without the entry: the pinned watch reports DELETED and kubectl returns.
+    await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [] });
+    const r = await del;
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('sandbox.agents.x-k8s.io "eighteen" deleted');
+  }, 30_000);
+
+  test("19: deleting an entry without id is a 500 naming the claim-id annotation and no release; a release answering 404 still succeeds", async () => {
+    await stack.publish({
+      node: "n1",
+      address: n1.addr,
+      publishedAt: now(),
+      pools: warm({ "none/small": 5 }),
+      entries: [
+        { name: "default/no-id", phase: "Running" },
+        { name: "default/gone", id: "sb_already_gone", phase: "Running" },
+      ],
+    });
+    await eventually(async () => ((await k(["get", "sandbox", "gone"])).code === 0 ? true : undefined));
+    const releases = () => n1.requests.filter((r) => r.route === "release").length;
+    const before = releases();
+    const r = await k(["delete", "sandbox", "no-id", "--wait=false"]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("sandbox.cocoonstack.io/claim-id");
+    expect(releases()).toBe(before);
+    const g = await k(["delete", "sandbox", "gone", "--wait=false"]);
+    expect(g.code).toBe(0);
+    expect(releases()).toBe(before + 1);
+  });
+
+  test("20: kubectl patch, label and edit are 405", async () => {
+    const p = await k(["patch", "sandbox", "gone", "--type=merge", "-p", '{"metadata":{"labels":{"a":"b"}}}']);
+    expect(p.stderr).toContain("MethodNotAllowed");
+    const l = await k(["label", "sandbox", "gone", "a=b"]);
+    expect(l.stderr).toContain("MethodNotAllowed");
+    // kubectl edit prints the Status message, not its reason.
+    // kubectl edit runs $KUBE_EDITOR on the object's YAML, then PATCHes the difference.
+    const editor = join(stack.dir, "edit.sh");
+    writeFileSync(editor, `#!/bin/sh\nsed -i 's/cocoonstack.io\\/phase: Running/cocoonstack.io\\/phase: Edited/' "$1"\n`, { mode: 0o755 });
+    const e = await kubectl(["edit", "sandbox", "gone"], { kubeconfig: stack.admin, timeoutMs: 15_000, env: { KUBE_EDITOR: editor } });
+    expect(e.code).not.toBe(0);
+    expect(e.stderr).toContain("patch is not supported on sandboxes.agents.x-k8s.io");
+  });
+
+  const post = (path: string, body: unknown) => k(["create", "--raw", `/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/${path}`, "-f", "-"], JSON.stringify(body));
+
+  test("21: pause then resume hibernate then wake the node's claim, both 201 with the options kind; a node 409 is a 409 with its message", async () => {
+    const c = await create(sandbox("twentyone"));
+    const id = c.obj!.metadata.annotations!["sandbox.cocoonstack.io/claim-id"];
+    await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [{ name: "default/twentyone", id, phase: "Running" }] });
+    await eventually(async () => ((await k(["get", "sandbox", "twentyone"])).code === 0 ? true : undefined));
+    const p = await post("twentyone/pause", { apiVersion: "agents.x-k8s.io/v1beta1", kind: "SandboxPauseOptions" });
+    expect(JSON.parse(p.stdout).kind).toBe("SandboxPauseOptions");
+    const w = await post("twentyone/resume", { apiVersion: "agents.x-k8s.io/v1beta1", kind: "SandboxResumeOptions" });
+    expect(JSON.parse(w.stdout).kind).toBe("SandboxResumeOptions");
+    const verbs = n1.requests.filter((r) => r.path.startsWith(`/v1/sandboxes/${id}/`)).map((r) => r.route);
+    expect(verbs).toEqual(["hibernate", "wake"]);
+    n1.fail("hibernate", 409, { error: "egress lane sandboxes cannot hibernate" }, 1);
+    const conflict = await post("twentyone/pause", {});
+    expect(conflict.stderr).toContain("egress lane sandboxes cannot hibernate");
+    expect(conflict.stderr).toMatch(/Conflict|409/);
+  });
+
+  test("22: fork {count:2, ttlSeconds:60} forks two children on the source node with claim_ref_prefix <ns>/; count -1 is a 400", async () => {
+    const f = await post("twentyone/fork", { apiVersion: "agents.x-k8s.io/v1beta1", kind: "SandboxForkOptions", count: 2, ttlSeconds: 60 });
+    const res = JSON.parse(f.stdout);
+    expect(res.children).toHaveLength(2);
+    for (const ch of res.children) expect(ch.nodeName).toBe("n1");
+    const req = n1.requests.filter((r) => r.route === "fork").at(-1)!;
+    expect(req.body).toMatchObject({ count: 2, ttl_seconds: 60, claim_ref_prefix: "default/" });
+    const bad = await post("twentyone/fork", { count: -1 });
+    expect(bad.stderr).toContain("count must be >= 1, got -1");
+  });
+
+  test("23: snapshot {name: before} checkpoints as default/before and echoes before; a 60-character name is a 400", async () => {
+    const r = await post("twentyone/snapshot", { apiVersion: "agents.x-k8s.io/v1beta1", kind: "SandboxSnapshotOptions", name: "before" });
+    const res = JSON.parse(r.stdout);
+    expect(res.name).toBe("before");
+    expect(res.nodeName).toBe("n1");
+    expect(n1.requests.filter((x) => x.route === "checkpoint").at(-1)!.body).toMatchObject({ name: "default/before" });
+    const long = await post("twentyone/snapshot", { name: "x".repeat(60) });
+    expect(long.stderr).toContain("at most 55 characters in namespace \"default\"");
+  });
+});
+
+describe("watch", () => {
+  test("24: kubectl get -w reports ADDED, MODIFIED and DELETED within about 1 s of each publish (a claim and a release made behind its back)", async () => {
+    await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [] });
+    await stack.publish({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
+    await Bun.sleep(300);
+    const w = await kubectlStream(["get", "sandboxes", "-w", "--output-watch-events", "-n", "watchers"], { kubeconfig: stack.admin });
+    try {
+      await Bun.sleep(1500);
+      const claimed = (await (await fetch(`${n1.url}/v1/claim`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` }, body: JSON.stringify({ template: IMG, claim_ref: "watchers/w1" }) })).json()) as { id: string; deadline: string };
+      const entry = { name: "watchers/w1", id: claimed.id, phase: "Running", deadline: "2026-12-31T00:00:00Z" };
+      let t = Date.now();
+      await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [entry] });
+      await w.waitFor(/ADDED\s+w1/, 5000);
+      expect(Date.now() - t).toBeLessThan(2500);
+      t = Date.now();
+      await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [{ ...entry, deadline: "2027-01-01T00:00:00Z" }] });
+      await w.waitFor(/MODIFIED\s+w1/, 5000);
+      expect(Date.now() - t).toBeLessThan(2500);
+      const rel = await fetch(`${n1.url}/v1/sandboxes/${claimed.id}/release`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` } });
+      expect(rel.status).toBe(204);
+      t = Date.now();
+      await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [] });
+      await w.waitFor(/DELETED\s+w1/, 5000);
+      expect(Date.now() - t).toBeLessThan(2500);
+    } finally {
+      await w.stop();
+    }
+  }, 30_000);
+
+  test("25: sendInitialEvents=true ends the initial ADDED events with a BOOKMARK annotated k8s.io/initial-events-end", async () => {
+    await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [{ name: "bm/a", id: "sb_a", phase: "Running" }, { name: "bm/b", id: "sb_b", phase: "Running" }] });
+    await Bun.sleep(300);
+    const r = await k(["get", "--raw", "/apis/agents.x-k8s.io/v1beta1/namespaces/bm/sandboxes?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=2"]);
+    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; object: { metadata: { name?: string; annotations?: Record<string, string> } } });
+    expect(events.map((e) => e.type).slice(0, 3)).toEqual(["ADDED", "ADDED", "BOOKMARK"]);
+    expect(events[2]!.object.metadata.annotations).toEqual({ "k8s.io/initial-events-end": "true" });
+  });
+
+  test("26: kubectl wait --for=condition=Ready on a created, not yet published sandbox succeeds", async () => {
+    const c = await create(sandbox("twentysix"));
+    expect(c.code).toBe(0);
+    const r = await kubectl(["wait", "--for=condition=Ready", "sandbox/twentysix", "--timeout=15s"], { kubeconfig: stack.admin, timeoutMs: 20_000 });
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toContain("condition met");
+  });
+});
+
+describe("schema-driven kubectl", () => {
+  test("kubectl explain sandboxes describes the kind and its fields", async () => {
+    const r = await k(["explain", "sandboxes"]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toContain("KIND:       Sandbox");
+    expect(r.stdout).toContain("GROUP:      agents.x-k8s.io");
+    expect(r.stdout).toMatch(/spec\s+<Object>/);
+    const spec = await k(["explain", "sandboxes.spec.shutdownTime"]);
+    expect(spec.stdout).toContain("Absolute lease end");
+  });
+
+  test("kubectl apply of a new name creates it (GET 404, then POST); a strict unknown field is a 400 naming it", async () => {
+    const r = await k(["apply", "-f", "-"], sandbox("applied"));
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toContain("sandbox.agents.x-k8s.io/applied created");
+    const bad = JSON.parse(sandbox("strict-bad"));
+    bad.spec.bogusField = 1;
+    const s = await k(["create", "-f", "-"], JSON.stringify(bad));
+    expect(s.code).not.toBe(0);
+    expect(s.stderr).toContain("bogusField");
   });
 });
