@@ -328,7 +328,7 @@ describe("reads of unpublished sandboxes, delete and verbs", () => {
 
   test("18: kubectl delete releases the claim id with the fleet token, answers 200, and returns after the next publish drops it", async () => {
     const c = await create(sandbox("eighteen"));
-    const id = c.obj!.metadata.annotations!["sandbox.cocoonstack.io/claim-id"];
+    const id = c.obj!.metadata.annotations!["sandbox.cocoonstack.io/claim-id"]!;
     await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [{ name: "default/eighteen", id, phase: "Running" }] });
     await eventually(async () => ((await k(["get", "sandbox", "eighteen"])).code === 0 ? true : undefined));
     const del = kubectl(["delete", "sandbox", "eighteen", "--timeout=20s"], { kubeconfig: stack.admin, timeoutMs: 25_000 });
