@@ -1,0 +1,56 @@
+// The owner cache's TTL and overflow rule, and the probe budget's token bucket, on an injected clock.
+import { describe, expect, test } from "bun:test";
+import { OwnerCache, TokenBucket } from "../../../../shared/relay/owners.ts";
+
+const owner = (claimId: string) => ({ claimId, address: "n:1", claimToken: "t", accessToken: "a" });
+
+describe("OwnerCache", () => {
+  test("an entry lives for its TTL, then is gone", () => {
+    let now = 0;
+    const c = new OwnerCache(60_000, 10, () => now);
+    c.set(owner("sb_1"));
+    now = 59_999;
+    expect(c.get("sb_1")?.claimId).toBe("sb_1");
+    now = 60_000;
+    expect(c.get("sb_1")).toBeUndefined();
+  });
+  test("when full, expired entries go first; if still full, everything is cleared", () => {
+    let now = 0;
+    const c = new OwnerCache(100, 2, () => now);
+    c.set(owner("a"));
+    now = 50;
+    c.set(owner("b"));
+    now = 120; // a expired, b alive
+    c.set(owner("c"));
+    expect(c.get("a")).toBeUndefined();
+    expect(c.get("b")?.claimId).toBe("b");
+    expect(c.size).toBe(2);
+    c.set(owner("d")); // full, nothing expired: clear, then insert
+    expect(c.size).toBe(1);
+    expect(c.get("d")?.claimId).toBe("d");
+  });
+  test("drop forgets at once", () => {
+    const c = new OwnerCache();
+    c.set(owner("x"));
+    c.drop("x");
+    expect(c.get("x")).toBeUndefined();
+  });
+});
+
+describe("TokenBucket (probe budget, scenario 25)", () => {
+  test("a burst of 400 then refusals until the 200/s rate refills", () => {
+    let now = 0;
+    const b = new TokenBucket(200, 400, () => now);
+    let ok = 0;
+    for (let i = 0; i < 401; i++) if (b.take()) ok++;
+    expect(ok).toBe(400);
+    expect(b.take()).toBe(false);
+    now = 5; // 1 token per 5 ms
+    expect(b.take()).toBe(true);
+    expect(b.take()).toBe(false);
+    now = 10_000;
+    let refilled = 0;
+    while (b.take()) refilled++;
+    expect(refilled).toBe(400);
+  });
+});
