@@ -4,16 +4,17 @@
 // API through its InternalIP and gets the documented answer; Ctrl-C leaves no process, port or temp dir behind.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { kubectlBinary } from "../../kube/peers.ts";
+import { kubectl as runKubectl } from "../../kube/kubectl.ts";
 import { REPO, startStack, type RunningStack } from "./run-stack.ts";
 
 let stack: RunningStack;
-let kubectlPath: string;
+const POD = join(REPO, "examples", "sandbox-pod.yaml");
 
 async function kubectl(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const p = Bun.spawn([kubectlPath, ...args], { cwd: REPO, env: { ...process.env, KUBECONFIG: stack.env.KUBECONFIG! }, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  return { code, out, err };
+  const r = await runKubectl(args, { kubeconfig: stack.env.KUBECONFIG! });
+  return { code: r.code, out: r.stdout, err: r.stderr };
 }
 
 async function eventually<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
@@ -27,7 +28,7 @@ async function eventually<T>(what: string, f: () => Promise<T | undefined>, ms =
 }
 
 beforeAll(async () => {
-  kubectlPath = await kubectlBinary();
+  await kubectlBinary(); // built once by the test peers; fails here, not mid-test, when it cannot be
   stack = await startStack([], 600_000);
   console.log(`full stack ready in ${stack.readySeconds.toFixed(1)} s (from bash scripts/stack.sh, bootstrap included)`);
 }, 660_000);
@@ -53,7 +54,7 @@ describe("full stack", () => {
   });
 
   test("the example Pod becomes a sandbox that kubectl get sandboxes -A lists; kubectl logs gets the documented answer", async () => {
-    const applied = await kubectl("apply", "-f", "examples/sandbox-pod.yaml");
+    const applied = await kubectl("apply", "-f", POD);
     expect(applied.code).toBe(0);
     const claimId = await eventually("the Pod's claim", async () => {
       const r = await kubectl("get", "pod", "hello-sandbox", "-o", "jsonpath={.status.phase} {.metadata.annotations.sandbox\\.cocoonstack\\.io/claim-id}");
@@ -69,7 +70,7 @@ describe("full stack", () => {
     const logs = await kubectl("logs", "hello-sandbox");
     expect(logs.code).not.toBe(0);
     expect(logs.err).toContain("not implemented"); // the kubelet API's 501, not a DNS error for the node name
-    expect((await kubectl("delete", "-f", "examples/sandbox-pod.yaml", "--wait=false")).code).toBe(0);
+    expect((await kubectl("delete", "-f", POD, "--wait=false")).code).toBe(0);
   }, 90_000);
 
   test("Ctrl-C stops it: exit 0, no process, port or temp dir left", async () => {
