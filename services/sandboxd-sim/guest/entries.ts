@@ -2,8 +2,7 @@
 //
 // envd's EntryInfo for a host path: name, type, guest path, size, permission bits, Go-style permission string
 // ("drwxr-xr-x"), owner and group names, modification time and a symlink's target.
-import { lstatSync, readlinkSync, type Stats } from "node:fs";
-import { userInfo } from "node:os";
+import { lstatSync, readFileSync, readlinkSync, type Stats } from "node:fs";
 import { basename } from "node:path";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -12,18 +11,26 @@ import type { GuestPaths } from "./paths.ts";
 
 export type EntryInit = MessageInitShape<typeof EntryInfoSchema>;
 
-const me = (() => {
+/** uid or gid -> name from an /etc/passwd-shaped file (name:x:id:…); empty when unreadable. */
+function namesFrom(file: string): Map<number, string> {
+  const out = new Map<number, string>();
   try {
-    const u = userInfo();
-    return { uid: u.uid, gid: u.gid, name: u.username };
+    for (const line of readFileSync(file, "utf8").split("\n")) {
+      const [name, , id] = line.split(":");
+      if (name && id && /^\d+$/.test(id) && !out.has(Number(id))) out.set(Number(id), name);
+    }
   } catch {
-    return { uid: -1, gid: -1, name: "" };
+    // no such file: ids show as numbers
   }
-})();
+  return out;
+}
 
-// Commands run as the host user, so every file is that user's; other ids show as numbers.
-const ownerName = (uid: number) => (uid === me.uid ? me.name : String(uid));
-const groupName = (gid: number) => (gid === me.gid ? me.name : String(gid));
+// Read once: commands run as the simulator's user, so nearly every file has one owner. (os.userInfo() under
+// Bun answers "unknown" for the name, hence the files.)
+const users = namesFrom("/etc/passwd");
+const groups = namesFrom("/etc/group");
+const ownerName = (uid: number) => users.get(uid) ?? String(uid);
+const groupName = (gid: number) => groups.get(gid) ?? String(gid);
 
 export function fileTypeOf(st: Stats): FileType {
   if (st.isSymbolicLink()) return FileType.SYMLINK;

@@ -163,6 +163,9 @@ describe("files", () => {
       ["/home/user/notes/sub", FileType.DIR],
       ["/home/user/notes/sub/b.txt", FileType.FILE],
     ]);
+    // Owner and group are names, the same a command reports.
+    expect(list[0]!.owner).toBe((await sb.commands.run("id -un")).stdout.trim());
+    expect(list[0]!.group).toBe((await sb.commands.run("id -gn")).stdout.trim());
     // Commands and files see one tree.
     expect((await sb.commands.run("cat notes/sub/b.txt")).stdout).toBe("first");
     await sb.files.remove("notes/sub");
