@@ -123,7 +123,13 @@ export function processService(sb: GuestSandbox): ServiceImpl<typeof Process> {
         const cwdHost = sb.paths.toHost(cfg.cwd ?? sb.defaultWorkdir);
         proc = await t.start(
           { cmd: cfg.cmd, args: [...cfg.args], envs: { ...cfg.envs }, cwd: cfg.cwd },
-          { tag: req.tag, stdin: req.stdin ?? true, pty: req.pty !== undefined, cwdHost, env: sb.env(cfg.envs, cwdHost) },
+          {
+            tag: req.tag,
+            stdin: req.stdin ?? true,
+            pty: req.pty ? { cols: req.pty.size?.cols ?? 0, rows: req.pty.size?.rows ?? 0 } : undefined,
+            cwdHost,
+            env: sb.env(cfg.envs, cwdHost),
+          },
           // Output that arrives between spawn and the stream's own subscription is kept, not lost.
           (e) => early?.push(e),
         );
@@ -150,9 +156,10 @@ export function processService(sb: GuestSandbox): ServiceImpl<typeof Process> {
     },
 
     update(req) {
-      // No terminal exists (README.md): a resize is accepted for a known process and changes nothing.
       try {
-        t.find(selectorOf(req.process));
+        const proc = t.find(selectorOf(req.process));
+        const size = req.pty?.size;
+        if (size) proc.resize(size.cols, size.rows);
       } catch (e) {
         throw rpcError(e);
       }

@@ -5,7 +5,8 @@
 // resumes them (SIGCONT), destroy kills them (SIGKILL). Events (start, output, end) fan out to every stream
 // attached to the process: the Start stream that spawned it and any Connect streams.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
 
 export interface ProcessConfig {
   cmd: string;
@@ -69,15 +70,60 @@ export class GuestProcess {
     if (!this.stdinOpen) throw new ProcessRefused(`stdin of process ${this.pid} is closed or was not requested`);
     this.child.stdin!.end();
   }
+
+  /**
+   * Resize the process's terminal: find the pseudo-terminal its command reads as stdin and set its size with
+   * stty; the kernel then signals SIGWINCH to the terminal's foreground group, as with a terminal emulator.
+   * A process without a terminal is refused.
+   */
+  resize(cols: number, rows: number): void {
+    const tty = this.pty ? terminalOf(this.pid) : undefined;
+    if (!tty) throw new ProcessRefused(`process ${this.pid} has no terminal`);
+    execFileSync("stty", ["-F", tty, "cols", String(cols), "rows", String(rows)], { stdio: "ignore" });
+  }
+}
+
+/**
+ * The /dev/pts/N that the command under `script` (pid `leader`) reads as stdin, from Linux /proc: `script` starts
+ * it in a session of its own, so it is found as a child of the leader, not by process group.
+ */
+function terminalOf(leader: number): string | undefined {
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const fields = readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]!.split(" ");
+      if (Number(fields[1]) !== leader) continue; // field 4 of stat: the parent
+      const stdin = readlinkSync(`/proc/${d}/fd/0`);
+      if (stdin.startsWith("/dev/pts/")) return stdin;
+    } catch {
+      // exited, or not ours to read
+    }
+  }
+  return undefined;
 }
 
 export interface SpawnOptions {
   tag?: string;
   stdin: boolean;
-  pty: boolean;
+  /** A terminal of this size (cols x rows) instead of pipes. */
+  pty?: { cols: number; rows: number };
   /** Host directory to start in (already resolved and checked by the caller). */
   cwdHost: string;
   env: Record<string, string>;
+}
+
+const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+const HAS_SCRIPT = existsSync("/usr/bin/script");
+
+/**
+ * A terminal for a pty request: util-linux `script` runs the command on a real pseudo-terminal of the asked size
+ * (input written to script's stdin reaches the terminal; the terminal's output is script's stdout). Without
+ * `script`, the command runs on plain pipes and its output is still reported as pty data.
+ */
+function inTerminal(c: ProcessConfig, size: { cols: number; rows: number }): [string, string[]] {
+  if (!HAS_SCRIPT) return [c.cmd, c.args];
+  const sizeCmd = size.cols > 0 && size.rows > 0 ? `stty cols ${size.cols} rows ${size.rows} 2>/dev/null; ` : "";
+  return ["/usr/bin/script", ["-qfec", `${sizeCmd}exec ${[c.cmd, ...c.args].map(quote).join(" ")}`, "/dev/null"]];
 }
 
 export class ProcessTable {
@@ -99,7 +145,8 @@ export class ProcessTable {
   /** Spawn and resolve once the OS has started it (or reject with why it could not). */
   async start(config: ProcessConfig, o: SpawnOptions, onEvent: (e: ProcEvent) => void): Promise<GuestProcess> {
     if (!existsSync(o.cwdHost) || !statSync(o.cwdHost).isDirectory()) throw new ProcessRefused(`cwd ${JSON.stringify(config.cwd ?? o.cwdHost)} is not a directory`);
-    const child = spawn(config.cmd, config.args, {
+    const [cmd, args] = o.pty ? inTerminal(config, o.pty) : [config.cmd, config.args];
+    const child = spawn(cmd, args, {
       cwd: o.cwdHost,
       env: o.env,
       detached: true, // own process group: signals reach the whole tree
@@ -110,7 +157,7 @@ export class ProcessTable {
       child.once("error", (e) => reject(new ProcessRefused(`cannot start ${JSON.stringify(config.cmd)}: ${e.message}`)));
     });
     const pid = child.pid!;
-    const proc = new GuestProcess(pid, config, o.tag, o.pty, child);
+    const proc = new GuestProcess(pid, config, o.tag, o.pty !== undefined, child);
     proc.subscribe(onEvent);
     this.procs.set(pid, proc);
     this.groups.add(pid);
@@ -141,16 +188,43 @@ export class ProcessTable {
   /** Hibernate: every group stops where it is. Processes started while paused start stopped. */
   pauseAll(): void {
     this.paused = true;
-    for (const g of this.groups) this.signalGroup(g, "SIGSTOP");
+    for (const g of this.allGroups()) this.signalGroup(g, "SIGSTOP");
   }
   resumeAll(): void {
     this.paused = false;
-    for (const g of this.groups) this.signalGroup(g, "SIGCONT");
+    for (const g of this.allGroups()) this.signalGroup(g, "SIGCONT");
   }
   /** Destroy: SIGKILL every group (SIGCONT first is not needed: SIGKILL ends stopped processes too). */
   killAll(): void {
-    for (const g of this.groups) this.signalGroup(g, "SIGKILL");
+    for (const g of this.allGroups()) this.signalGroup(g, "SIGKILL");
     this.groups.clear();
+  }
+
+  /**
+   * The groups started here plus the groups of every descendant still running: a command under a terminal
+   * (`script`) or one that called setsid leads a group of its own.
+   */
+  private allGroups(): Set<number> {
+    const out = new Set(this.groups);
+    const children = new Map<number, { pid: number; pgid: number }[]>();
+    for (const d of readdirSync("/proc")) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const f = readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]!.split(" ");
+        const ppid = Number(f[1]);
+        (children.get(ppid) ?? children.set(ppid, []).get(ppid)!).push({ pid: Number(d), pgid: Number(f[2]) });
+      } catch {
+        // exited meanwhile
+      }
+    }
+    const queue = [...this.groups];
+    while (queue.length) {
+      for (const c of children.get(queue.pop()!) ?? []) {
+        out.add(c.pgid);
+        queue.push(c.pid);
+      }
+    }
+    return out;
   }
 
   private signalGroup(pgid: number, sig: NodeJS.Signals): void {

@@ -145,6 +145,22 @@ describe("commands", () => {
   });
 });
 
+describe("pty", () => {
+  test("pty.create: a terminal of the asked size; typed input runs, its output comes back; resize changes the size", async () => {
+    const { sb } = await newSandbox("tok-pty");
+    let out = "";
+    const h = await sb.pty.create({ cols: 100, rows: 30, onData: (d) => void (out += new TextDecoder().decode(d)), timeoutMs: 20_000 });
+    await sb.pty.sendInput(h.pid, new TextEncoder().encode("stty size\n"));
+    await until("the first size", () => (out.includes("30 100") ? true : undefined));
+    await sb.pty.resize(h.pid, { cols: 120, rows: 40 });
+    await sb.pty.sendInput(h.pid, new TextEncoder().encode("stty size; tty; exit 0\n"));
+    const r = await h.wait();
+    expect(r.exitCode).toBe(0);
+    expect(out).toContain("40 120");
+    expect(out).toMatch(/\/dev\/pts\/\d+/);
+  });
+});
+
 describe("files", () => {
   test("write, read, list, exists, rename, makeDir, remove", async () => {
     const { sb } = await newSandbox("tok-files");
@@ -258,6 +274,19 @@ describe("lifecycle", () => {
     expect((await post("release")).status).toBe(204);
     await until("killed", () => (procState(h.pid) === undefined || procState(h.pid) === "Z" ? true : undefined));
     expect(existsSync(root)).toBe(false);
+  });
+
+  test("a command in a session of its own (setsid, or the shell under a pty) is stopped, resumed and killed too", async () => {
+    const { sb, claimId } = await newSandbox("tok-session");
+    const h = await sb.commands.run("setsid sleep 300 & echo $!; wait", { background: true, timeoutMs: 0 });
+    const pid = Number(await until("the setsid child's pid", () => h.stdout.trim() || undefined));
+    const post = (verb: string) => fetch(`${sim.url}/v1/sandboxes/${claimId}/${verb}`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` } });
+    expect((await post("hibernate")).status).toBe(204);
+    await until("stopped", () => (procState(pid) === "T" ? true : undefined));
+    expect((await post("wake")).status).toBe(204);
+    await until("resumed", () => (procState(pid) !== "T" ? true : undefined));
+    expect((await post("release")).status).toBe(204);
+    await until("killed", () => (procState(pid) === undefined || procState(pid) === "Z" ? true : undefined));
   });
 
   test("expiry (reap) ends the sandbox's processes and removes its directory", async () => {
