@@ -145,7 +145,7 @@ export class SimNode {
 
   /** Bring the guest agents in line with the claim table (guest/host.ts); a no-op without guest agents. */
   syncGuests(): void {
-    this.guestHost?.sync(this.table.all());
+    this.guestHost?.sync(this.table.all(), this.checkpoints.values());
   }
 
   /** The claim, or the uniform 404 a caller would get. */

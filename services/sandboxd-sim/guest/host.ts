@@ -3,7 +3,9 @@
 // The node side of the guests: one guest agent per live claim, kept in step with the claim table.
 // sync() is called after every request the node serves, every reap tick and every out-of-band knob; it
 //   - starts a guest for each claim that has none (a fork child starts as a copy of its parent's files and
-//     access token, like a VM clone; the e2b surface then re-inits it with its own token),
+//     access token, like a VM clone; the e2b surface then re-inits it with its own token; a checkpoint claim
+//     starts as a copy of the files the source had when the checkpoint was taken),
+//   - captures a copy of the source's files for each new checkpoint, and drops the copy of a deleted one,
 //   - pauses (SIGSTOP) the processes of hibernated/archived/failed claims and resumes (SIGCONT) running ones,
 //   - destroys the guest of every claim that left the table (release, expiry, vanish): all processes killed, the
 //     directory removed.
@@ -34,6 +36,8 @@ export interface GuestHostOptions {
 export class GuestHost {
   readonly baseDir: string;
   private readonly guests = new Map<string, Guest>();
+  /** Checkpoint id -> the directory holding the source's files as they were when it was taken. */
+  private readonly captures = new Map<string, string>();
   private readonly host: string;
 
   constructor(o: GuestHostOptions = {}) {
@@ -60,7 +64,21 @@ export class GuestHost {
     return port === ENVD_PORT ? { host: this.host, port: g.server.port } : { host: "127.0.0.1", port };
   }
 
-  sync(claims: Iterable<Claim>): void {
+  sync(claims: Iterable<Claim>, checkpoints: Iterable<{ id: string; sandboxId: string }> = []): void {
+    const kept = new Set<string>();
+    for (const ck of checkpoints) {
+      kept.add(ck.id);
+      const source = this.guests.get(ck.sandboxId);
+      if (this.captures.has(ck.id) || !source) continue;
+      const dir = join(this.baseDir, "checkpoints", ck.id);
+      cpSync(source.sb.paths.root, dir, { recursive: true, verbatimSymlinks: true });
+      this.captures.set(ck.id, dir);
+    }
+    for (const [id, dir] of this.captures) {
+      if (kept.has(id)) continue;
+      rmSync(dir, { recursive: true, force: true });
+      this.captures.delete(id);
+    }
     const live = new Set<string>();
     for (const c of claims) {
       live.add(c.id);
@@ -82,7 +100,9 @@ export class GuestHost {
   private create(c: Claim): Guest {
     const root = join(this.baseDir, c.id);
     const parent = c.forkedFrom ? this.guests.get(c.forkedFrom) : undefined;
-    if (parent) cpSync(parent.sb.paths.root, root, { recursive: true, verbatimSymlinks: true });
+    const capture = c.fromCheckpoint ? this.captures.get(c.fromCheckpoint) : undefined;
+    const from = parent?.sb.paths.root ?? capture;
+    if (from) cpSync(from, root, { recursive: true, verbatimSymlinks: true });
     const sb = new GuestSandbox({ id: c.id, root, instanceMetadata: () => c.instanceMetadata });
     if (parent) {
       sb.accessToken = parent.sb.accessToken;

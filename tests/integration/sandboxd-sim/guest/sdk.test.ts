@@ -299,6 +299,23 @@ describe("lifecycle", () => {
     expect(existsSync(root)).toBe(false);
   });
 
+  test("a checkpoint keeps the files of that moment; a claim from it starts with them", async () => {
+    const { sb, claimId } = await newSandbox("tok-ck");
+    await sb.files.write("state.txt", "at checkpoint");
+    const auth = { authorization: `Bearer ${ROOT}` };
+    const ck = await fetch(`${sim.url}/v1/sandboxes/${claimId}/checkpoint`, { method: "POST", headers: auth, body: JSON.stringify({ name: "t/ck" }) });
+    const ckId = ((await ck.json()) as { checkpoint: { id: string } }).checkpoint.id;
+    await sb.files.write("state.txt", "after checkpoint");
+    const cl = await fetch(`${sim.url}/v1/checkpoints/${ckId}/claim`, { method: "POST", headers: auth, body: "{}" });
+    const branch = (await cl.json()) as { id: string; token: string };
+    const publicId = branch.id.replace("_", "-");
+    routes.set(publicId, { claimId: branch.id, claimToken: branch.token });
+    const init = await fetch(`${front.url}/init`, { method: "POST", headers: { "e2b-sandbox-id": publicId, "e2b-sandbox-port": String(ENVD) }, body: JSON.stringify({ accessToken: "tok-branch" }) });
+    expect(init.status).toBe(204);
+    expect(await sdkFor(publicId, "tok-branch").files.read("state.txt")).toBe("at checkpoint");
+    expect(await sb.files.read("state.txt")).toBe("after checkpoint");
+  });
+
   test("a fork child starts with the parent's files and takes its own token through /init + accessTokenHash", async () => {
     const { sb, claimId } = await newSandbox("tok-parent");
     await sb.files.write("inherited.txt", "from parent");
