@@ -121,6 +121,46 @@ test("binary Connect, server stream: process.Process/Start as application/connec
   expect(exit).toBe(4);
 });
 
+test("client streaming, JSON: StreamInput (start, then data events) feeds a running process's stdin", async () => {
+  const enc = (o: unknown, flags = 0) => encodeEnvelope(flags, new TextEncoder().encode(JSON.stringify(o)));
+  const start = await fetch(`${base}/process.Process/Start`, {
+    method: "POST",
+    headers: { "content-type": "application/connect+json", "x-access-token": TOKEN },
+    body: enc({ process: { cmd: "/bin/cat", args: [] }, stdin: true }),
+  });
+  const reader = createEnvelopeReadableStream(start.body!).getReader();
+  const next = async () => JSON.parse(new TextDecoder().decode((await reader.read()).value!.data)) as { event?: Record<string, any> };
+  const pid = (await next()).event!.start.pid as number;
+  const frames = [enc({ start: { process: { pid } } }), enc({ data: { input: { stdin: Buffer.from("streamed ").toString("base64") } } }), enc({ data: { input: { stdin: Buffer.from("input").toString("base64") } } })];
+  const body = new ReadableStream<Uint8Array>({
+    start(c) {
+      for (const f of frames) c.enqueue(f);
+      c.close();
+    },
+  });
+  const si = await fetch(`${base}/process.Process/StreamInput`, {
+    method: "POST",
+    headers: { "content-type": "application/connect+json", "x-access-token": TOKEN },
+    body,
+    duplex: "half",
+  } as RequestInit);
+  expect(si.status).toBe(200);
+  await si.arrayBuffer();
+  const close = await fetch(`${base}/process.Process/CloseStdin`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-access-token": TOKEN },
+    body: JSON.stringify({ process: { pid } }),
+  });
+  expect(close.status).toBe(200);
+  let stdout = "";
+  for (;;) {
+    const m = await next();
+    if (m.event?.data?.stdout) stdout += Buffer.from(m.event.data.stdout as string, "base64").toString();
+    if (m.event?.end) break;
+  }
+  expect(stdout).toBe("streamed input");
+});
+
 test("an unknown Connect method is a 404, and a Connect call without the token a 401", async () => {
   expect((await fetch(`${base}/process.Process/Nope`, { method: "POST", headers: { "content-type": "application/json", "x-access-token": TOKEN }, body: "{}" })).status).toBe(404);
   expect((await fetch(`${base}/process.Process/List`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(401);
