@@ -1,0 +1,218 @@
+// The chart's Deployments, run for real: after `helm install` on the test kube-apiserver, the real sandbox-apiserver
+// and sandbox-envd-proxy processes start with exactly the args and env rendered into their Deployments (mount paths
+// mapped to files standing in for the Secret volumes, and KUBECONFIG holding the pod's ServiceAccount token, since
+// there is no in-cluster config here). They reach ready, serve, elect a driver leader and write pool status; and the
+// kube-apiserver's audit log shows that not one of their requests was refused: the RBAC the chart binds is enough for
+// the calls the code really makes.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { createCA, issueCertificate } from "../../../shared/tls/index.ts";
+import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
+import { freePorts } from "../../kube/ports.ts";
+import { E2B, NAMESPACE, at, chartDir, container, containerEnv, deployment, helm, merge, render, root, type Container, type KubeObject } from "./helm.ts";
+
+const SA_USERS = [`system:serviceaccount:${NAMESPACE}:sandbox-apiserver`, `system:serviceaccount:${NAMESPACE}:sandbox-envd-proxy`];
+
+let cluster: TestCluster;
+let dir: string;
+let auditPath: string;
+let objects: KubeObject[];
+let servingCaPem: string;
+const [securePort, e2bPort, proxyPort] = freePorts(3) as [number, number, number];
+const children: Subprocess[] = [];
+let apiProcess: { proc: Subprocess; stderr: () => string };
+let proxyProcess: { proc: Subprocess; stderr: () => string };
+
+/** What the kubelet would mount: each Secret volume's files, under a directory standing for its mount path. */
+function mountFiles(servingCert: { certPem: string; keyPem: string }): Record<string, Record<string, string>> {
+  return {
+    "sandbox-apiserver-serving-certs": { "tls.crt": servingCert.certPem, "tls.key": servingCert.keyPem },
+    "sandboxd-token": { token: "root-token\n" },
+    "e2b-api-keys": { keys: "test-key team\n" },
+    "sandbox-e2b-envd-secret": { secret: "envd-key" },
+  };
+}
+
+/** The container's args and env with every mount path replaced by its stand-in directory. */
+function localize(objects: KubeObject[], name: string, secrets: Record<string, Record<string, string>>): { args: string[]; env: Record<string, string> } {
+  const c: Container = container(objects, name);
+  const volumes = deployment(objects, name).template.spec.volumes ?? [];
+  let args = c.args ?? [];
+  for (const m of c.volumeMounts ?? []) {
+    const v = volumes.find((x) => x.name === m.name)!;
+    if (!v.secret) continue; // the /tmp emptyDir: no flag names a file in it
+    const local = join(dir, name, m.name);
+    mkdirSync(local, { recursive: true });
+    if (v.secret) {
+      const files = secrets[v.secret.secretName];
+      if (!files) throw new Error(`no stand-in for Secret ${v.secret.secretName}`);
+      for (const [f, content] of Object.entries(files)) writeFileSync(join(local, f), content, { mode: 0o600 });
+    }
+    args = args.map((a) => a.replace(`=${m.mountPath}/`, `=${local}/`));
+  }
+  return { args, env: containerEnv(c) };
+}
+
+async function serviceAccountKubeconfig(sa: string): Promise<string> {
+  const token = await cluster.serviceAccountToken(NAMESPACE, sa, 3600);
+  return cluster.kubeconfig({ auth: "token", token, path: join(dir, `${sa}.kubeconfig`) });
+}
+
+function spawn(bin: string, args: string[], env: Record<string, string>): { proc: Subprocess; stderr: () => string } {
+  let err = "";
+  const proc = Bun.spawn([process.execPath, join(root, "services", bin, "main.ts"), ...args], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? "", HOME: dir, ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  children.push(proc);
+  void (async () => {
+    const dec = new TextDecoder();
+    for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) err += dec.decode(chunk);
+  })();
+  return { proc, stderr: () => err };
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, p: { proc: Subprocess; stderr: () => string }, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  const stderr = p.stderr;
+  for (;;) {
+    if (p.proc.exitCode !== null) throw new Error(`exited ${p.proc.exitCode} while waiting for ${what}:\n${stderr()}`);
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${stderr()}`);
+    await Bun.sleep(200);
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "chart-runtime-"));
+  auditPath = join(dir, "audit.log");
+  const policy = join(dir, "audit-policy.yaml");
+  writeFileSync(
+    policy,
+    ["apiVersion: audit.k8s.io/v1", "kind: Policy", "omitStages: [RequestReceived]", "rules:", "- level: Metadata", `  users: ${JSON.stringify(SA_USERS)}`, "- level: None", ""].join("\n"),
+  );
+  cluster = await startKubeApiserver({ extraArgs: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditPath}`, "--audit-log-mode=blocking"] });
+  await cluster.createNamespace(NAMESPACE);
+  await cluster.createNamespace("team");
+  for (const f of readdirSync(join(root, "manifests", "crds")).filter((f) => f.includes("agents.x-k8s.io"))) {
+    await cluster.apply(readFileSync(join(root, "manifests", "crds", f), "utf8"));
+  }
+  const ca = await createCA("chart-runtime-ca");
+  servingCaPem = ca.certPem;
+  const serving = await issueCertificate({ ca, cn: `sandbox-apiserver.${NAMESPACE}.svc`, dnsNames: [`sandbox-apiserver.${NAMESPACE}.svc`, "localhost"], ips: ["127.0.0.1"], usages: "server" });
+  const values = merge(
+    E2B,
+    at("apiserver", { securePort, sandboxdToken: { secretName: "sandboxd-token" }, e2b: { port: e2bPort, envdSecret: { value: "envd-key", secretName: "" } } }),
+    at("envdProxy.port", proxyPort),
+    at("certManager", { enabled: false, caBundle: Buffer.from(ca.certPem).toString("base64") }),
+  );
+  // The CRD comes from the chart's crds/ (helm installs it), everything else from its templates.
+  const install = await helm(["install", "sandbox-operator", chartDir, "--namespace", NAMESPACE, "--kubeconfig", cluster.kubeconfig()], values);
+  if (install.code !== 0) throw new Error(`helm install failed:\n${install.stderr}`);
+  objects = await render(values);
+  await cluster.apply([
+    {
+      apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+      kind: "SandboxTemplate",
+      metadata: { name: "python", namespace: "team" },
+      spec: { podTemplate: { spec: { containers: [{ name: "main", image: "python:3.12" }] } } },
+    },
+    {
+      apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+      kind: "SandboxWarmPool",
+      metadata: { name: "py", namespace: "team" },
+      spec: { replicas: 2, sandboxTemplateRef: { name: "python" } },
+    },
+    {
+      apiVersion: "sandbox.cocoonstack.io/v1beta1",
+      kind: "NodeInventory",
+      metadata: { name: "node-a" },
+      node: "node-a",
+      publishedAt: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+      pools: [{ template: "python:3.12", warm: 2, target: 2 }],
+    },
+  ]);
+  const secrets = mountFiles(serving);
+  const api = localize(objects, "sandbox-apiserver", secrets);
+  apiProcess = spawn("sandbox-apiserver", api.args, { ...api.env, KUBECONFIG: await serviceAccountKubeconfig("sandbox-apiserver") });
+  const proxy = localize(objects, "sandbox-envd-proxy", secrets);
+  proxyProcess = spawn("sandbox-envd-proxy", proxy.args, { ...proxy.env, KUBECONFIG: await serviceAccountKubeconfig("sandbox-envd-proxy") });
+}, 180_000);
+
+afterAll(async () => {
+  for (const c of children) c.kill("SIGKILL");
+  await cluster?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the chart's Deployments as real processes under the chart's ServiceAccounts", () => {
+
+  test("sandbox-apiserver becomes ready on the rendered secure port and answers a delegated-auth request", async () => {
+    await until("sandbox-apiserver /readyz", async () => {
+      const r = await fetch(`https://127.0.0.1:${securePort}/readyz`, { tls: { ca: servingCaPem } });
+      await r.body?.cancel();
+      return r.ok ? true : undefined;
+    }, apiProcess, 60_000);
+    // The test user's token goes through TokenReview, then SubjectAccessReview (denied: it has no grants).
+    const r = await fetch(`https://127.0.0.1:${securePort}/apis/agents.x-k8s.io/v1beta1/sandboxes`, {
+      headers: { authorization: `Bearer ${cluster.user.token}` },
+      tls: { ca: servingCaPem },
+    });
+    const body = await r.text();
+    expect(r.status).toBe(403);
+    expect(body).toContain(cluster.user.name);
+  }, 90_000);
+
+  test("the warm-pool driver takes its Lease in the release namespace and writes the pool's status", async () => {
+    const lease = await until("Lease cocoon-warmpool-driver", async () => {
+      const r = await cluster.adminFetch(`/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/cocoon-warmpool-driver`);
+      return r.ok ? ((await r.json()) as { spec: { holderIdentity?: string } }) : undefined;
+    }, apiProcess, 60_000);
+    expect(lease.spec.holderIdentity).toBeTruthy();
+    const status = await until("SandboxWarmPool status", async () => {
+      const r = await cluster.adminFetch("/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/team/sandboxwarmpools/py");
+      const s = ((await r.json()) as { status?: { selector?: string } }).status;
+      return s?.selector ? s : undefined;
+    }, apiProcess, 60_000);
+    expect(status.selector).toBe("agents.x-k8s.io/warm-pool=py");
+  }, 90_000);
+
+  // The e2b surface's listener (--e2b-bind-address) is not wired into sandbox-apiserver yet; its args are proven
+  // by flags.test.ts. Add a request to it here when the surface serves.
+
+  test("sandbox-envd-proxy answers /healthz on the rendered port", async () => {
+    const status = await until("envd proxy /healthz", async () => {
+      const r = await fetch(`http://127.0.0.1:${proxyPort}/healthz`);
+      await r.body?.cancel();
+      return r.status;
+    }, proxyProcess, 60_000);
+    expect(status).toBe(204);
+  }, 90_000);
+
+  test("the audit log holds their requests and not one was refused", async () => {
+    const events = readFileSync(auditPath, "utf8")
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .map((l) => JSON.parse(l) as { user: { username: string }; verb: string; requestURI: string; responseStatus?: { code: number } });
+    for (const user of SA_USERS) expect(events.some((e) => e.user.username === user)).toBe(true);
+    const refused = events.filter((e) => e.responseStatus?.code === 403).map((e) => `${e.user.username} ${e.verb} ${e.requestURI}`);
+    expect(refused).toEqual([]);
+    // What they did, for the record: the calls the RBAC had to allow.
+    const seen = new Set(events.map((e) => `${e.user.username.split(":").pop()} ${e.verb} ${e.requestURI.split("?")[0]!.replace(/\/[^/]*\.[0-9]+$/, "")}`));
+    expect([...seen].some((s) => s.startsWith("sandbox-apiserver watch /apis/sandbox.cocoonstack.io"))).toBe(true);
+    expect([...seen].some((s) => s.startsWith("sandbox-envd-proxy watch /apis/sandbox.cocoonstack.io"))).toBe(true);
+    expect([...seen].some((s) => s.includes("create /apis/authentication.k8s.io/v1/tokenreviews"))).toBe(true);
+    expect([...seen].some((s) => s.includes("create /apis/authorization.k8s.io/v1/subjectaccessreviews"))).toBe(true);
+    expect([...seen].some((s) => s.includes("/namespaces/kube-system/configmaps/extension-apiserver-authentication"))).toBe(true);
+    expect([...seen].some((s) => s.includes("sandboxwarmpools/py/status"))).toBe(true);
+  });
+});
