@@ -5,6 +5,14 @@ import { FakeKube, apiError, quietLog } from "./fake-kube.ts";
 
 const INTERVAL = 10_000;
 
+/** A started controller on its own fake clock; time has not moved yet. */
+function started(kube: FakeKube, o: { ref?: boolean; gone?: () => boolean } = {}) {
+  const clock = new FakeClock();
+  const l = lease(kube, clock, o);
+  l.start();
+  return { l, clock };
+}
+
 function lease(kube: FakeKube, clock: FakeClock, o: { ref?: boolean; gone?: () => boolean } = {}) {
   return new LeaseController({
     clock,
@@ -20,9 +28,7 @@ function lease(kube: FakeKube, clock: FakeClock, o: { ref?: boolean; gone?: () =
 describe("LeaseController", () => {
   test("the first round creates the Lease with holder, 40 s, renewTime and the Node ownerReference", async () => {
     const kube = new FakeKube();
-    const clock = new FakeClock();
-    const l = lease(kube, clock);
-    l.start();
+    const { l, clock } = started(kube);
     await clock.tick(0);
     expect(l.renewCount).toBe(1);
     await l.stop();
@@ -37,9 +43,7 @@ describe("LeaseController", () => {
 
   test("later rounds PUT from the last returned object without a GET", async () => {
     const kube = new FakeKube();
-    const clock = new FakeClock();
-    const l = lease(kube, clock);
-    l.start();
+    const { l, clock } = started(kube);
     await clock.tick(3 * INTERVAL);
     expect(l.renewCount).toBe(4);
     await l.stop();
@@ -50,9 +54,7 @@ describe("LeaseController", () => {
   test("an existing Lease without an owner gains it on update", async () => {
     const kube = new FakeKube();
     kube.objects.set("leases/n1", { metadata: { name: "n1", namespace: "kube-node-lease", resourceVersion: "1" }, spec: {} });
-    const clock = new FakeClock();
-    const l = lease(kube, clock);
-    l.start();
+    const { l, clock } = started(kube);
     await clock.tick(0);
     expect(l.renewCount).toBe(1);
     await l.stop();
@@ -63,9 +65,7 @@ describe("LeaseController", () => {
 
   test("a failed PUT falls back to GET then PUT; a 409 re-reads", async () => {
     const kube = new FakeKube();
-    const clock = new FakeClock();
-    const l = lease(kube, clock);
-    l.start();
+    const { l, clock } = started(kube);
     await clock.tick(0);
     expect(l.renewCount).toBe(1);
     kube.failures.update = [apiError(500, "InternalError"), apiError(409, "Conflict")];
@@ -79,9 +79,7 @@ describe("LeaseController", () => {
 
   test("it never creates the Lease without a registered Node, and backs off instead", async () => {
     const kube = new FakeKube();
-    const clock = new FakeClock();
-    const l = lease(kube, clock, { ref: false });
-    l.start();
+    const { l, clock } = started(kube, { ref: false });
     // The backoff starts at 100 ms and doubles up to 7 s: it neither spins nor gives up.
     const getsAt: number[] = [];
     for (const step of [0, 99, 1, 200, 400, 800, 1600, 3200, 6400, 7000, 7000]) {
@@ -96,10 +94,8 @@ describe("LeaseController", () => {
 
   test("renewal stops once the Node is gone", async () => {
     const kube = new FakeKube();
-    const clock = new FakeClock();
     let gone = false;
-    const l = lease(kube, clock, { gone: () => gone });
-    l.start();
+    const { l, clock } = started(kube, { gone: () => gone });
     await clock.tick(INTERVAL);
     expect(l.renewCount).toBe(2);
     gone = true;
