@@ -74,6 +74,10 @@ export function watchStream(deps: WatchDeps, req: WatchRequest, clientSignal: Ab
       const send = (type: EventType, obj: Sandbox) => {
         if (!stop.signal.aborted) controller.enqueue(encode(type, obj));
       };
+      // Bun sends the response headers with the first body chunk. A watch with nothing to report yet must still
+      // answer at once (clients and the aggregator wait for headers), so it starts with a newline, which every
+      // JSON stream decoder skips as whitespace between objects.
+      controller.enqueue(enc.encode("\n"));
       let last = new Map<string, Sandbox>();
       try {
         if (pinnedName !== undefined && req.namespace !== undefined) {
