@@ -1,0 +1,160 @@
+// Delegated authentication and authorization on the real kube-apiserver: through the aggregator with kubectl, and
+// directly on the secure port (the only way to see this server's own TokenReview and SubjectAccessReview at work,
+// since kube-apiserver authorizes a proxied request before it forwards it). Scenario numbers lead the names.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createCA, issueCertificate } from "../../../shared/tls/index.ts";
+import { kubectl } from "../../kube/kubectl.ts";
+import { type ApiserverProcess, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
+
+let stack: Stack;
+let server: ApiserverProcess;
+let userKubeconfig: string;
+
+beforeAll(async () => {
+  stack = await startStack();
+  server = await stack.startServer({ args: ["--enable-warm-pool-driver=false", "--sandboxd-token=t"] });
+  await stack.register(server.port);
+  await stack.cluster.createNamespace("a");
+  await stack.cluster.createNamespace("b");
+  await stack.publish({
+    node: "n1",
+    publishedAt: rfc3339(Date.now()),
+    entries: [
+      { name: "a/x", id: "sb_ax", phase: "Running" },
+      { name: "b/y", id: "sb_by", phase: "Running" },
+    ],
+  });
+  userKubeconfig = stack.cluster.kubeconfig({ auth: "user-token" });
+}, 90_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await stack?.stop();
+});
+
+const direct = (path: string, init: RequestInit & { cert?: { certPem: string; keyPem: string } } = {}) =>
+  fetch(`https://127.0.0.1:${server.port}${path}`, {
+    ...init,
+    tls: { ca: stack.caPem, ...(init.cert ? { cert: init.cert.certPem, key: init.cert.keyPem } : {}) },
+  });
+
+describe("authorization through the aggregator", () => {
+  test("30: a user with only get in namespace a is refused list in a and get in b, and gets in a", async () => {
+    await stack.cluster.apply(`
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: sandbox-getter, namespace: a}
+rules: [{apiGroups: [agents.x-k8s.io], resources: [sandboxes], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sandbox-getter, namespace: a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: sandbox-getter}
+subjects: [{kind: User, name: ${stack.cluster.user.name}}]
+`);
+    const ok = await eventually(async () => {
+      const r = await kubectl(["get", "sandbox", "x", "-n", "a", "-o", "name"], { kubeconfig: userKubeconfig });
+      return r.code === 0 ? r : undefined;
+    }, 10_000, "the Role to apply");
+    expect(ok.stdout.trim()).toBe("sandbox.agents.x-k8s.io/x");
+    const list = await kubectl(["get", "sandboxes", "-n", "a"], { kubeconfig: userKubeconfig });
+    expect(list.code).not.toBe(0);
+    expect(list.stderr).toContain("Forbidden");
+    expect(list.stderr).toContain('cannot list resource "sandboxes" in API group "agents.x-k8s.io" in the namespace "a"');
+    const other = await kubectl(["get", "sandbox", "y", "-n", "b"], { kubeconfig: userKubeconfig });
+    expect(other.stderr).toContain('cannot get resource "sandboxes" in API group "agents.x-k8s.io" in the namespace "b"');
+  });
+});
+
+describe("this server's own authentication and authorization (direct connections)", () => {
+  test("31: a valid token without RBAC is a 403 from this server's SubjectAccessReview; an invalid token is a 401", async () => {
+    const token = stack.cluster.user.token;
+    const r = await direct("/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y", { headers: { authorization: `Bearer ${token}` } });
+    expect(r.status).toBe(403);
+    const body = (await r.json()) as { reason: string; message: string; details: { name: string } };
+    expect(body.reason).toBe("Forbidden");
+    expect(body.message).toBe(`sandboxes.agents.x-k8s.io "y" is forbidden: User "${stack.cluster.user.name}" cannot get resource "sandboxes" in API group "agents.x-k8s.io" in the namespace "b"`);
+    const bad = await direct("/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y", { headers: { authorization: "Bearer not-a-token" } });
+    expect(bad.status).toBe(401);
+    expect(((await bad.json()) as { reason: string }).reason).toBe("Unauthorized");
+    // The Role of scenario 30 lets the same token through for get in a, straight to this server.
+    const allowed = await direct("/apis/agents.x-k8s.io/v1beta1/namespaces/a/sandboxes/x", { headers: { authorization: `Bearer ${token}` } });
+    expect(allowed.status).toBe(200);
+  });
+
+  test("a forged X-Remote-User on a direct connection (no front-proxy certificate) is not believed", async () => {
+    const r = await direct("/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y", {
+      headers: { "X-Remote-User": "admin", "X-Remote-Group": "system:masters" },
+    });
+    expect(r.status).toBe(403);
+    expect(((await r.json()) as { message: string }).message).toContain('User "system:anonymous"');
+  });
+
+  test("identity headers from a certificate the front-proxy CA did not sign are not believed either", async () => {
+    const rogue = await createCA("rogue-front-proxy-ca");
+    const cert = await issueCertificate({ ca: rogue, cn: stack.cluster.frontProxy.clientName, usages: "client" });
+    const r = await direct("/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y", { cert, headers: { "X-Remote-User": "admin", "X-Remote-Group": "system:masters" } });
+    expect(r.status).toBe(403);
+  });
+
+  test("32: create on sandboxes without create on sandboxes/fork is refused the fork", async () => {
+    await stack.cluster.apply(`
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: sandbox-creator, namespace: b}
+rules: [{apiGroups: [agents.x-k8s.io], resources: [sandboxes], verbs: [create, get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sandbox-creator, namespace: b}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: sandbox-creator}
+subjects: [{kind: User, name: ${stack.cluster.user.name}}]
+`);
+    await eventually(async () => ((await kubectl(["get", "sandbox", "y", "-n", "b"], { kubeconfig: userKubeconfig })).code === 0 ? true : undefined));
+    const r = await kubectl(["create", "--raw", "/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y/fork", "-f", "-"], { kubeconfig: userKubeconfig, stdin: '{"count":1}' });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("Forbidden");
+    // This server's SAR refuses it too, with the subresource in the message.
+    const d = await direct("/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y/fork", {
+      method: "POST",
+      body: '{"count":1}',
+      headers: { authorization: `Bearer ${stack.cluster.user.token}`, "content-type": "application/json" },
+    });
+    expect(d.status).toBe(403);
+    expect(((await d.json()) as { message: string }).message).toContain('cannot create resource "sandboxes/fork"');
+  });
+
+  test("45: anonymous /livez and /readyz are 200; anonymous /metrics is 403; an authorized caller gets Prometheus text", async () => {
+    expect((await direct("/livez")).status).toBe(200);
+    const ready = await direct("/readyz?verbose");
+    expect(ready.status).toBe(200);
+    expect(await ready.text()).toContain("[+]shutdown ok");
+    expect((await direct("/metrics")).status).toBe(403);
+    // A scraper: a ServiceAccount token whose ClusterRole grants the non-resource URL (this server's SAR asks).
+    await stack.cluster.apply(`
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: scraper, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: metrics-reader}
+rules: [{nonResourceURLs: [/metrics], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: metrics-reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: metrics-reader}
+subjects: [{kind: ServiceAccount, name: scraper, namespace: default}]
+`);
+    const token = await stack.cluster.serviceAccountToken("default", "scraper");
+    const text = await eventually(async () => {
+      const r = await direct("/metrics", { headers: { authorization: `Bearer ${token}` } });
+      return r.status === 200 ? r.text() : undefined;
+    }, 15_000, "metrics with the scraper's token");
+    expect(text).toContain("# TYPE apiserver_request_total counter");
+    expect(text).toMatch(/apiserver_request_total\{[^}]*verb="GET"[^}]*resource="sandboxes"[^}]*code="200"/);
+    expect(text).toContain('sandbox_inventory_nodes{state="fresh"} 1');
+    expect(text).toContain("process_cpu_seconds_total");
+  });
+});
