@@ -5,8 +5,8 @@
 // warm-pool driver on, and the e2b surface when `e2b` is given.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createCA, issueCertificate } from "../../shared/tls/index.ts";
-import type { TestCluster } from "../../tests/kube/harness.ts";
+import { createCA, issueCertificate } from "#shared/tls/index.ts";
+import type { TestCluster } from "#tests/kube/harness.ts";
 import type { StackFiles } from "./files.ts";
 import { answers, waitFor, type Supervisor } from "./supervisor.ts";
 

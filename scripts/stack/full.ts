@@ -4,7 +4,7 @@
 // that serve sandboxes to clients: sandbox-apiserver and sandbox-envd-proxy.
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { startKubeApiserver } from "../../tests/kube/harness.ts";
+import { startKubeApiserver } from "#tests/kube/harness.ts";
 import { startSimulators, type StackContext, type StackExports } from "./mesh.ts";
 import { waitFor } from "./supervisor.ts";
 import { startAggregatedApiserver } from "./apiserver.ts";

@@ -2,7 +2,7 @@
 // other) whose sandboxes carry guest agents, and sandbox-e2b learning them from seeds, with the envd proxy in the
 // same process. The stock e2b SDK talks to the surface (E2B_API_URL) and the proxy (E2B_SANDBOX_URL).
 import { join } from "node:path";
-import { startSimCluster } from "../../services/sandboxd-sim/sim.ts";
+import { startSimCluster } from "#services/sandboxd-sim/sim.ts";
 import type { StackFiles } from "./files.ts";
 import { TEMPLATE_IMAGE } from "./files.ts";
 import { answers, waitFor, type Supervisor } from "./supervisor.ts";

@@ -8,7 +8,7 @@
 //   anything else needs X-Access-Token and echoes the request as JSON
 // Signature (e2b SDK): "v1_" + base64(sha256("<path>:<read|write>:<user>:<accessToken>[:<exp>]")), no padding.
 import { createHmac } from "node:crypto";
-import { fileSignature as signFile } from "../../shared/sandboxd/urls.ts";
+import { fileSignature as signFile } from "#shared/sandboxd/index.ts";
 import { safeEqual } from "./auth.ts";
 
 export interface FakeGuestOptions {

@@ -19,7 +19,7 @@ import { Filesystem } from "./gen/filesystem/filesystem_pb.ts";
 import { processService } from "./process-service.ts";
 import { filesystemService, type PollingWatcher } from "./filesystem-service.ts";
 import { downloadFile, envdError, uploadFiles } from "./files-http.ts";
-import { fileSignature } from "../../../shared/sandboxd/urls.ts";
+import { fileSignature } from "#shared/sandboxd/index.ts";
 import { safeEqual } from "../auth.ts";
 import { PathError } from "./paths.ts";
 import type { GuestSandbox } from "./sandbox.ts";

@@ -2,11 +2,12 @@
 // nodes with their vk-sandbox, sandbox-apiserver behind the aggregation layer with the warm-pool driver. The
 // example Pod becomes a sandbox that `kubectl get sandboxes -A` lists; `kubectl logs` reaches the node's kubelet
 // API through its InternalIP and gets the documented answer; Ctrl-C leaves no process, port or temp dir behind.
+import { waitFor } from "#tests/support/wait.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { kubectlBinary } from "../../kube/peers.ts";
-import { kubectl as runKubectl } from "../../kube/kubectl.ts";
+import { kubectlBinary } from "#tests/kube/peers.ts";
+import { kubectl as runKubectl } from "#tests/kube/kubectl.ts";
 import { REPO, startStack, type RunningStack } from "./run-stack.ts";
 
 let stack: RunningStack;
@@ -17,15 +18,6 @@ async function kubectl(...args: string[]): Promise<{ code: number; out: string; 
   return { code: r.code, out: r.stdout, err: r.stderr };
 }
 
-async function eventually<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(250);
-  }
-}
 
 beforeAll(async () => {
   await kubectlBinary(); // built once by the test peers; fails here, not mid-test, when it cannot be
@@ -46,7 +38,7 @@ describe("full stack", () => {
   });
 
   test("the example warm pool is spread over both nodes by the warm-pool driver", async () => {
-    const ready = await eventually("warm pool readyReplicas 4", async () => {
+    const ready = await waitFor("warm pool readyReplicas 4", async () => {
       const r = await kubectl("get", "sandboxwarmpools", "base", "-o", "jsonpath={.status.readyReplicas}");
       return r.out.trim() === "4" ? r.out.trim() : undefined;
     });
@@ -56,13 +48,13 @@ describe("full stack", () => {
   test("the example Pod becomes a sandbox that kubectl get sandboxes -A lists; kubectl logs gets the documented answer", async () => {
     const applied = await kubectl("apply", "-f", POD);
     expect(applied.code).toBe(0);
-    const claimId = await eventually("the Pod's claim", async () => {
+    const claimId = await waitFor("the Pod's claim", async () => {
       const r = await kubectl("get", "pod", "hello-sandbox", "-o", "jsonpath={.status.phase} {.metadata.annotations.sandbox\\.cocoonstack\\.io/claim-id}");
       const [phase, id] = r.out.trim().split(" ");
       return phase === "Running" && id ? id : undefined;
     });
     expect(claimId).toMatch(/^sb_[0-9a-f]{16}$/);
-    const listed = await eventually("the sandbox in kubectl get sandboxes -A", async () => {
+    const listed = await waitFor("the sandbox in kubectl get sandboxes -A", async () => {
       const r = await kubectl("get", "sandboxes", "-A");
       return r.out.includes("hello-sandbox") ? r.out : undefined;
     });

@@ -1,5 +1,6 @@
 // The stock e2b SDK (2.51.0) against a running local stack, through its e2b surface and envd proxy: every
 // scenario creates its sandbox with Sandbox.create and kills it. Registered by the mesh and full stack tests.
+import { waitFor } from "#tests/support/wait.ts";
 import { expect, test } from "bun:test";
 import { AuthenticationError, CommandExitError, FileType, Sandbox, TimeoutError } from "e2b";
 import { freePort } from "./run-stack.ts";
@@ -10,15 +11,6 @@ export interface SdkTarget {
   sandboxUrl: string;
 }
 
-const until = async <T>(what: string, f: () => Promise<T | undefined> | T | undefined, ms = 10_000): Promise<T> => {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-};
 
 export function sdkScenarios(target: () => SdkTarget): void {
   const opts = () => ({ apiKey: target().apiKey, apiUrl: target().apiUrl, sandboxUrl: target().sandboxUrl });
@@ -48,7 +40,7 @@ export function sdkScenarios(target: () => SdkTarget): void {
       const bg = await sb.commands.run("sleep 60", { background: true });
       expect((await sb.commands.list()).map((p) => p.pid)).toContain(bg.pid);
       expect(await bg.kill()).toBe(true);
-      await until("killed command to leave the list", async () => ((await sb.commands.list()).some((p) => p.pid === bg.pid) ? undefined : true));
+      await waitFor("killed command to leave the list", async () => ((await sb.commands.list()).some((p) => p.pid === bg.pid) ? undefined : true));
       expect(await sb.commands.run("sleep 30", { timeoutMs: 800 }).catch((e) => e)).toBeInstanceOf(TimeoutError);
       const cat = await sb.commands.run("cat", { background: true, stdin: true });
       await sb.commands.sendStdin(cat.pid, "typed\n");
@@ -91,7 +83,7 @@ export function sdkScenarios(target: () => SdkTarget): void {
       const seen: string[] = [];
       const h = await sb.files.watchDir("w", (e) => void seen.push(`${e.type}:${e.name}`));
       await sb.commands.run("echo x > w/made.txt");
-      await until("create event", () => (seen.includes("create:made.txt") ? true : undefined));
+      await waitFor("create event", () => (seen.includes("create:made.txt") ? true : undefined));
       await h.stop();
     }));
 
@@ -104,7 +96,7 @@ export function sdkScenarios(target: () => SdkTarget): void {
       expect(sb.getHost(port)).toStartWith(`${port}-${sb.sandboxId}.`);
       const token = (sb as unknown as { envdAccessToken: string }).envdAccessToken;
       const headers = { "e2b-sandbox-id": sb.sandboxId, "e2b-sandbox-port": String(port), "x-access-token": token };
-      const body = await until("in-sandbox server", async () => {
+      const body = await waitFor("in-sandbox server", async () => {
         const r = await fetch(`${target().sandboxUrl}/index.html`, { headers }).catch(() => undefined);
         return r?.status === 200 ? r.text() : undefined;
       });
@@ -118,7 +110,7 @@ export function sdkScenarios(target: () => SdkTarget): void {
       // Until the node publishes the new sandbox, the proxy answers a wrong token with 502 (an unpublished id is
       // never confirmed to a caller without a valid token; envd-proxy.md §6), which the SDK reads as "not
       // running"; once published, 401 (AuthenticationError). Either way the command never runs.
-      const refusal = await until("a 401 once the sandbox is published", async () => {
+      const refusal = await waitFor("a 401 once the sandbox is published", async () => {
         const e = await forged.commands.run("touch forged-ran").catch((e) => e);
         return e instanceof AuthenticationError ? e : undefined;
       });

@@ -2,11 +2,12 @@
 // the SDK makes for commands and files goes client -> relay front -> node `GET …/ports/49983` (Upgrade: tcp) ->
 // the sandbox's guest agent. The access token is set by envd `/init` over a passive (root-token) relay, as the
 // e2b surface does after a create.
+import { waitFor } from "#tests/support/wait.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { AuthenticationError, CommandExitError, FileType, Sandbox, TimeoutError } from "e2b";
-import { startSandboxdSim, type SandboxdSim } from "../../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { startRelayFront, type FrontRoute, type RelayFront } from "./relay-front.ts";
 
 const ROOT = "guest-root-token";
@@ -37,15 +38,6 @@ function sdkFor(publicId: string, accessToken: string): Sandbox {
   return new Ctor({ sandboxId: publicId, envdAccessToken: accessToken, envdVersion: "0.8.0", sandboxUrl: front.url, domain: "sim.test", apiKey: "unused" });
 }
 
-async function until<T>(what: string, f: () => Promise<T | undefined> | T | undefined, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -112,7 +104,7 @@ describe("commands", () => {
     const end = await h.wait().catch((e) => e);
     expect(end).toBeInstanceOf(CommandExitError);
     expect((end as CommandExitError).exitCode).toBe(-1);
-    await until("process to leave the list", async () => ((await sb.commands.list()).some((p) => p.pid === h.pid) ? undefined : true));
+    await waitFor("process to leave the list", async () => ((await sb.commands.list()).some((p) => p.pid === h.pid) ? undefined : true));
     expect(await sb.commands.kill(h.pid)).toBe(false);
   });
 
@@ -122,7 +114,7 @@ describe("commands", () => {
     const err = await sb.commands.run("sleep 30", { timeoutMs: 700 }).catch((e) => e);
     expect(err).toBeInstanceOf(TimeoutError);
     expect(Date.now() - started).toBeLessThan(10_000);
-    await until("timed-out command to end", async () => ((await sb.commands.list()).length === 0 ? true : undefined));
+    await waitFor("timed-out command to end", async () => ((await sb.commands.list()).length === 0 ? true : undefined));
   });
 
   test("stdin: sendStdin then closeStdin reaches the command", async () => {
@@ -151,7 +143,7 @@ describe("pty", () => {
     let out = "";
     const h = await sb.pty.create({ cols: 100, rows: 30, onData: (d) => void (out += new TextDecoder().decode(d)), timeoutMs: 20_000 });
     await sb.pty.sendInput(h.pid, new TextEncoder().encode("stty size\n"));
-    await until("the first size", () => (out.includes("30 100") ? true : undefined));
+    await waitFor("the first size", () => (out.includes("30 100") ? true : undefined));
     await sb.pty.resize(h.pid, { cols: 120, rows: 40 });
     await sb.pty.sendInput(h.pid, new TextEncoder().encode("stty size; tty; exit 0\n"));
     const r = await h.wait();
@@ -210,9 +202,9 @@ describe("files", () => {
     const events: { name: string; type: string }[] = [];
     const w = await sb.files.watchDir("watched", (e) => void events.push({ name: e.name, type: e.type }));
     await sb.commands.run("echo data > watched/new.txt");
-    await until("watch events", () => (events.some((e) => e.name === "new.txt" && e.type === "create") ? true : undefined));
+    await waitFor("watch events", () => (events.some((e) => e.name === "new.txt" && e.type === "create") ? true : undefined));
     await sb.files.remove("watched/new.txt");
-    await until("remove event", () => (events.some((e) => e.name === "new.txt" && e.type === "remove") ? true : undefined));
+    await waitFor("remove event", () => (events.some((e) => e.name === "new.txt" && e.type === "remove") ? true : undefined));
     await w.stop();
   });
 
@@ -250,7 +242,7 @@ describe("access", () => {
     await sb.files.write("site/index.html", "served from the sandbox");
     await sb.commands.run(`cd site && exec python3 -m http.server ${port} --bind 127.0.0.1`, { background: true, timeoutMs: 0 });
     const headers = { "e2b-sandbox-id": sb.sandboxId, "e2b-sandbox-port": String(port), "x-access-token": "tok-port" };
-    const body = await until("the in-sandbox server", async () => {
+    const body = await waitFor("the in-sandbox server", async () => {
       const r = await fetch(`${front.url}/index.html`, { headers }).catch(() => undefined);
       return r?.status === 200 ? r.text() : undefined;
     }, 10_000);
@@ -268,25 +260,25 @@ describe("lifecycle", () => {
     expect(runningOrSleeping()).toBe(true);
     const post = (verb: string) => fetch(`${sim.url}/v1/sandboxes/${claimId}/${verb}`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` } });
     expect((await post("hibernate")).status).toBe(204);
-    await until("stopped", () => (procState(h.pid) === "T" ? true : undefined));
+    await waitFor("stopped", () => (procState(h.pid) === "T" ? true : undefined));
     expect((await post("wake")).status).toBe(204);
-    await until("resumed", runningOrSleeping);
+    await waitFor("resumed", runningOrSleeping);
     expect((await post("release")).status).toBe(204);
-    await until("killed", () => (procState(h.pid) === undefined || procState(h.pid) === "Z" ? true : undefined));
+    await waitFor("killed", () => (procState(h.pid) === undefined || procState(h.pid) === "Z" ? true : undefined));
     expect(existsSync(root)).toBe(false);
   });
 
   test("a command in a session of its own (setsid, or the shell under a pty) is stopped, resumed and killed too", async () => {
     const { sb, claimId } = await newSandbox("tok-session");
     const h = await sb.commands.run("setsid sleep 300 & echo $!; wait", { background: true, timeoutMs: 0 });
-    const pid = Number(await until("the setsid child's pid", () => h.stdout.trim() || undefined));
+    const pid = Number(await waitFor("the setsid child's pid", () => h.stdout.trim() || undefined));
     const post = (verb: string) => fetch(`${sim.url}/v1/sandboxes/${claimId}/${verb}`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` } });
     expect((await post("hibernate")).status).toBe(204);
-    await until("stopped", () => (procState(pid) === "T" ? true : undefined));
+    await waitFor("stopped", () => (procState(pid) === "T" ? true : undefined));
     expect((await post("wake")).status).toBe(204);
-    await until("resumed", () => (procState(pid) !== "T" ? true : undefined));
+    await waitFor("resumed", () => (procState(pid) !== "T" ? true : undefined));
     expect((await post("release")).status).toBe(204);
-    await until("killed", () => (procState(pid) === undefined || procState(pid) === "Z" ? true : undefined));
+    await waitFor("killed", () => (procState(pid) === undefined || procState(pid) === "Z" ? true : undefined));
   });
 
   test("expiry (reap) ends the sandbox's processes and removes its directory", async () => {
@@ -295,7 +287,7 @@ describe("lifecycle", () => {
     const root = sim.node.guestHost!.get(claimId)!.paths.root;
     sim.expire(claimId);
     sim.reapNow();
-    await until("killed", () => (procState(h.pid) === undefined || procState(h.pid) === "Z" ? true : undefined));
+    await waitFor("killed", () => (procState(h.pid) === undefined || procState(h.pid) === "Z" ? true : undefined));
     expect(existsSync(root)).toBe(false);
   });
 

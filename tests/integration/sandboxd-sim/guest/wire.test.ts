@@ -7,9 +7,9 @@ import { join } from "node:path";
 import { create, fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import { createEnvelopeReadableStream, encodeEnvelope } from "@connectrpc/connect/protocol";
-import { file_process_process, ListRequestSchema, ListResponseSchema, StartRequestSchema, StartResponseSchema } from "../../../../services/sandboxd-sim/guest/gen/process/process_pb.ts";
-import { file_filesystem_filesystem } from "../../../../services/sandboxd-sim/guest/gen/filesystem/filesystem_pb.ts";
-import { startSandboxdSim, type SandboxdSim } from "../../../../services/sandboxd-sim/sim.ts";
+import { file_process_process, ListRequestSchema, ListResponseSchema, StartRequestSchema, StartResponseSchema } from "#services/sandboxd-sim/guest/gen/process/process_pb.ts";
+import { file_filesystem_filesystem } from "#services/sandboxd-sim/guest/gen/filesystem/filesystem_pb.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 
 const ROOT = "wire-root";
 let sim: SandboxdSim;
