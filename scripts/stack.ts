@@ -36,7 +36,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const mesh = argv.includes("--mesh");
-  const needed: PortName[] = mesh ? ["e2b", "proxy", "node0", "node1"] : ["node0", "node1", "kubelet0", "kubelet1", "apiserver"];
+  const needed: PortName[] = mesh ? ["e2b", "proxy", "node0", "node1"] : ["e2b", "proxy", "node0", "node1", "kubelet0", "kubelet1", "apiserver"];
   let ports: Record<PortName, number>;
   try {
     ports = await checkPortsFree(needed);

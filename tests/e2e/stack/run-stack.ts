@@ -128,7 +128,7 @@ export async function startStack(args: string[], readyTimeoutMs = 120_000): Prom
     },
     async leftovers() {
       const left: string[] = [];
-      const used = args.includes("--mesh") ? (["e2b", "proxy", "node0", "node1"] as PortName[]) : (["node0", "node1", "kubelet0", "kubelet1", "apiserver"] as PortName[]);
+      const used = args.includes("--mesh") ? (["e2b", "proxy", "node0", "node1"] as PortName[]) : (["e2b", "proxy", "node0", "node1", "kubelet0", "kubelet1", "apiserver"] as PortName[]);
       for (const n of used) if (await portTaken(ports[n])) left.push(`port ${ports[n]} (${PORTS[n].what}) still bound`);
       // The kube-apiserver takes free ports of its own; the stack prints its URL.
       const kube = /kube-apiserver https:\/\/127\.0\.0\.1:(\d+)/.exec(out.join("\n"))?.[1];
