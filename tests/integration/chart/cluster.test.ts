@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
-import { E2B, NAMESPACE, at, chartDir, helm, identity, merge, render, root, type KubeObject, type Values } from "./helm.ts";
+import { E2B, NAMESPACE, POOL_FIXTURES, at, chartDir, helm, identity, merge, render, root, type KubeObject, type Values } from "./helm.ts";
 
 /** Where each kind the chart renders is served: [group/version path, plural, namespaced]. */
 const RESOURCES: Record<string, [string, string, boolean]> = {
@@ -102,6 +102,9 @@ describe("helm install on the real apiserver", () => {
     expect(r.stderr.replace(/^walk\.go:.*\n/gm, "")).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("STATUS: deployed");
+    // NOTES.txt tells the operator where the e2b surface and the data plane are.
+    expect(r.stdout).toContain(`E2B_API_URL=http://sandbox-apiserver-e2b.${NAMESPACE}.svc`);
+    expect(r.stdout).toContain("E2B_DOMAIN=sandbox.example.com");
     const expected = await render(values);
     expect(expected).toHaveLength(23 - 4); // certManager off drops the four cert-manager objects
     for (const o of expected) {
@@ -134,20 +137,7 @@ describe("RBAC under the chart's ServiceAccounts (after the install above)", () 
   const inventories = "/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories";
 
   beforeAll(async () => {
-    await cluster.apply([
-      {
-        apiVersion: "extensions.agents.x-k8s.io/v1beta1",
-        kind: "SandboxTemplate",
-        metadata: { name: "python", namespace: "team" },
-        spec: { podTemplate: { spec: { containers: [{ name: "main", image: "python:3.12" }] } } },
-      },
-      {
-        apiVersion: "extensions.agents.x-k8s.io/v1beta1",
-        kind: "SandboxWarmPool",
-        metadata: { name: "py", namespace: "team" },
-        spec: { replicas: 2, sandboxTemplateRef: { name: "python" } },
-      },
-    ]);
+    await cluster.apply(POOL_FIXTURES);
   });
 
   test("sandbox-apiserver: inventory informer, driver reads and status write-back, leader election, delegated auth", async () => {

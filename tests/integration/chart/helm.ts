@@ -43,6 +43,22 @@ export const E2B: Values = {
   },
 };
 
+/** A SandboxTemplate and a SandboxWarmPool on it in namespace `team`, as a warm-pool driver finds them. */
+export const POOL_FIXTURES = [
+  {
+    apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+    kind: "SandboxTemplate",
+    metadata: { name: "python", namespace: "team" },
+    spec: { podTemplate: { spec: { containers: [{ name: "main", image: "python:3.12" }] } } },
+  },
+  {
+    apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+    kind: "SandboxWarmPool",
+    metadata: { name: "py", namespace: "team" },
+    spec: { replicas: 2, sandboxTemplateRef: { name: "python" } },
+  },
+];
+
 /** Deep merge of plain objects; later wins. */
 export function merge(...layers: Values[]): Values {
   const out: Values = {};

@@ -14,6 +14,7 @@ import {
   render,
   chartDir,
   type KubeObject,
+  type Probe,
 } from "./helm.ts";
 
 const NS = NAMESPACE;
@@ -54,6 +55,26 @@ const LEADER_ELECTION = DEFAULT_OBJECTS.filter((o) => o.includes("leader-electio
 const ids = (objects: KubeObject[]) => objects.map(identity).sort();
 const sorted = (list: string[]) => [...list].sort();
 const without = (list: string[], drop: string[]) => list.filter((o) => !drop.includes(o));
+
+/** chart.md §3.7/§3.9: liveness 10 s / 20 s, readiness 5 s / 10 s. */
+function probes(live: string, ready: string, port: string, scheme: string): Record<"livenessProbe" | "readinessProbe", Probe | undefined> {
+  return {
+    livenessProbe: { httpGet: { path: live, port, scheme }, initialDelaySeconds: 10, periodSeconds: 20 },
+    readinessProbe: { httpGet: { path: ready, port, scheme }, initialDelaySeconds: 5, periodSeconds: 10 },
+  };
+}
+
+/** One replica per hostname at most ahead of the others, selected by the name label only. */
+const spread = (name: string) => [
+  {
+    maxSkew: 1,
+    topologyKey: "kubernetes.io/hostname",
+    whenUnsatisfiable: "DoNotSchedule",
+    labelSelector: { matchLabels: { "app.kubernetes.io/name": name } },
+  },
+];
+
+const DEFAULT_RESOURCES = { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } };
 
 describe("object sets", () => {
   test("default render: exactly the 16 objects of the spec, in the release namespace except the auth reader", async () => {
@@ -315,25 +336,9 @@ describe("apiserver Deployment", () => {
     const c = container(objects, "sandbox-apiserver");
     expect(c.name).toBe("sandbox-apiserver");
     expect(c.image).toBe("ghcr.io/cocoonstack/sandbox-apiserver:latest");
-    expect(c.livenessProbe).toEqual({
-      httpGet: { path: "/livez", port: "https", scheme: "HTTPS" },
-      initialDelaySeconds: 10,
-      periodSeconds: 20,
-    });
-    expect(c.readinessProbe).toEqual({
-      httpGet: { path: "/readyz", port: "https", scheme: "HTTPS" },
-      initialDelaySeconds: 5,
-      periodSeconds: 10,
-    });
-    expect(c.resources).toEqual({ requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } });
-    expect(d.template.spec.topologySpreadConstraints).toEqual([
-      {
-        maxSkew: 1,
-        topologyKey: "kubernetes.io/hostname",
-        whenUnsatisfiable: "DoNotSchedule",
-        labelSelector: { matchLabels: { "app.kubernetes.io/name": "sandbox-apiserver" } },
-      },
-    ]);
+    expect({ livenessProbe: c.livenessProbe, readinessProbe: c.readinessProbe }).toEqual(probes("/livez", "/readyz", "https", "HTTPS"));
+    expect(c.resources).toEqual(DEFAULT_RESOURCES);
+    expect(d.template.spec.topologySpreadConstraints).toEqual(spread("sandbox-apiserver"));
     const pdb = find(objects, "PodDisruptionBudget", "sandbox-apiserver");
     expect(pdb.apiVersion).toBe("policy/v1");
     expect(pdb.spec).toEqual({ minAvailable: 1, selector: { matchLabels: { "app.kubernetes.io/name": "sandbox-apiserver" } } });
@@ -418,25 +423,9 @@ describe("envd proxy Deployment", () => {
       "--sandboxd-token-file=/etc/sandbox-envd-proxy/sandboxd-token/token",
     ]);
     expect(c.ports).toEqual([{ name: "proxy", containerPort: 8443, protocol: "TCP" }]);
-    expect(c.livenessProbe).toEqual({
-      httpGet: { path: "/healthz", port: "proxy", scheme: "HTTP" },
-      initialDelaySeconds: 10,
-      periodSeconds: 20,
-    });
-    expect(c.readinessProbe).toEqual({
-      httpGet: { path: "/healthz", port: "proxy", scheme: "HTTP" },
-      initialDelaySeconds: 5,
-      periodSeconds: 10,
-    });
-    expect(c.resources).toEqual({ requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } });
-    expect(d.template.spec.topologySpreadConstraints).toEqual([
-      {
-        maxSkew: 1,
-        topologyKey: "kubernetes.io/hostname",
-        whenUnsatisfiable: "DoNotSchedule",
-        labelSelector: { matchLabels: { "app.kubernetes.io/name": "sandbox-envd-proxy" } },
-      },
-    ]);
+    expect({ livenessProbe: c.livenessProbe, readinessProbe: c.readinessProbe }).toEqual(probes("/healthz", "/healthz", "proxy", "HTTP"));
+    expect(c.resources).toEqual(DEFAULT_RESOURCES);
+    expect(d.template.spec.topologySpreadConstraints).toEqual(spread("sandbox-envd-proxy"));
     expect((find(objects, "Service", "sandbox-envd-proxy").spec as { ports: unknown }).ports).toEqual([
       { name: "http", port: 80, targetPort: "proxy", protocol: "TCP" },
     ]);
@@ -459,8 +448,7 @@ describe("envd proxy Deployment", () => {
       "--tls-cert-file=/etc/sandbox-envd-proxy/serving-certs/tls.crt",
       "--tls-private-key-file=/etc/sandbox-envd-proxy/serving-certs/tls.key",
     ]);
-    expect(c.livenessProbe!.httpGet.scheme).toBe("HTTPS");
-    expect(c.readinessProbe!.httpGet.scheme).toBe("HTTPS");
+    expect({ livenessProbe: c.livenessProbe, readinessProbe: c.readinessProbe }).toEqual(probes("/healthz", "/healthz", "proxy", "HTTPS"));
     expect((find(objects, "Service", "sandbox-envd-proxy").spec as { ports: unknown }).ports).toEqual([
       { name: "https", port: 443, targetPort: "proxy", protocol: "TCP" },
     ]);

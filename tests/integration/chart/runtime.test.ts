@@ -12,7 +12,7 @@ import type { Subprocess } from "bun";
 import { createCA, issueCertificate } from "../../../shared/tls/index.ts";
 import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
 import { freePorts } from "../../kube/ports.ts";
-import { E2B, NAMESPACE, at, chartDir, container, containerEnv, deployment, helm, merge, render, root, type Container, type KubeObject } from "./helm.ts";
+import { E2B, NAMESPACE, POOL_FIXTURES, at, chartDir, container, containerEnv, deployment, helm, merge, render, root, type Container, type KubeObject } from "./helm.ts";
 
 const SA_USERS = [`system:serviceaccount:${NAMESPACE}:sandbox-apiserver`, `system:serviceaccount:${NAMESPACE}:sandbox-envd-proxy`];
 
@@ -120,18 +120,7 @@ beforeAll(async () => {
   if (install.code !== 0) throw new Error(`helm install failed:\n${install.stderr}`);
   objects = await render(values);
   await cluster.apply([
-    {
-      apiVersion: "extensions.agents.x-k8s.io/v1beta1",
-      kind: "SandboxTemplate",
-      metadata: { name: "python", namespace: "team" },
-      spec: { podTemplate: { spec: { containers: [{ name: "main", image: "python:3.12" }] } } },
-    },
-    {
-      apiVersion: "extensions.agents.x-k8s.io/v1beta1",
-      kind: "SandboxWarmPool",
-      metadata: { name: "py", namespace: "team" },
-      spec: { replicas: 2, sandboxTemplateRef: { name: "python" } },
-    },
+    ...POOL_FIXTURES,
     {
       apiVersion: "sandbox.cocoonstack.io/v1beta1",
       kind: "NodeInventory",
