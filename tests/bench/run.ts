@@ -5,14 +5,15 @@
 //
 //   bun run bench                  everything
 //   bun run bench -- claims        only benches whose group name contains "claims" (groups: claims, idle, latency,
-//                                  throughput)
-import { writeFileSync } from "node:fs";
+//                                  throughput, e2b); the other groups' figures are kept from the previous results
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { startE2eCluster } from "../e2e/vk-sandbox/cluster.ts";
 import { daemonCommand } from "../e2e/vk-sandbox/daemon.ts";
 import { startStack } from "../e2e/vk-sandbox/stack.ts";
 import { runClaimsTableBench } from "./claims-table.bench.ts";
+import { e2bRelayFigures } from "./e2b-relay.bench.ts";
 import { idleFigures } from "./vk-sandbox-idle.bench.ts";
 import { latencyFigures, throughputFigures, type Figure } from "./vk-sandbox-pods.bench.ts";
 
@@ -61,6 +62,16 @@ if (wanted("idle") || wanted("latency") || wanted("throughput")) {
   }
 }
 
+if (wanted("e2b")) for (const f of await e2bRelayFigures()) figures.push({ ...f, group: "e2b" });
+
+// A filtered run replaces only its own groups: figures of groups it did not run stay as the last full run left them.
+const resultsPath = join(dir, "results.json");
+if (only.length > 0 && existsSync(resultsPath)) {
+  const previous = JSON.parse(readFileSync(resultsPath, "utf8")) as { figures?: Array<Figure & { group: string }> };
+  const kept = (previous.figures ?? []).filter((f) => !wanted(f.group));
+  figures.unshift(...kept);
+}
+
 const result = {
   startedAt: started.toISOString(),
   finishedAt: new Date().toISOString(),
@@ -70,7 +81,7 @@ const result = {
   daemon: daemonCommand().join(" "),
   figures,
 };
-writeFileSync(join(dir, "results.json"), `${JSON.stringify(result, null, 2)}\n`);
+writeFileSync(resultsPath, `${JSON.stringify(result, null, 2)}\n`);
 
 const cell = (s: string | number | undefined) => String(s ?? "").replace(/\|/g, "\\|");
 const md = [

@@ -1,0 +1,226 @@
+// The e2b surface and the envd relay, each against a baseline from the same run (issue 9 "Performance"):
+//   - create -> kill through sandbox-e2b (a real child process) vs a direct sandboxd claim + release on the same
+//     simulator, p50/p99 at concurrency 1 and 32;
+//   - a small request through the relay vs straight to the guest, p50 (per-request tunnels, the shipped design),
+//     and the same over one kept tunnel (what reuse would give at best; not adopted, see docs/envd-relay.md);
+//   - a 200 MB download through the relay vs straight from the guest, throughput ratio.
+// The simulator, the guest and the clients run in this process; sandbox-e2b runs alone in its own.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startSimCluster } from "../../services/sandboxd-sim/sim.ts";
+import { SandboxdClient } from "../../shared/sandboxd/client.ts";
+import { openTunnel } from "../../shared/relay/tunnel.ts";
+import { startTestGuest } from "../integration/e2b/guest.ts";
+import { spawnE2b } from "../integration/e2b/process.ts";
+import { cores, percentile, type Figure } from "./vk-sandbox-pods.bench.ts";
+
+const ROOT = "bench-root";
+const KEY = "e2b_benchbenchbench";
+const DOMAIN = "bench.test";
+const COMMAND = "bun run bench -- e2b";
+
+async function timed<T>(fn: () => Promise<T>): Promise<number> {
+  const t = performance.now();
+  await fn();
+  return performance.now() - t;
+}
+
+/** Run `total` operations with `concurrency` in flight; per-operation latencies in ms. */
+async function load(total: number, concurrency: number, op: () => Promise<unknown>): Promise<number[]> {
+  const out: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < total) out.push(await timed(op));
+    }),
+  );
+  return out;
+}
+
+/** One HTTP/1.1 GET over an open socket, keep-alive; resolves when the (Content-Length framed) reply is read. */
+function getOver(sock: net.Socket, host: string, token: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let buf = Buffer.alloc(0);
+    const onData = (c: Buffer) => {
+      buf = Buffer.concat([buf, c]);
+      const end = buf.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      const len = Number(/content-length: *(\d+)/i.exec(buf.subarray(0, end).toString())?.[1] ?? "0");
+      if (buf.length >= end + 4 + len) {
+        sock.off("data", onData);
+        sock.off("error", reject);
+        resolve();
+      }
+    };
+    sock.on("data", onData);
+    sock.on("error", reject);
+    sock.write(`GET /health HTTP/1.1\r\nHost: ${host}\r\nX-Access-Token: ${token}\r\nConnection: keep-alive\r\n\r\n`);
+  });
+}
+
+export async function e2bRelayFigures(): Promise<Figure[]> {
+  const cluster = await startSimCluster(1, { rootToken: ROOT, pools: ["img/none/small=64"] });
+  const sim = cluster.nodes[0]!;
+  const guest = await startTestGuest();
+  sim.attachGuest("*", 49983, guest.port);
+  const dir = mkdtempSync(join(tmpdir(), "bench-e2b-"));
+  writeFileSync(join(dir, "secret"), "bench-secret");
+  writeFileSync(join(dir, "keys"), `${KEY}\n`);
+  const child = spawnE2b(
+    [
+      `--sandboxd-seeds=${sim.addr}`,
+      `--sandboxd-token=${ROOT}`,
+      "--inventory-poll=1s",
+      "--e2b-bind-address=127.0.0.1:0",
+      "--envd-proxy-bind-address=127.0.0.1:0",
+      `--e2b-domain=${DOMAIN}`,
+      `--e2b-envd-secret-file=${join(dir, "secret")}`,
+      `--e2b-api-key-file=${join(dir, "keys")}`,
+    ],
+    { OPERATOR_LOG_LEVEL: "info" },
+  );
+  const figures: Figure[] = [];
+  try {
+    const api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
+    const proxy = `http://127.0.0.1:${(await child.waitFor("envd proxy listening")).port}`;
+    await Bun.sleep(1_500); // one poll with the pool filled
+    const direct = new SandboxdClient({ baseUrl: sim.url, token: ROOT });
+    const e2bCycle = async () => {
+      const r = await fetch(`${api}/v2/sandboxes`, { method: "POST", headers: { "x-api-key": KEY, "content-type": "application/json" }, body: '{"templateID":"img"}' });
+      const sbx = (await r.json()) as { sandboxID: string };
+      if (r.status !== 201) throw new Error(`create answered ${r.status}: ${JSON.stringify(sbx)}`);
+      const k = await fetch(`${api}/sandboxes/${sbx.sandboxID}`, { method: "DELETE", headers: { "x-api-key": KEY } });
+      await k.arrayBuffer();
+    };
+    const directCycle = async () => {
+      const c = await direct.claim({ template: "img", claim_ref: "bench/x" });
+      await direct.release(c.id);
+    };
+    for (const concurrency of [1, 32]) {
+      const total = concurrency === 1 ? 300 : 640;
+      await load(40, concurrency, directCycle); // warm-up
+      await load(40, concurrency, e2bCycle);
+      const base = await load(total, concurrency, directCycle);
+      const ours = await load(total, concurrency, e2bCycle);
+      for (const p of [50, 99]) {
+        figures.push({
+          name: `e2b create->kill p${p}, concurrency ${concurrency}`,
+          value: +percentile(ours, p).toFixed(2),
+          unit: "ms",
+          baseline: { name: "direct sandboxd claim + release", value: +percentile(base, p).toFixed(2), unit: "ms" },
+          command: COMMAND,
+          cores,
+          notes: `overhead ${(percentile(ours, p) - percentile(base, p)).toFixed(2)} ms (target ≤ ${p === 50 ? 2 : 10} ms); includes envd /init through the node relay; ${total} cycles`,
+        });
+      }
+    }
+
+    // The relay: small requests.
+    const created = await fetch(`${api}/v2/sandboxes`, { method: "POST", headers: { "x-api-key": KEY, "content-type": "application/json" }, body: '{"templateID":"img","timeout":3600}' });
+    const sbx = (await created.json()) as { sandboxID: string; envdAccessToken: string };
+    const host = `49983-${sbx.sandboxID}.${DOMAIN}`;
+    const viaProxy = async () => void (await (await fetch(`${proxy}/health`, { headers: { host, "x-access-token": sbx.envdAccessToken } })).arrayBuffer());
+    const straight = async () => void (await (await fetch(`http://127.0.0.1:${guest.port}/health`, { headers: { "x-access-token": sbx.envdAccessToken } })).arrayBuffer());
+    await load(100, 1, viaProxy);
+    await load(100, 1, straight);
+    const N = 1000;
+    const base = await load(N, 1, straight);
+    const ours = await load(N, 1, viaProxy);
+    figures.push({
+      name: "relay small request p50 (fresh tunnel per request)",
+      value: +percentile(ours, 50).toFixed(3),
+      unit: "ms",
+      baseline: { name: "straight to the guest", value: +percentile(base, 50).toFixed(3), unit: "ms" },
+      command: COMMAND,
+      cores,
+      notes: `added ${(percentile(ours, 50) - percentile(base, 50)).toFixed(3)} ms (target ≤ 0.15 ms); p99 ${percentile(ours, 99).toFixed(2)} vs ${percentile(base, 99).toFixed(2)} ms; ${N} requests`,
+    });
+
+    // What reuse could save at most: the node handshake. Requests over one kept tunnel vs a fresh one each.
+    const claimId = sbx.sandboxID.replace("sb-", "sb_");
+    const claimToken = sim.claims().find((c) => c.id === claimId)!.token;
+    const target = { address: sim.addr, claimId, port: 49983, token: claimToken };
+    const fresh = async () => {
+      const s = await openTunnel(target);
+      s.resume();
+      await getOver(s, host, sbx.envdAccessToken);
+      s.destroy();
+    };
+    const kept = await openTunnel(target);
+    kept.resume();
+    const reuse = async () => getOver(kept, host, sbx.envdAccessToken);
+    await load(100, 1, fresh);
+    await load(100, 1, reuse);
+    const tFresh = await load(N, 1, fresh);
+    const tKept = await load(N, 1, reuse);
+    kept.destroy();
+    figures.push({
+      name: "tunnel: request over one kept tunnel p50 (reuse, measured only)",
+      value: +percentile(tKept, 50).toFixed(3),
+      unit: "ms",
+      baseline: { name: "fresh tunnel per request", value: +percentile(tFresh, 50).toFixed(3), unit: "ms" },
+      command: COMMAND,
+      cores,
+      notes: `reuse would save ${(percentile(tFresh, 50) - percentile(tKept, 50)).toFixed(3)} ms per request; not adopted (docs/envd-relay.md "Tunnel reuse")`,
+    });
+
+    // Throughput: 200 MB down.
+    const SIZE = 200 * 1024 * 1024;
+    const drain = async (url: string, headers: Record<string, string>) => {
+      const t = performance.now();
+      const r = await fetch(url, { headers });
+      let n = 0;
+      for await (const c of r.body!) n += (c as Uint8Array).byteLength;
+      if (n !== SIZE) throw new Error(`short body ${n}`);
+      return SIZE / 1024 / 1024 / ((performance.now() - t) / 1000);
+    };
+    const straightMBs = await drain(`http://127.0.0.1:${guest.port}/download?size=${SIZE}`, {});
+    // The node's ports relay alone (no proxy): separates the proxy's cost from the simulator's splice.
+    const tunnelMBs = await (async () => {
+      const t = performance.now();
+      const s = await openTunnel(target);
+      let n = 0;
+      await new Promise<void>((resolve, reject) => {
+        s.on("data", (c: Buffer) => {
+          n += c.length;
+          if (n >= SIZE) resolve();
+        });
+        s.once("error", reject);
+        s.once("end", () => resolve());
+        s.resume();
+        s.write(`GET /download?size=${SIZE} HTTP/1.1\r\nHost: ${host}\r\nX-Access-Token: ${sbx.envdAccessToken}\r\nConnection: close\r\n\r\n`);
+      });
+      s.destroy();
+      return SIZE / 1024 / 1024 / ((performance.now() - t) / 1000);
+    })();
+    const proxyMBs = await drain(`${proxy}/download?size=${SIZE}`, { host, "x-access-token": sbx.envdAccessToken });
+    figures.push({
+      name: "relay 200 MB download throughput",
+      value: Math.round(proxyMBs),
+      unit: "MB/s",
+      baseline: { name: "straight from the guest", value: Math.round(straightMBs), unit: "MB/s" },
+      command: COMMAND,
+      cores,
+      notes: `ratio ${(proxyMBs / straightMBs).toFixed(2)} (target ≥ 0.8); the path also crosses the simulator's byte splice, which alone gives ${Math.round(tunnelMBs)} MB/s`,
+    });
+    figures.push({
+      name: "relay 200 MB download throughput vs the node relay alone",
+      value: Math.round(proxyMBs),
+      unit: "MB/s",
+      baseline: { name: "raw read through the node's ports relay (no proxy)", value: Math.round(tunnelMBs), unit: "MB/s" },
+      command: COMMAND,
+      cores,
+      notes: `ratio ${(proxyMBs / tunnelMBs).toFixed(2)}: the proxy's own share of the cost`,
+    });
+  } finally {
+    await child.stop();
+    await guest.stop();
+    await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return figures;
+}
+
+if (import.meta.main) for (const f of await e2bRelayFigures()) console.log(JSON.stringify(f));
