@@ -3,8 +3,10 @@
 // E2B_DOMAIN) from the environment, which `bash scripts/stack.sh` prints as export lines.
 //
 //   bun examples/hello.ts            (template: $E2B_TEMPLATE, default "base")
+//   bun examples/hello.ts --keep     leave the sandbox running (look at it with `kubectl get sandboxes -A`)
 import { Sandbox } from "e2b";
 
+const keep = process.argv.includes("--keep");
 const sandbox = await Sandbox.create(process.env.E2B_TEMPLATE ?? "base");
 try {
   console.log(`sandbox ${sandbox.sandboxId}`);
@@ -13,6 +15,10 @@ try {
   await sandbox.files.write("greeting.txt", "written by examples/hello.ts");
   console.log(`read back: ${await sandbox.files.read("greeting.txt")}`);
 } finally {
-  await sandbox.kill();
-  console.log("killed");
+  if (keep) {
+    console.log(`kept: kill it with Sandbox.kill("${sandbox.sandboxId}") or wait for its timeout`);
+  } else {
+    await sandbox.kill();
+    console.log("killed");
+  }
 }

@@ -3,14 +3,16 @@
 // example Pod becomes a sandbox that `kubectl get sandboxes -A` lists; `kubectl logs` reaches the node's kubelet
 // API through its InternalIP and gets the documented answer; Ctrl-C leaves no process, port or temp dir behind.
 import { waitFor } from "#tests/support/wait.ts";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { kubectlBinary } from "#tests/kube/peers.ts";
 import { kubectl as runKubectl } from "#tests/kube/kubectl.ts";
 import { REPO, startStack, type RunningStack } from "./run-stack.ts";
+import { sdkScenarios } from "./sdk-scenarios.ts";
+import { Sandbox } from "e2b";
 
-let stack: RunningStack;
+
 const POD = join(REPO, "examples", "sandbox-pod.yaml");
 
 async function kubectl(...args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -19,11 +21,11 @@ async function kubectl(...args: string[]): Promise<{ code: number; out: string; 
 }
 
 
-beforeAll(async () => {
-  await kubectlBinary(); // built once by the test peers; fails here, not mid-test, when it cannot be
-  stack = await startStack([], 600_000);
-  console.log(`full stack ready in ${stack.readySeconds.toFixed(1)} s (from bash scripts/stack.sh, bootstrap included)`);
-}, 660_000);
+// Started at load time, so whether the e2b surface is served is known when the tests are registered.
+await kubectlBinary(); // built once by the test peers; fails here, not mid-test, when it cannot be
+const stack: RunningStack = await startStack([], 600_000);
+console.log(`full stack ready in ${stack.readySeconds.toFixed(1)} s (from bash scripts/stack.sh, bootstrap included)`);
+const e2bServed = stack.env.E2B_API_URL !== undefined;
 
 afterAll(async () => {
   await stack?.stop();
@@ -64,6 +66,31 @@ describe("full stack", () => {
     expect(logs.err).toContain("not implemented"); // the kubelet API's 501, not a DNS error for the node name
     expect((await kubectl("delete", "-f", POD, "--wait=false")).code).toBe(0);
   }, 90_000);
+
+  // Skipped only while sandbox-apiserver does not serve --enable-e2b-api yet (the stack then prints no E2B_* lines
+  // and says to use --mesh, where the same scenarios run in mesh.test.ts).
+  describe.skipIf(!e2bServed)("the stock e2b SDK through sandbox-apiserver's e2b surface and sandbox-envd-proxy", () => {
+    test("the README example (bun examples/hello.ts) prints hello, and kubectl get sandboxes -A lists its sandbox", async () => {
+      const p = Bun.spawn(["bun", "examples/hello.ts", "--keep"], { cwd: REPO, env: { ...process.env, ...stack.env }, stdout: "pipe", stderr: "pipe" });
+      const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+      expect(err).toBe("");
+      expect(code).toBe(0);
+      expect(out.split("\n")).toContain("hello");
+      const publicId = /^sandbox (\S+)$/m.exec(out)![1]!;
+      const claimId = publicId.replace("-", "_");
+      // Listed from the nodes' NodeInventories, published every 2 s in the stack.
+      const listed = await waitFor("the sandbox in kubectl get sandboxes -A", async () => {
+        const r = await kubectl("get", "sandboxes", "-A", "-o", "json"); // the claim id is an annotation
+        return r.out.includes(claimId) ? r.out : undefined;
+      });
+      expect(listed).toBeTruthy();
+      // apiUrl is honoured at run time but missing from kill()'s declared option type.
+      const opts = { apiKey: stack.env.E2B_API_KEY!, apiUrl: stack.env.E2B_API_URL! } as Parameters<typeof Sandbox.kill>[1];
+      expect(await Sandbox.kill(publicId, opts)).toBe(true);
+    }, 90_000);
+
+    sdkScenarios(() => ({ apiKey: stack.env.E2B_API_KEY!, apiUrl: stack.env.E2B_API_URL!, sandboxUrl: stack.env.E2B_SANDBOX_URL! }));
+  });
 
   test("Ctrl-C stops it: exit 0, no process, port or temp dir left", async () => {
     expect(stack.workDir).toBeDefined();
