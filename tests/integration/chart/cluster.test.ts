@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
+import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 import { E2B, NAMESPACE, POOL_FIXTURES, at, chartDir, helm, identity, merge, render, root, type KubeObject, type Values } from "./helm.ts";
 
 /** Where each kind the chart renders is served: [group/version path, plural, namespaced]. */

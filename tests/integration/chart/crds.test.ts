@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parse } from "yaml";
-import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
+import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 import { chartDir, render, root } from "./helm.ts";
 
 const manifestsCrds = join(root, "manifests", "crds");

@@ -5,12 +5,12 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { checkApiserverConfig, parseApiserverFlags, type ApiserverConfig } from "../../../services/sandbox-apiserver/flags.ts";
+import { checkApiserverConfig, parseApiserverFlags, type ApiserverConfig } from "#services/sandbox-apiserver/flags.ts";
 import {
   checkEnvdProxyConfig,
   parseEnvdProxyFlags,
   type EnvdProxyConfig,
-} from "../../../services/sandbox-envd-proxy/flags.ts";
+} from "#services/sandbox-envd-proxy/flags.ts";
 import { E2B, at, container, containerEnv, merge, render, root, type Container, type Values } from "./helm.ts";
 
 const CONFIGURATIONS: [string, Values][] = [

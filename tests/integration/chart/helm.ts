@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
-import { helmBinary } from "../../kube/peers.ts";
+import { helmBinary } from "#tests/kube/peers.ts";
 
 export const root = join(import.meta.dir, "..", "..", "..");
 export const chartDir = join(root, "chart");

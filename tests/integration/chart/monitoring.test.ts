@@ -2,8 +2,8 @@
 // when on, and alerts whose every series and label is one the binaries really export (read from their prom-client
 // registries, so a renamed metric breaks this test rather than silencing an alert in production).
 import { describe, expect, test } from "bun:test";
-import { ApiserverMetrics } from "../../../services/sandbox-apiserver/serving/metrics.ts";
-import { RelayMetrics } from "../../../shared/relay/metrics.ts";
+import { ApiserverMetrics } from "#services/sandbox-apiserver/serving/metrics.ts";
+import { RelayMetrics } from "#shared/relay/metrics.ts";
 import { E2B, at, find, merge, render, type KubeObject, type Values } from "./helm.ts";
 
 const ON = at("monitoring", { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } });

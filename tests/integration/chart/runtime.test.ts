@@ -9,9 +9,9 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { createCA, issueCertificate } from "../../../shared/tls/index.ts";
-import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
-import { freePorts } from "../../kube/ports.ts";
+import { createCA, issueCertificate } from "#shared/tls/index.ts";
+import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
+import { freePorts } from "#tests/kube/ports.ts";
 import { E2B, NAMESPACE, POOL_FIXTURES, at, chartDir, container, containerEnv, deployment, helm, merge, render, root, type Container, type KubeObject } from "./helm.ts";
 
 const SA_USERS = [`system:serviceaccount:${NAMESPACE}:sandbox-apiserver`, `system:serviceaccount:${NAMESPACE}:sandbox-envd-proxy`];

@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { E2B, container, deployment, render, root } from "../chart/helm.ts";
+import { E2B, container, deployment, render, root } from "#tests/integration/chart/helm.ts";
 
 const IMAGES = ["sandbox-apiserver", "sandbox-envd-proxy", "sandbox-e2b"] as const;
 const IN_CHART = new Set(["sandbox-apiserver", "sandbox-envd-proxy"]);

@@ -8,7 +8,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { VK_LOG_LEVEL_ENV, parseVkSandboxFlags, vkSandboxFlags } from "../../../services/vk-sandbox/flags.ts";
+import { VK_LOG_LEVEL_ENV, parseVkSandboxFlags, vkSandboxFlags } from "#services/vk-sandbox/flags.ts";
 
 const root = join(import.meta.dir, "..", "..", "..");
 const manifests = join(root, "manifests");
