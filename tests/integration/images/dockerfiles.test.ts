@@ -2,16 +2,24 @@
 // what can be done without one: it replays each Dockerfile's build stage (its COPYs from the context, honouring
 // .dockerignore, its ARGs and its RUN commands, in order) in a scratch directory, then checks that the file the
 // final stage copies exists, runs, names its build, and links nothing the distroless base lacks (glibc only); and
-// that the final stage and the chart's Deployments agree on entrypoint and user.
+// that the final stage and the chart's Deployments agree on entrypoint and user; and the compiled binary itself
+// takes the args the chart renders (no usage error).
 // Not covered here: pulling the base images, the build under `docker build`/buildx, multi-arch output.
 import { describe, expect, test } from "bun:test";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { E2B, container, deployment, render, root } from "#tests/integration/chart/helm.ts";
+import { E2B, at, container, containerEnv, deployment, merge, render, root } from "#tests/integration/chart/helm.ts";
 
 const IMAGES = ["sandbox-apiserver", "sandbox-envd-proxy", "sandbox-e2b"] as const;
 const IN_CHART = new Set(["sandbox-apiserver", "sandbox-envd-proxy"]);
+/** The e2b configuration with every optional flag, and the proxy on TLS: the longest arg lists the chart renders. */
+const FULL_E2B = merge(
+  E2B,
+  at("apiserver.e2b", { envdVersion: "0.8.1", defaultTimeoutSeconds: 600, templateAliases: "base img", builds: { enabled: true } }),
+  at("apiserver.sandboxdToken.secretName", "sandboxd-token"),
+  at("envdProxy.tlsSecretName", "wildcard"),
+);
 /** What distroless base-nocc holds: glibc and the dynamic loader. */
 const GLIBC = /^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|\/lib64\/ld-linux-x86-64\.so\.2|\/lib\/ld-linux-aarch64\.so\.1)$/;
 
@@ -160,6 +168,16 @@ for (const bin of IMAGES) {
           expect(version.stdout.toString()).toMatch(new RegExp(`^${bin} 9\\.9\\.9 \\(rev=0123456789ab built=\\S+\\)\\n$`));
           const help = Bun.spawnSync([binary, "--help"], { cwd: tmpdir(), env: {} });
           expect(help.exitCode).toBe(0);
+
+          if (IN_CHART.has(bin)) {
+            // The compiled binary's own parser takes the args and env the chart renders (exit 2 is a usage error;
+            // past parsing it stops at the missing kube config or mounted file, exit 1).
+            const c = container(await render(FULL_E2B), bin);
+            const run = Bun.spawnSync([binary, ...(c.args ?? [])], { cwd: tmpdir(), env: containerEnv(c), timeout: 20_000 });
+            const err = run.stderr.toString();
+            expect(`${run.exitCode} ${err}`).not.toMatch(/^2 /);
+            expect(err).not.toContain("--help' for the flag table");
+          }
 
           const ldd = Bun.spawnSync(["ldd", binary]);
           const libs = ldd.stdout
