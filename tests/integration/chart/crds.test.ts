@@ -1,11 +1,12 @@
 // One source for every CRD: chart/crds links manifests/crds (no copy that can drift), helm installs exactly that
 // file, and the real kube-apiserver accepts the CRDs and the objects the project writes into them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
+import { existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parse } from "yaml";
 import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
-import { chartDir, render, root } from "./helm.ts";
+import { chartDir, helm, parseObjects, render, root } from "./helm.ts";
 
 const manifestsCrds = join(root, "manifests", "crds");
 const chartCrds = join(chartDir, "crds");
@@ -26,6 +27,27 @@ describe("chart/crds and manifests/crds", () => {
   test("helm --include-crds renders the manifests file's object, and no upstream CRD (seed 003)", async () => {
     const crds = (await render()).filter((o) => o.kind === "CustomResourceDefinition");
     expect(crds).toEqual([parse(readFileSync(join(manifestsCrds, "nodeinventories.sandbox.cocoonstack.io.yaml"), "utf8"))]);
+  });
+});
+
+describe("the packaged chart", () => {
+  test("helm package stores the linked CRD's content, and the package renders the same objects", async () => {
+    const out = mkdtempSync(join(tmpdir(), "chart-package-"));
+    try {
+      const pkg = await helm(["package", chartDir, "--destination", out]);
+      expect(pkg.code).toBe(0);
+      const tgz = join(out, "sandbox-operator-0.1.0.tgz");
+      expect(existsSync(tgz)).toBe(true);
+      const listing = Bun.spawnSync(["tar", "-tvzf", tgz]).stdout.toString();
+      const crdLine = listing.split("\n").find((l) => l.endsWith("sandbox-operator/crds/nodeinventories.sandbox.cocoonstack.io.yaml"));
+      expect(crdLine).toBeDefined();
+      expect(crdLine!.startsWith("-")).toBe(true); // a regular file in the archive, not a link
+      const fromPackage = await helm(["template", "r", tgz, "--namespace", "sandbox-system", "--include-crds"]);
+      expect(fromPackage.code).toBe(0);
+      expect(parseObjects(fromPackage.stdout)).toEqual(await render());
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 });
 
