@@ -1,0 +1,252 @@
+// The NodeInventory fleet source against the real kube-apiserver: one informer, and every row of the freshness table
+// of --inventory-stale-after (docs/fleet.md) on a FakeClock, with publishedAt stamps the test chooses. The window is
+// 90 s and the publish cadence 30 s, as in production.
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { parse } from "yaml";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { FakeClock } from "../../../../shared/clock/index.ts";
+import { InventoryFleet } from "../../../../shared/fleet/inventory.ts";
+import { KubeClient, loadKubeConnection } from "../../../../shared/kube/index.ts";
+import { startKubeApiserver, type TestCluster } from "../../../kube/harness.ts";
+
+const REPO = join(import.meta.dir, "../../../..");
+const WINDOW = 90_000;
+const CADENCE = 30_000;
+let cluster: TestCluster;
+let client: KubeClient;
+
+beforeAll(async () => {
+  cluster = await startKubeApiserver();
+  await cluster.apply(readFileSync(join(REPO, "manifests/crds/nodeinventories.sandbox.cocoonstack.io.yaml"), "utf8"));
+  client = new KubeClient(await loadKubeConnection({ KUBECONFIG: cluster.kubeconfig() }));
+}, 60_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+async function publish(node: string, publishedAt: number | undefined, address = `10.0.0.${node.length}:7777`): Promise<void> {
+  await cluster.apply([
+    {
+      apiVersion: "sandbox.cocoonstack.io/v1beta1",
+      kind: "NodeInventory",
+      metadata: { name: node },
+      node,
+      address,
+      ...(publishedAt === undefined ? {} : { publishedAt: iso(publishedAt) }),
+      entries: [{ name: `default/${node}-sb`, id: `sb_${node}`, phase: "Running" }],
+    },
+  ]);
+}
+
+async function removeAll(): Promise<void> {
+  const r = await cluster.adminFetch("/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories", { method: "DELETE" });
+  await r.body?.cancel();
+}
+
+let clock: FakeClock;
+let fleet: InventoryFleet;
+
+/** Waits until the informer has seen `n` objects whose stamps match what was applied. */
+async function seen(expected: Record<string, number | undefined>): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const all = fleet.all();
+    const ok = Object.entries(expected).every(([n, at]) => {
+      const r = all.find((x) => x.name === n);
+      return r !== undefined && r.publishedAt === at;
+    }) && all.length === Object.keys(expected).length;
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`informer never saw ${JSON.stringify(expected)}; has ${JSON.stringify(all.map((r) => [r.name, r.publishedAt]))}`);
+    await Bun.sleep(20);
+  }
+}
+
+async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error("timed out");
+    await Bun.sleep(100);
+  }
+}
+
+const freshNames = () => fleet.fresh().map((r) => r.name);
+
+beforeEach(async () => {
+  await removeAll();
+  clock = new FakeClock();
+  fleet?.stop();
+  fleet = new InventoryFleet({ client, staleAfterMs: WINDOW, clock });
+  await fleet.ready();
+  await seen({});
+});
+
+describe("freshness (--inventory-stale-after 90s, publishes every 30s)", () => {
+  test("a node that stops publishing leaves once it trails the newest publish by more than the window, and its next publish brings it back", async () => {
+    const t0 = clock.now();
+    await publish("n1", t0);
+    await publish("n2", t0);
+    await publish("n3", t0);
+    await seen({ n1: t0, n2: t0, n3: t0 });
+    // n1 and n2 keep publishing every 30 s; n3 stopped after t0.
+    for (const k of [1, 2, 3]) {
+      await clock.tick(CADENCE);
+      await publish("n1", t0 + k * CADENCE);
+      await publish("n2", t0 + k * CADENCE);
+      await seen({ n1: t0 + k * CADENCE, n2: t0 + k * CADENCE, n3: t0 });
+      // At k = 3 n3 trails by exactly 90 s: not more than the window, still fresh.
+      expect(freshNames()).toEqual(["n1", "n2", "n3"]);
+    }
+    await clock.tick(CADENCE);
+    await publish("n1", t0 + 4 * CADENCE);
+    await seen({ n1: t0 + 4 * CADENCE, n2: t0 + 3 * CADENCE, n3: t0 });
+    // 120 s behind the newest publish: gone from every read (nodes(), fresh(), freshNode()).
+    expect(freshNames()).toEqual(["n1", "n2"]);
+    expect(fleet.freshNode("n3")).toBeUndefined();
+    expect(fleet.nodes().map((n) => n.name)).toEqual(["n1", "n2"]);
+    // It left between window and window + one publish interval after its last publish.
+    const leftAfter = t0 + 4 * CADENCE - t0;
+    expect(leftAfter).toBeGreaterThan(WINDOW);
+    expect(leftAfter).toBeLessThanOrEqual(WINDOW + CADENCE);
+    await publish("n3", t0 + 4 * CADENCE);
+    await seen({ n1: t0 + 4 * CADENCE, n2: t0 + 3 * CADENCE, n3: t0 + 4 * CADENCE });
+    expect(freshNames()).toEqual(["n1", "n2", "n3"]);
+  });
+
+  test("an inventory without publishedAt is stale while any other node has one", async () => {
+    await publish("n1", undefined);
+    await publish("n2", clock.now());
+    await seen({ n1: undefined, n2: clock.now() });
+    expect(freshNames()).toEqual(["n2"]);
+  });
+
+  test("when no node has publishedAt nothing is stale: every node is kept", async () => {
+    await publish("n1", undefined);
+    await publish("n2", undefined);
+    await seen({ n1: undefined, n2: undefined });
+    await clock.tick(10 * WINDOW);
+    expect(freshNames()).toEqual(["n1", "n2"]);
+  });
+
+  test("all nodes stopping at once (a control-plane write outage) freezes relative ages: nobody becomes stale", async () => {
+    const t0 = clock.now();
+    await publish("n1", t0);
+    await publish("n2", t0 - 20_000);
+    await seen({ n1: t0, n2: t0 - 20_000 });
+    await clock.tick(3 * WINDOW);
+    expect(freshNames()).toEqual(["n1", "n2"]);
+  });
+
+  test("a one-node fleet is never stale: its own stamp is the newest", async () => {
+    await publish("solo", clock.now());
+    await seen({ solo: clock.now() });
+    await clock.tick(100 * WINDOW);
+    expect(freshNames()).toEqual(["solo"]);
+  });
+
+  test("a node whose clock runs ahead cannot push the others out, and is itself never stale", async () => {
+    const now = clock.now();
+    await publish("fast", now + 3_600_000);
+    await publish("n1", now);
+    await publish("n2", now - 60_000);
+    await seen({ fast: now + 3_600_000, n1: now, n2: now - 60_000 });
+    // The reference is capped at our own clock: n2 trails by 60 s, inside the window.
+    expect(freshNames()).toEqual(["fast", "n1", "n2"]);
+    await clock.tick(WINDOW - 60_000 + 1);
+    // Time passes with no publishes: the reference is still capped by min(newest, now) = now, so the ages grow.
+    expect(freshNames()).toEqual(["fast", "n1"]);
+  });
+
+  test("a vk-sandbox restart shorter than the window changes nothing", async () => {
+    const t0 = clock.now();
+    await publish("n1", t0);
+    await publish("n2", t0);
+    await seen({ n1: t0, n2: t0 });
+    // n2's publisher restarts: it misses one publish (45 s gap) while n1 keeps publishing.
+    await clock.tick(CADENCE);
+    await publish("n1", t0 + CADENCE);
+    await seen({ n1: t0 + CADENCE, n2: t0 });
+    expect(freshNames()).toEqual(["n1", "n2"]);
+    await clock.tick(15_000);
+    await publish("n2", t0 + 45_000);
+    await clock.tick(15_000);
+    await publish("n1", t0 + 2 * CADENCE);
+    await seen({ n1: t0 + 2 * CADENCE, n2: t0 + 45_000 });
+    expect(freshNames()).toEqual(["n1", "n2"]);
+  });
+
+  test("an old vk-sandbox that never stamps publishedAt counts as unstamped (stale once another node stamps)", async () => {
+    await publish("old", undefined);
+    await seen({ old: undefined });
+    expect(freshNames()).toEqual(["old"]);
+    await publish("new", clock.now());
+    await seen({ old: undefined, new: clock.now() });
+    expect(freshNames()).toEqual(["new"]);
+  });
+
+  test("Go's zero time as publishedAt is no stamp", async () => {
+    await cluster.apply([{ apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "zero" }, node: "zero", publishedAt: "0001-01-01T00:00:00Z" }]);
+    await publish("n1", clock.now());
+    await seen({ zero: undefined, n1: clock.now() });
+    expect(freshNames()).toEqual(["n1"]);
+  });
+});
+
+describe("an old CRD schema without publishedAt", () => {
+  test("prunes every stamp, so every node counts as unstamped and all are kept", async () => {
+    const path = join(REPO, "manifests/crds/nodeinventories.sandbox.cocoonstack.io.yaml");
+    const current = readFileSync(path, "utf8");
+    const crd = parse(current) as { spec: { versions: { schema: { openAPIV3Schema: { properties: Record<string, unknown> } } }[] } };
+    for (const v of crd.spec.versions) delete v.schema.openAPIV3Schema.properties.publishedAt;
+    await cluster.apply([crd]);
+    try {
+      const now = clock.now();
+      // A plain create (an older publisher) is pruned to the schema; server-side apply would refuse the field.
+      const create = async (node: string, at: number) => {
+        const r = await cluster.adminFetch("/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: node }, node, publishedAt: iso(at) }),
+        });
+        return r.status === 201 ? ((await r.json()) as { publishedAt?: string }) : undefined;
+      };
+      const n1 = await eventually(() => create("n1", now));
+      expect(n1.publishedAt).toBeUndefined();
+      await create("n2", now - 10 * WINDOW);
+      await seen({ n1: undefined, n2: undefined });
+      expect(freshNames()).toEqual(["n1", "n2"]);
+    } finally {
+      await cluster.apply(current);
+    }
+  });
+});
+
+describe("the informer", () => {
+  test("ready() names the CRD when the cache cannot sync in time", async () => {
+    const bare = await startKubeApiserver();
+    try {
+      const f = new InventoryFleet({ client: new KubeClient(await loadKubeConnection({ KUBECONFIG: bare.kubeconfig() })), staleAfterMs: WINDOW, syncTimeoutMs: 500 });
+      await expect(f.ready()).rejects.toThrow(
+        "kubeinventory: node inventory cache did not sync within 500ms (is the NodeInventory.sandbox.cocoonstack.io CRD installed?)",
+      );
+      await f.stop();
+    } finally {
+      await bare.stop();
+    }
+  }, 60_000);
+
+  test("entries without an id stay in the raw inventory (the aggregated API lists them) but not in the e2b fleet view", async () => {
+    await cluster.apply([
+      { apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "ok" }, node: "ok", publishedAt: iso(clock.now()), entries: [{ name: "a/x", phase: "Running" }, { name: "a/y", id: "sb_y", phase: "Hibernated" }] },
+    ]);
+    await seen({ ok: clock.now() });
+    const rec = fleet.freshNode("ok")!;
+    expect(rec.inventory.entries).toHaveLength(2);
+    expect(rec.fleet.entries.map((e) => [e.id, e.name, e.namespace, e.phase])).toEqual([["sb_y", "a/y", "a", "Hibernated"]]);
+  });
+});
