@@ -1,0 +1,135 @@
+// Freshness end to end (scenarios 27-29): the server with --inventory-stale-after=6s and inventories republished
+// every 2 s by the test, read through the aggregator. The table itself is proven on a FakeClock in
+// tests/integration/shared/fleet/inventory.test.ts; these prove every read and claim path honours it.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { type ApiserverProcess, type InventoryInput, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
+
+const ROOT = "root";
+const IMG = "img:1";
+let stack: Stack;
+let server: ApiserverProcess;
+const sims: SandboxdSim[] = [];
+
+beforeAll(async () => {
+  stack = await startStack();
+  for (let i = 0; i < 3; i++) sims.push(await startSandboxdSim({ rootToken: ROOT, pools: [`${IMG}/none/small=50`] }));
+  server = await stack.startServer({ args: [`--sandboxd-token=${ROOT}`, "--enable-warm-pool-driver=false", "--inventory-stale-after=6s"] });
+  await stack.register(server.port);
+}, 90_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await Promise.all(sims.map((s) => s.stop()));
+  await stack?.stop();
+});
+
+const inv = (i: number, publishedAt: string | null): InventoryInput => ({
+  node: `n${i + 1}`,
+  address: sims[i]!.addr,
+  publishedAt,
+  pools: [{ template: IMG, warm: 50, target: 50 }],
+  entries: [{ name: `default/s${i + 1}`, id: `sb_${i + 1}`, phase: "Running" }],
+});
+
+async function names(): Promise<string[]> {
+  const r = await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/sandboxes");
+  return ((await r.json()) as { items: { metadata: { name: string } }[] }).items.map((i) => i.metadata.name);
+}
+
+async function status(path: string, init?: RequestInit): Promise<number> {
+  const r = await stack.cluster.adminFetch(path, init);
+  await r.body?.cancel();
+  return r.status;
+}
+
+const createBody = (name: string) =>
+  JSON.stringify({ apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", metadata: { name }, spec: { podTemplate: { spec: { containers: [{ name: "c", image: IMG }] } } } });
+
+async function createNode(name: string): Promise<string> {
+  const r = await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes", { method: "POST", body: createBody(name), headers: { "content-type": "application/json" } });
+  const body = (await r.json()) as { status?: { nodeName?: string }; message?: string };
+  if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${body.message}`);
+  return body.status!.nodeName!;
+}
+
+/** Republishes the given nodes every 2 s until stopped. */
+function publisher(nodes: () => number[]) {
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const at = rfc3339(Date.now());
+      await Promise.all(nodes().map((i) => stack.publish(inv(i, at))));
+      await Bun.sleep(2000);
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await loop;
+  };
+}
+
+describe("freshness through the server (--inventory-stale-after=6s, 2 s publishes)", () => {
+  test("27: n3 stops publishing: within about 8 s its sandboxes leave lists, watches see DELETED, Get is 404 and creates skip n3; its next publish restores it", async () => {
+    let publishing = [0, 1, 2];
+    const stop = publisher(() => publishing);
+    try {
+      await eventually(async () => ((await names()).length === 3 ? true : undefined), 10_000, "three nodes listed");
+      const watch = await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=true");
+      const events: string[] = [];
+      const reader = watch.body!.getReader();
+      void (async () => {
+        const dec = new TextDecoder();
+        let buf = "";
+        for (;;) {
+          const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+          if (done) return;
+          buf += dec.decode(value, { stream: true });
+          for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+            const line = buf.slice(0, i).trim();
+            buf = buf.slice(i + 1);
+            if (line) {
+              const e = JSON.parse(line) as { type: string; object: { metadata: { name: string } } };
+              events.push(`${e.type} ${e.object.metadata.name}`);
+            }
+          }
+        }
+      })();
+      const stoppedAt = Date.now();
+      publishing = [0, 1];
+      await eventually(async () => (!(await names()).includes("s3") ? true : undefined), 12_000, "s3 to leave the list");
+      expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+      await eventually(() => (events.includes("DELETED s3") ? true : undefined), 3000, "DELETED s3 on the watch");
+      expect(await status("/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/s3")).toBe(404);
+      const claimsOnN3 = sims[2]!.requests.filter((r) => r.route === "claim").length;
+      for (let i = 0; i < 6; i++) expect(await createNode(`fresh-${i}`)).not.toBe("n3");
+      expect(sims[2]!.requests.filter((r) => r.route === "claim").length).toBe(claimsOnN3);
+      publishing = [0, 1, 2];
+      await eventually(async () => ((await names()).includes("s3") ? true : undefined), 5000, "s3 back");
+      await reader.cancel().catch(() => undefined);
+    } finally {
+      await stop();
+    }
+  }, 60_000);
+
+  test("28: when every node stops publishing, after 3x the window the last inventory is still served and creates still route", async () => {
+    const at = rfc3339(Date.now());
+    await Promise.all([0, 1, 2].map((i) => stack.publish(inv(i, at))));
+    await eventually(async () => ((await names()).length === 3 ? true : undefined), 10_000, "three nodes");
+    await Bun.sleep(18_500);
+    expect((await names()).sort()).toEqual(["s1", "s2", "s3"]);
+    expect(["n1", "n2", "n3"]).toContain(await createNode("after-outage"));
+  }, 40_000);
+
+  test("29: n1 without publishedAt next to a stamped n2 is stale; with neither stamped both are served; n1 stamped an hour ahead leaves n2 in", async () => {
+    await stack.unpublish("n3");
+    await stack.publish(inv(0, null));
+    await stack.publish(inv(1, rfc3339(Date.now())));
+    await eventually(async () => (JSON.stringify(await names()) === JSON.stringify(["s2"]) ? true : undefined), 5000, "only s2");
+    await stack.publish(inv(1, null));
+    await eventually(async () => (JSON.stringify(await names()) === JSON.stringify(["s1", "s2"]) ? true : undefined), 5000, "s1 and s2 unstamped");
+    await stack.publish(inv(0, rfc3339(Date.now() + 3_600_000)));
+    await stack.publish(inv(1, rfc3339(Date.now())));
+    await eventually(async () => (JSON.stringify(await names()) === JSON.stringify(["s1", "s2"]) ? true : undefined), 5000, "both with n1 in the future");
+  });
+});
