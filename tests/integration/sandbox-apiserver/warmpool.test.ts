@@ -1,0 +1,214 @@
+// The warm-pool driver on the real kube-apiserver with the agent-sandbox CRDs and simulated nodes (scenarios 37-43):
+// key resolution, even spread, the full pool-set PUT, status write-back, fail-closed without a token, leader
+// election with takeover after kill -9, and a leader that loses its Lease keeps serving reads.
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { type ApiserverProcess, NAMESPACE, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
+
+const ROOT = "root";
+const IMG = "img:warm";
+let stack: Stack;
+const sims: SandboxdSim[] = [];
+const servers: ApiserverProcess[] = [];
+let publishing = true;
+let publisherLoop: Promise<void>;
+let addressless = false;
+
+beforeAll(async () => {
+  stack = await startStack();
+  for (let i = 0; i < 3; i++) sims.push(await startSandboxdSim({ rootToken: ROOT }));
+  await stack.cluster.createNamespace("pools");
+  // The harness plays vk-sandbox: every node republishes its live pool counts every second.
+  publisherLoop = (async () => {
+    while (publishing) {
+      const at = rfc3339(Date.now());
+      await Promise.all(
+        sims.map((s, i) =>
+          stack.publish({
+            node: `n${i + 1}`,
+            address: s.addr,
+            publishedAt: at,
+            pools: s.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
+          }),
+        ),
+      );
+      if (addressless) await stack.publish({ node: "n0-noaddr", address: "", publishedAt: at, pools: [] });
+      await Bun.sleep(1000);
+    }
+  })();
+}, 90_000);
+
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.stop("SIGKILL")));
+  // A fresh Lease per test: a killed leader's Lease would otherwise make the next test wait out its 15 s.
+  const r = await stack.cluster.adminFetch(`/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/cocoon-warmpool-driver`, { method: "DELETE" });
+  await r.body?.cancel();
+  for (const s of sims) s.log.clear();
+});
+
+afterAll(async () => {
+  publishing = false;
+  await publisherLoop;
+  await Promise.all(sims.map((s) => s.stop()));
+  await stack?.stop();
+});
+
+async function start(args: string[] = [`--sandboxd-token=${ROOT}`]): Promise<ApiserverProcess> {
+  const s = await stack.startServer({ args: ["--warm-pool-sync-interval=1s", ...args] });
+  servers.push(s);
+  return s;
+}
+
+async function template(name: string, image = IMG, net?: string): Promise<void> {
+  await stack.cluster.apply([
+    {
+      apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+      kind: "SandboxTemplate",
+      metadata: { name, namespace: "pools" },
+      spec: { podTemplate: { ...(net ? { metadata: { annotations: { "sandbox.cocoonstack.io/net": net } } } : {}), spec: { containers: [{ name: "c", image }] } } },
+    },
+  ]);
+}
+
+async function pool(name: string, replicas: number, templateName: string): Promise<void> {
+  await stack.cluster.apply([
+    { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxWarmPool", metadata: { name, namespace: "pools" }, spec: { replicas, sandboxTemplateRef: { name: templateName } } },
+  ]);
+}
+
+async function deletePool(name: string): Promise<void> {
+  const r = await stack.cluster.adminFetch(`/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/pools/sandboxwarmpools/${name}`, { method: "DELETE" });
+  await r.body?.cancel();
+}
+
+async function poolStatus(name: string): Promise<{ replicas?: number; readyReplicas?: number; selector?: string }> {
+  const r = await stack.cluster.adminFetch(`/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/pools/sandboxwarmpools/${name}`);
+  return ((await r.json()) as { status?: object }).status ?? {};
+}
+
+const puts = (s: SandboxdSim) => s.requests.filter((r) => r.route === "pools" && r.method === "PUT");
+const lastPut = (s: SandboxdSim) => puts(s).at(-1)?.body as { pools: { template: string; net: string; size: string; warm: number }[] } | undefined;
+
+describe("warm-pool driver", () => {
+  test("38: a pool of 5 over n1..n3 PUTs warm 2, 2, 1 in node order; status replicas = readyReplicas = the warm the nodes report, selector agents.x-k8s.io/warm-pool=<name>", async () => {
+    await template("t38");
+    await pool("p38", 5, "t38");
+    await start();
+    await eventually(() => (sims.every((s) => lastPut(s)) ? true : undefined), 10_000, "a PUT on every node");
+    expect(sims.map((s) => lastPut(s)!.pools)).toEqual([
+      [{ template: IMG, net: "none", size: "small", warm: 2 }],
+      [{ template: IMG, net: "none", size: "small", warm: 2 }],
+      [{ template: IMG, net: "none", size: "small", warm: 1 }],
+    ]);
+    expect(puts(sims[0]!).at(-1)!.auth).toBe("root");
+    const st = await eventually(async () => {
+      const s = await poolStatus("p38");
+      return s.readyReplicas === 5 ? s : undefined;
+    }, 15_000, "status 5 once the nodes refilled");
+    expect(st).toEqual({ replicas: 5, readyReplicas: 5, selector: "agents.x-k8s.io/warm-pool=p38" });
+    await deletePool("p38");
+  }, 40_000);
+
+  test("39: two pools (9 and 3, i.e. 3:1) with one key make one PUT entry per node summing them (warm 4 each), and statuses split 3:1", async () => {
+    await template("t39", "img:shared");
+    await pool("p39a", 9, "t39");
+    await pool("p39b", 3, "t39");
+    await start();
+    // 12 over three nodes: 4 each, one entry per node for the shared key.
+    await eventually(() => (sims.every((s) => lastPut(s)?.pools.some((p) => p.template === "img:shared" && p.warm === 4)) ? true : undefined), 10_000, "warm 4 per node");
+    expect(lastPut(sims[0]!)!.pools.filter((p) => p.template === "img:shared")).toHaveLength(1);
+    await eventually(async () => ((await poolStatus("p39a")).readyReplicas === 9 && (await poolStatus("p39b")).readyReplicas === 3 ? true : undefined), 15_000, "statuses 9 and 3");
+    await deletePool("p39a");
+    await deletePool("p39b");
+  }, 40_000);
+
+  test("40: a pool whose template is missing puts no key, leaves the other pools alone, and reports 0", async () => {
+    await template("t40", "img:forty");
+    await pool("p40-ok", 3, "t40");
+    await pool("p40-missing", 3, "no-such-template");
+    await stack.cluster.apply([
+      { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxWarmPool", metadata: { name: "p40-missing", namespace: "pools" }, spec: { replicas: 3, sandboxTemplateRef: { name: "no-such-template" } }, status: { replicas: 7, readyReplicas: 7 } },
+    ]);
+    await start();
+    await eventually(() => (sims.every((s) => lastPut(s)) ? true : undefined), 10_000, "PUTs");
+    for (const s of sims) expect(lastPut(s)!.pools.map((p) => p.template)).toEqual(["img:forty"]);
+    await eventually(async () => ((await poolStatus("p40-missing")).readyReplicas === 0 ? true : undefined), 10_000, "status 0");
+    expect((await poolStatus("p40-missing")).replicas).toBe(0);
+    await deletePool("p40-ok");
+    await deletePool("p40-missing");
+  }, 40_000);
+
+  test("41: with the last pool deleted every node receives {\"pools\":[]}; a node with an empty address never gets a PUT", async () => {
+    addressless = true;
+    await template("t41");
+    await pool("p41", 3, "t41");
+    const s = await start();
+    await eventually(() => (sims.every((x) => lastPut(x)?.pools.length === 1) ? true : undefined), 10_000, "one key per node");
+    await deletePool("p41");
+    await eventually(() => (sims.every((x) => lastPut(x)?.pools.length === 0) ? true : undefined), 10_000, "empty pool sets");
+    // Nothing addressed the address-less node: it has no address to call, and no error mentions it.
+    expect(s.stderr()).not.toContain("n0-noaddr");
+    addressless = false;
+  }, 30_000);
+
+  test("37 (driver): with no sandboxd token the driver sends no PUT but still writes status from inventory warm counts", async () => {
+    // Warm VMs from an earlier test's pool set are still reported by the inventories.
+    await template("t37", "img:seeded");
+    for (const s of sims) s.setWarm({ template: "img:seeded", net: "none", size: "small" }, 2);
+    await pool("p37", 3, "t37");
+    const s = await start([]);
+    await eventually(async () => ((await poolStatus("p37")).readyReplicas === 6 ? true : undefined), 15_000, "status from inventory counts");
+    for (const x of sims) expect(puts(x)).toHaveLength(0);
+    expect(s.stderr()).toContain("warm-pool driver has no sandboxd token; skipping pool apply (fail-closed)");
+    await deletePool("p37");
+  }, 30_000);
+});
+
+describe("leader election", () => {
+  test("42: of two replicas only the Lease holder PUTs; after kill -9 the other takes over within about 15 s", async () => {
+    await template("t42");
+    await pool("p42", 3, "t42");
+    const a = await start();
+    await eventually(() => (sims.every((x) => lastPut(x)) ? true : undefined), 10_000, "first PUTs");
+    const b = await start();
+    const holder = async () => {
+      const r = await stack.cluster.adminFetch(`/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/cocoon-warmpool-driver`);
+      return ((await r.json()) as { spec: { holderIdentity: string } }).spec.holderIdentity;
+    };
+    const first = await holder();
+    await Bun.sleep(3000);
+    expect(a.stderr()).toContain("became the warm-pool driver leader");
+    expect(b.stderr()).not.toContain("became the warm-pool driver leader");
+    const killedAt = Date.now();
+    a.proc.kill("SIGKILL");
+    await a.proc.exited;
+    for (const s of sims) s.log.clear();
+    await eventually(() => (b.stderr().includes("became the warm-pool driver leader") ? true : undefined), 25_000, "takeover");
+    expect(Date.now() - killedAt).toBeLessThan(20_000);
+    expect(await holder()).not.toBe(first);
+    // The new leader drives: pools converge again.
+    await eventually(() => (sims.every((x) => lastPut(x)?.pools[0]?.warm === 1) ? true : undefined), 10_000, "PUTs from the new leader");
+    await deletePool("p42");
+  }, 60_000);
+
+  test("43: a leader that cannot renew its Lease for 10 s stops driving but keeps serving, and re-enters the election at least 5 s later", async () => {
+    await template("t43");
+    await pool("p43", 3, "t43");
+    const s = await start();
+    await stack.register(s.port);
+    await eventually(() => (s.stderr().includes("became the warm-pool driver leader") ? true : undefined), 10_000, "leadership");
+    const binding = `/apis/rbac.authorization.k8s.io/v1/namespaces/${NAMESPACE}/rolebindings/sandbox-apiserver-leader-election`;
+    const saved = (await (await stack.cluster.adminFetch(binding)).json()) as { metadata: Record<string, unknown> };
+    await (await stack.cluster.adminFetch(binding, { method: "DELETE" })).body?.cancel();
+    const lostAt = Date.now();
+    await eventually(() => (s.stderr().includes("could not renew the warm-pool driver lease") ? true : undefined), 20_000, "the driver to stop");
+    expect(Date.now() - lostAt).toBeGreaterThanOrEqual(8_000);
+    // Reads keep working through the aggregator while the driver is down.
+    expect((await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/sandboxes")).status).toBe(200);
+    const stoppedAt = Date.now();
+    await stack.cluster.apply([{ ...saved, metadata: { name: "sandbox-apiserver-leader-election", namespace: NAMESPACE } }]);
+    await eventually(() => (s.stderr().split("became the warm-pool driver leader").length === 3 ? true : undefined), 30_000, "leadership again");
+    expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(5_000);
+    await deletePool("p43");
+  }, 60_000);
+});
