@@ -17,18 +17,18 @@ let sim: SandboxdSim;
 let front: RelayFront;
 const routes = new Map<string, FrontRoute>();
 
-/** POST /v1/claim, then envd /init over the passive relay with the given access token. */
-async function newSandbox(accessToken: string): Promise<{ sb: Sandbox; claimId: string; claimToken: string }> {
+/** POST /v1/claim, then envd /init over the passive relay with the given access token (and init body extras). */
+async function newSandbox(accessToken: string, init: Record<string, unknown> = {}): Promise<{ sb: Sandbox; claimId: string; claimToken: string }> {
   const r = await fetch(`${sim.url}/v1/claim`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` }, body: JSON.stringify({ template: "base" }) });
   const claim = (await r.json()) as { id: string; token: string };
   const publicId = claim.id.replace("_", "-");
   routes.set(publicId, { claimId: claim.id, claimToken: claim.token });
-  const init = await fetch(`${front.url}/init`, {
+  const initReply = await fetch(`${front.url}/init`, {
     method: "POST",
     headers: { "e2b-sandbox-id": publicId, "e2b-sandbox-port": String(ENVD) },
-    body: JSON.stringify({ accessToken, defaultUser: "user", defaultWorkdir: "/home/user" }),
+    body: JSON.stringify({ accessToken, defaultUser: "user", defaultWorkdir: "/home/user", ...init }),
   });
-  expect(init.status).toBe(204);
+  expect(initReply.status).toBe(204);
   return { sb: sdkFor(publicId, accessToken), claimId: claim.id, claimToken: claim.token };
 }
 
@@ -127,6 +127,14 @@ describe("commands", () => {
     expect(r.stdout).toBe("SHOUT THIS\n");
   });
 
+  test("/init's env vars and default working directory apply to commands", async () => {
+    const { sb } = await newSandbox("tok-init", { envVars: { FROM_INIT: "yes" }, defaultWorkdir: "/home/user/project" });
+    const r = await sb.commands.run('echo "$FROM_INIT $(basename "$PWD")"');
+    expect(r.stdout).toBe("yes project\n");
+    // The request's envs win over init's.
+    expect((await sb.commands.run('echo "$FROM_INIT"', { envs: { FROM_INIT: "overridden" } })).stdout).toBe("overridden\n");
+  });
+
   test("connect to a running command: its later output reaches the new handle", async () => {
     const { sb } = await newSandbox("tok-connect");
     const h = await sb.commands.run("sleep 0.5; echo late", { background: true });
@@ -181,6 +189,21 @@ describe("files", () => {
     expect(await sb.files.read("notes/sub/b.txt").catch((e) => e.constructor.name)).toBe("FileNotFoundError");
   });
 
+  test("gzip and streamed uploads (octet-stream) land decoded", async () => {
+    const { sb } = await newSandbox("tok-gzip");
+    await sb.files.write("zipped.txt", "compressed on the wire", { gzip: true });
+    expect(await sb.files.read("zipped.txt")).toBe("compressed on the wire");
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode("part one, "));
+        c.enqueue(new TextEncoder().encode("part two"));
+        c.close();
+      },
+    });
+    await sb.files.write("streamed.txt", stream);
+    expect((await sb.commands.run("cat streamed.txt")).stdout).toBe("part one, part two");
+  });
+
   test("a 50 MB file both ways, byte for byte", async () => {
     const { sb } = await newSandbox("tok-big");
     const big = new Uint8Array(50 * 1024 * 1024);
@@ -208,7 +231,7 @@ describe("files", () => {
     await w.stop();
   });
 
-  test("signed download and upload URLs work without X-Access-Token; a tampered signature is refused", async () => {
+  test("signed download and upload URLs work without X-Access-Token; a tampered or expired signature is refused", async () => {
     const { sb } = await newSandbox("tok-signed");
     await sb.files.write("shared.txt", "via signed url");
     const down = await sb.downloadUrl("shared.txt");
@@ -218,6 +241,14 @@ describe("files", () => {
     expect(await got.text()).toBe("via signed url");
     const tampered = down.replace(/signature=v1_./, "signature=v1_X");
     expect((await fetch(tampered, { headers })).status).toBe(401);
+    // A valid signature past its expiration is refused too.
+    const path = "shared.txt";
+    const exp = Math.floor(Date.now() / 1000) - 10;
+    const raw = `${path}:read::tok-signed:${exp}`;
+    const sig = "v1_" + new Bun.CryptoHasher("sha256").update(raw).digest("base64").replace(/=+$/, "");
+    const expired = await fetch(`${front.url}/files?path=${path}&signature=${encodeURIComponent(sig)}&signature_expiration=${exp}`, { headers });
+    expect(expired.status).toBe(401);
+    expect(((await expired.json()) as { message: string }).message).toBe("signature expired");
     const up = await sb.uploadUrl("uploaded.txt", { useSignatureExpiration: 60 });
     const form = new FormData();
     form.append("file", new Blob(["posted"]), "uploaded.txt");
