@@ -8,6 +8,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { FileType, type EntryInfoSchema } from "./gen/filesystem/filesystem_pb.ts";
 import type { GuestPaths } from "./paths.ts";
+import type { FileMetadata } from "./metadata.ts";
 
 export type EntryInit = MessageInitShape<typeof EntryInfoSchema>;
 
@@ -48,13 +49,15 @@ export function permissionString(st: Stats): string {
   return out;
 }
 
-/** lstat-based entry for a host path inside the sandbox (throws the fs error, e.g. ENOENT). */
-export function entryOf(paths: GuestPaths, hostPath: string): EntryInit {
+/** lstat-based entry for a host path inside the sandbox (throws the fs error, e.g. ENOENT), with its metadata. */
+export function entryOf(paths: GuestPaths, hostPath: string, metadata?: FileMetadata): EntryInit {
   const st = lstatSync(hostPath);
+  const guestPath = paths.toGuest(hostPath);
   const e: EntryInit = {
     name: basename(hostPath),
     type: fileTypeOf(st),
-    path: paths.toGuest(hostPath),
+    path: guestPath,
+    metadata: metadata?.get(guestPath) ?? {},
     size: BigInt(st.size),
     mode: st.mode & 0o7777,
     permissions: permissionString(st),

@@ -4,12 +4,14 @@
 //   GET  ?path=…            the file's bytes; 404 missing, 400 a directory
 //   POST ?path=…            multipart/form-data, one or more `file` parts (destination: `path`, else each part's
 //                           filename), or application/octet-stream (optionally Content-Encoding: gzip) streamed to
-//                           `path`. Answers [{name, type: "file", path}] per written file.
+//                           `path`; `X-Metadata-*` headers set each file's metadata (metadata.ts). Answers
+//                           [{name, type: "file", path, metadata?}] per written file.
 // Paths are guest paths (relative = under /home/user). Errors are envd's `{code, message}` JSON.
 import { mkdirSync, statSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import type { Context } from "hono";
 import { PathError } from "./paths.ts";
+import { MetadataError, metadataFromHeaders } from "./metadata.ts";
 import type { GuestSandbox } from "./sandbox.ts";
 
 export const envdError = (status: number, message: string) => Response.json({ code: status, message }, { status });
@@ -45,16 +47,33 @@ export async function downloadFile(sb: GuestSandbox, c: Context): Promise<Respon
   });
 }
 
-async function writeTo(sb: GuestSandbox, host: string, body: Blob | ReadableStream<Uint8Array>): Promise<{ name: string; type: "file"; path: string }> {
+interface Written {
+  name: string;
+  type: "file";
+  path: string;
+  metadata?: Record<string, string>;
+}
+
+/** Write one file and give it the upload's metadata (replacing what it had). */
+async function writeTo(sb: GuestSandbox, host: string, body: Blob | ReadableStream<Uint8Array>, meta: Record<string, string>): Promise<Written> {
   mkdirSync(dirname(host), { recursive: true });
   await Bun.write(host, new Response(body));
-  return { name: basename(host), type: "file", path: sb.paths.toGuest(host) };
+  const path = sb.paths.toGuest(host);
+  sb.metadata.set(path, meta);
+  return { name: basename(host), type: "file", path, ...(Object.keys(meta).length ? { metadata: meta } : {}) };
 }
 
 export async function uploadFiles(sb: GuestSandbox, c: Context): Promise<Response> {
   const path = c.req.query("path");
   const type = (c.req.header("content-type") ?? "").toLowerCase();
-  const written: { name: string; type: "file"; path: string }[] = [];
+  const written: Written[] = [];
+  let meta: Record<string, string>;
+  try {
+    meta = metadataFromHeaders(c.req.raw.headers);
+  } catch (e) {
+    if (e instanceof MetadataError) return envdError(400, e.message);
+    throw e;
+  }
   if (type.startsWith("multipart/form-data")) {
     let form: FormData;
     try {
@@ -70,7 +89,7 @@ export async function uploadFiles(sb: GuestSandbox, c: Context): Promise<Respons
       const host = resolveOr400(sb, dest);
       if (host instanceof Response) return host;
       if (isDirectory(host)) return envdError(400, `path ${JSON.stringify(dest)} is a directory`);
-      written.push(await writeTo(sb, host, part));
+      written.push(await writeTo(sb, host, part, meta));
     }
     return Response.json(written);
   }
@@ -83,7 +102,7 @@ export async function uploadFiles(sb: GuestSandbox, c: Context): Promise<Respons
   if (encoding !== "" && encoding !== "identity" && encoding !== "gzip") return envdError(400, `unsupported Content-Encoding ${JSON.stringify(encoding)}`);
   const body = encoding === "gzip" ? raw.pipeThrough(new DecompressionStream("gzip")) : raw;
   try {
-    written.push(await writeTo(sb, host, body));
+    written.push(await writeTo(sb, host, body, meta));
   } catch (e) {
     return envdError(400, `upload failed: ${(e as Error).message}`);
   }

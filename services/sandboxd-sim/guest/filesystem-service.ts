@@ -32,7 +32,7 @@ function listDir(sb: GuestSandbox, dir: string, depth: number, out: EntryInit[])
     const p = join(dir, name);
     let entry: EntryInit;
     try {
-      entry = entryOf(sb.paths, p);
+      entry = entryOf(sb.paths, p, sb.metadata);
     } catch {
       continue; // removed while listing
     }
@@ -52,7 +52,7 @@ function watchDirectory(sb: GuestSandbox, dirHost: string, recursive: boolean, i
     const ev: FsEventInit = { name, type };
     if (includeEntry && exists) {
       try {
-        ev.entry = entryOf(sb.paths, host);
+        ev.entry = entryOf(sb.paths, host, sb.metadata);
       } catch {
         // gone between the notice and the stat
       }
@@ -78,7 +78,7 @@ export function filesystemService(sb: GuestSandbox, watchers: Map<string, Pollin
   return {
     stat(req) {
       try {
-        return { entry: entryOf(sb.paths, resolve(req.path)) };
+        return { entry: entryOf(sb.paths, resolve(req.path), sb.metadata) };
       } catch (e) {
         throw fsError(e, req.path);
       }
@@ -89,7 +89,7 @@ export function filesystemService(sb: GuestSandbox, watchers: Map<string, Pollin
         const host = resolve(req.path);
         if (existsSync(host)) throw new ConnectError(`path ${JSON.stringify(req.path)} already exists`, Code.AlreadyExists);
         mkdirSync(host, { recursive: true });
-        return { entry: entryOf(sb.paths, host) };
+        return { entry: entryOf(sb.paths, host, sb.metadata) };
       } catch (e) {
         throw fsError(e, req.path);
       }
@@ -102,7 +102,8 @@ export function filesystemService(sb: GuestSandbox, watchers: Map<string, Pollin
         lstatSync(src); // NotFound names the source
         mkdirSync(dirname(dst), { recursive: true });
         renameSync(src, dst);
-        return { entry: entryOf(sb.paths, dst) };
+        sb.metadata.move(sb.paths.toGuest(src), sb.paths.toGuest(dst));
+        return { entry: entryOf(sb.paths, dst, sb.metadata) };
       } catch (e) {
         throw fsError(e, req.source);
       }
@@ -126,6 +127,7 @@ export function filesystemService(sb: GuestSandbox, watchers: Map<string, Pollin
         if (host === sb.paths.root) throw new ConnectError("refusing to remove the sandbox root", Code.InvalidArgument);
         lstatSync(host);
         rmSync(host, { recursive: true, force: true });
+        sb.metadata.remove(sb.paths.toGuest(host));
         return {};
       } catch (e) {
         throw fsError(e, req.path);

@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Claim } from "../claims.ts";
 import { GuestSandbox } from "./sandbox.ts";
+import { FileMetadata } from "./metadata.ts";
 import { startGuestServer, type GuestServer } from "./server.ts";
 
 /** The guest port envd listens on; the ports relay maps it to the guest agent. */
@@ -36,8 +37,8 @@ export interface GuestHostOptions {
 export class GuestHost {
   readonly baseDir: string;
   private readonly guests = new Map<string, Guest>();
-  /** Checkpoint id -> the directory holding the source's files as they were when it was taken. */
-  private readonly captures = new Map<string, string>();
+  /** Checkpoint id -> the source's files (a directory) and file metadata as they were when it was taken. */
+  private readonly captures = new Map<string, { dir: string; metadata: FileMetadata }>();
   private readonly host: string;
 
   constructor(o: GuestHostOptions = {}) {
@@ -72,11 +73,13 @@ export class GuestHost {
       if (this.captures.has(ck.id) || !source) continue;
       const dir = join(this.baseDir, "checkpoints", ck.id);
       cpSync(source.sb.paths.root, dir, { recursive: true, verbatimSymlinks: true });
-      this.captures.set(ck.id, dir);
+      const metadata = new FileMetadata();
+      metadata.copyFrom(source.sb.metadata);
+      this.captures.set(ck.id, { dir, metadata });
     }
-    for (const [id, dir] of this.captures) {
+    for (const [id, capture] of this.captures) {
       if (kept.has(id)) continue;
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(capture.dir, { recursive: true, force: true });
       this.captures.delete(id);
     }
     const live = new Set<string>();
@@ -101,9 +104,10 @@ export class GuestHost {
     const root = join(this.baseDir, c.id);
     const parent = c.forkedFrom ? this.guests.get(c.forkedFrom) : undefined;
     const capture = c.fromCheckpoint ? this.captures.get(c.fromCheckpoint) : undefined;
-    const from = parent?.sb.paths.root ?? capture;
-    if (from) cpSync(from, root, { recursive: true, verbatimSymlinks: true });
+    const from = parent ? { dir: parent.sb.paths.root, metadata: parent.sb.metadata } : capture;
+    if (from) cpSync(from.dir, root, { recursive: true, verbatimSymlinks: true });
     const sb = new GuestSandbox({ id: c.id, root, instanceMetadata: () => c.instanceMetadata });
+    if (from) sb.metadata.copyFrom(from.metadata);
     if (parent) {
       sb.accessToken = parent.sb.accessToken;
       sb.envVars = { ...parent.sb.envVars };

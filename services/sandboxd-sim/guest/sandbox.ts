@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, rmSync } from "node:fs";
 import { GuestPaths } from "./paths.ts";
 import { ProcessTable } from "./processes.ts";
+import { FileMetadata } from "./metadata.ts";
 
 export interface GuestSandboxOptions {
   id: string;
@@ -20,6 +21,8 @@ export class GuestSandbox {
   readonly id: string;
   readonly paths: GuestPaths;
   readonly processes = new ProcessTable();
+  /** User-defined file metadata (metadata.ts). */
+  readonly metadata = new FileMetadata();
   /** The access token envd checks as X-Access-Token; unset until /init sets one (then every route but /health is checked). */
   accessToken: string | undefined;
   envVars: Record<string, string> = {};

@@ -189,6 +189,23 @@ describe("files", () => {
     expect(await sb.files.read("notes/sub/b.txt").catch((e) => e.constructor.name)).toBe("FileNotFoundError");
   });
 
+  test("file metadata: set by an upload (keys lowercased), reported by stat and list, kept by rename, replaced by the next upload", async () => {
+    const { sb } = await newSandbox("tok-meta");
+    const written = await sb.files.write("tagged.txt", "x", { metadata: { Owner: "alice", "build-id": "42" } });
+    expect(written.metadata).toEqual({ owner: "alice", "build-id": "42" });
+    expect((await sb.files.getInfo("tagged.txt")).metadata).toEqual({ owner: "alice", "build-id": "42" });
+    await sb.files.rename("tagged.txt", "moved.txt");
+    expect((await sb.files.list(".")).find((e) => e.name === "moved.txt")?.metadata).toEqual({ owner: "alice", "build-id": "42" });
+    await sb.files.write("moved.txt", "y");
+    expect((await sb.files.getInfo("moved.txt")).metadata).toBeUndefined();
+    // Over the 4096-byte budget (the xattr prefix counted per key): 400 naming the limit.
+    const headers: Record<string, string> = { "e2b-sandbox-id": sb.sandboxId, "e2b-sandbox-port": String(ENVD), "x-access-token": "tok-meta", "content-type": "application/octet-stream" };
+    for (let i = 0; i < 20; i++) headers[`x-metadata-k${i}`] = "v".repeat(250);
+    const big = await fetch(`${front.url}/files?path=big-meta.txt`, { method: "POST", headers, body: "z" });
+    expect(big.status).toBe(400);
+    expect(((await big.json()) as { message: string }).message).toContain("more than 4096");
+  });
+
   test("gzip and streamed uploads (octet-stream) land decoded", async () => {
     const { sb } = await newSandbox("tok-gzip");
     await sb.files.write("zipped.txt", "compressed on the wire", { gzip: true });
