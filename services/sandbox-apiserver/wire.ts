@@ -6,6 +6,7 @@ import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import { type Clock, realClock } from "../../shared/clock/index.ts";
 import { type Env, StartupError } from "../../shared/config/index.ts";
+import { loadE2bSurface } from "../../shared/e2b/index.ts";
 import { InventoryFleet } from "../../shared/fleet/inventory.ts";
 import { KubeClient } from "../../shared/kube/client.ts";
 import { KubeConfigError, loadKubeConnection } from "../../shared/kube/connection.ts";
@@ -42,6 +43,7 @@ export interface RunningApiserver {
   fleet: InventoryFleet;
   metrics: ApiserverMetrics;
   driver?: WarmPoolDriverHandle;
+  e2bPort?: number;
 }
 
 async function kubeClientFrom(env: Env, what: string, log: Logger, kubeconfig?: string): Promise<KubeClient> {
@@ -95,9 +97,24 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
 
   // 8. Warm-pool driver (leader-elected; rebuilt 5 s after it stops).
   let driver: WarmPoolDriverHandle | undefined;
+  let e2bPort: number | undefined;
   if (config.enableWarmPoolDriver) {
     driver = startWarmPoolDriver({ kube, fleet, clients, token, syncIntervalMs: config.warmPoolSyncInterval, clock, log: log.child({ component: "warmpool" }), metrics, env });
     shutdown.addCloser("warm-pool driver", () => driver!.stop());
+  }
+
+  // 9. The e2b surface on its own plain-HTTP listener, over the same inventory source (docs/architecture.md).
+  if (config.enableE2bApi) {
+    const e2b = loadE2bSurface({ options: config.e2b, fleet, rootToken: token, log: log.child({ component: "e2b" }) });
+    let e2bServer: ReturnType<typeof Bun.serve>;
+    try {
+      e2bServer = e2b.serve(config.e2b.bindAddress);
+    } catch (e) {
+      throw new StartupError(`listen on e2b address "${config.e2b.bindAddress}": ${(e as Error).message}`, { flag: "--e2b-bind-address" }, e);
+    }
+    shutdown.addListener("e2b surface", () => e2bServer.stop());
+    e2bPort = e2bServer.port;
+    log.info({ address: config.e2b.bindAddress, port: e2bServer.port }, "e2b surface listening");
   }
 
   // 10. Serving certificate and delegated authentication/authorization.
@@ -179,7 +196,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
   shutdown.onDraining("readiness and open watches", () => stopping.abort());
   shutdown.addListener("secure port", () => server.stop());
   log.info({ port: server.port, bindAddress: config.serving.bindAddress }, "serving agents.x-k8s.io/v1beta1 sandboxes");
-  return { port: server.port, fleet, metrics, ...(driver ? { driver } : {}) };
+  return { port: server.port, fleet, metrics, ...(driver ? { driver } : {}), ...(e2bPort !== undefined ? { e2bPort } : {}) };
 }
 
 function versionInfo() {
