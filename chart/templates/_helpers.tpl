@@ -106,3 +106,29 @@ capabilities:
     matchLabels:
       {{- . | nindent 6 }}
 {{- end -}}
+
+{{/*
+Pod placement and pulling, from a component's values (apiserver or envdProxy) and the shared imagePullSecrets.
+Called with (dict "v" <component values> "root" $).
+*/}}
+{{- define "sandbox.podPlacement" -}}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .v.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .v.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .v.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .v.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}

@@ -66,6 +66,19 @@ describe("server-side dry run, strict field validation", () => {
     ["default", {}],
     ["e2b, envd secret rendered, aliases, builds, proxy TLS", merge(E2B, at("apiserver.e2b", { envdSecret: { value: "s" }, templateAliases: "base img", builds: { enabled: true } }), at("envdProxy.tlsSecretName", "w"))],
     ["no driver, no cert-manager", merge(at("apiserver.warmPoolDriver", false), at("certManager", { enabled: false, caBundle: "Zm9v" }))],
+    [
+      "placement, pull secrets and annotations",
+      merge(
+        at("apiserver", {
+          nodeSelector: { "kubernetes.io/os": "linux" },
+          tolerations: [{ key: "dedicated", operator: "Equal", value: "control-plane", effect: "NoSchedule" }],
+          affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, podAffinityTerm: { topologyKey: "topology.kubernetes.io/zone", labelSelector: { matchLabels: { "app.kubernetes.io/name": "sandbox-apiserver" } } } }] } },
+          priorityClassName: "system-cluster-critical",
+          podAnnotations: { "example.com/team": "platform" },
+        }),
+        at("imagePullSecrets", [{ name: "regcred" }]),
+      ),
+    ],
   ];
   for (const [name, values] of renders) {
     test(`${name}: every object is accepted as written`, async () => {

@@ -92,6 +92,8 @@ describe("values.schema.json", () => {
     ["a Secret name with capitals", at("apiserver.sandboxdToken.secretName", "My_Token"), "/apiserver/sandboxdToken/secretName"],
     ["a caBundle that is not base64", at("certManager.caBundle", "-----BEGIN CERTIFICATE-----"), "/certManager/caBundle"],
     ["a memory request that is not a quantity", at("apiserver.resources.requests.memory", "lots"), "/apiserver/resources/requests/memory"],
+    ["tolerations as a map", at("apiserver.tolerations", { key: "x" }), "/apiserver/tolerations"],
+    ["an imagePullSecret without a name", at("imagePullSecrets", [{ secret: "regcred" }]), "/imagePullSecrets/0"],
     ["a scrape interval that is not a duration", at("monitoring.serviceMonitor.interval", "30"), "/monitoring/serviceMonitor/interval"],
   ];
   for (const [name, values, path] of mistakes) {

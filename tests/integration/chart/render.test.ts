@@ -457,6 +457,52 @@ describe("envd proxy Deployment", () => {
   });
 });
 
+describe("pod placement, pulling and annotations", () => {
+  const placement = {
+    nodeSelector: { "node-role.kubernetes.io/control-plane": "" },
+    tolerations: [{ key: "node-role.kubernetes.io/control-plane", operator: "Exists", effect: "NoSchedule" }],
+    affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: "kubernetes.io/arch", operator: "In", values: ["amd64", "arm64"] }] }] } } },
+    priorityClassName: "system-cluster-critical",
+    podAnnotations: { "example.com/team": "platform" },
+  };
+
+  test("none of it is rendered by default", async () => {
+    for (const name of ["sandbox-apiserver", "sandbox-envd-proxy"]) {
+      const d = deployment(await render(E2B), name);
+      for (const field of ["nodeSelector", "tolerations", "affinity", "priorityClassName", "imagePullSecrets"]) {
+        expect(`${name} ${field}: ${JSON.stringify((d.template.spec as unknown as Record<string, unknown>)[field])}`).toBe(`${name} ${field}: undefined`);
+      }
+      expect(d.template.metadata.annotations).toBeUndefined();
+    }
+  });
+
+  test("each Deployment takes its own values as given, and both the shared imagePullSecrets", async () => {
+    const objects = await render(
+      merge(E2B, at("apiserver", placement), at("envdProxy.priorityClassName", "proxy-high"), at("imagePullSecrets", [{ name: "regcred" }]), at("apiserver.e2b.envdSecret.value", "v")),
+    );
+    const api = deployment(objects, "sandbox-apiserver");
+    expect(api.template.spec).toMatchObject({
+      nodeSelector: placement.nodeSelector,
+      tolerations: placement.tolerations,
+      affinity: placement.affinity,
+      priorityClassName: "system-cluster-critical",
+      imagePullSecrets: [{ name: "regcred" }],
+    });
+    // Operator annotations sit beside the checksum that rolls pods on a changed secret.
+    expect(Object.keys(api.template.metadata.annotations!).sort()).toEqual(["checksum/e2b-envd-secret", "example.com/team"]);
+    expect(api.template.spec.topologySpreadConstraints).toEqual(spread("sandbox-apiserver"));
+    const proxy = deployment(objects, "sandbox-envd-proxy");
+    expect(proxy.template.spec).toMatchObject({ priorityClassName: "proxy-high", imagePullSecrets: [{ name: "regcred" }] });
+    expect((proxy.template.spec as unknown as Record<string, unknown>).nodeSelector).toBeUndefined();
+  });
+
+  test("a changed envd secret value changes the checksum, so the pods roll", async () => {
+    const a = deployment(await render(merge(E2B, at("apiserver.e2b.envdSecret.value", "one"))), "sandbox-envd-proxy");
+    const b = deployment(await render(merge(E2B, at("apiserver.e2b.envdSecret.value", "two"))), "sandbox-envd-proxy");
+    expect(a.template.metadata.annotations!["checksum/e2b-envd-secret"]).not.toBe(b.template.metadata.annotations!["checksum/e2b-envd-secret"]);
+  });
+});
+
 describe("labels and selectors", () => {
   test("every templated object carries the common labels, components theirs; selectors only the name", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret.value", "v"), at("apiserver.e2b.templateAliases", "a b")), {
