@@ -35,7 +35,7 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
   say("kube-apiserver (real, with embedded etcd) …");
   // InternalIP first: `kubectl logs`/`exec` then dial 127.0.0.1 instead of the unresolvable node name.
   const cluster = await startKubeApiserver({ extraArgs: ["--kubelet-preferred-address-types=InternalIP,Hostname"] });
-  sup.add("kube-apiserver", () => cluster.stop());
+  sup.add("kube-apiserver", () => cluster.stop(), { last: true });
   say(`kube-apiserver ${cluster.url}`);
   const crdDir = join(root, "manifests", "crds");
   for (const f of readdirSync(crdDir).filter((f) => f.endsWith(".yaml")).sort()) await cluster.apply(readFileSync(join(crdDir, f), "utf8"));
@@ -81,7 +81,7 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
   ], { KUBECONFIG: kubeconfig });
   await waitFor("the envd proxy", () => answers(`http://127.0.0.1:${ctx.ports.proxy}/healthz`, [200, 204]));
   // Until sandbox-apiserver serves the e2b surface (its issue is landing), the stack says so instead of failing.
-  const e2bServed = await waitFor("the e2b API", () => answers(`http://127.0.0.1:${ctx.ports.e2b}/health`, [200, 204]), 5_000).then(
+  const e2bServed = await waitFor("the e2b API", () => answers(`http://127.0.0.1:${ctx.ports.e2b}/health`, [200, 204]), 2_000).then(
     () => true,
     () => false,
   );

@@ -1,6 +1,9 @@
 // The local stack's process keeper: starts each binary as a child with its output in a log file, notices one
-// that dies, and stops everything in reverse order (SIGTERM, then SIGKILL after a grace period), so a Ctrl-C
-// leaves no process behind. In-process parts (simulators, the test kube-apiserver) register a stop function.
+// that dies, and stops everything (SIGTERM, then SIGKILL after a grace period), so a Ctrl-C leaves no process
+// behind. In-process parts (simulators, the test kube-apiserver) register a stop function. Parts stop together,
+// not one after another: a binary draining an open stream (a client's command stream through the proxy) ends as
+// soon as the simulators kill the sandbox behind it. Parts marked `last` (the kube-apiserver, which the daemons
+// talk to while they shut down) stop after all the others.
 import { closeSync, mkdirSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
@@ -10,6 +13,7 @@ const STOP_GRACE_MS = 5_000;
 interface Part {
   name: string;
   stop: () => Promise<void>;
+  last: boolean;
 }
 
 export class Supervisor {
@@ -30,33 +34,35 @@ export class Supervisor {
     const proc = Bun.spawn(argv, { env: { ...process.env, ...env }, stdio: ["ignore", fd, fd] });
     closeSync(fd);
     this.children.set(name, { proc, log });
-    this.parts.push({ name, stop: () => this.stopChild(name) });
+    this.parts.push({ name, stop: () => this.stopChild(name), last: false });
     void proc.exited.then((code) => {
       if (!this.stopping) this.onChildDied(name, code, tail(log));
     });
     return proc;
   }
 
-  /** An in-process part (simulator, test cluster): stopped in reverse order with the children. */
-  add(name: string, stop: () => Promise<void>): void {
-    this.parts.push({ name, stop });
+  /** An in-process part (simulator, test cluster), stopped with the children or, with `last`, after them. */
+  add(name: string, stop: () => Promise<void>, o: { last?: boolean } = {}): void {
+    this.parts.push({ name, stop, last: o.last ?? false });
   }
 
   logOf(name: string): string | undefined {
     return this.children.get(name)?.log;
   }
 
-  /** Stop every part, newest first. Safe to call twice. */
+  /** Stop every part: all but the `last` ones together, then those. Safe to call twice. */
   async stopAll(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    for (const p of [...this.parts].reverse()) {
+    const stop = async (p: Part) => {
       try {
         await p.stop();
       } catch (e) {
         process.stderr.write(`stack: stopping ${p.name}: ${(e as Error).message}\n`);
       }
-    }
+    };
+    await Promise.all(this.parts.filter((p) => !p.last).map(stop));
+    await Promise.all(this.parts.filter((p) => p.last).map(stop));
   }
 
   private async stopChild(name: string): Promise<void> {

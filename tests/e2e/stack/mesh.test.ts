@@ -6,6 +6,7 @@ import net from "node:net";
 import { rmSync } from "node:fs";
 import { REPO, startStack, type RunningStack } from "./run-stack.ts";
 import { sdkScenarios } from "./sdk-scenarios.ts";
+import { Sandbox } from "e2b";
 
 let stack: RunningStack;
 
@@ -37,8 +38,11 @@ describe("stack --mesh", () => {
 
   sdkScenarios(() => ({ apiKey: stack.env.E2B_API_KEY!, apiUrl: stack.env.E2B_API_URL!, sandboxUrl: stack.env.E2B_SANDBOX_URL! }));
 
-  test("Ctrl-C stops it: exit 0, no process, port or temp dir left", async () => {
+  test("Ctrl-C stops it: exit 0, no process, port or temp dir left (a sandbox still running a command included)", async () => {
     expect(stack.workDir).toBeDefined();
+    const left = await Sandbox.create("base", { apiKey: stack.env.E2B_API_KEY!, apiUrl: stack.env.E2B_API_URL!, sandboxUrl: stack.env.E2B_SANDBOX_URL! });
+    const h = await left.commands.run("sleep 300", { background: true, timeoutMs: 0 });
+    expect(h.pid).toBeGreaterThan(0);
     expect(await stack.stop()).toBe(0);
     expect(stack.out.at(-1)).toBe("stack: stopped");
     expect(await stack.leftovers()).toEqual([]);
