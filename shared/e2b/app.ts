@@ -63,6 +63,9 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
     const path = cfg.path.replace(/\{(\w+)\}/g, ":$1");
     app.on(cfg.method.toUpperCase(), path, (c) => handler(c, c.get("namespace")));
   };
+  // Routes this server does not serve answer 501 naming the route, and stay out of /openapi.json: the document
+  // describes what is served.
+  const unserved = (method: string, path: string, handler: Handler) => app.on(method, path.replace(/\{(\w+)\}/g, ":$1"), (c) => handler(c, c.get("namespace")));
   const id = (c: Context<Env>) => c.req.param("sandboxID") ?? "";
   const notServed = (what: string): Handler => (c) => errorResponse(501, `${c.req.method} ${c.req.path}: ${what} is not served by this server`);
 
@@ -164,7 +167,7 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
     await surface.assertVisible(ns, id(c));
     return c.json({ logs: [] });
   });
-  route(createRoute({ method: "put", path: "/sandboxes/{sandboxID}/network", request: idParams, responses: { 501: json(S.ErrorSchema, "Not served") } }), notServed("updating a sandbox's network"));
+  unserved("PUT", "/sandboxes/{sandboxID}/network", notServed("updating a sandbox's network"));
 
   // Snapshots ---------------------------------------------------------------------------------------------------
   route(
@@ -183,13 +186,13 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   route(createRoute({ method: "get", path: "/templates/aliases/{alias}", request: { params: S.AliasParam }, responses: { 200: json(S.TemplateAliasResponse, "Known"), ...errors } }), (c, ns) =>
     c.json(surface.templateAlias(ns, c.req.param("alias") ?? "")),
   );
-  route(createRoute({ method: "post", path: "/templates/tags", responses: { 501: json(S.ErrorSchema, "Not served") } }), notServed("template tags (template builds are not enabled)"));
-  route(createRoute({ method: "delete", path: "/templates/tags", responses: { 501: json(S.ErrorSchema, "Not served") } }), notServed("template tags (template builds are not enabled)"));
-  route(createRoute({ method: "get", path: "/templates/{templateID}/tags", request: { params: S.TemplateParam }, responses: { 501: json(S.ErrorSchema, "Not served") } }), notServed("template tags (template builds are not enabled)"));
-  route(createRoute({ method: "post", path: "/v3/templates", responses: { 501: json(S.ErrorSchema, "Not served") } }), notServed("template builds"));
-  route(createRoute({ method: "post", path: "/v2/templates/{templateID}/builds/{buildID}", responses: { 501: json(S.ErrorSchema, "Not served") } }), notServed("template builds"));
-  route(createRoute({ method: "get", path: "/templates/{templateID}/builds/{buildID}/status", responses: { 501: json(S.ErrorSchema, "Not served") } }), notServed("template builds"));
-  route(createRoute({ method: "get", path: "/templates/{templateID}/files/{hash}", responses: { 501: json(S.ErrorSchema, "Not served") } }), notServed("template build uploads"));
+  unserved("POST", "/templates/tags", notServed("template tags (template builds are not enabled)"));
+  unserved("DELETE", "/templates/tags", notServed("template tags (template builds are not enabled)"));
+  unserved("GET", "/templates/{templateID}/tags", notServed("template tags (template builds are not enabled)"));
+  unserved("POST", "/v3/templates", notServed("template builds"));
+  unserved("POST", "/v2/templates/{templateID}/builds/{buildID}", notServed("template builds"));
+  unserved("GET", "/templates/{templateID}/builds/{buildID}/status", notServed("template builds"));
+  unserved("GET", "/templates/{templateID}/files/{hash}", notServed("template build uploads"));
   route(createRoute({ method: "get", path: "/templates/{templateID}", request: { params: S.TemplateParam }, responses: { ...errors } }), (c, ns) => surface.templateDetail(ns, c.req.param("templateID") ?? ""));
   route(createRoute({ method: "patch", path: "/templates/{templateID}", request: { params: S.TemplateParam }, responses: { ...errors } }), (c, ns) => surface.templateDetail(ns, c.req.param("templateID") ?? ""));
   route(createRoute({ method: "delete", path: "/templates/{templateID}", request: { params: S.TemplateParam }, responses: { ...noContent("Deleted"), ...errors } }), async (c, ns) => {
@@ -197,7 +200,7 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
     return c.body(null, 204);
   });
   for (const path of ["/teams", "/secrets", "/volumes"]) {
-    route(createRoute({ method: "get", path, responses: { 501: json(S.ErrorSchema, "Not served") } }), notServed(path.slice(1)));
+    unserved("GET", path, notServed(path.slice(1)));
   }
 
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKeyAuth", { type: "apiKey", in: "header", name: "X-API-KEY" });
