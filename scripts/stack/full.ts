@@ -80,26 +80,21 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
     `--sandboxd-token-file=${files.rootTokenFile}`,
   ], { KUBECONFIG: kubeconfig });
   await waitFor("the envd proxy", () => answers(`http://127.0.0.1:${ctx.ports.proxy}/healthz`, [200, 204]));
-  // Until sandbox-apiserver serves the e2b surface (its issue is landing), the stack says so instead of failing.
-  const e2bServed = await waitFor("the e2b API", () => answers(`http://127.0.0.1:${ctx.ports.e2b}/health`, [200, 204]), 2_000).then(
-    () => true,
-    () => false,
-  );
+  await waitFor("the e2b API of sandbox-apiserver", () => answers(`http://127.0.0.1:${ctx.ports.e2b}/health`, [200, 204]));
+
   say("example SandboxTemplate + SandboxWarmPool (examples/warm-pool.yaml)");
   await cluster.apply(readFileSync(join(root, "examples", "warm-pool.yaml"), "utf8"));
 
-  const e2bLines = [
-    `export E2B_API_KEY=${files.apiKey}`,
-    `export E2B_API_URL=http://127.0.0.1:${ctx.ports.e2b}`,
-    `export E2B_SANDBOX_URL=http://127.0.0.1:${ctx.ports.proxy}`,
-  ];
   return {
-    lines: [`export KUBECONFIG=${kubeconfig}`, ...(e2bServed ? e2bLines : [])],
+    lines: [
+      `export KUBECONFIG=${kubeconfig}`,
+      `export E2B_API_KEY=${files.apiKey}`,
+      `export E2B_API_URL=http://127.0.0.1:${ctx.ports.e2b}`,
+      `export E2B_SANDBOX_URL=http://127.0.0.1:${ctx.ports.proxy}`,
+    ],
     notes: [
-      `try: kubectl apply -f examples/sandbox-pod.yaml   (a Pod bound to ${NODE_NAMES[0]}), then kubectl get sandboxes -A`,
-      e2bServed
-        ? "try: bun examples/hello.ts"
-        : "this sandbox-apiserver does not serve the e2b surface yet; for the e2b SDK use: bash scripts/stack.sh --mesh",
+      "try: bun examples/hello.ts --keep, then kubectl get sandboxes -A",
+      `try: kubectl apply -f examples/sandbox-pod.yaml   (a Pod bound to ${NODE_NAMES[0]})`,
     ],
   };
 }

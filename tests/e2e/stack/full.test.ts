@@ -1,9 +1,11 @@
 // `bash scripts/stack.sh` (the README's first command) as a new user runs it: a real kube-apiserver, two simulated
-// nodes with their vk-sandbox, sandbox-apiserver behind the aggregation layer with the warm-pool driver. The
-// example Pod becomes a sandbox that `kubectl get sandboxes -A` lists; `kubectl logs` reaches the node's kubelet
-// API through its InternalIP and gets the documented answer; Ctrl-C leaves no process, port or temp dir behind.
+// nodes with their vk-sandbox, sandbox-apiserver behind the aggregation layer with the warm-pool driver and the e2b
+// surface, sandbox-envd-proxy. The README example prints `hello` and `kubectl get sandboxes -A` lists its sandbox;
+// the stock SDK scenarios pass through the surface and the proxy; the example Pod becomes a sandbox; `kubectl logs`
+// reaches the node's kubelet API through its InternalIP and gets the documented answer; Ctrl-C leaves no process,
+// port or temp dir behind.
 import { waitFor } from "#tests/support/wait.ts";
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { kubectlBinary } from "#tests/kube/peers.ts";
@@ -21,11 +23,13 @@ async function kubectl(...args: string[]): Promise<{ code: number; out: string; 
 }
 
 
-// Started at load time, so whether the e2b surface is served is known when the tests are registered.
-await kubectlBinary(); // built once by the test peers; fails here, not mid-test, when it cannot be
-const stack: RunningStack = await startStack([], 600_000);
-console.log(`full stack ready in ${stack.readySeconds.toFixed(1)} s (from bash scripts/stack.sh, bootstrap included)`);
-const e2bServed = stack.env.E2B_API_URL !== undefined;
+let stack: RunningStack;
+
+beforeAll(async () => {
+  await kubectlBinary(); // built once by the test peers; fails here, not mid-test, when it cannot be
+  stack = await startStack([], 600_000);
+  console.log(`full stack ready in ${stack.readySeconds.toFixed(1)} s (from bash scripts/stack.sh, bootstrap included)`);
+}, 660_000);
 
 afterAll(async () => {
   await stack?.stop();
@@ -33,8 +37,11 @@ afterAll(async () => {
 });
 
 describe("full stack", () => {
-  test("prints the KUBECONFIG export line; both nodes are Ready with InternalIP 127.0.0.1", async () => {
+  test("prints the export lines (KUBECONFIG, E2B_*); both nodes are Ready with InternalIP 127.0.0.1", async () => {
+    expect(Object.keys(stack.env).sort()).toEqual(["E2B_API_KEY", "E2B_API_URL", "E2B_SANDBOX_URL", "KUBECONFIG"]);
     expect(stack.env.KUBECONFIG).toMatch(/sandbox-stack-.+\/kubeconfig$/);
+    expect(stack.env.E2B_API_URL).toBe(`http://127.0.0.1:${stack.ports.e2b}`);
+    expect(stack.env.E2B_SANDBOX_URL).toBe(`http://127.0.0.1:${stack.ports.proxy}`);
     const nodes = await kubectl("get", "nodes", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.addresses[?(@.type==\"InternalIP\")].address} {end}");
     expect(nodes.out.trim().split(" ").sort()).toEqual(["sim-node-0=127.0.0.1", "sim-node-1=127.0.0.1"]);
   });
@@ -67,9 +74,7 @@ describe("full stack", () => {
     expect((await kubectl("delete", "-f", POD, "--wait=false")).code).toBe(0);
   }, 90_000);
 
-  // Skipped only while sandbox-apiserver does not serve --enable-e2b-api yet (the stack then prints no E2B_* lines
-  // and says to use --mesh, where the same scenarios run in mesh.test.ts).
-  describe.skipIf(!e2bServed)("the stock e2b SDK through sandbox-apiserver's e2b surface and sandbox-envd-proxy", () => {
+  describe("the stock e2b SDK through sandbox-apiserver's e2b surface and sandbox-envd-proxy", () => {
     test("the README example (bun examples/hello.ts) prints hello, and kubectl get sandboxes -A lists its sandbox", async () => {
       const p = Bun.spawn(["bun", "examples/hello.ts", "--keep"], { cwd: REPO, env: { ...process.env, ...stack.env }, stdout: "pipe", stderr: "pipe" });
       const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
