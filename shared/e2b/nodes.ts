@@ -6,13 +6,13 @@
 // A miss is 404 `sandbox "<id>" not found`, the same answer as "exists in another namespace".
 import type { Logger } from "../log/index.ts";
 import type { FleetNode, FleetSource } from "../fleet/types.ts";
+import { FANOUT_CONCURRENCY, firstHit } from "../fleet/fanout.ts";
 import { findEntry, namespaceOfName, nodeByAddress } from "../fleet/view.ts";
 import { SandboxdClient } from "../sandboxd/client.ts";
 import type { SandboxDetail } from "../sandboxd/schemas.ts";
 import { sandboxNotFound } from "./errors.ts";
 import { claimIdOf, publicSandboxId } from "./ids.ts";
 
-export const PROBE_CONCURRENCY = 16;
 /** The per-node budget of one live probe read. */
 const PROBE_TIMEOUT_MS = 3_000;
 
@@ -30,29 +30,6 @@ export interface Located {
 interface Remembered {
   address: string;
   nodeName: string;
-}
-
-/** Run `fn` over `items` with at most `limit` in flight; resolves with the first non-undefined result. */
-export async function firstHit<T, R>(items: readonly T[], limit: number, fn: (item: T, signal: AbortSignal) => Promise<R | undefined>): Promise<R | undefined> {
-  const abort = new AbortController();
-  let next = 0;
-  let found: R | undefined;
-  const worker = async () => {
-    while (found === undefined && next < items.length) {
-      const item = items[next++]!;
-      try {
-        const r = await fn(item, abort.signal);
-        if (r !== undefined && found === undefined) {
-          found = r;
-          abort.abort();
-        }
-      } catch {
-        // a failing node is just not a hit
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return found;
 }
 
 export class NodeAccess {
@@ -103,7 +80,7 @@ export class NodeAccess {
     if (hit) return { claimId: hit.entry.id, publicId: publicSandboxId(hit.entry.id), address: hit.node.address, nodeName: hit.node.name };
     const probed = await firstHit(
       nodes.filter((n) => n.address),
-      PROBE_CONCURRENCY,
+      FANOUT_CONCURRENCY,
       async (node, signal) => {
         const row = await this.client(node.address).get(claimId, { signal, timeoutMs: PROBE_TIMEOUT_MS });
         if (namespaceOfName(row.claim_ref || row.id) !== namespace) return undefined;

@@ -4,6 +4,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/types.ts";
+import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/fanout.ts";
 import { advertisesImage, claimCandidates, entriesOf, nodeByAddress } from "../fleet/view.ts";
 import { SandboxdClient } from "../sandboxd/client.ts";
 import { isSandboxdError, provablyUndelivered } from "../sandboxd/errors.ts";
@@ -21,7 +22,7 @@ import { ENVD_PORT, METRICS_MAX_BYTES, METRICS_TIMEOUT_MS, RELAY_PROXY_ENV, envd
 import type { AliasTarget } from "./files.ts";
 import { publicSandboxId, sameSandboxId } from "./ids.ts";
 import { matches, page, parseFilters, parsePaging } from "./list.ts";
-import { NodeAccess, PROBE_CONCURRENCY, type Located } from "./nodes.ts";
+import { NodeAccess, type Located } from "./nodes.ts";
 import {
   EnvdMetrics,
   type ListQuery,
@@ -431,7 +432,7 @@ export class E2bSurface {
     } catch (err) {
       throw fromNode(err, id, "failed to fork the sandbox");
     }
-    const results = await mapLimit(children, PROBE_CONCURRENCY, async (child) => {
+    const results = await mapLimit(children, FANOUT_CONCURRENCY, async (child) => {
       const address = child.owner_addr || loc.address;
       const accessToken = deriveAccessToken(this.settings.envdSecret, child.token);
       await this.nodes.client(address).putInstanceMetadata(child.id, { accessTokenHash: accessTokenHash(accessToken) });
@@ -473,7 +474,7 @@ export class E2bSurface {
   async findCheckpoints(ns: string): Promise<{ found: { ck: Checkpoint; name: string; address: string }[]; failed: number }> {
     const prefix = `${ns}/`;
     const nodes = this.nodes.nodes().filter((n) => n.address);
-    const lists = await mapLimit(nodes, PROBE_CONCURRENCY, (n) => this.nodes.client(n.address).listCheckpoints());
+    const lists = await mapLimit(nodes, FANOUT_CONCURRENCY, (n) => this.nodes.client(n.address).listCheckpoints());
     const found: { ck: Checkpoint; name: string; address: string }[] = [];
     let failed = 0;
     lists.forEach((l, i) => {
@@ -510,7 +511,7 @@ export class E2bSurface {
     const built = `${BUILT_PREFIX}${ns}/${id}`;
     const holders = this.nodes.nodes().flatMap((n) => n.templates.filter((t) => t.template === built).map((t) => ({ node: n, t })));
     if (holders.length > 0) {
-      const results = await mapLimit(holders, PROBE_CONCURRENCY, ({ node, t }) =>
+      const results = await mapLimit(holders, FANOUT_CONCURRENCY, ({ node, t }) =>
         this.nodes.client(node.address).deleteTemplate({ template: t.template, net: t.net, size: t.size }, { noRedirect: true }),
       );
       if (results.some((r) => r instanceof Error)) throw new E2bError(500, "failed to delete the template");
@@ -578,7 +579,7 @@ export class E2bSurface {
     if (ids.length > 100) throw badRequest("sandbox_ids: at most 100 ids");
     if (new Set(ids).size !== ids.length) throw badRequest("sandbox_ids: an id is repeated");
     const out: Record<string, SandboxMetric> = {};
-    const results = await mapLimit(ids, PROBE_CONCURRENCY, (id) => this.metrics(ns, id));
+    const results = await mapLimit(ids, FANOUT_CONCURRENCY, (id) => this.metrics(ns, id));
     ids.forEach((id, i) => {
       const r = results[i];
       if (Array.isArray(r) && r[0]) out[id] = r[0];
@@ -681,22 +682,4 @@ function decodeSnapshotToken(token: string): string {
   const text = /^[A-Za-z0-9_-]+$/.test(token) ? Buffer.from(token, "base64url").toString("utf8") : "";
   if (!/^\S+ ck_[0-9a-f]+$/.test(text)) throw badRequest("invalid nextToken");
   return text;
-}
-
-/** Map with at most `limit` in flight; a rejection becomes an Error in its slot (never thrown). */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<(R | Error)[]> {
-  const out: (R | Error)[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      try {
-        out[i] = await fn(items[i]!);
-      } catch (err) {
-        out[i] = err instanceof Error ? err : new Error(String(err));
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }

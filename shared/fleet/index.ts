@@ -3,4 +3,5 @@
 // The Kubernetes NodeInventory source lives beside them in its own file.
 export * from "./types.ts";
 export * from "./view.ts";
+export * from "./fanout.ts";
 export { MeshFleet, MISSED_TICKS_BEFORE_LEAVE, entryFromRow, nodeFromInfo, type MeshFleetOptions } from "./mesh.ts";

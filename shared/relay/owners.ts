@@ -7,6 +7,7 @@
 // The proxy stores no per-sandbox secret: the expected token is recomputed from the claim token.
 import type { Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/types.ts";
+import { FANOUT_CONCURRENCY, firstHit } from "../fleet/fanout.ts";
 import { findEntry } from "../fleet/view.ts";
 import { SandboxdClient } from "../sandboxd/client.ts";
 import { isSandboxdError } from "../sandboxd/errors.ts";
@@ -18,7 +19,6 @@ export const OWNER_CACHE_MAX = 4096;
 export const PROBE_RATE_PER_S = 200;
 export const PROBE_BURST = 400;
 export const PROBE_BUDGET_MS = 500;
-const PROBE_CONCURRENCY = 16;
 const READ_TIMEOUT_MS = 5_000;
 
 export interface Owner {
@@ -161,27 +161,16 @@ export class OwnerResolver {
     return { kind: "ok", owner: found, source: "probe" };
   }
 
-  private async probe(claimId: string, addresses: string[]): Promise<Owner | undefined> {
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), PROBE_BUDGET_MS);
-    let found: Owner | undefined;
-    let next = 0;
-    const worker = async () => {
-      while (!found && !abort.signal.aborted && next < addresses.length) {
-        const address = addresses[next++]!;
-        try {
-          const row = await this.client(address).get(claimId, { signal: abort.signal, timeoutMs: PROBE_BUDGET_MS });
-          if (row.token && !found) {
-            found = this.ownerOf(claimId, address, row.token);
-            abort.abort();
-          }
-        } catch {
-          // not here, or not answering in time
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(PROBE_CONCURRENCY, addresses.length) }, worker));
-    clearTimeout(timer);
-    return found;
+  /** Every fresh node, ≤16 at once, 500 ms overall; the first node that holds the claim wins. */
+  private probe(claimId: string, addresses: string[]): Promise<Owner | undefined> {
+    return firstHit(
+      addresses,
+      FANOUT_CONCURRENCY,
+      async (address, signal) => {
+        const row = await this.client(address).get(claimId, { signal, timeoutMs: PROBE_BUDGET_MS });
+        return row.token ? this.ownerOf(claimId, address, row.token) : undefined;
+      },
+      { signal: AbortSignal.timeout(PROBE_BUDGET_MS) },
+    );
   }
 }
