@@ -5,7 +5,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { prepareFiles } from "./stack/files.ts";
-import { checkPortsFree, PortError, type PortName } from "./stack/ports.ts";
+import { checkPortsFree, PortError, PortValueError, type PortName } from "./stack/ports.ts";
 import { startMesh, type StackExports } from "./stack/mesh.ts";
 import { startFull } from "./stack/full.ts";
 import { Supervisor } from "./stack/supervisor.ts";
@@ -43,7 +43,7 @@ async function main(argv: string[]): Promise<number> {
   } catch (e) {
     if (e instanceof PortError) {
       console.error(`stack: ${e.message}`);
-      return 1;
+      return e instanceof PortValueError ? 2 : 1;
     }
     throw e;
   }

@@ -22,14 +22,17 @@ export const PORTS = {
 
 export type PortName = keyof typeof PORTS;
 
+/** A port that is taken or cannot be bound (exit 1). */
 export class PortError extends Error {}
+/** A port variable that is not a port (a usage error: exit 2). */
+export class PortValueError extends PortError {}
 
 export function portOf(name: PortName, env: Record<string, string | undefined> = process.env): number {
   const spec = PORTS[name];
   const raw = env[spec.env];
   if (raw === undefined || raw === "") return spec.fallback;
   const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < 1 || n > 65535) throw new PortError(`${spec.env}=${JSON.stringify(raw)}: expected a port 1-65535`);
+  if (!/^\d+$/.test(raw) || n < 1 || n > 65535) throw new PortValueError(`${spec.env}=${JSON.stringify(raw)}: expected a port 1-65535`);
   return n;
 }
 
@@ -48,7 +51,7 @@ export async function checkPortsFree(names: PortName[], env: Record<string, stri
   for (const n of names) {
     const port = portOf(n, env);
     const clash = seen.get(port);
-    if (clash) throw new PortError(`port ${port} is set for both the ${PORTS[clash].what} and the ${PORTS[n].what}: give ${PORTS[n].env} another value`);
+    if (clash) throw new PortValueError(`port ${port} is set for both the ${PORTS[clash].what} and the ${PORTS[n].what}: give ${PORTS[n].env} another value`);
     seen.set(port, n);
     const err = await probe(port);
     if (err) {

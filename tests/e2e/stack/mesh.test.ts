@@ -64,3 +64,15 @@ test("a taken port: a message naming the port and its variable, exit 1, nothing 
     holder.close();
   }
 });
+
+test("a port variable that is not a port, or two parts on one port: a usage error (exit 2) naming the variable", async () => {
+  for (const [env, expected] of [
+    [{ STACK_PROXY_PORT: "80x" }, 'STACK_PROXY_PORT="80x": expected a port 1-65535'],
+    [{ STACK_NODE0_PORT: "17999", STACK_NODE1_PORT: "17999" }, "give STACK_NODE1_PORT another value"],
+  ] as const) {
+    const p = Bun.spawn(["bun", "scripts/stack.ts", "--mesh"], { cwd: REPO, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+    const [err, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+    expect(code).toBe(2);
+    expect(err).toContain(expected);
+  }
+});
