@@ -103,6 +103,27 @@ export function sdkScenarios(target: () => SdkTarget): void {
       expect(body).toBe("inside");
     }));
 
+  test("getMetrics; pause (processes stopped, state paused) then connect (resumed, files and processes kept); setTimeout; isRunning after kill", async () => {
+    const sb = await Sandbox.create("base", opts());
+    await sb.files.write("kept.txt", "kept");
+    await sb.commands.run("while true; do echo t >> ticks; sleep 0.05; done", { background: true, timeoutMs: 0 });
+    await sb.commands.run("until [ -s ticks ]; do sleep 0.02; done"); // the loop has started before the pause
+    const [metric] = await sb.getMetrics();
+    expect(metric?.cpuCount).toBeGreaterThan(0);
+    expect(await sb.pause()).toBe(true);
+    expect((await Sandbox.getInfo(sb.sandboxId, opts())).state).toBe("paused");
+    const again = await Sandbox.connect(sb.sandboxId, opts());
+    expect((await again.getInfo()).state).toBe("running");
+    expect(await again.files.read("kept.txt")).toBe("kept");
+    const count = async () => Number((await again.commands.run("wc -l < ticks")).stdout.trim());
+    const first = await count();
+    await waitFor("the resumed loop to keep writing", async () => (await count()) > first || undefined);
+    await again.setTimeout(120_000);
+    expect(await again.isRunning()).toBe(true);
+    await again.kill();
+    expect(await again.isRunning()).toBe(false);
+  });
+
   test("a wrong access token is refused", () =>
     withSandbox(async (sb) => {
       const Ctor = Sandbox as unknown as new (o: Record<string, unknown>) => Sandbox;
