@@ -1,0 +1,39 @@
+import { describe, expect, test } from "bun:test";
+import { Authenticator, fromRequestHeaders, identityHeaderNames } from "../../../../../services/sandbox-apiserver/serving/authn.ts";
+import { forbiddenMessage, requestInfo } from "../../../../../services/sandbox-apiserver/serving/request-info.ts";
+
+const cfg = { allowedNames: ["front-proxy-client"], usernameHeaders: ["X-Remote-User"], groupHeaders: ["X-Remote-Group"], extraHeaderPrefixes: ["X-Remote-Extra-"] };
+
+describe("authentication", () => {
+  test("front-proxy headers give user, groups and extras", () => {
+    const h = new Headers([["X-Remote-User", "alice"], ["X-Remote-Group", "g1"], ["X-Remote-Group", "g2"], ["X-Remote-Extra-Scopes", "a"]]);
+    expect(fromRequestHeaders(h, cfg)).toEqual({ name: "alice", groups: ["g1", "g2"], extra: { scopes: ["a"] } });
+    expect(identityHeaderNames(cfg, h).sort()).toEqual(["x-remote-extra-scopes", "x-remote-group", "x-remote-user"]);
+  });
+  test("identity headers count only with a front-proxy certificate whose CN is allowed; everyone authenticated joins system:authenticated", async () => {
+    const a = new Authenticator({ requestHeader: cfg, cacheTtlMs: 10_000, now: () => 0 });
+    const h = new Headers([["X-Remote-User", "alice"]]);
+    expect(await a.authenticate(h, undefined)).toEqual({ ok: true, user: { name: "system:anonymous", groups: ["system:unauthenticated"] } });
+    expect(await a.authenticate(h, { source: "requestheader", commonName: "someone-else", organizations: [] })).toMatchObject({ user: { name: "system:anonymous" } });
+    expect(await a.authenticate(h, { source: "requestheader", commonName: "front-proxy-client", organizations: [] })).toEqual({ ok: true, user: { name: "alice", groups: ["system:authenticated"] } });
+    expect(await a.authenticate(h, { source: "client", commonName: "bob", organizations: ["devs"] })).toEqual({ ok: true, user: { name: "bob", groups: ["devs", "system:authenticated"] } });
+    expect(await a.authenticate(new Headers([["authorization", "Bearer x"]]), undefined)).toEqual({ ok: false, message: "Unauthorized" });
+  });
+});
+
+describe("request attributes", () => {
+  const info = (m: string, p: string) => requestInfo(m, new URL(`https://h${p}`));
+  test("verbs and scopes as kube-apiserver derives them", () => {
+    expect(info("GET", "/apis/agents.x-k8s.io/v1beta1/namespaces/a/sandboxes")).toMatchObject({ verb: "list", namespace: "a", name: "" });
+    expect(info("GET", "/apis/agents.x-k8s.io/v1beta1/sandboxes?watch=true")).toMatchObject({ verb: "watch", namespace: "" });
+    expect(info("POST", "/apis/agents.x-k8s.io/v1beta1/namespaces/a/sandboxes/x/fork")).toMatchObject({ verb: "create", name: "x", subresource: "fork" });
+    expect(info("DELETE", "/apis/agents.x-k8s.io/v1beta1/namespaces/a/sandboxes")).toMatchObject({ verb: "deletecollection" });
+    expect(info("GET", "/metrics")).toEqual({ kind: "nonResource", verb: "get", path: "/metrics" });
+  });
+  test("the Forbidden message", () => {
+    expect(forbiddenMessage("u", info("GET", "/apis/agents.x-k8s.io/v1beta1/namespaces/a/sandboxes/x"))).toBe(
+      'sandboxes.agents.x-k8s.io "x" is forbidden: User "u" cannot get resource "sandboxes" in API group "agents.x-k8s.io" in the namespace "a"',
+    );
+    expect(forbiddenMessage("u", info("GET", "/apis/agents.x-k8s.io/v1beta1/sandboxes"))).toContain("at the cluster scope");
+  });
+});
