@@ -3,27 +3,14 @@
 // driver and enter the election again. The process keeps serving the API throughout; only the driver pauses.
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Logger } from "pino";
-import type { Clock } from "../../../shared/clock/index.ts";
 import type { Env } from "../../../shared/config/index.ts";
-import type { InventoryFleet } from "../../../shared/fleet/inventory.ts";
-import type { KubeClient } from "../../../shared/kube/client.ts";
-import type { NodeClients } from "../sandboxes/nodes.ts";
-import type { ApiserverMetrics } from "../serving/metrics.ts";
-import { WarmPoolDriver } from "./driver.ts";
+import { type DriverOptions, WarmPoolDriver } from "./driver.ts";
 import { LeaderElector, leaseNamespace } from "./leader.ts";
 
 export const REBUILD_DELAY_MS = 5_000;
 
-export interface WarmPoolDriverOptions {
-  kube: KubeClient;
-  fleet: Pick<InventoryFleet, "fresh" | "onChange">;
-  clients: NodeClients;
-  token: string;
-  syncIntervalMs: number;
-  clock: Clock;
-  log: Logger;
-  metrics?: ApiserverMetrics;
+export interface WarmPoolDriverOptions extends DriverOptions {
+  /** Where the Lease namespace comes from (POD_NAMESPACE). */
   env: Env;
 }
 

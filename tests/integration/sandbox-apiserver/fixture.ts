@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { createCA, issueCertificate } from "../../../shared/tls/index.ts";
+import { apiServiceObjects } from "../../kube/aggregation.ts";
 import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
 import { freePorts } from "../../kube/ports.ts";
 
@@ -190,22 +191,7 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
         return p;
       },
       async register(port) {
-        await cluster.apply([
-          { apiVersion: "v1", kind: "Service", metadata: { name: SERVICE, namespace: NAMESPACE }, spec: { type: "ExternalName", externalName: "localhost" } },
-          {
-            apiVersion: "apiregistration.k8s.io/v1",
-            kind: "APIService",
-            metadata: { name: APISERVICE },
-            spec: {
-              group: "agents.x-k8s.io",
-              version: "v1beta1",
-              groupPriorityMinimum: 1000,
-              versionPriority: 100,
-              service: { name: SERVICE, namespace: NAMESPACE, port },
-              caBundle: Buffer.from(ca.certPem).toString("base64"),
-            },
-          },
-        ]);
+        await cluster.apply(apiServiceObjects({ group: "agents.x-k8s.io", version: "v1beta1", service: SERVICE, namespace: NAMESPACE, port, caPem: ca.certPem }));
         const deadline = Date.now() + 60_000;
         let last = "";
         for (;;) {
