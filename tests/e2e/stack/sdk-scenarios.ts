@@ -48,6 +48,16 @@ export function sdkScenarios(target: () => SdkTarget): void {
       expect((await cat.wait()).stdout).toBe("typed\n");
     }));
 
+  test("create with envs: the surface's /init hands them to the guest; a command run as root is accepted", async () => {
+    const sb = await Sandbox.create("base", { ...opts(), envs: { FROM_CREATE: "yes" } });
+    try {
+      expect((await sb.commands.run("echo $FROM_CREATE")).stdout).toBe("yes\n");
+      expect((await sb.commands.run("echo ok", { user: "root" })).stdout).toBe("ok\n");
+    } finally {
+      await sb.kill();
+    }
+  });
+
   test("files: write, read, list, rename, makeDir, exists, remove", () =>
     withSandbox(async (sb) => {
       await sb.files.write("dir/a.txt", "alpha");

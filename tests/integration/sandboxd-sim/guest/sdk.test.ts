@@ -206,6 +206,21 @@ describe("files", () => {
     expect(((await big.json()) as { message: string }).message).toContain("more than 4096");
   });
 
+  test("several files in one write (multipart, each part named by its path); recursive watch sees nested files", async () => {
+    const { sb } = await newSandbox("tok-multi");
+    const infos = await sb.files.write([
+      { path: "multi/a.txt", data: "A" },
+      { path: "multi/deep/b.txt", data: "B" },
+    ]);
+    expect(infos.map((i) => i.path).sort()).toEqual(["/home/user/multi/a.txt", "/home/user/multi/deep/b.txt"]);
+    expect(await sb.files.read("multi/deep/b.txt")).toBe("B");
+    const seen: string[] = [];
+    const w = await sb.files.watchDir("multi", (e) => void seen.push(`${e.type}:${e.name}`), { recursive: true });
+    await sb.commands.run("echo c > multi/deep/c.txt");
+    await waitFor("a nested create event", () => seen.find((x) => x.startsWith("create:") && x.endsWith("c.txt")));
+    await w.stop();
+  });
+
   test("gzip and streamed uploads (octet-stream) land decoded", async () => {
     const { sb } = await newSandbox("tok-gzip");
     await sb.files.write("zipped.txt", "compressed on the wire", { gzip: true });
