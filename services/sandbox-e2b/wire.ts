@@ -7,7 +7,7 @@ import { MeshFleet } from "../../shared/fleet/mesh.ts";
 import { loadE2bSurface, resolveRootToken } from "../../shared/e2b/index.ts";
 import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { EnvdRelay, serveRelay } from "../../shared/relay/index.ts";
+import { EnvdRelay, serveRelay, stopRelay } from "../../shared/relay/index.ts";
 
 export interface E2bMesh {
   e2bPort: number;
@@ -49,7 +49,7 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
       throw new StartupError(`cannot listen on --envd-proxy-bind-address ${p.bindAddress}: ${(err as Error).message}`, { flag: "--envd-proxy-bind-address" }, err);
     }
     const ps = proxyServer;
-    shutdown?.addListener("envd-proxy", () => ps.stop());
+    shutdown?.addListener("envd-proxy", () => stopRelay(ps));
     log.info({ address: p.bindAddress, port: ps.port, tls: Boolean(p.tlsCertFile) }, "envd proxy listening");
   }
   return {

@@ -8,7 +8,7 @@ import { KubeClient } from "../../shared/kube/client.ts";
 import { KubeConfigError, loadKubeConnection } from "../../shared/kube/connection.ts";
 import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { EnvdRelay, serveRelay } from "../../shared/relay/index.ts";
+import { EnvdRelay, serveRelay, stopRelay } from "../../shared/relay/index.ts";
 import { buildInfo } from "../../shared/version.ts";
 import { checkEnvdProxyConfig, type EnvdProxyConfig } from "./flags.ts";
 
@@ -67,7 +67,7 @@ export async function startEnvdProxy(config: EnvdProxyConfig, log: Logger, env: 
     await fleet.stop();
     throw new StartupError(`cannot listen on --bind-address ${config.bindAddress}: ${(err as Error).message}`, { flag: "--bind-address" }, err);
   }
-  shutdown?.addListener("envd-proxy", () => server.stop());
+  shutdown?.addListener("envd-proxy", () => stopRelay(server));
   shutdown?.addCloser("inventory", () => fleet.stop());
   log.info({ address: config.bindAddress, port: server.port, tls: Boolean(config.tlsCertFile), nodes: fleet.nodes().length }, "envd proxy listening");
   return {

@@ -2,6 +2,6 @@
 // inventory lookup, probes), tunnel.ts (the node's ports relay), guest.ts + http1.ts (the streaming guest leg),
 // proxy.ts (the pipeline and failure mapping), metrics.ts, server.ts (the listener).
 export { EnvdRelay, relayError, type RelayOptions } from "./proxy.ts";
-export { serveRelay, type RelayListen } from "./server.ts";
+export { serveRelay, stopRelay, RELAY_DRAIN_MS, type RelayListen } from "./server.ts";
 export { routeFromHost, routeRequest, parsePort, isEnvdInternalPath, isSignedFileUrl } from "./route.ts";
 export { OwnerCache, TokenBucket, OwnerResolver } from "./owners.ts";

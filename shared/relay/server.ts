@@ -25,3 +25,21 @@ export function serveRelay(relay: EnvdRelay, l: RelayListen): ReturnType<typeof 
     fetch: relay.fetch,
   } as Parameters<typeof Bun.serve>[0]);
 }
+
+/** How long a stopping relay lets open streams (pty, watches, downloads) finish before it cuts them. */
+export const RELAY_DRAIN_MS = 9_500;
+
+/**
+ * Stop accepting at once; let open streams finish for up to `drainMs`, then close what is left. Streams can live
+ * as long as their client, so a plain graceful stop could wait forever (and be abandoned by the shutdown bound).
+ */
+export async function stopRelay(server: ReturnType<typeof Bun.serve>, drainMs = RELAY_DRAIN_MS): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const graceful = server.stop(false);
+  const cut = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, drainMs);
+  });
+  await Promise.race([graceful, cut]);
+  clearTimeout(timer);
+  await server.stop(true);
+}
