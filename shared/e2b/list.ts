@@ -36,17 +36,19 @@ function decodeTwice(s: string): string {
 
 /** `k=v&k2=v2` as the SDK sends it (each side encodeURIComponent'd, then form-encoded). */
 export function parseMetadataFilter(raw: string): Record<string, string> {
-  const out: Record<string, string> = {};
+  // A Map, not an object literal: keys such as `__proto__` or `constructor` are ordinary metadata keys here.
+  const out = new Map<string, string>();
   for (const pair of raw.split("&")) {
     if (pair === "") continue;
     const eq = pair.indexOf("=");
     if (eq < 0) throw badRequest(`invalid metadata filter: pair ${JSON.stringify(pair)} has no "="`);
     const key = decodeTwice(pair.slice(0, eq));
     if (key === "") throw badRequest("invalid metadata filter: empty key");
-    if (Object.hasOwn(out, key)) throw badRequest(`invalid metadata filter: key ${JSON.stringify(key)} repeated`);
-    out[key] = decodeTwice(pair.slice(eq + 1));
+    if (out.has(key)) throw badRequest(`invalid metadata filter: key ${JSON.stringify(key)} repeated`);
+    out.set(key, decodeTwice(pair.slice(eq + 1)));
   }
-  return out;
+  // fromEntries defines own properties, so even `__proto__` stays a key.
+  return Object.fromEntries(out);
 }
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
@@ -96,7 +98,10 @@ export function matches(item: ListedSandbox, f: ListFilters): boolean {
   if (f.states && !f.states.has(item.state)) return false;
   if (f.template !== undefined && item.templateID !== f.template) return false;
   if (f.startedAfter !== undefined && Date.parse(item.startedAt) < f.startedAfter) return false;
-  if (f.metadata) for (const [k, v] of Object.entries(f.metadata)) if (item.metadata?.[k] !== v) return false;
+  if (f.metadata) {
+    const md = item.metadata ?? {};
+    for (const [k, v] of Object.entries(f.metadata)) if (!Object.hasOwn(md, k) || md[k] !== v) return false;
+  }
   return true;
 }
 

@@ -54,6 +54,12 @@ describe("list filters and paging", () => {
       }),
     );
   });
+  test("keys that name Object.prototype members are ordinary keys (found by the property above)", () => {
+    const m = parseMetadataFilter("__proto__=x&constructor=y&toString=z");
+    expect(Object.keys(m)).toEqual(["__proto__", "constructor", "toString"]);
+    expect(Object.getPrototypeOf(m)).toBe(Object.prototype);
+    expect(m["constructor"] as unknown).toBe("y");
+  });
   test("metadata filter errors are 400s, never throws of another kind", () => {
     for (const bad of ["novalue", "=v", "a=1&a=2", "%E0%A4%A=1"]) {
       const err = (() => {
