@@ -30,11 +30,20 @@ export interface Located {
 interface Remembered {
   address: string;
   nodeName: string;
+  /** Epoch ms after which the fleet view is trusted to list it (the entry is then dropped). */
+  until: number;
 }
+
+/**
+ * How long this process remembers the node of a claim it made: long enough for the fleet view to list it (one poll
+ * tick or inventory publish, 30 s by default), short enough that sandboxes that simply expire do not pile up.
+ */
+export const REMEMBER_MS = 10 * 60_000;
 
 export class NodeAccess {
   private readonly clients = new Map<string, SandboxdClient>();
   private readonly remembered = new Map<string, Remembered>();
+  private pruneAt = 1000;
 
   constructor(
     readonly fleet: FleetSource,
@@ -62,7 +71,14 @@ export class NodeAccess {
   }
 
   remember(namespace: string, claimId: string, address: string, nodeName: string): void {
-    this.remembered.set(`${namespace}\0${claimId}`, { address, nodeName });
+    const now = Date.now();
+    // Prune on the way in, at most once per thousand inserts' worth of growth: O(1) amortised, bounded by the
+    // claims made in one REMEMBER_MS window.
+    if (this.remembered.size >= this.pruneAt) {
+      for (const [k, r] of this.remembered) if (r.until <= now) this.remembered.delete(k);
+      this.pruneAt = this.remembered.size + 1000;
+    }
+    this.remembered.set(`${namespace}\0${claimId}`, { address, nodeName, until: now + REMEMBER_MS });
   }
 
   forget(namespace: string, claimId: string): void {
@@ -75,7 +91,9 @@ export class NodeAccess {
     const nodes = this.nodes();
     // A remembered node counts only while it is fresh: a stale node's sandboxes answer 404 everywhere.
     const mem = this.remembered.get(`${namespace}\0${claimId}`);
-    if (mem && nodes.some((n) => n.name === mem.nodeName)) return { claimId, publicId, ...mem };
+    if (mem && mem.until > Date.now() && nodes.some((n) => n.name === mem.nodeName)) {
+      return { claimId, publicId, address: mem.address, nodeName: mem.nodeName };
+    }
     const hit = findEntry(nodes, requestedId, namespace);
     if (hit) return { claimId: hit.entry.id, publicId: publicSandboxId(hit.entry.id), address: hit.node.address, nodeName: hit.node.name };
     const probed = await firstHit(

@@ -4,7 +4,7 @@
 // ticks, then leaves. Used by sandbox-e2b (and so by the local stack); no Kubernetes anywhere.
 import { StartupError } from "../config/errors.ts";
 import { LoopRunner } from "../lifecycle/loop.ts";
-import { sleepUnlessAborted } from "../lifecycle/sleep.ts";
+import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
 import { SandboxdClient } from "../sandboxd/client.ts";
 import { SandboxdForbidden, SandboxdUnauthorized } from "../sandboxd/errors.ts";
@@ -30,6 +30,7 @@ export interface MeshFleetOptions {
   /** Test seam: the client for an address (default: a SandboxdClient with the root token). */
   clientFor?: (address: string) => SandboxdClient;
   now?: () => number;
+  clock?: Clock;
 }
 
 interface Tracked {
@@ -83,6 +84,7 @@ export class MeshFleet implements FleetSource {
   private readonly o: MeshFleetOptions;
   private readonly clientFor: (address: string) => SandboxdClient;
   private readonly now: () => number;
+  private readonly clock: Clock;
   private readonly tracked = new Map<string, Tracked>();
   /** Addresses learnt from `peers` (advertise addresses of other nodes). */
   private readonly peerAddrs = new Set<string>();
@@ -96,7 +98,8 @@ export class MeshFleet implements FleetSource {
 
   constructor(o: MeshFleetOptions) {
     this.o = o;
-    this.now = o.now ?? Date.now;
+    this.clock = o.clock ?? realClock;
+    this.now = o.now ?? (() => this.clock.now());
     this.clientFor = o.clientFor ?? ((address) => new SandboxdClient({ baseUrl: SandboxdClient.baseUrlFor(address), token: o.token, log: o.log, timeoutMs: POLL_TIMEOUT_MS, retry: { attempts: 1 } }));
     this.loop = new LoopRunner((signal) => this.run(signal));
   }
@@ -148,14 +151,18 @@ export class MeshFleet implements FleetSource {
 
   private async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      await new Promise<void>((resolve) => {
-        this.kick = () => {
-          // Coalesce bursts of hints into one early poll.
-          const wait = Math.max(0, this.lastPollAt + MIN_EARLY_POLL_GAP_MS - this.now());
-          setTimeout(resolve, wait);
-        };
-        void sleepUnlessAborted(this.o.pollMs, signal).then(resolve);
-      });
+      // One wait per tick: the poll interval, cut short by stop() or by a changed() hint (coalesced so bursts of
+      // hints share one early poll). The wait's own controller leaves no timer behind when a hint ends it.
+      const wait = new AbortController();
+      const onStop = () => wait.abort();
+      signal.addEventListener("abort", onStop, { once: true });
+      this.kick = () => {
+        const gap = Math.max(0, this.lastPollAt + MIN_EARLY_POLL_GAP_MS - this.now());
+        this.kick = undefined;
+        this.clock.after(gap, () => wait.abort());
+      };
+      await this.clock.sleep(this.o.pollMs, wait.signal);
+      signal.removeEventListener("abort", onStop);
       this.kick = undefined;
       if (signal.aborted) break;
       await this.pollOnce();
