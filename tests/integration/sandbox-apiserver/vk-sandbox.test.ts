@@ -1,0 +1,94 @@
+// The inventory as the product writes it: a real vk-sandbox process publishes its node's NodeInventory (every 2 s)
+// for a simulated sandboxd, and kubectl, through the aggregator, sees a Pod-driven claim and its release appear
+// and disappear on a `get -w`, with the spec's columns on `get -A`.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { Daemon } from "../../e2e/vk-sandbox/daemon.ts";
+import { kubectl, kubectlStream } from "../../kube/kubectl.ts";
+import { freePorts } from "../../kube/ports.ts";
+import { type ApiserverProcess, type Stack, eventually, startStack } from "./fixture.ts";
+
+const REPO = join(import.meta.dir, "../../..");
+const ROOT = "vk-root-token";
+const NODE = "vk-node-1";
+let stack: Stack;
+let sim: SandboxdSim;
+let daemon: Daemon;
+let server: ApiserverProcess;
+
+beforeAll(async () => {
+  stack = await startStack();
+  await stack.cluster.apply(readFileSync(join(REPO, "manifests/rbac.yaml"), "utf8"));
+  await stack.cluster.createNamespace("kube-node-lease");
+  sim = await startSandboxdSim({ rootToken: ROOT, pools: ["base:24.04/none/small=3"] });
+  const token = await stack.cluster.serviceAccountToken("sandbox-system", "vk-sandbox", 3600);
+  const kubeconfig = stack.cluster.kubeconfig({ auth: "token", token, path: join(stack.dir, "vk.kubeconfig") });
+  const [kubelet] = freePorts(1);
+  const tokenFile = join(stack.dir, "vk-token");
+  writeFileSync(tokenFile, ROOT);
+  daemon = Daemon.start({
+    args: [
+      `--node-name=${NODE}`,
+      "--node-ip=127.0.0.1",
+      `--listen-addr=127.0.0.1:${kubelet}`,
+      `--sandboxd-url=${sim.url}`,
+      `--sandboxd-token-file=${tokenFile}`,
+      `--state-path=${join(stack.dir, "vk-state", "claims.json")}`,
+      "--publish-inventory",
+      "--publish-interval=2s",
+    ],
+    env: { KUBECONFIG: kubeconfig },
+  });
+  server = await stack.startServer({ args: [`--sandboxd-token=${ROOT}`, "--enable-warm-pool-driver=false"] });
+  await stack.register(server.port);
+  await eventually(async () => {
+    const r = await stack.cluster.adminFetch(`/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/${NODE}`);
+    await r.body?.cancel();
+    return r.ok ? true : undefined;
+  }, 60_000, `vk-sandbox to publish its NodeInventory:\n${daemon?.log()}`);
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  daemon?.proc.kill("SIGTERM");
+  await daemon?.proc.exited;
+  await sim?.stop();
+  await stack?.stop();
+});
+
+const pod = (name: string) =>
+  JSON.stringify({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default", annotations: { "sandbox.cocoonstack.io/template": "base:24.04" } },
+    spec: {
+      nodeName: NODE,
+      tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Equal", value: "sandboxd", effect: "NoSchedule" }],
+      containers: [{ name: "sandbox", image: "base:24.04" }],
+    },
+  });
+
+test("a claim and a release made through a Pod on a real vk-sandbox node show up on kubectl get -w as ADDED and DELETED", async () => {
+  const w = await kubectlStream(["get", "sandboxes", "-A", "-w", "--output-watch-events"], { kubeconfig: stack.admin });
+  try {
+    await Bun.sleep(1500);
+    const created = await kubectl(["create", "-f", "-"], { kubeconfig: stack.admin, stdin: pod("vk-pod") });
+    expect(created.stderr).toBe("");
+    // vk-sandbox claims (claim_ref default/vk-pod), then publishes within its 2 s interval.
+    const added = await w.waitFor(/ADDED\s+default\s+vk-pod/, 20_000);
+    expect(added).toMatch(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/);
+    const list = await kubectl(["get", "sandboxes", "-A"], { kubeconfig: stack.admin });
+    expect(list.stdout.split("\n")[0]).toMatch(/^NAMESPACE\s+NAME\s+CREATED AT$/);
+    expect(list.stdout).toMatch(/default\s+vk-pod\s+\d{4}-/);
+    const one = JSON.parse((await kubectl(["get", "sandbox", "vk-pod", "-o", "json"], { kubeconfig: stack.admin })).stdout);
+    expect(one.status.nodeName).toBe(NODE);
+    expect(one.metadata.annotations["sandbox.cocoonstack.io/claim-id"]).toBe(sim.claims()[0]!.id);
+    await kubectl(["delete", "pod", "vk-pod", "--wait=false"], { kubeconfig: stack.admin });
+    await w.waitFor(/DELETED\s+default\s+vk-pod/, 30_000);
+    expect(sim.claims()).toHaveLength(0);
+  } finally {
+    await w.stop();
+  }
+}, 90_000);
