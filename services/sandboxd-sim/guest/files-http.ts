@@ -89,7 +89,11 @@ export async function uploadFiles(sb: GuestSandbox, c: Context): Promise<Respons
       const host = resolveOr400(sb, dest);
       if (host instanceof Response) return host;
       if (isDirectory(host)) return envdError(400, `path ${JSON.stringify(dest)} is a directory`);
-      written.push(await writeTo(sb, host, part, meta));
+      try {
+        written.push(await writeTo(sb, host, part, meta));
+      } catch (e) {
+        return envdError(400, `upload of ${JSON.stringify(dest)} failed: ${(e as Error).message}`);
+      }
     }
     return Response.json(written);
   }
@@ -104,7 +108,7 @@ export async function uploadFiles(sb: GuestSandbox, c: Context): Promise<Respons
   try {
     written.push(await writeTo(sb, host, body, meta));
   } catch (e) {
-    return envdError(400, `upload failed: ${(e as Error).message}`);
+    return envdError(400, `upload of ${JSON.stringify(path)} failed: ${(e as Error).message}`);
   }
   return Response.json(written);
 }

@@ -165,3 +165,22 @@ test("an unknown Connect method is a 404, and a Connect call without the token a
   expect((await fetch(`${base}/process.Process/Nope`, { method: "POST", headers: { "content-type": "application/json", "x-access-token": TOKEN }, body: "{}" })).status).toBe(404);
   expect((await fetch(`${base}/process.Process/List`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(401);
 });
+
+test("bad /files requests are 4xx naming the problem, never 5xx", async () => {
+  const h = { "x-access-token": TOKEN };
+  await fetch(`${base}/files?path=plain.txt`, { method: "POST", headers: { ...h, "content-type": "application/octet-stream" }, body: "x" });
+  const cases: [string, RequestInit, number, string][] = [
+    ["/files", { headers: h }, 400, "path is required"],
+    ["/files?path=missing.txt", { headers: h }, 404, "not found"],
+    ["/files?path=/home/user", { headers: h }, 400, "is a directory"],
+    ["/files", { method: "POST", headers: { ...h, "content-type": "application/octet-stream" }, body: "x" }, 400, "path is required"],
+    ["/files?path=plain.txt/under-a-file", { method: "POST", headers: { ...h, "content-type": "application/octet-stream" }, body: "x" }, 400, "failed"],
+    ["/files?path=x", { method: "POST", headers: { ...h, "content-type": "multipart/form-data; boundary=zz" }, body: "garbage" }, 400, "multipart"],
+    ["/files?path=x", { method: "POST", headers: { ...h, "content-type": "application/octet-stream", "content-encoding": "br" }, body: "x" }, 400, "Content-Encoding"],
+  ];
+  for (const [path, init, status, text] of cases) {
+    const r = await fetch(base + path, init);
+    expect([path, r.status]).toEqual([path, status]);
+    expect(((await r.json()) as { message: string }).message).toContain(text);
+  }
+});
