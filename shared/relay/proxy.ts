@@ -10,6 +10,7 @@ import { RelayMetrics } from "./metrics.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
 import { isEnvdInternalPath, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
 import { openTunnel, TunnelRefused } from "./tunnel.ts";
+import { guestHandshake, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
 
 export interface RelayOptions {
   domain: string;
@@ -39,14 +40,14 @@ export class EnvdRelay {
     this.owners.cache.drop(claimId);
   }
 
-  /** Bun.serve's fetch handler. */
-  fetch = async (req: Request, server: Server<unknown>): Promise<Response> => {
+  /** Bun.serve's fetch handler. Undefined: the request was upgraded to a relayed WebSocket. */
+  fetch = async (req: Request, server: Server<WsRelayData>): Promise<Response | undefined> => {
     const res = await this.handle(req, server);
-    this.metrics.requests.inc({ code: String(res.status) });
+    this.metrics.requests.inc({ code: res ? String(res.status) : "101" });
     return res;
   };
 
-  private async handle(req: Request, server: Server<unknown>): Promise<Response> {
+  private async handle(req: Request, server: Server<WsRelayData>): Promise<Response | undefined> {
     const url = new URL(req.url);
     const host = req.headers.get("host") ?? url.host;
     const routed = routeRequest(req.headers, host, this.o.domain);
@@ -79,7 +80,7 @@ export class EnvdRelay {
     return this.relay(req, url, host, route, r.owner, signed, server);
   }
 
-  private async relay(req: Request, url: URL, host: string, route: Route, owner: Owner, passive: boolean, server: Server<unknown>): Promise<Response> {
+  private async relay(req: Request, url: URL, host: string, route: Route, owner: Owner, passive: boolean, server: Server<WsRelayData>): Promise<Response | undefined> {
     const started = performance.now();
     let sock;
     try {
@@ -115,6 +116,7 @@ export class EnvdRelay {
     if (clientIp) headers["x-forwarded-for"] = headers["x-forwarded-for"] ? `${headers["x-forwarded-for"]}, ${clientIp}` : clientIp;
     headers["x-forwarded-host"] = host;
     headers["x-forwarded-proto"] = url.protocol === "https:" ? "https" : "http";
+    if (isWebSocketUpgrade(req)) return this.relayWebSocket(req, url, route, headers, sock, server);
     const g: GuestRequest = {
       method: req.method,
       path: url.pathname + url.search,
@@ -135,5 +137,41 @@ export class EnvdRelay {
       this.metrics.upstreamErrors.inc({ reason: "guest" });
       return relayError(502, "sandbox unreachable");
     }
+  }
+
+  /** Handshake with the guest first; only a guest 101 upgrades the client (else the guest's status is answered). */
+  private async relayWebSocket(
+    req: Request,
+    url: URL,
+    route: Route,
+    headers: Record<string, string>,
+    sock: import("node:net").Socket,
+    server: Server<WsRelayData>,
+  ): Promise<Response | undefined> {
+    const toGuest: Record<string, string> = {};
+    for (const [k, v] of Object.entries(headers)) {
+      // Key, version and extensions belong to each leg's own handshake; permessage-deflate is not negotiated.
+      if (k === "sec-websocket-key" || k === "sec-websocket-version" || k === "sec-websocket-extensions") continue;
+      toGuest[k] = v;
+    }
+    toGuest.host = `${route.port}-${route.id}.${this.o.domain}`;
+    let shake;
+    try {
+      shake = await guestHandshake(sock, url.pathname + url.search, toGuest);
+    } catch (err) {
+      sock.destroy();
+      const status = (err as { status?: number }).status;
+      if (status && Number.isInteger(status)) return relayError(status, `the guest refused the WebSocket upgrade (${status})`);
+      return relayError(502, "sandbox unreachable");
+    }
+    const upgraded = server.upgrade(req, {
+      data: { sock, pending: Buffer.from(shake.rest), onClose: () => undefined },
+      ...(shake.protocol ? { headers: { "sec-websocket-protocol": shake.protocol } } : {}),
+    });
+    if (!upgraded) {
+      sock.destroy();
+      return relayError(400, "WebSocket upgrade needs HTTP/1.1");
+    }
+    return undefined;
   }
 }

@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import { splitHostPort } from "../config/host-port.ts";
 import type { EnvdRelay } from "./proxy.ts";
+import { wsRelayHandlers } from "./websocket.ts";
 
 export interface RelayListen {
   address: string;
@@ -23,6 +24,7 @@ export function serveRelay(relay: EnvdRelay, l: RelayListen): ReturnType<typeof 
     http2: true,
     ...(tls ? { tls } : {}),
     fetch: relay.fetch,
+    websocket: wsRelayHandlers,
   } as Parameters<typeof Bun.serve>[0]);
 }
 
