@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import type { SimClock, Timer } from "./clock.ts";
 import type { IdSource } from "./ids.ts";
 import { TokenSet, type TenantConfig } from "./auth.ts";
-import { ClaimTable, archiveClaim, type ArchivedDeadlineStyle, type Claim } from "./claims.ts";
+import { ClaimTable, archiveClaim, wakeClaim, type ArchivedDeadlineStyle, type Claim } from "./claims.ts";
 import { Pools } from "./pools.ts";
 import type { Mesh } from "./mesh.ts";
 import { unknownSandbox } from "./errors.ts";
@@ -146,6 +146,15 @@ export class SimNode {
   /** Bring the guest agents in line with the claim table (guest/host.ts); a no-op without guest agents. */
   syncGuests(): void {
     this.guestHost?.sync(this.table.all(), this.checkpoints.values());
+  }
+
+  /** Sandbox-token data-plane access (ports relay, exec): a hibernated or archived sandbox wakes, activity is stamped. */
+  wakeOnAccess(c: Claim): void {
+    if (c.state !== "running") {
+      if (c.state === "archived") this.count("unarchives_total");
+      this.count("wakes_total");
+    }
+    wakeClaim(c, this.clock.now());
   }
 
   /** The claim, or the uniform 404 a caller would get. */

@@ -11,6 +11,7 @@ import { registerClaim } from "./claim.ts";
 import { registerLifecycle } from "./lifecycle.ts";
 import { registerNode } from "./node.ts";
 import { registerPorts } from "./ports.ts";
+import { registerExec } from "./exec.ts";
 import { registerPreview } from "./preview.ts";
 import { registerReads } from "./reads.ts";
 import { matchRoute, routerMiss } from "./table.ts";
@@ -24,6 +25,7 @@ export function createApp(node: SimNode): Hono<SimEnv> {
   registerNode(app, node);
   registerArtefacts(app, node);
   registerPorts(app, node);
+  registerExec(app, node);
   registerPreview(app, node);
   app.notFound((c) => routerMiss(matchRoute(c.req.method, new URL(c.req.url).pathname)));
   app.onError((err, c) => {

@@ -10,7 +10,6 @@
 import type { Hono } from "hono";
 import { sandboxScoped } from "../auth.ts";
 import { SimError, conflict } from "../errors.ts";
-import { wakeClaim } from "../claims.ts";
 import type { SimNode } from "../node.ts";
 import { bearer, type SimEnv } from "./body.ts";
 
@@ -34,11 +33,7 @@ export function registerPorts(app: Hono<SimEnv>, node: SimNode): void {
     if (operator) {
       if (sandbox.state === "hibernated" || sandbox.state === "archived") throw conflict("sandbox is paused");
     } else {
-      if (sandbox.state !== "running") {
-        if (sandbox.state === "archived") node.count("unarchives_total");
-        node.count("wakes_total");
-      }
-      wakeClaim(sandbox, node.clock.now());
+      node.wakeOnAccess(sandbox);
     }
     // An upstream attached to this sandbox wins; then its guest agent (guest/host.ts) when the node runs them;
     // then one attached under the id "*", which serves that port of every sandbox without a guest of its own.
