@@ -1,14 +1,15 @@
 // The chart's Deployments, run for real: after `helm install` on the test kube-apiserver, the real sandbox-apiserver
 // and sandbox-envd-proxy processes start with exactly the args and env rendered into their Deployments (mount paths
 // mapped to files standing in for the Secret volumes, and KUBECONFIG holding the pod's ServiceAccount token, since
-// there is no in-cluster config here). They reach ready, serve, elect a driver leader and write pool status; and the
-// kube-apiserver's audit log shows that not one of their requests was refused: the RBAC the chart binds is enough for
-// the calls the code really makes.
+// there is no in-cluster config here). They reach ready, serve (the e2b surface to the stock SDK), elect a driver
+// leader and write pool status; and the kube-apiserver's audit log shows that not one of their requests was refused:
+// the RBAC the chart binds is enough for the calls the code really makes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { Sandbox } from "e2b";
 import { createCA, issueCertificate } from "#shared/tls/index.ts";
 import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 import { freePorts } from "#tests/kube/ports.ts";
@@ -175,8 +176,13 @@ describe("the chart's Deployments as real processes under the chart's ServiceAcc
     expect(status.selector).toBe("agents.x-k8s.io/warm-pool=py");
   }, 90_000);
 
-  // The e2b surface's listener (--e2b-bind-address) is not wired into sandbox-apiserver yet; its args are proven
-  // by flags.test.ts. Add a request to it here when the surface serves.
+  test("the e2b surface serves the stock e2b SDK on the rendered port, with the mounted API key", async () => {
+    const opts = { apiKey: "test-key", apiUrl: `http://127.0.0.1:${e2bPort}`, domain: "sandbox.example.com", requestTimeoutMs: 10_000 };
+    const listed = await until("e2b surface", async () => Sandbox.list(opts).nextItems(), apiProcess);
+    expect(listed).toEqual([]);
+    // A key that is not in the mounted key file is refused.
+    await expect(Sandbox.list({ ...opts, apiKey: "not-a-key" }).nextItems()).rejects.toThrow();
+  }, 60_000);
 
   test("sandbox-envd-proxy answers /healthz on the rendered port", async () => {
     const status = await until("envd proxy /healthz", async () => {
