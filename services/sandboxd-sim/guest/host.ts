@@ -9,7 +9,9 @@
 //   - pauses (SIGSTOP) the processes of hibernated/archived/failed claims and resumes (SIGCONT) running ones,
 //   - destroys the guest of every claim that left the table (release, expiry, vanish): all processes killed, the
 //     directory removed.
-// All sandbox directories live under one temporary base directory per node, removed by stop().
+// All sandbox directories live under one temporary base directory per node, removed by stop(). A simulator that
+// exits without stop() (process.exit, an uncaught error) still kills every sandbox's processes on its way out;
+// one killed by SIGKILL cannot, and its sandboxes' process groups outlive it (README.md).
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -41,9 +43,14 @@ export class GuestHost {
   private readonly captures = new Map<string, { dir: string; metadata: FileMetadata }>();
   private readonly host: string;
 
+  private readonly onExit = () => {
+    for (const g of this.guests.values()) g.sb.processes.killAll();
+  };
+
   constructor(o: GuestHostOptions = {}) {
     this.baseDir = mkdtempSync(join(o.dir ?? tmpdir(), "sandboxd-sim-guests-"));
     this.host = o.host ?? "127.0.0.1";
+    process.on("exit", this.onExit);
   }
 
   get size(): number {
@@ -121,6 +128,7 @@ export class GuestHost {
 
   /** Destroy every guest and remove the base directory. */
   async stop(): Promise<void> {
+    process.off("exit", this.onExit);
     const all = [...this.guests.values()];
     this.guests.clear();
     for (const g of all) g.sb.destroy();
