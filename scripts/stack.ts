@@ -61,8 +61,8 @@ async function main(argv: string[]): Promise<number> {
     }
     process.exit(code);
   };
-  process.on("SIGINT", () => void stop(0));
-  process.on("SIGTERM", () => void stop(0));
+  // Ctrl-C, a kill, or the terminal closing: the same clean stop.
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => void stop(0));
   sup.onChildDied = (name, code, logTail) => {
     console.error(`stack: ${name} exited (code ${code}); its log ${sup.logOf(name)} ends with:\n${logTail}`);
     void stop(1);
