@@ -1,11 +1,13 @@
-// Where the apiserver is and how to authenticate to it: the in-cluster service account first, then $KUBECONFIG
-// (several colon-separated files merged as kubectl merges them), then ~/.kube/config as kubectl does. We parse the
+// Where the apiserver is and how to authenticate to it: the in-cluster service account first, else $KUBECONFIG
+// (several colon-separated files merged as kubectl merges them), exactly as the seed says. Never ~/.kube/config:
+// a node daemon must not silently start as whatever admin identity root's home directory holds. We parse the
 // kubeconfig ourselves: @kubernetes/client-node's loader is fine, but everything it resolves would then have to be
 // carried over to our transport anyway, and a single owner of path resolution is easier to test.
 import { readFile } from "node:fs/promises";
 import { existsSync, readFileSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
+import { proxyForUrl } from "./proxy.ts";
 
 export interface KubeConnection {
   /** https://host:port, no trailing slash. */
@@ -21,6 +23,8 @@ export interface KubeConnection {
   namespace?: string;
   /** TLS server name to verify instead of the server URL's host (kubeconfig `tls-server-name`). */
   tlsServerName?: string;
+  /** The proxy to reach the server through (HTTPS_PROXY/NO_PROXY as client-go reads them); absent = direct. */
+  proxyUrl?: string;
 }
 
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -37,6 +41,12 @@ export async function loadKubeConnection(
   env: Record<string, string | undefined> = process.env,
   opts: { serviceAccountDir?: string } = {},
 ): Promise<KubeConnection> {
+  const conn = await findConnection(env, opts);
+  const proxyUrl = proxyForUrl(conn.server, env);
+  return proxyUrl ? { ...conn, proxyUrl } : conn;
+}
+
+async function findConnection(env: Record<string, string | undefined>, opts: { serviceAccountDir?: string }): Promise<KubeConnection> {
   const inCluster = await loadInCluster(env, opts.serviceAccountDir ?? SERVICE_ACCOUNT_DIR);
   if (inCluster) return inCluster;
   const files = kubeconfigFiles(env);
@@ -70,9 +80,8 @@ async function loadInCluster(env: Record<string, string | undefined>, dir: strin
 }
 
 function kubeconfigFiles(env: Record<string, string | undefined>): string[] {
-  if (env.KUBECONFIG) return env.KUBECONFIG.split(delimiter).filter((p) => p.length > 0);
-  // kubectl's default when KUBECONFIG is unset. Only the injected env's HOME, so tests stay hermetic.
-  return env.HOME ? [join(env.HOME, ".kube", "config")] : [];
+  // No ~/.kube/config fallback (kubectl's default): unset KUBECONFIG outside a cluster is a startup error.
+  return (env.KUBECONFIG ?? "").split(delimiter).filter((p) => p.length > 0);
 }
 
 async function readKubeconfig(path: string): Promise<Kubeconfig> {

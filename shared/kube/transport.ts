@@ -34,8 +34,8 @@ export function bunTransport(conn: KubeConnection): Transport {
       body: init.body,
       signal: init.signal,
       tls,
-      // Kubernetes is reached directly; an HTTP(S)_PROXY meant for egress must not capture it.
-      proxy: false,
+      // The proxy connection.ts chose from HTTPS_PROXY/NO_PROXY as client-go does; never Bun's own env reading.
+      proxy: conn.proxyUrl ?? false,
       ...(init.idleTimeoutMs !== undefined ? { timeout: init.idleTimeoutMs } : {}),
     });
 }

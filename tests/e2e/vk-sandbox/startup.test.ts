@@ -121,6 +121,17 @@ describe("vk-sandbox startup and shutdown", () => {
     expect(d.log()).toMatch(/KUBECONFIG/);
   }, 30_000);
 
+  test("scenario 12 / issue 7 case 8: no KUBECONFIG while ~/.kube/config holds a working admin kubeconfig: exit 1 naming KUBECONFIG, no Node", async () => {
+    const home = mkdtempSync(join(tmpdir(), "vk-e2e-home-"));
+    mkdirSync(join(home, ".kube"));
+    // kubectl would use this file; a node daemon must not start as whatever admin root's home holds.
+    writeFileSync(join(home, ".kube", "config"), readFileSync(env.e2e.cluster.kubeconfig({ auth: "admin-cert" })));
+    const d = Daemon.start({ args: ["--node-name=vk-homeconfig", `--state-path=${freshState()}`], env: { HOME: home } });
+    expect(await d.exitCode()).toBe(1);
+    expect(d.log()).toMatch(/KUBECONFIG is not set/);
+    expect(await nodeExists("vk-homeconfig")).toBe(false);
+  }, 30_000);
+
   test("--version prints the build line and exits 0 without touching the network", async () => {
     const before = auditEvents(env.e2e.auditPath).length;
     const sandboxd = simRequests(env.stack.sim, "list") + simRequests(env.stack.sim, "info");

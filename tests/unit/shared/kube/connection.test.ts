@@ -128,13 +128,24 @@ describe("kubeconfig", () => {
     expect(c.caPem).toBe("CA-OTHER");
   });
 
-  test("falls back to $HOME/.kube/config when KUBECONFIG is unset", async () => {
+  test("never falls back to $HOME/.kube/config: KUBECONFIG unset outside a cluster is an error naming KUBECONFIG", async () => {
     write("home/.kube/config", {
       "current-context": "c",
       clusters: [{ name: "k", cluster: { server: "https://home" } }],
       contexts: [{ name: "c", context: { cluster: "k" } }],
     });
-    expect((await loadKubeConnection({ HOME: join(dir, "home") }, noSA)).server).toBe("https://home");
+    await expect(loadKubeConnection({ HOME: join(dir, "home") }, noSA)).rejects.toThrow(/KUBECONFIG is not set/);
+  });
+
+  test("HTTPS_PROXY is taken for an https server unless NO_PROXY exempts it (client-go's rules)", async () => {
+    const kc = write("proxied.yaml", {
+      "current-context": "c",
+      clusters: [{ name: "k", cluster: { server: "https://kube.example.test:6443" } }],
+      contexts: [{ name: "c", context: { cluster: "k" } }],
+    });
+    expect((await loadKubeConnection({ KUBECONFIG: kc, HTTPS_PROXY: "proxy.corp:3128" }, noSA)).proxyUrl).toBe("http://proxy.corp:3128");
+    expect((await loadKubeConnection({ KUBECONFIG: kc, https_proxy: "http://p:1", NO_PROXY: ".example.test" }, noSA)).proxyUrl).toBeUndefined();
+    expect((await loadKubeConnection({ KUBECONFIG: kc, HTTP_PROXY: "http://p:1" }, noSA)).proxyUrl).toBeUndefined(); // http proxy is not for https
   });
 
   test("a context naming an undefined cluster is an error that names it", async () => {
