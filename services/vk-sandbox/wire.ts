@@ -5,6 +5,7 @@
 import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import type { CoreV1Event, V1Pod } from "@kubernetes/client-node";
+import type { Clock } from "../../shared/clock/index.ts";
 import { StartupError } from "../../shared/config/errors.ts";
 import { splitHostPort } from "../../shared/config/host-port.ts";
 import { KubeClient } from "../../shared/kube/client.ts";
@@ -13,6 +14,7 @@ import { isConflict, isNotFound, KubeApiError } from "../../shared/kube/errors.t
 import { EventRecorder } from "../../shared/kube/events.ts";
 import { Informer } from "../../shared/kube/informer.ts";
 import { limiterFromFlags, rateFromFlags } from "../../shared/kube/rate-limit.ts";
+import type { Clock as QueueClock } from "../../shared/kube/work-queue.ts";
 import { Events, Pods } from "../../shared/kube/resources.ts";
 import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -25,7 +27,7 @@ import { createKubeletApp, kubeletTlsPair, serveKubeletApi } from "./kubelet-api
 import { LeaseController, NodeController } from "./node/index.ts";
 import { PodController } from "./pods/controller.ts";
 import type { PodSource, PodWriter } from "./pods/ports.ts";
-import { createSandboxProvider, isTransientForHeldClaim, type OwnerReader } from "./provider/index.ts";
+import { createSandboxProvider, isSandboxdOutage, isTransientForHeldClaim, type OwnerReader } from "./provider/index.ts";
 
 /** sandboxd HTTP client request timeout (spec §1.1 step 6). */
 const SANDBOXD_TIMEOUT_MS = 10_000;
@@ -35,6 +37,12 @@ export interface WireDeps {
   log: Logger;
   env: Record<string, string | undefined>;
   shutdown: Shutdown;
+  /**
+   * The time the provider's loops and the pod queues run on. main passes nothing (real time); an in-process
+   * test passes a fake clock shared with the sandboxd simulator to run a 10-minute outage in milliseconds.
+   * Kubernetes heartbeats (Node, Lease) and request timeouts stay on real time.
+   */
+  clock?: Clock;
 }
 
 /** What a running daemon exposes to main and to in-process tests and benchmarks. */
@@ -88,6 +96,15 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     log: log.child({ component: "sandboxd" }),
   });
 
+  // Pod events: the pod controller's, and the provider's own SandboxLost warnings.
+  const events = new EventRecorder({
+    sink: eventSink(kube),
+    component: `${cfg.nodeName}/pod-controller`,
+    host: cfg.nodeName,
+    dropNormal: cfg.disablePodEvents,
+    isNotFound,
+    log: log.child({ component: "events" }),
+  });
   // 7. Provider: load, quarantine, verify once, write once. A failure here is fatal and happens before any Node
   // exists, so a node without durable claims never enters scheduling.
   const handle = createSandboxProvider({
@@ -99,6 +116,8 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     ownerReader: ownerReaderFor(kube),
     store: new ClaimsFile({ path: cfg.statePath }),
     log,
+    clock: d.clock,
+    events: { warning: (pod, reason, message) => events.warning(pod, reason, message) },
     intervals: { orphanScanMs: cfg.orphanScanInterval },
   });
   try {
@@ -166,14 +185,6 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
   }
   shutdown.addListener("kubelet-api", () => server.stop());
 
-  const events = new EventRecorder({
-    sink: eventSink(kube),
-    component: `${cfg.nodeName}/pod-controller`,
-    host: cfg.nodeName,
-    dropNormal: cfg.disablePodEvents,
-    isNotFound,
-    log: log.child({ component: "events" }),
-  });
   const pods = new PodController({
     nodeName: cfg.nodeName,
     provider: handle.provider,
@@ -186,6 +197,8 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     // The same flags, read the same way as the client's limiter: 0 → 5/10, qps < 0 → none (per-item backoff only).
     rate: rateFromFlags(cfg.kubeApiQps, cfg.kubeApiBurst),
     isTransient: isTransientForHeldClaim,
+    isOutage: isSandboxdOutage,
+    clock: d.clock && queueClock(d.clock),
   });
   // Closers run in reverse: the queues stop before the informer, the recorder last of the three.
   shutdown.addCloser("events", () => events.close());
@@ -210,6 +223,17 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
   await node.markReady();
   log.info({ node: cfg.nodeName, port: server.port }, "vk-sandbox ready");
   return { kube, pods, node, kubeletPort: server.port };
+}
+
+/** The work queues' view of a Clock: monotonic time and a cancel function. */
+function queueClock(clock: Clock): QueueClock {
+  return {
+    now: () => clock.monotonic(),
+    setTimer(fn, ms) {
+      const t = clock.after(ms, fn);
+      return () => t.cancel();
+    },
+  };
 }
 
 function podSource(informer: Informer<V1Pod>): PodSource {

@@ -7,7 +7,7 @@
 // as a binding (read once, capped at 1 MiB + 1 byte so an oversize body is detected without buffering it all).
 //
 // Per request: admin (/_sim/*, unlogged, fault-free) | route match (plain-text 404/405 on a miss) -> request log ->
-// latency -> listFails / queued fault -> Hono -> reset-after? -> reply.
+// queued fault taken -> latency -> listFails / the fault -> Hono -> hang-after / reset-after? -> reply.
 import http from "node:http";
 import type { Duplex } from "node:stream";
 import type { Hono } from "hono";
@@ -182,6 +182,9 @@ export class NodeServer {
     }
     const route: RouteName = m.name;
     const { faults } = this.d;
+    // A queued fault belongs to the requests that arrive after it was set: taken on arrival, before the latency,
+    // so a slow request already in flight (a cold claim) is not hit by a fault set while it waits.
+    const action = route === "list" && faults.listMode ? undefined : faults.take(route);
     const delay = faults.latencyFor(route);
     if (delay > 0) await sleep(delay);
 
@@ -204,7 +207,6 @@ export class NodeServer {
       return sink.send(new Response(real.slice(0, Math.floor(real.length / 2)), { status: 200, headers: { "content-type": "application/json" } }));
     }
 
-    const action = faults.take(route);
     if (action?.kind === "hang" && action.when !== "after") return void (entry.outcome = "hang");
     if (action?.kind === "reset" && action.when === "before") {
       entry.outcome = "reset";

@@ -6,7 +6,7 @@
 // queue workers. Nothing runs before the pod cache syncs.
 import type { V1Pod } from "@kubernetes/client-node";
 import type { EventRecorder } from "../../../shared/kube/events.ts";
-import { type Clock, type QueueRate, systemClock, WorkQueue } from "../../../shared/kube/work-queue.ts";
+import { backoffDelay, type Clock, DEFAULT_MAX_ATTEMPTS, type QueueRate, systemClock, WorkQueue } from "../../../shared/kube/work-queue.ts";
 import type { PodLifecycleProvider } from "./provider.ts";
 import type { ErrorClassifier, Log, PodSource, PodWriter } from "./ports.ts";
 import { liveShowsPush, updateNeedsSync } from "./compare.ts";
@@ -34,10 +34,19 @@ export interface PodControllerOptions {
    * never makes a restartPolicy-Never Pod terminal (README decision).
    */
   isTransient?: (err: unknown) => boolean;
+  /**
+   * True for a failure caused by sandboxd being unreachable or failing (transport error, 5xx, a transient
+   * provider error). Such a sync is never dropped after the attempt cap: an outage, however long, must not
+   * strand a Pod or a release. Its retries are spaced at most OUTAGE_RETRY_MAX_MS apart.
+   */
+  isOutage?: (err: unknown) => boolean;
   /** How long a status push waits for its key to appear in the cache (virtual-kubelet: ~3 s in 151 ms polls). */
   notifyWaitMs?: number;
   notifyPollMs?: number;
 }
+
+/** The longest wait between retries of a sync that failed because sandboxd was down (never dropped). */
+export const OUTAGE_RETRY_MAX_MS = 30_000;
 
 export class PodController {
   private readonly o: PodControllerOptions;
@@ -47,7 +56,7 @@ export class PodController {
   readonly statusQueue: WorkQueue;
   /** Keys the informer has delivered and not yet deleted; a status push waits for its key to be here. */
   private readonly known = new Set<string>();
-  private readonly state: SyncState = { lastHandled: new Map() };
+  private readonly state: SyncState = { lastHandled: new Map(), deleted: new Map() };
   /** The last pushed object per key, and the keys whose latest push was dropped as a duplicate. */
   private readonly pushed = new Map<string, V1Pod>();
   private readonly skippedDuplicate = new Set<string>();
@@ -61,7 +70,17 @@ export class PodController {
     this.o = o;
     this.clock = o.clock ?? systemClock;
     const common = { workers: o.workers, clock: this.clock, log: o.log };
-    this.syncQueue = new WorkQueue({ ...common, name: "sync", rate: o.rate, handler: (k) => this.handleSync(k) });
+    const isOutage = o.isOutage ?? (() => false);
+    this.syncQueue = new WorkQueue({
+      ...common,
+      name: "sync",
+      rate: o.rate,
+      handler: (k) => this.handleSync(k),
+      retryPolicy: (_key, err, failures) => {
+        if (isOutage(err)) return Math.min(backoffDelay(failures), OUTAGE_RETRY_MAX_MS);
+        return failures >= DEFAULT_MAX_ATTEMPTS ? undefined : backoffDelay(failures);
+      },
+    });
     this.deleteQueue = new WorkQueue({ ...common, name: "delete", rate: o.rate, handler: (k) => this.handleForceDelete(k) });
     this.statusQueue = new WorkQueue({ ...common, name: "status", rate: o.rate, handler: (k) => this.handleStatus(k) });
   }
@@ -74,6 +93,8 @@ export class PodController {
     pods.onUpdate((oldPod, newPod) => this.onUpdate(oldPod, newPod));
     pods.onDelete((pod) => this.onDelete(pod));
     provider.notifyPods((pod) => this.onProviderPush(pod));
+    // A provider's "try this key now" skips both the backoff and the bucket: it is rare and it ends a wait.
+    provider.notifyRetry?.((key) => this.syncQueue.enqueueNow(key));
     await pods.startAndSync();
     await this.danglingPass();
     this.syncQueue.start();
@@ -98,6 +119,7 @@ export class PodController {
   private onAdd(pod: V1Pod): void {
     const key = podKey(pod);
     this.known.add(key);
+    this.state.deleted.delete(key);
     this.syncQueue.enqueue(key);
   }
 
@@ -117,6 +139,9 @@ export class PodController {
   private onDelete(pod: V1Pod): void {
     const key = podKey(pod);
     this.known.delete(key);
+    // The last object seen, for the sync that decides about a claim the provider holds without a stored Pod
+    // (a row loaded at startup and still quarantined when the Pod went).
+    this.state.deleted.set(key, pod);
     this.pushed.delete(key);
     this.skippedDuplicate.delete(key);
     this.syncQueue.enqueue(key);

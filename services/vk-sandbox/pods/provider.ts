@@ -21,4 +21,10 @@ export interface PodLifecycleProvider {
    * sandbox.cocoonstack.io/claim-id). The callback never blocks; the machinery queues the write.
    */
   notifyPods(push: (pod: V1Pod) => void): void;
+  /**
+   * Register the callback the provider uses to ask for a sync of `<namespace>/<name>` now, when something it
+   * waited on changed (sandboxd answered again after an outage; a sandbox for a waiting Pod turned up). Optional:
+   * without it the controller's own backoff retries get there later.
+   */
+  notifyRetry?(retry: (key: string) => void): void;
 }

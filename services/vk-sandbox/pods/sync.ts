@@ -11,6 +11,8 @@ import { splitKey } from "./ports.ts";
 export interface SyncState {
   /** The last Pod the provider accepted per key; an effectively equal update is a no-op (step 3). */
   lastHandled: Map<string, V1Pod>;
+  /** The object of each Pod deleted from the cache, until its deletion has been handed to the provider. */
+  deleted: Map<string, V1Pod>;
 }
 
 export interface SyncDeps {
@@ -29,11 +31,19 @@ export async function syncPod(key: string, d: SyncDeps): Promise<void> {
   const [namespace, name] = splitKey(key);
   const pod = d.pods.get(key);
 
-  // 1. Gone from the cache: let the provider decide about what it stored (release versus preserve).
+  // 1. Gone from the cache: let the provider decide about what it stored (release versus preserve). With no
+  // stored Pod (a restart while sandboxd was down leaves rows quarantined and unadopted) the deleted object
+  // itself goes to the provider, which acts only on a row that belongs to it. A failure (sandboxd down) keeps
+  // the object for the retry.
   if (!pod) {
+    const last = d.state.lastHandled.get(key);
+    const deleted = d.state.deleted.get(key);
+    // Step 4 already handed this very deletion to the provider: do not ask twice.
+    const handedOver = !!last?.metadata?.deletionTimestamp && !!deleted && last.metadata?.uid === deleted.metadata?.uid;
     d.state.lastHandled.delete(key);
-    const stored = d.provider.getPod(namespace, name);
-    if (stored) await d.provider.deletePod(stored);
+    const gone = d.provider.getPod(namespace, name) ?? (handedOver ? undefined : deleted);
+    if (gone) await d.provider.deletePod(gone);
+    d.state.deleted.delete(key);
     return;
   }
   const uid = pod.metadata?.uid ?? "";
@@ -42,6 +52,17 @@ export async function syncPod(key: string, d: SyncDeps): Promise<void> {
   if (pod.metadata?.deletionTimestamp && noContainerRunning(pod)) {
     d.forceDeleteNow(`${key}/${uid}`);
     return;
+  }
+
+  // 2b. Same name, new UID: the Pod the provider holds was deleted and recreated before this sync ran, so no
+  // sync ever saw its deletion. Run that deletion first, with the delete authorization on the stored Pod (release
+  // or preserve), then serve the new Pod as a create. Without this the provider ignores the new Pod as a stale
+  // update forever, and the old Pod's VM is never released.
+  const stored = d.provider.getPod(namespace, name);
+  if (stored && (stored.metadata?.uid ?? "") !== uid) {
+    d.log.info({ pod: key, oldUid: stored.metadata?.uid, uid }, "pod replaced under the same name; deleting the stored one first");
+    await d.provider.deletePod(stored);
+    d.state.lastHandled.delete(key);
   }
 
   // 3. Nothing the provider cares about changed since the last time it accepted this Pod.

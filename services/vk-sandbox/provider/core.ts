@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { Claim } from "../claims/schema.ts";
 import { isNotFound } from "../../../shared/sandboxd/errors.ts";
 import { ProviderState } from "./state.ts";
-import type { Clock, OwnerReader, SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./types.ts";
+import type { Clock, OwnerReader, ProviderEvents, SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./types.ts";
 
 /**
  * A release started on behalf of a failed create must not be abandoned with it: it runs detached, with its
@@ -23,6 +23,9 @@ export class ReleaseTimeout extends Error {
 export class Core {
   readonly st: ProviderState;
   private pushFn: ((pod: V1Pod) => void) | undefined;
+  private retryFn: ((key: string) => void) | undefined;
+  /** Warning events on a Pod; absent in tests that do not look at them. */
+  events: ProviderEvents | undefined;
 
   constructor(
     readonly nodeName: string,
@@ -40,6 +43,28 @@ export class Core {
 
   setPush(fn: (pod: V1Pod) => void): void {
     this.pushFn = fn;
+  }
+
+  /** A Warning event on the Pod (a lost sandbox). Never blocks; failures are the recorder's to log. */
+  warning(pod: V1Pod, reason: string, message: string): void {
+    try {
+      this.events?.warning(pod, reason, message);
+    } catch (e) {
+      this.log.error({ err: e, reason }, "event record failed");
+    }
+  }
+
+  setRetry(fn: (key: string) => void): void {
+    this.retryFn = fn;
+  }
+
+  /** Ask the machinery to sync `key` now (sandboxd came back, a claim for a waiting Pod was found). Never blocks. */
+  retry(key: string): void {
+    try {
+      this.retryFn?.(key);
+    } catch (e) {
+      this.log.error({ err: e, pod: key }, "retry request failed");
+    }
   }
 
   /** Hand a whole Pod to the machinery. Never blocks; a push before notifyPods was wired is dropped. */

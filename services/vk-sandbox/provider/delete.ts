@@ -6,7 +6,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Core } from "./core.ts";
 import { ProviderError, messageOf } from "./errors.ts";
-import { authorizeRelease, ownerRefOf } from "./ownership.ts";
+import { adoptable, authorizeRelease, ownerRefOf } from "./ownership.ts";
 import { controllerRef, podKey, podUID, withClaimId } from "./pod-contract.ts";
 
 /** The pod table holds this key under a different UID: the request is about a Pod that no longer exists. */
@@ -22,9 +22,17 @@ export async function deletePod(core: Core, pod: V1Pod): Promise<void> {
     log.debug({ pod: key, uid: podUID(pod) }, "delete for a stale pod UID ignored");
     return;
   }
+  // The Pod no longer waits for a sandbox (orphan-audit.ts adopts late claims only for waiting Pods).
+  if (st.waiting.get(key) === podUID(pod)) st.waiting.delete(key);
   const row = st.claims.get(key);
   if (!row) {
     st.pods.delete(key);
+    return;
+  }
+  // No stored Pod: the controller hands over the deleted object itself (a row loaded at startup, not adopted
+  // yet). Act only on a row this Pod could have adopted; a preserved row (owner set) is the re-check's.
+  if (!st.pods.has(key) && (row.owner || !adoptable(row, pod))) {
+    log.debug({ pod: key, claimId: row.id }, "delete of a Pod that holds no stored entry and does not own the row: nothing to do");
     return;
   }
   const ref = controllerRef(pod);
@@ -33,14 +41,23 @@ export async function deletePod(core: Core, pod: V1Pod): Promise<void> {
   const plog = log.child({ pod: key, claimId: row.id });
 
   if (verdict.action === "preserve") {
-    // A pod of this key that arrived while the owner was read keeps its entry.
-    if (!isStale(core, pod)) st.pods.delete(key);
-    if (owner && st.update(key, row.id, (c) => ({ ...c, owner }))) {
-      plog.info({ reason: verdict.reason }, "pod deleted; claim preserved for its owner");
-    } else {
-      plog.info({ reason: verdict.reason }, "pod deleted; claim preserved");
+    const recorded = owner !== undefined && st.update(key, row.id, (c) => ({ ...c, owner }));
+    // The owner must be on disk before the pod entry goes: after a restart it is the only thing that lets the
+    // owner re-check release this sandbox (a row without owner and without Pod is never looked at again). A
+    // failed write therefore fails the delete and keeps the pod entry, so the controller's retry, which
+    // reaches the provider through that entry, writes it again.
+    try {
+      await st.save();
+    } catch (e) {
+      plog.error({ err: messageOf(e) }, "claims state write after preserve failed; the delete will be retried");
+      throw new ProviderError("state-write-failed", `claim ${row.id} for ${key} preserved, but the claims state write failed: ${messageOf(e)}`, {
+        pod: key,
+        claimId: row.id,
+      }, { cause: e });
     }
-    await st.save().catch((e) => plog.error({ err: messageOf(e) }, "claims state write after preserve failed"));
+    // A pod of this key that arrived meanwhile keeps its entry.
+    if (!isStale(core, pod)) st.pods.delete(key);
+    plog.info({ reason: verdict.reason }, recorded ? "pod deleted; claim preserved for its owner" : "pod deleted; claim preserved");
     return;
   }
 

@@ -3,6 +3,7 @@
 // failures that say nothing about the Pod: sandboxd could not be read while the key holds a claim. The
 // project decision is that a transient outage never moves a Pod that holds a claim to Pending or Failed, so a
 // controller should requeue those without writing a status.
+import { SandboxdAmbiguousClaim, SandboxdServerError, SandboxdTransport } from "../../../shared/sandboxd/errors.ts";
 
 export type ProviderErrorCode =
   /** Pod contract violation (runtime, ttl, template): the Pod must change before a retry can succeed. */
@@ -47,6 +48,22 @@ export function isProviderError(e: unknown): e is ProviderError {
 /** True when the failure was a sandboxd outage while the key holds a claim: requeue, publish nothing. */
 export function isTransientForHeldClaim(e: unknown): boolean {
   return e instanceof ProviderError && e.transient;
+}
+
+/**
+ * True when a provider failure came from sandboxd being unreachable or failing, not from the Pod: a transient
+ * error, or a cause (anywhere in the chain) that is a transport failure, a timeout, a 5xx or a possibly
+ * delivered claim. The pod controller never gives up on such a sync (architecture.md, "Long outages").
+ */
+export function isSandboxdOutage(e: unknown): boolean {
+  if (e instanceof ProviderError && e.transient) return true;
+  for (let c: unknown = e, depth = 0; c && depth < 8; c = (c as { cause?: unknown }).cause, depth++) {
+    if (c instanceof SandboxdTransport || c instanceof SandboxdAmbiguousClaim) return true;
+    if (c instanceof SandboxdServerError && c.status !== 501) return true;
+    if (c instanceof Error && c.name === "ReleaseTimeout") return true;
+    if (c instanceof AggregateError && c.errors.some(isSandboxdOutage)) return true;
+  }
+  return false;
 }
 
 export function messageOf(e: unknown): string {

@@ -13,6 +13,6 @@ export type {
   SandboxProviderDeps,
 } from "./types.ts";
 export { realClock, DEFAULT_INTERVALS } from "./types.ts";
-export { ProviderError, isProviderError, isTransientForHeldClaim, type ProviderErrorCode } from "./errors.ts";
+export { ProviderError, isProviderError, isSandboxdOutage, isTransientForHeldClaim, type ProviderErrorCode } from "./errors.ts";
 export { pluralOf, ownerTargetOf, authorityOf } from "./ownership.ts";
 export * from "./pod-contract.ts";

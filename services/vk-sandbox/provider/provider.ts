@@ -15,7 +15,7 @@ import { leaseWatchTick } from "./lease-watch.ts";
 import { Loop } from "./loop.ts";
 import { orphanAuditTick } from "./orphan-audit.ts";
 import { ownerRecheckTick } from "./owner-recheck.ts";
-import { podKey } from "./pod-contract.ts";
+import { podKey, podUID } from "./pod-contract.ts";
 import { Verifier } from "./quarantine.ts";
 import { ProviderState } from "./state.ts";
 import { expiredStatus, pastDeadline, runningStatus } from "./status.ts";
@@ -44,6 +44,7 @@ export class SandboxProvider implements PodLifecycleProvider {
       log,
       new ProviderState(deps.store),
     );
+    this.core.events = deps.events;
     this.verifier = new Verifier(this.core);
     this.intervals = { ...DEFAULT_INTERVALS, ...deps.intervals };
     const i = this.intervals;
@@ -51,7 +52,7 @@ export class SandboxProvider implements PodLifecycleProvider {
       new Loop("claim-verification", clock, i.verifyMs, () => this.verifier.tick(), log),
       new Loop("lease-watch", clock, i.leaseWatchMs, () => leaseWatchTick(this.core), log),
       new Loop("owner-recheck", clock, i.ownerRecheckMs, () => ownerRecheckTick(this.core), log),
-      new Loop("orphan-scan", clock, i.orphanScanMs, () => orphanAuditTick(this.core), log),
+      new Loop("orphan-scan", clock, i.orphanScanMs, () => orphanAuditTick(this.core, this.verifier), log),
     ];
   }
 
@@ -95,7 +96,16 @@ export class SandboxProvider implements PodLifecycleProvider {
   // Every verb waits for startup: acting on a table that has not been loaded would claim over live rows.
   async createPod(pod: V1Pod): Promise<void> {
     await this.ready;
-    return this.locks.run(podKey(pod), () => createPod(this.core, this.verifier, pod));
+    const key = podKey(pod);
+    return this.locks.run(key, async () => {
+      try {
+        await createPod(this.core, this.verifier, pod);
+      } catch (e) {
+        this.core.st.waiting.set(key, podUID(pod));
+        throw e;
+      }
+      this.core.st.waiting.delete(key);
+    });
   }
 
   async updatePod(pod: V1Pod): Promise<void> {
@@ -105,7 +115,16 @@ export class SandboxProvider implements PodLifecycleProvider {
 
   async deletePod(pod: V1Pod): Promise<void> {
     await this.ready;
-    return this.locks.run(podKey(pod), () => deletePod(this.core, pod));
+    const key = podKey(pod);
+    return this.locks.run(key, async () => {
+      try {
+        await deletePod(this.core, pod);
+      } catch (e) {
+        this.core.st.deleteFailed.add(key);
+        throw e;
+      }
+      this.core.st.deleteFailed.delete(key);
+    });
   }
 
   getPod(namespace: string, name: string): V1Pod | undefined {
@@ -138,6 +157,10 @@ export class SandboxProvider implements PodLifecycleProvider {
     this.core.setPush(push);
   }
 
+  notifyRetry(retry: (key: string) => void): void {
+    this.core.setRetry(retry);
+  }
+
   /** A loop by name, for tests that drive the clock and wait for ticks. */
   loop(name: "claim-verification" | "lease-watch" | "owner-recheck" | "orphan-scan"): Loop {
     return this.loops.find((l) => l.name === name)!;
@@ -153,7 +176,7 @@ export class SandboxProvider implements PodLifecycleProvider {
       case "owner-recheck":
         return ownerRecheckTick(this.core);
       case "orphan-scan":
-        return orphanAuditTick(this.core);
+        return orphanAuditTick(this.core, this.verifier);
     }
   }
 }

@@ -24,6 +24,8 @@ import { AddressOnce, recoverClaim, unrecordedClaims } from "./recovery.ts";
 export class Verifier {
   private inflight: Promise<boolean> | undefined;
   private succeededOnce = false;
+  /** The previous listing failed: sandboxd was unreachable, so waiting keys are retried on the next success. */
+  private lastFailed = false;
   /** key -> ids of unrecorded claims of this node listed for it and not yet recorded (see the gate above). */
   private pending = new Map<string, Set<string>>();
   /** Unrecorded claims whose token cannot be read: warned about once, left to the orphan audit. */
@@ -79,10 +81,20 @@ export class Verifier {
         { err: messageOf(e), quarantined: st.quarantined.size, pendingRecovery: this.pending.size },
         "claim verification: sandboxd listing failed; keeping every quarantined row",
       );
+      this.lastFailed = true;
       return false;
     }
     const listing = byId(rows);
     let changed = false;
+    // Keys to sync now rather than at their next backoff retry: every key this pass unquarantines, and, when
+    // sandboxd was unreachable before this listing, every key whose create or delete failed meanwhile. After a
+    // long outage a key's backoff can be minutes; the Pods must run on their claims within one pass.
+    const retry = new Set<string>();
+    if (this.lastFailed || !this.succeededOnce) {
+      for (const k of st.waiting.keys()) retry.add(k);
+      for (const k of st.deleteFailed) retry.add(k);
+    }
+    this.lastFailed = false;
     for (const [key, id] of snapshot) {
       if (!st.quarantined.has(key) || !st.holds(key, id)) continue;
       const row = listing.get(id);
@@ -91,6 +103,7 @@ export class Verifier {
         st.update(key, id, (c) => (c.deadline === 0 && listed !== 0 ? { ...c, deadline: listed } : c));
         st.quarantined.delete(key);
         changed = true;
+        retry.add(key);
         log.info({ pod: key, claimId: id }, "claim verified by sandboxd listing");
       } else if (!st.tentative.has(key)) {
         st.drop(key, id);
@@ -147,6 +160,7 @@ export class Verifier {
     // only logged: the next writer carries the change, and releasing entries are released only once durable.
     // (The startup pass is persisted by the startup write that follows, whose failure is fatal.)
     if (changed && persist) await st.save().catch((e) => log.error({ err: messageOf(e) }, "claims state write after verification failed"));
+    for (const key of retry) this.core.retry(key);
     return true;
   }
 

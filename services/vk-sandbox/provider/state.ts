@@ -38,8 +38,17 @@ export class ProviderState {
    * create's own row would replace the recovered one and lose its token (recovery.ts).
    */
   readonly claiming = new Set<string>();
+  /**
+   * Keys whose last create failed -> that Pod's UID: the Pod still waits for a sandbox. The orphan audit adopts a
+   * claim of this node that landed after its request gave up only for such a Pod (orphan-audit.ts).
+   */
+  readonly waiting = new Map<string, string>();
+  /** Keys whose last delete failed (a release that did not reach sandboxd): retried as soon as sandboxd answers. */
+  readonly deleteFailed = new Set<string>();
   /** Preserved keys -> when to read the owner next and the current backoff. */
   readonly ownerRechecks = new Map<string, { next: number; delay: number }>();
+  /** Claim id -> consecutive successful listings that lacked it (lease-watch.ts, lost sandboxes). */
+  readonly missing = new Map<string, number>();
   /** Orphan-audit verdicts of the last successful scan, by sandbox id. */
   orphanVerdicts = new Map<string, OrphanVerdict>();
 

@@ -7,6 +7,7 @@ import { formatRfc3339 } from "../claims/time.ts";
 import { withClaimId } from "./pod-contract.ts";
 
 export const REASON_LEASE_EXPIRED = "SandboxLeaseExpired";
+export const REASON_SANDBOX_LOST = "SandboxLost";
 
 /** Host of sandboxd's owner_addr (`host:port`, `[v6]:port`); the whole string when it has no port. */
 export function hostOf(address: string): string {
@@ -69,6 +70,25 @@ export function expiredStatus(pod: V1Pod, claim: Claim): V1PodStatus {
       false,
     ),
   };
+}
+
+/**
+ * Lost: two successful listings in a row lacked the sandbox before its deadline (deleted by an operator, lost in a
+ * node failure). Beyond upstream, which kept showing Running until the cached 24 h deadline.
+ */
+export function lostStatus(pod: V1Pod, claim: Claim, now: number): V1PodStatus {
+  const finishedAt = new Date(now);
+  return {
+    phase: "Failed",
+    reason: REASON_SANDBOX_LOST,
+    message: lostMessage(claim),
+    startTime: new Date(claim.claimedAt),
+    containerStatuses: containers(pod, claim.id, () => ({ terminated: { exitCode: 1, reason: REASON_SANDBOX_LOST, finishedAt } }), false),
+  };
+}
+
+export function lostMessage(claim: Claim): string {
+  return `sandbox ${claim.id} is no longer listed by sandboxd before its deadline (deleted out of band or lost with its node); nothing is left to release`;
 }
 
 /** The whole Pod as pushed: a copy with the claim-id annotation and the given status. */

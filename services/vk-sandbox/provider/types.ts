@@ -2,6 +2,7 @@
 // listing that fails while claims succeed is the case that matters most: a failed list is not an empty
 // list). The wire types come from shared/sandboxd/schemas.ts, the one home of the sandboxd contract;
 // shared/sandboxd/client.ts satisfies all four.
+import type { V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
 import type { ClaimsFile } from "../claims/file.ts";
@@ -16,9 +17,12 @@ export interface SandboxClaimer {
   claim(req: ClaimRequest, opts: { followRedirects: false; reconcile: false }): Promise<ClaimReply>;
 }
 
-/** `POST /v1/sandboxes/{id}/release` with the claim's own token; 404 is "already-gone", not an error. */
+/**
+ * `POST /v1/sandboxes/{id}/release` with the claim's own token; 404 is "already-gone", not an error. No `token`:
+ * the node (root) token, the operator path for a sandbox this daemon claimed but never recorded.
+ */
 export interface SandboxReleaser {
-  release(id: string, opts: { token: string }): Promise<"released" | "already-gone">;
+  release(id: string, opts: { token?: string }): Promise<"released" | "already-gone">;
 }
 
 /** `GET /v1/sandboxes`. Throws on any failure: it never answers an empty list for a node it could not read. */
@@ -98,6 +102,11 @@ export const DEFAULT_INTERVALS: ProviderIntervals = {
   orphanScanMs: 60_000,
 };
 
+/** Where the provider's own Pod events go (the pod controller's recorder). */
+export interface ProviderEvents {
+  warning(pod: V1Pod, reason: string, message: string): void;
+}
+
 export interface SandboxProviderDeps {
   nodeName: string;
   claimer: SandboxClaimer;
@@ -111,4 +120,6 @@ export interface SandboxProviderDeps {
   log: Logger;
   clock?: Clock;
   intervals?: Partial<ProviderIntervals>;
+  /** Warning events the provider records itself (SandboxLost). */
+  events?: ProviderEvents;
 }

@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import type { CoreV1Event } from "@kubernetes/client-node";
 import { EventRecorder } from "../../../../../shared/kube/events.ts";
-import { PodController } from "../../../../../services/vk-sandbox/pods/controller.ts";
+import { FakeClock } from "../../../../../shared/clock/index.ts";
+import type { Clock as QueueClock } from "../../../../../shared/kube/work-queue.ts";
+import { OUTAGE_RETRY_MAX_MS, PodController } from "../../../../../services/vk-sandbox/pods/controller.ts";
 import { errors, FakePods, FakeProvider, FakeWriter, HttpishError, makePod, quietLog, runningStatus, until } from "./fakes.ts";
 
 let controllers: PodController[] = [];
@@ -10,7 +12,7 @@ afterEach(async () => {
   controllers = [];
 });
 
-function setup(opts: { dropNormal?: boolean; isTransient?: (e: unknown) => boolean } = {}) {
+function setup(opts: { dropNormal?: boolean; isTransient?: (e: unknown) => boolean; isOutage?: (e: unknown) => boolean; clock?: QueueClock } = {}) {
   const pods = new FakePods();
   const api = new FakeWriter(pods);
   const provider = new FakeProvider();
@@ -30,6 +32,8 @@ function setup(opts: { dropNormal?: boolean; isTransient?: (e: unknown) => boole
     log: quietLog,
     workers: 2,
     isTransient: opts.isTransient,
+    isOutage: opts.isOutage,
+    clock: opts.clock,
     notifyWaitMs: 300,
     notifyPollMs: 5,
   });
@@ -261,5 +265,47 @@ describe("status writes", () => {
     pods.add(makePod("mf2"));
     await until(() => api.statusWrites.some((w) => w.metadata?.name === "mf2"));
     expect(api.statusWrites.every((w) => w.metadata?.managedFields === undefined)).toBe(true);
+  });
+});
+
+describe("issue 7 case 4: long sandboxd outages", () => {
+  const queueClock = (c: FakeClock): QueueClock => ({
+    now: () => c.now(),
+    setTimer: (fn, ms) => {
+      const t = c.after(ms, fn);
+      return () => t.cancel();
+    },
+  });
+
+  test("a sync failing because sandboxd is down is never dropped after 20 attempts, and retries at least every 30 s", async () => {
+    const clock = new FakeClock();
+    const outage = Object.assign(new Error("sandboxd unreachable"), { outage: true });
+    const { pods, provider, controller } = setup({ isOutage: (e) => (e as { outage?: boolean }).outage === true, clock: queueClock(clock) });
+    provider.createError = outage;
+    await controller.start();
+    pods.add(makePod("a"));
+    // An hour of outage on the queue's clock: far past the 20th attempt (which the default policy drops).
+    for (let t = 0; t < 3_600_000; t += 5_000) {
+      await clock.tick(5_000);
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    expect(provider.creates.length).toBeGreaterThan(100); // 20 + (an hour / at most 30 s apart)
+    expect(controller.syncQueue.stats().dropped).toBe(0);
+    provider.createError = undefined;
+    const creates = provider.creates.length;
+    await clock.tick(OUTAGE_RETRY_MAX_MS);
+    await until(() => pods.get("ns/a")?.status?.phase === "Running", "Running once sandboxd answers");
+    expect(provider.creates.length).toBe(creates + 1);
+  });
+
+  test("a permanent error is still dropped after 20 attempts", async () => {
+    const clock = new FakeClock();
+    const { pods, provider, controller } = setup({ isOutage: () => false, clock: queueClock(clock) });
+    provider.createError = new Error("invalid pod");
+    await controller.start();
+    pods.add(makePod("a"));
+    for (let t = 0; t < 7_200_000; t += 60_000) await clock.tick(60_000);
+    expect(provider.creates).toHaveLength(20);
+    expect(controller.syncQueue.stats().dropped).toBe(1);
   });
 });

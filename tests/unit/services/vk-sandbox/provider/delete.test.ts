@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 
 import { join } from "node:path";
-import { bare, FakeOwners, harness, pod, readTable, scratchDirs } from "./helpers.ts";
+import { bare, FakeClock, FakeOwners, harness, makeSandboxd, pod, readTable, scratchDirs } from "./helpers.ts";
 
 const tmp = scratchDirs();
 const statePath = () => join(tmp(), "claims.json");
@@ -143,5 +143,46 @@ describe("DeletePod", () => {
     await h.p.deletePod(bare());
     await h.p.deletePod(bare());
     expect(h.sandboxd.releaseCalls.n).toBe(1);
+  });
+});
+
+describe("issue 7 case 7: a failed write after preserve", () => {
+  test("fails the delete and keeps the pod entry, so the retry persists the owner the re-check needs after a restart", async () => {
+    const { mkdirSync, rmSync, writeFileSync } = await import("node:fs");
+    const dir = join(tmp(), "state");
+    const path = join(dir, "claims.json");
+    const clock = new FakeClock(Date.UTC(2026, 6, 27, 2, 15, 0));
+    const sandboxd = await makeSandboxd(clock);
+    const owners = new FakeOwners();
+    owners.alive("sb1", "owner-sb1");
+    const h = await harness({ path, clock, sandboxd, owners });
+    await h.p.createPod(pod());
+    const id = readTable(path).claims["default/sb1"].id;
+
+    // The directory becomes a file: the preserve's write fails.
+    rmSync(dir, { recursive: true, force: true });
+    writeFileSync(dir, "blocker");
+    const err = await h.p.deletePod(pod()).then(
+      () => undefined,
+      (e: { code?: string }) => e,
+    );
+    expect(err?.code).toBe("state-write-failed");
+    // The controller's retry reaches the provider only through the stored pod: it must still be there.
+    expect(h.p.getPod("default", "sb1")?.metadata?.uid).toBe("uid-sb1");
+
+    rmSync(dir);
+    mkdirSync(dir);
+    await h.p.deletePod(pod());
+    expect(readTable(path).claims["default/sb1"]).toMatchObject({ id, owner: { name: "sb1", uid: "owner-sb1" } });
+    await h.stop();
+
+    // Restart: the row is back with its owner; the owner goes; the re-check releases the sandbox.
+    owners.gone("sb1");
+    const h2 = await harness({ path, clock, sandboxd, owners });
+    await h2.impl.tick("verify");
+    await h2.impl.tick("owner-recheck");
+    await h2.impl.tick("owner-recheck");
+    expect(sandboxd.released).toEqual([id]);
+    expect(readTable(path).claims).toEqual({});
   });
 });

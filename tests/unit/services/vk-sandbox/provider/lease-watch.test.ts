@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { FakeClock, harness, makeSandboxd, pod, scratchDirs } from "./helpers.ts";
+import { FakeClock, harness, makeSandboxd, pod, readTable, scratchDirs } from "./helpers.ts";
 
 const tmp = scratchDirs();
 async function running(ttl = "60") {
@@ -56,8 +56,9 @@ describe("lease watch", () => {
     expect(h.impl.core.st.claims.get("default/sb1")).toBeDefined();
   });
 
-  test("no candidate means no listing", async () => {
+  test("no Pod served means no listing", async () => {
     const { h } = await running("3600");
+    await h.p.deletePod(h.p.getPod("default", "sb1")!); // owner unknown to the fake reader: released
     const lists = h.sandboxd.listCalls.n;
     await h.impl.tick("lease-watch");
     expect(h.sandboxd.listCalls.n).toBe(lists);
@@ -73,5 +74,41 @@ describe("lease watch", () => {
     await h.pushCount.until(2);
     await h.stop();
     expect(h.pushes.at(-1)?.status?.reason).toBe("SandboxLeaseExpired");
+  });
+});
+
+describe("issue 7 case 11: a sandbox lost before its deadline", () => {
+  test("two consecutive successful listings without it: Failed/SandboxLost naming the id, a Warning event, the row dropped", async () => {
+    const { h, id } = await running("3600");
+    const warnings: Array<{ reason: string; message: string }> = [];
+    h.impl.core.events = { warning: (_pod, reason, message) => void warnings.push({ reason, message }) };
+    h.sandboxd.vanish(id); // deleted behind the daemon's back
+    const pushes = h.pushes.length;
+    await h.impl.tick("lease-watch"); // first listing without it: nothing yet
+    expect(h.pushes.length).toBe(pushes);
+    h.sandboxd.failLists(true);
+    await h.impl.tick("lease-watch"); // a failed listing neither counts nor resets
+    expect(h.pushes.length).toBe(pushes);
+    h.sandboxd.failLists(false);
+    await h.impl.tick("lease-watch"); // second successful listing without it
+    const lost = h.pushes.at(-1)!;
+    expect(lost.status?.phase).toBe("Failed");
+    expect(lost.status?.reason).toBe("SandboxLost");
+    expect(lost.status?.message).toContain(id);
+    expect(lost.status?.containerStatuses?.map((c) => c.state?.terminated?.reason)).toEqual(["SandboxLost", "SandboxLost"]);
+    expect(warnings).toEqual([{ reason: "SandboxLost", message: expect.stringContaining(id) }]);
+    expect(h.impl.core.st.claims.has("default/sb1")).toBe(false);
+    expect(readTable(h.store.path).claims).toEqual({});
+    expect(h.sandboxd.releaseCalls.n).toBe(0); // nothing is left to release
+  });
+
+  test("a sandbox missing from one listing and back in the next is not lost", async () => {
+    const { h, id } = await running("3600");
+    h.sandboxd.failLists(false);
+    await h.impl.tick("lease-watch");
+    expect(h.impl.core.st.missing.size).toBe(0);
+    expect(h.sandboxd.has(id)).toBe(true);
+    await h.impl.tick("lease-watch");
+    expect(h.pushes.at(-1)?.status?.phase).toBe("Running");
   });
 });
