@@ -24,6 +24,17 @@ function parseAnnotation(raw: string | undefined): JsonObject | undefined {
   }
 }
 
+/**
+ * The part of a last-applied meta annotation this daemon manages: `labels` only. The annotation may have been
+ * written by the upstream Go daemon (virtual-kubelet), which records `{"name","uid","labels"}`: read whole, a
+ * three-way patch would take name and uid for fields we applied and no longer want, send `metadata.name: null`,
+ * and the apiserver answers 400 "name must be provided" (node-by-node migration, issue 7 case 10). Identity is
+ * never ours to patch, so only labels take part.
+ */
+function ownMeta(meta: JsonObject | undefined): JsonObject {
+  return meta && "labels" in meta ? { labels: meta.labels ?? null } : {};
+}
+
 /** Stamps lastHeartbeatTime = now on every condition: each patch is the heartbeat. */
 export function withHeartbeat(status: V1NodeStatus, now: Date): V1NodeStatus {
   return { ...status, conditions: (status.conditions ?? []).map((c) => ({ ...c, lastHeartbeatTime: now })) };
@@ -35,7 +46,7 @@ export function nodeStatusPatch(desired: DesiredNodeState, live: V1Node): JsonOb
   const meta = { labels: toJson(desired.labels) } as JsonObject;
   const annotations = live.metadata?.annotations ?? {};
   const original: JsonObject = {
-    metadata: parseAnnotation(annotations[LAST_APPLIED_META]) ?? {},
+    metadata: ownMeta(parseAnnotation(annotations[LAST_APPLIED_META])),
     status: parseAnnotation(annotations[LAST_APPLIED_STATUS]) ?? {},
   };
   const modified: JsonObject = {

@@ -14,12 +14,15 @@ import { KeyedMutex } from "./keyed-mutex.ts";
 import { leaseWatchTick } from "./lease-watch.ts";
 import { Loop } from "./loop.ts";
 import { orphanAuditTick } from "./orphan-audit.ts";
-import { ownerRecheckTick } from "./owner-recheck.ts";
+import { drainReleasing, ownerRecheckTick } from "./owner-recheck.ts";
 import { podKey, podUID } from "./pod-contract.ts";
 import { Verifier } from "./quarantine.ts";
 import { ProviderState } from "./state.ts";
 import { expiredStatus, pastDeadline, runningStatus } from "./status.ts";
 import { DEFAULT_INTERVALS, realClock, type ProviderIntervals, type SandboxProviderDeps } from "./types.ts";
+
+/** How long a stop may spend on the pending releases (the shutdown step allows 10 s). */
+const STOP_DRAIN_MS = 5_000;
 
 export class SandboxProvider implements PodLifecycleProvider {
   readonly core: Core;
@@ -88,8 +91,19 @@ export class SandboxProvider implements PodLifecycleProvider {
     for (const l of this.loops) l.start();
   }
 
+  /**
+   * Stops the loops, then tries the pending releases once (bounded): they are releases already authorized, and a
+   * swap back to the upstream Go daemon would drop the releasing list it does not know (README, "Migrating").
+   * Nothing else is released on shutdown (spec §1.3).
+   */
   async stop(): Promise<void> {
     await Promise.all(this.loops.map((l) => l.stop()));
+    if (this.core.st.releasing.length > 0) {
+      let timer: { cancel(): void } | undefined;
+      const bound = new Promise<void>((resolve) => (timer = realClock.after(STOP_DRAIN_MS, resolve)));
+      await Promise.race([drainReleasing(this.core).catch(() => undefined), bound]);
+      timer?.cancel();
+    }
     await this.core.st.idle();
   }
 

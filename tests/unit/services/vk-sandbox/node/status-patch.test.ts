@@ -26,6 +26,21 @@ describe("nodeStatusPatch", () => {
     expect(p.status).toBeUndefined();
   });
 
+  test("issue 7 case 10: virtual-kubelet's own last-applied meta ({name, uid, labels}) never turns into name/uid deletions", () => {
+    const live = {
+      metadata: {
+        name: "n",
+        uid: "u-1",
+        labels: { keep: "1", old: "x" },
+        annotations: { [LAST_APPLIED_META]: JSON.stringify({ name: "n", uid: "u-1", labels: { keep: "1", old: "x" } }) },
+      },
+      status,
+    };
+    const p = nodeStatusPatch({ labels: { keep: "1" }, status }, live) as any;
+    expect(Object.keys(p.metadata).sort()).toEqual(["annotations", "labels"]);
+    expect(p.metadata.labels).toEqual({ old: null }); // its labels still count as applied by the node daemon
+  });
+
   test("a mangled annotation is ignored rather than fatal", () => {
     const live = { metadata: { name: "n", annotations: { [LAST_APPLIED_STATUS]: "{not json" } } };
     expect(() => nodeStatusPatch({ labels: {}, status }, live)).not.toThrow();

@@ -63,13 +63,14 @@ describe("owner re-check", () => {
     await h.impl.tick("owner-recheck");
     expect(h.sandboxd.releaseCalls.n).toBe(2);
     expect(readTable(path).releasing).toEqual([expect.objectContaining({ id: row.id, token: row.token })]);
-    await h.stop();
+    await h.stop(); // a clean stop tries the pending release once more (it still fails)
+    expect(h.sandboxd.releaseCalls.n).toBe(3);
 
     // Restart against the same node: the releasing list comes back and is drained.
     const h2 = await harness({ path, clock: h.clock, sandboxd: h.sandboxd, owners: new FakeOwners() });
     expect(h2.impl.core.st.releasing.map((e) => e.claim.id)).toEqual([row.id]);
     await h2.impl.tick("owner-recheck");
-    expect(h.sandboxd.releaseCalls.n).toBe(3);
+    expect(h.sandboxd.releaseCalls.n).toBe(4);
     h.sandboxd.failReleases(false);
     await h2.impl.tick("owner-recheck");
     expect(h.sandboxd.released).toEqual([row.id]);
@@ -110,5 +111,21 @@ describe("owner re-check", () => {
     mkdirSync(dir);
     await h.impl.tick("owner-recheck");
     expect(h.sandboxd.released).toHaveLength(1);
+  });
+});
+
+describe("issue 7 case 10: a swap back to the upstream Go daemon", () => {
+  test("a clean stop tries the pending releases first: the upstream loader would drop the releasing list", async () => {
+    const path = statePath();
+    const h = await preserved(path);
+    const row = readTable(path).claims["default/sb1"];
+    h.owners!.gone("sb1");
+    h.sandboxd.failReleases(true);
+    await h.impl.tick("owner-recheck"); // moved to releasing (on disk), its release fails
+    expect(readTable(path).releasing).toHaveLength(1);
+    h.sandboxd.failReleases(false);
+    await h.stop();
+    expect(h.sandboxd.released).toEqual([row.id]);
+    expect(readTable(path).releasing).toBeUndefined();
   });
 });
