@@ -131,7 +131,7 @@ describe("issue 7 same name, new UID (process)", () => {
     const second = await env.e2e.kube.createPod(sandboxPod("race", "vk-race"));
     expect(second.metadata!.uid).not.toBe(first.metadata!.uid);
 
-    const running = await eventually(
+    const running = await waitFor(
       "the new race Pod Running on a new claim",
       async () => {
         const p = await pod("race");
@@ -142,7 +142,7 @@ describe("issue 7 same name, new UID (process)", () => {
     const newId = running.metadata!.annotations![CLAIM_ID]!;
     expect(newId).not.toBe(oldId);
     // The stored (old) Pod's deletion ran with the delete authorization: a bare Pod, so its VM is released.
-    await eventually("old VM released", async () => !sim.claims().some((c) => c.id === oldId), 30_000);
+    await waitFor("old VM released", async () => !sim.claims().some((c) => c.id === oldId), 30_000);
     expect(simClaimsFor(sim, "ns/race").map((c) => c.id)).toEqual([newId]);
     expect(d.log()).toMatch(/replaced under the same name/);
     await d.kill("SIGKILL");
@@ -162,11 +162,11 @@ describe("issue 7 claims that land after their request gave up (process)", () =>
     await d.waitForLog(/vk-sandbox ready/);
     sim.latency("claim", HOLD_MS);
     await env.e2e.kube.createPod(sandboxPod("late-adopt", node));
-    await eventually("first claim sent", async () => claimRequestsFor(node) >= 1, 10_000, 25);
+    await waitFor("first claim sent", async () => claimRequestsFor(node) >= 1, 10_000, 25);
     // Every later claim is refused, so only the late one can ever serve the Pod.
     sim.latency("claim", null);
     sim.fail("claim", 429, { error: "node claim quota reached: 1 live claims, cap 1" }, Number.POSITIVE_INFINITY);
-    const late = await eventually("late claim committed", async () => simClaimsFor(sim, "ns/late-adopt")[0], 20_000, 100);
+    const late = await waitFor("late claim committed", async () => simClaimsFor(sim, "ns/late-adopt")[0], 20_000, 100);
     const running = await runningWithClaim(env.e2e.kube, "ns", "late-adopt", 30_000);
     expect(running.metadata!.annotations![CLAIM_ID]).toBe(late.id);
     expect(simClaimsFor(sim, "ns/late-adopt").map((c) => c.id)).toEqual([late.id]);
@@ -181,13 +181,13 @@ describe("issue 7 claims that land after their request gave up (process)", () =>
     await d.waitForLog(/vk-sandbox ready/);
     sim.latency("claim", HOLD_MS);
     await env.e2e.kube.createPod(sandboxPod("late-release", node));
-    await eventually("first claim sent", async () => claimRequestsFor(node) >= 1, 10_000, 25);
+    await waitFor("first claim sent", async () => claimRequestsFor(node) >= 1, 10_000, 25);
     sim.latency("claim", null);
     const id = (await runningWithClaim(env.e2e.kube, "ns", "late-release", 30_000)).metadata!.annotations![CLAIM_ID]!;
     // The late sandbox lands about 2 s after the retry's claim and is released within a scan (1 s): watch the
     // release log rather than race to see it live.
     const releasedBefore = new Set(sim.requests.filter((r) => r.route === "release").map((r) => r.path));
-    const release = await eventually(
+    const release = await waitFor(
       "late claim released",
       async () => sim.requests.find((r) => r.route === "release" && r.outcome === 204 && !releasedBefore.has(r.path) && d.log().includes(r.path.split("/")[3]!)),
       20_000,

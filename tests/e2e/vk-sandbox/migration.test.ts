@@ -6,7 +6,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
-import { CLAIM_ID, eventually, sandboxPod } from "./cluster.ts";
+import { waitFor } from "../../support/wait.ts";
+import { CLAIM_ID, sandboxPod } from "./cluster.ts";
 import { providerPods, SANDBOXD_TOKEN, useE2eStack } from "./stack.ts";
 
 const env = useE2eStack({ sim: { pools: ["base=10"] } });
@@ -64,12 +65,12 @@ describe("issue 7 case 10: migration from the upstream Go daemon (process)", () 
 
     const d = env.stack.daemon({ node: NODE, statePath });
     await d.waitForLog(/vk-sandbox ready/, 60_000);
-    await eventually("both pods adopted", async () => {
+    await waitFor("both pods adopted", async () => {
       const held = await providerPods(d.port);
       return held.includes("u1") && held.includes("u2");
     });
     for (const name of ["u1", "u2"]) {
-      const p = await eventually(`${name} Running`, async () => {
+      const p = await waitFor(`${name} Running`, async () => {
         const pod = await env.e2e.kube.pod("ns", name);
         return pod?.status?.phase === "Running" && !!pod.metadata?.annotations?.[CLAIM_ID] && pod;
       });
