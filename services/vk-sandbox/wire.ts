@@ -250,7 +250,8 @@ function podSource(informer: Informer<V1Pod>): PodSource {
   };
 }
 
-function podWriter(kube: KubeClient): PodWriter {
+/** The two pod writes of the controller (exported for the real-apiserver test of their preconditions). */
+export function podWriter(kube: KubeClient): PodWriter {
   return {
     updateStatus: (pod) => kube.update<V1Pod>(Pods, pod, { namespace: pod.metadata?.namespace, subresource: "status" }),
     forceDelete: (namespace, name, uid) => kube.delete(Pods, name, { namespace, gracePeriodSeconds: 0, preconditions: { uid } }),

@@ -37,6 +37,12 @@ export interface DaemonOptions {
   env?: Record<string, string | undefined>;
   /** Inherit nothing from the test's environment but PATH/HOME (so a stray KUBECONFIG cannot leak in). */
   cleanEnv?: boolean;
+  /**
+   * Run the daemon with a private tmpfs over /var/lib (a mount namespace of its own; the process keeps its pid,
+   * so the test reads its files under /proc/<pid>/root). For checks of the default state path that must never
+   * write the real /var/lib/vk-sandbox.
+   */
+  privateVarLib?: boolean;
 }
 
 export class Daemon {
@@ -59,7 +65,10 @@ export class Daemon {
     const fd = openSync(logPath, "w");
     const base: Record<string, string | undefined> = o.cleanEnv === false ? { ...process.env } : { PATH: process.env.PATH, HOME: process.env.HOME };
     try {
-      const proc = Bun.spawn([...daemonCommand(), ...(o.args ?? [])], {
+      const wrap = o.privateVarLib
+        ? ["unshare", "--mount", "--propagation", "private", "sh", "-c", 'mount -t tmpfs vk-e2e /var/lib && exec "$@"', "sh"]
+        : [];
+      const proc = Bun.spawn([...wrap, ...daemonCommand(), ...(o.args ?? [])], {
         env: { ...base, ...o.env } as Record<string, string>,
         stdio: ["ignore", fd, fd],
       });

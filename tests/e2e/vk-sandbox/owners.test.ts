@@ -66,11 +66,14 @@ describe("delete authorization end to end", () => {
   test("a Pod whose owner is already gone is released at deletion", async () => {
     const owner = await env.e2e.kube.createSandbox("ns", "orphaned");
     await env.e2e.kube.createPod(sandboxPod("orphaned", NODE, { owner: { name: "orphaned", uid: owner.metadata.uid } }));
-    await claimIdOf("orphaned");
+    const id = await claimIdOf("orphaned");
     await env.e2e.kube.deleteSandbox("ns", "orphaned");
     await env.e2e.kube.deletePod("ns", "orphaned");
     await waitFor("released", async () => simClaimsFor(env.stack.sim, "ns/orphaned").length === 0, 20_000);
     await gone("orphaned");
+    const release = env.stack.sim.requests.find((r) => r.route === "release" && r.path === `/v1/sandboxes/${id}/release`);
+    expect(release?.outcome).toBe(204);
+    expect(rows()["ns/orphaned"]).toBeUndefined();
   }, 60_000);
 
   test("a bare Pod deleted: its sandbox is released, the row goes and the Pod disappears after its grace period", async () => {

@@ -98,6 +98,17 @@ async function releaseDirect(id: string, token: string): Promise<number> {
 
 describe("durability before visibility", () => {
   test("scenario 21: with the state file unwritable a new sandbox is released, the pod is not Running and no row remains", async () => {
+    // Only this test's releases count: the simulator is shared by the file, so earlier tests' releases (in any
+    // order under --randomize) must not satisfy or skew these checks. The daemon's own log names each undone id.
+    const from = stack.sim.requests.length;
+    const releasedSince = () =>
+      new Set(stack.sim.requests.slice(from).filter((e) => e.route === "release" && e.outcome === 204).map((e) => e.path.split("/")[3]!));
+    const undone = () =>
+      daemon
+        .log()
+        .split("\n")
+        .filter((l) => l.includes('"pod":"ns/s21"') && l.includes("claim not persisted; sandbox released"))
+        .map((l) => (JSON.parse(l) as { claimId: string }).claimId);
     const restore = breakStateDir();
     let sawRunning = false;
     try {
@@ -112,7 +123,7 @@ describe("durability before visibility", () => {
       // Every sandbox claimed so far for the pod is given back (a retry may sit between its claim and its undo).
       const attempts = claimsFor("s21").length;
       expect(attempts).toBeGreaterThanOrEqual(1);
-      await waitFor("released", async () => reqs("release").filter((e) => e.outcome === 204).length >= attempts, 10_000, 25);
+      await waitFor("released", async () => undone().length >= attempts && undone().every((id) => releasedSince().has(id)), 10_000, 25);
       expect(sawRunning).toBe(false);
       expect(failed.metadata?.annotations?.[CLAIM_ID]).toBeUndefined();
     } finally {
@@ -124,9 +135,10 @@ describe("durability before visibility", () => {
     const t = table();
     expect(t.claims["ns/s21"]?.id).toBe(id);
     // Each claim but the last was undone: released with 204, in no row, not live.
-    const undone = new Set(reqs("release", (e) => e.outcome === 204).map((e) => e.path.split("/")[3]!));
-    expect(undone.size).toBe(claimsFor("s21").length - 1);
-    for (const u of undone) {
+    const ids = new Set(undone());
+    expect(ids.size).toBe(claimsFor("s21").length - 1);
+    for (const u of ids) {
+      expect(releasedSince().has(u)).toBe(true);
       expect(isLive(u)).toBe(false);
       expect(Object.values(t.claims).map((r) => r.id)).not.toContain(u);
     }

@@ -61,20 +61,23 @@ describe("vk-sandbox startup and shutdown", () => {
 
   test("an empty VK_STATE_PATH means the default path; an explicit empty --state-path is refused", async () => {
     const refused = Daemon.start({ args: ["--state-path="], env: { KUBECONFIG: env.e2e.kubeconfig } });
-    expect(await refused.exitCode()).not.toBe(0);
+    expect(await refused.exitCode()).toBe(2); // a usage error
+    expect(refused.log()).toMatch(/state-path.*must not be empty/);
 
+    // The default path is real system state: the daemon gets a private tmpfs over /var/lib, and the test reads
+    // the file it wrote through /proc/<pid>/root. The machine's /var/lib/vk-sandbox is never touched.
     const defaultPath = "/var/lib/vk-sandbox/claims.json";
-    const existed = existsSync(defaultPath);
     const d = Daemon.start({
       args: ["--node-name=vk-default-path", `--sandboxd-url=${env.stack.gate.url}`, `--sandboxd-token-file=${env.stack.tokenFile}`, `--listen-addr=127.0.0.1:${freePorts(1)[0]}`],
       env: { KUBECONFIG: env.e2e.kubeconfig, VK_STATE_PATH: "" },
+      privateVarLib: true,
     });
     try {
-      await d.waitForLog(/claims table loaded/);
+      await d.waitForLog(/vk-sandbox ready/);
       expect(d.log()).toContain(defaultPath);
+      expect(JSON.parse(readFileSync(`/proc/${d.proc.pid}/root${defaultPath}`, "utf8"))).toEqual({ claims: {} });
     } finally {
       await d.kill("SIGKILL");
-      if (!existed) rmSync("/var/lib/vk-sandbox", { recursive: true, force: true });
     }
   }, 60_000);
 
@@ -107,9 +110,16 @@ describe("vk-sandbox startup and shutdown", () => {
   }, 90_000);
 
   test("a bare port as --listen-addr, a memory of 'banana' or an unreadable token file stop startup", async () => {
-    for (const extra of [["--listen-addr=10260"], ["--node-memory=banana"], ["--sandboxd-token-file=/nonexistent/token"]]) {
+    // Usage errors exit 2, other fatal startup errors 1; each names the flag. (A daemon still running reads as -1.)
+    const cases: Array<[string[], number, RegExp]> = [
+      [["--listen-addr=10260"], 2, /listen-addr/],
+      [["--node-memory=banana"], 2, /node-memory/],
+      [["--sandboxd-token-file=/nonexistent/token"], 1, /sandboxd-token-file \/nonexistent\/token/],
+    ];
+    for (const [extra, code, message] of cases) {
       const d = Daemon.start({ args: [`--state-path=${freshState()}`, "--node-name=vk-bad-flags", ...extra], env: { KUBECONFIG: env.e2e.kubeconfig } });
-      expect(await d.exitCode()).not.toBe(0);
+      expect(await d.exitCode()).toBe(code);
+      expect(d.log()).toMatch(message);
     }
     expect(await nodeExists("vk-bad-flags")).toBe(false);
   }, 60_000);

@@ -350,3 +350,40 @@ describe("logging", () => {
     expect(all).not.toContain(r.token);
   });
 });
+
+describe("create-like verbs after a transport error that may have delivered them (issue 7 safety net)", () => {
+  // fork, promote and checkpoint create something: a reset after the node committed, or a timeout once the request
+  // was sent, must surface as an error after exactly one request. A retry would fork twice, re-promote (replacing
+  // the template's labels) or cut a second checkpoint. Safe calls on the same client are retried (the contrast).
+  const verbs = {
+    fork: (id: string) => root.fork(id, { count: 1 }),
+    promote: (id: string) => root.promote(id, { template: "retry-check:v1" }),
+    checkpoint: (id: string) => root.checkpoint(id, { name: "ns/retry-check" }),
+  } as const;
+
+  test.each(["fork", "promote", "checkpoint"] as const)("%s: a reset after commit is not retried", async (verb) => {
+    const source = await root.claim(claimReq(`ns/${verb}-src`));
+    const before = sim.log.find(verb).length;
+    sim.reset(verb, "after", 3); // enough resets for every attempt a retry could make
+    await expect(verbs[verb](source.id)).rejects.toThrow();
+    expect(sim.log.find(verb).length - before).toBe(1);
+  });
+
+  test.each(["fork", "promote", "checkpoint"] as const)("%s: a timeout once sent is not retried", async (verb) => {
+    const source = await root.claim(claimReq(`ns/${verb}-slow`));
+    const slow = new SandboxdClient({ baseUrl: sim.url, token: ROOT, timeoutMs: 200, retry: fast });
+    const before = sim.log.find(verb).length;
+    sim.hang(verb, 3);
+    const call = verb === "fork" ? slow.fork(source.id, { count: 1 }) : verb === "promote" ? slow.promote(source.id, { template: "retry-slow:v1" }) : slow.checkpoint(source.id, {});
+    await expect(call).rejects.toThrow();
+    expect(sim.log.find(verb).length - before).toBe(1);
+  });
+
+  test("the contrast: a safe call (release) reset after commit is repeated", async () => {
+    const c = await root.claim(claimReq("ns/safe-retry"));
+    const before = sim.log.find("release").length;
+    sim.reset("release", "after", 1);
+    expect(await root.release(c.id)).toBe("already-gone"); // the retry finds it released by the first attempt
+    expect(sim.log.find("release").length - before).toBe(2);
+  });
+});

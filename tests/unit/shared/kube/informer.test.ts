@@ -16,6 +16,8 @@ class FakeBackend {
   objs = new Map<string, CM>();
   log: { rv: number; ev: Ev }[] = [];
   compactedTo = 0;
+  /** How a too-old resume version is refused: an ERROR event in a 200 stream, or the watch request's own 410. */
+  expiredAs: "event" | "http" = "event";
   failNext: number[] = []; // statuses to answer the next requests with
   requests: string[] = [];
   private watchers = new Set<{ from: number; c: ReadableStreamDefaultController<Uint8Array> }>();
@@ -64,6 +66,9 @@ class FakeBackend {
     if (u.searchParams.get("watch")) {
       const from = Number(u.searchParams.get("resourceVersion"));
       if (from < this.compactedTo) {
+        if (this.expiredAs === "http") {
+          return Response.json({ kind: "Status", status: "Failure", code: 410, reason: "Expired", message: "too old resource version" }, { status: 410 });
+        }
         return new Response(JSON.stringify({ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired", message: "too old resource version" } }) + "\n");
       }
       let w!: { from: number; c: ReadableStreamDefaultController<Uint8Array> };
@@ -174,6 +179,28 @@ describe("Informer", () => {
     await until(() => inf.listCount() === 2 && seen.length === 3, "relist");
     expect(seen.sort()).toEqual(["add new", "delete remove", "update change 102->104"]);
     expect(inf.list().map((o) => o.metadata.name).sort()).toEqual(["change", "keep", "new"]);
+    await until(() => be.openWatches === 1, "watch after relist");
+    be.put("after");
+    await until(() => seen.includes("add after"), "events after relist");
+    expect(inf.listCount()).toBe(2);
+    await inf.stop();
+  });
+
+  test("an HTTP 410 on the watch request itself (not an ERROR event) relists too (issue 7 safety net)", async () => {
+    const { be, inf, seen } = setup();
+    be.expiredAs = "http";
+    be.put("keep");
+    be.put("remove");
+    inf.start();
+    await inf.synced;
+    await until(() => be.openWatches === 1, "watch");
+    seen.length = 0;
+    be.dropWatches();
+    be.del("remove");
+    be.put("new");
+    be.compact();
+    await until(() => inf.listCount() === 2 && seen.length === 2, "relist after the watch request's 410");
+    expect(seen.sort()).toEqual(["add new", "delete remove"]);
     await until(() => be.openWatches === 1, "watch after relist");
     be.put("after");
     await until(() => seen.includes("add after"), "events after relist");

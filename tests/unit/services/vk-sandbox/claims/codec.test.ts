@@ -88,12 +88,16 @@ describe("claims table loading", () => {
 
   test("undecodable JSON is fatal and names the file", () => {
     expect(() => decodeTable('{"claims":', "/var/lib/vk-sandbox/claims.json", T0)).toThrow(ClaimsStateError);
+    let thrown: unknown;
     try {
       decodeTable("{not json", "/var/lib/vk-sandbox/claims.json", T0);
     } catch (e) {
-      expect((e as ClaimsStateError).code).toBe("malformed");
-      expect((e as Error).message).toContain("/var/lib/vk-sandbox/claims.json");
+      thrown = e;
     }
+    // Asserted outside the catch: a decode that does not throw must fail the test, not skip its checks.
+    expect(thrown).toBeInstanceOf(ClaimsStateError);
+    expect((thrown as ClaimsStateError).code).toBe("malformed");
+    expect((thrown as Error).message).toContain("/var/lib/vk-sandbox/claims.json");
   });
 
   test("a member of the wrong type or an unparsable time is malformed, not silently dropped", () => {

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ClaimsFile } from "../../../../../services/vk-sandbox/claims/file.ts";
+import * as fsp from "node:fs/promises";
+import { ClaimsFile, type ClaimsFs } from "../../../../../services/vk-sandbox/claims/file.ts";
 import { ClaimsStateError } from "../../../../../services/vk-sandbox/claims/errors.ts";
 import { scratchDirs } from "../provider/helpers.ts";
 
@@ -81,4 +82,68 @@ describe("durable claims file", () => {
     await Promise.all(Array.from({ length: 20 }, (_, i) => f.write(`{"claims":{},"n":${i}}`)));
     expect(JSON.parse(readFileSync(path, "utf8")).n).toBe(19);
   });
+});
+
+describe("crash consistency (issue 7 safety net): the file is always the old or the new table", () => {
+  /** node:fs/promises with every call the write makes recorded in order, file handles included. */
+  function recordingFs(log: string[], crashAt?: string) {
+    const step = (what: string) => {
+      log.push(what);
+      if (crashAt && (what === crashAt || what.startsWith(`${crashAt} `))) throw new Error(`crash at ${what}`);
+    };
+    const name = (p: unknown, base: string) => String(p).replace(base, "<dir>");
+    return (base: string): ClaimsFs => ({
+      readFile: fsp.readFile,
+      mkdir: (async (p: string, o: unknown) => (step(`mkdir ${name(p, base)}`), fsp.mkdir(p, o as never))) as ClaimsFs["mkdir"],
+      rename: (async (a: string, b: string) => (step(`rename ${name(a, base)} -> ${name(b, base)}`), fsp.rename(a, b))) as ClaimsFs["rename"],
+      unlink: (async (p: string) => (log.push(`unlink ${name(p, base)}`), fsp.unlink(p))) as ClaimsFs["unlink"],
+      open: (async (p: string, flags: string, mode?: number) => {
+        step(`open ${name(p, base)} ${flags}`);
+        const fh = await fsp.open(p, flags, mode);
+        const n = name(p, base);
+        return Object.assign(Object.create(fh), {
+          chmod: (m: number) => (step(`chmod ${n}`), fh.chmod(m)),
+          writeFile: (d: string, e: BufferEncoding) => (step(`write ${n}`), fh.writeFile(d, e)),
+          sync: () => (step(`fsync ${n}`), fh.sync()),
+          close: () => (log.push(`close ${n}`), fh.close()),
+        });
+      }) as ClaimsFs["open"],
+    });
+  }
+
+  test("write order: tmp written and fsynced, closed, renamed over the file, then the directory fsynced", async () => {
+    const base = join(dir(), "state");
+    const log: string[] = [];
+    const f = new ClaimsFile({ path: join(base, "claims.json"), fs: recordingFs(log)(base) });
+    await f.write('{"claims":{}}');
+    expect(log).toEqual([
+      "mkdir <dir>",
+      "open <dir>/claims.json.tmp w",
+      "chmod <dir>/claims.json.tmp",
+      "write <dir>/claims.json.tmp",
+      "fsync <dir>/claims.json.tmp",
+      "close <dir>/claims.json.tmp",
+      "rename <dir>/claims.json.tmp -> <dir>/claims.json",
+      "open <dir> r",
+      "fsync <dir>",
+      "close <dir>",
+    ]);
+  });
+
+  test.each(["open", "chmod", "write", "fsync <dir>/claims.json.tmp", "rename", "fsync <dir>"])(
+    "a crash at %s leaves the old table or the new one, never a torn or empty file",
+    async (crashAt) => {
+      const base = join(dir(), "state");
+      const path = join(base, "claims.json");
+      const OLD = '{"claims":{"ns/a":{"id":"sb_old","token":"t","podUID":"u"}}}';
+      const NEW = '{"claims":{"ns/b":{"id":"sb_new","token":"t","podUID":"u"}}}';
+      await new ClaimsFile({ path }).write(OLD);
+      const log: string[] = [];
+      await expect(new ClaimsFile({ path, fs: recordingFs(log, crashAt)(base) }).write(NEW)).rejects.toThrow(ClaimsStateError);
+      const after = readFileSync(path, "utf8");
+      // Before the rename the old table stands; the rename is the one atomic switch.
+      expect(after).toBe(crashAt === "fsync <dir>" ? NEW : OLD);
+      expect((await new ClaimsFile({ path }).load(T0)).claims.size).toBe(1);
+    },
+  );
 });

@@ -99,6 +99,8 @@ describe("pod controller", () => {
     await until(() => pods.get("ns/a")?.status?.phase === "Running");
     pods.update((p) => (p.metadata!.labels = { x: "y" }), "ns/a");
     await until(() => provider.updates.length === 1, "UpdatePod");
+    expect(provider.updates[0]!.metadata?.labels).toEqual({ x: "y" });
+    expect(provider.creates).toHaveLength(1);
   });
 
   test("a failed create marks the pod Pending/ProviderFailed with a warning and retries with backoff", async () => {
@@ -203,6 +205,8 @@ describe("pod controller", () => {
     await until(() => provider.table.size === 1);
     pods.remove("ns/a");
     await until(() => provider.deletes.length === 1, "DeletePod");
+    expect(provider.deletes[0]!.metadata?.uid).toBe("uid-a");
+    expect(provider.table.size).toBe(0);
   });
 
   test("force delete treats 404 and 409 as done", async () => {
@@ -307,5 +311,36 @@ describe("issue 7 case 4: long sandboxd outages", () => {
     for (let t = 0; t < 7_200_000; t += 60_000) await clock.tick(60_000);
     expect(provider.creates).toHaveLength(20);
     expect(controller.syncQueue.stats().dropped).toBe(1);
+  });
+});
+
+describe("issue 7 safety net: status pushes", () => {
+  test("a push onto a Pod that is already Failed or Succeeded is never written", async () => {
+    for (const phase of ["Failed", "Succeeded"]) {
+      const { pods, api, provider, controller } = setup();
+      await controller.start();
+      pods.add(makePod("t"));
+      await until(() => api.statusWrites.length === 1);
+      pods.update((p) => (p.status = { phase, reason: "SandboxLeaseExpired" }), "ns/t");
+      provider.pushNow({ ...structuredClone(provider.getPod("ns", "t")!), status: { ...runningStatus(), podIP: "10.9.9.9" } });
+      await controller.idle();
+      expect(api.statusWrites).toHaveLength(1);
+      expect(pods.get("ns/t")?.status?.phase).toBe(phase);
+    }
+  });
+
+  test("the status PUT carries the live resourceVersion, not the one the pushed object had", async () => {
+    const { pods, api, provider, controller } = setup();
+    await controller.start();
+    pods.add(makePod("r"));
+    await until(() => api.statusWrites.length === 1);
+    const pushed = { ...structuredClone(provider.getPod("ns", "r")!), status: { ...runningStatus(), podIP: "10.1.1.1" } };
+    pushed.metadata!.resourceVersion = "1"; // what the provider last saw
+    // Someone else writes the Pod meanwhile: the live object moves on.
+    const live = pods.update((p) => (p.metadata!.labels = { other: "writer" }), "ns/r");
+    provider.pushNow(pushed);
+    await until(() => api.statusWrites.length === 2, "second status write");
+    expect(api.statusWrites[1]!.metadata?.resourceVersion).toBe(live.metadata!.resourceVersion!);
+    expect(api.statusWrites[1]!.metadata?.resourceVersion).not.toBe("1");
   });
 });

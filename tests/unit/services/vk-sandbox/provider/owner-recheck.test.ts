@@ -129,3 +129,33 @@ describe("issue 7 case 10: a swap back to the upstream Go daemon", () => {
     expect(readTable(path).releasing).toBeUndefined();
   });
 });
+
+describe("issue 7 safety net: the owner re-check's guard", () => {
+  test("a release verdict that arrives after a Pod adopted the key meanwhile does not detach the claim", async () => {
+    const path = statePath();
+    const h = await preserved(path);
+    const id = readTable(path).claims["default/sb1"].id;
+    // The owner read is slow, and by the time it answers "gone" a same-owner Pod has adopted the claim.
+    let open!: () => void;
+    const answered = new Promise<void>((r) => (open = r));
+    let reading!: () => void;
+    const started = new Promise<void>((r) => (reading = r));
+    Object.defineProperty(h.impl.core, "ownerReader", {
+      value: async (ref: { name: string }) => {
+        reading();
+        await answered;
+        return { outcome: "not-found", detailsName: ref.name };
+      },
+    });
+    const tick = h.impl.tick("owner-recheck");
+    await started;
+    await h.p.createPod(pod()); // adopts: same key, same owner
+    expect(h.p.getPod("default", "sb1")).toBeDefined();
+    open();
+    await tick;
+    expect(h.sandboxd.releaseCalls.n).toBe(0);
+    expect(h.impl.core.st.releasing).toHaveLength(0);
+    expect(readTable(path).claims["default/sb1"].id).toBe(id);
+    expect(h.sandboxd.has(id)).toBe(true);
+  });
+});
