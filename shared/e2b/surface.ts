@@ -231,7 +231,7 @@ export class E2bSurface {
     const address = reply.owner_addr;
     const nodeName = this.nodes.nodeNameFor(address);
     this.nodes.remember(ns, reply.id, address, nodeName);
-    this.deps.fleet.changed?.();
+    this.deps.fleet.changed?.(address);
     const accessToken = deriveAccessToken(this.settings.envdSecret, reply.token);
     const relayEnv = reply.net_route === "relay" ? RELAY_PROXY_ENV : {};
     const envVars = { ...relayEnv, ...(body.envVars ?? {}) };
@@ -345,7 +345,7 @@ export class E2bSurface {
     }
     this.nodes.forget(ns, loc.claimId);
     this.deps.onReleased?.(loc.claimId);
-    this.deps.fleet.changed?.();
+    this.deps.fleet.changed?.(loc.address);
   }
 
   async setTimeout(ns: string, id: string, seconds: number): Promise<void> {
@@ -377,7 +377,7 @@ export class E2bSurface {
     } catch (err) {
       throw fromNode(err, id, "failed to pause the sandbox");
     }
-    this.deps.fleet.changed?.();
+    this.deps.fleet.changed?.(loc.address);
   }
 
   /** connect (running: 200, paused: wake + 201) and the legacy resume (running: 409). */
@@ -398,7 +398,7 @@ export class E2bSurface {
         await client.wake(loc.claimId);
         row = await client.get(loc.claimId);
         status = 201;
-        this.deps.fleet.changed?.();
+        this.deps.fleet.changed?.(loc.address);
       } else if (kind === "resume") {
         throw new E2bError(409, `sandbox "${id}" is already running`);
       }
@@ -444,7 +444,7 @@ export class E2bSurface {
       await Promise.all(children.map((c) => this.nodes.client(c.owner_addr || loc.address).release(c.id).catch(() => undefined)));
       throw new E2bError(500, "failed to fork the sandbox");
     }
-    this.deps.fleet.changed?.();
+    this.deps.fleet.changed?.(loc.address);
     return children.map((child, k) => {
       const address = results[k] as string;
       const nodeName = this.nodes.nodeNameFor(address);

@@ -95,6 +95,8 @@ export class MeshFleet implements FleetSource {
   private started: Promise<void> | undefined;
   private kick: (() => void) | undefined;
   private lastPollAt = 0;
+  /** Nodes a changed() hint asked to refresh before the next full tick; "*" = all of them. */
+  private readonly dirty = new Set<string>();
 
   constructor(o: MeshFleetOptions) {
     this.o = o;
@@ -117,7 +119,8 @@ export class MeshFleet implements FleetSource {
     return this.started;
   }
 
-  changed(): void {
+  changed(address?: string): void {
+    this.dirty.add(address ?? "*");
     this.kick?.();
   }
 
@@ -150,22 +153,34 @@ export class MeshFleet implements FleetSource {
   }
 
   private async run(signal: AbortSignal): Promise<void> {
+    let nextFull = this.now() + this.o.pollMs;
     while (!signal.aborted) {
-      // One wait per tick: the poll interval, cut short by stop() or by a changed() hint (coalesced so bursts of
-      // hints share one early poll). The wait's own controller leaves no timer behind when a hint ends it.
+      // Wait for the next full tick, cut short by stop() or by a changed() hint (coalesced: hints closer together
+      // than MIN_EARLY_POLL_GAP_MS share one early refresh). The wait's own controller leaves no timer behind.
       const wait = new AbortController();
       const onStop = () => wait.abort();
       signal.addEventListener("abort", onStop, { once: true });
       this.kick = () => {
-        const gap = Math.max(0, this.lastPollAt + MIN_EARLY_POLL_GAP_MS - this.now());
         this.kick = undefined;
-        this.clock.after(gap, () => wait.abort());
+        this.clock.after(Math.max(0, this.lastPollAt + MIN_EARLY_POLL_GAP_MS - this.now()), () => wait.abort());
       };
-      await this.clock.sleep(this.o.pollMs, wait.signal);
+      if (this.dirty.size > 0) this.kick();
+      await this.clock.sleep(Math.max(0, nextFull - this.now()), wait.signal);
       signal.removeEventListener("abort", onStop);
       this.kick = undefined;
       if (signal.aborted) break;
-      await this.pollOnce();
+      if (this.now() >= nextFull || this.dirty.has("*")) {
+        this.dirty.clear();
+        await this.pollOnce();
+        nextFull = this.now() + this.o.pollMs;
+      } else if (this.dirty.size > 0) {
+        // Only the nodes we changed: one info + list each, not the whole fleet.
+        const targets = [...this.dirty].filter((a) => this.tracked.has(a));
+        this.dirty.clear();
+        this.lastPollAt = this.now();
+        await Promise.all(targets.map((a) => this.pollNode(a)));
+        this.publish();
+      }
     }
   }
 
@@ -197,6 +212,11 @@ export class MeshFleet implements FleetSource {
         this.o.log.warn({ node: name, ticks: t.missed }, "sandboxd node silent for too many polls; it leaves the fleet view");
       }
     }
+    this.publish();
+  }
+
+  /** A new immutable snapshot from the tracked nodes, sorted by name. */
+  private publish(): void {
     this.snapshot = [...this.tracked.values()].map((t) => t.node).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 

@@ -73,9 +73,10 @@ export interface FleetSource {
   /** Resolves once the first full snapshot is in; rejects when it cannot be (the message names why). */
   ready(signal?: AbortSignal): Promise<void>;
   /**
-   * A hint that the fleet changed through us (a claim, release, pause): a source that polls MAY refresh early.
-   * Correctness never depends on it — the e2b surface and the relay fall back to live node reads.
+   * A hint that the fleet changed through us (a claim, release, pause) on the node at `address` (any node when
+   * absent): a source that polls MAY refresh that node early. Correctness never depends on it — the e2b surface and
+   * the relay fall back to live node reads.
    */
-  changed?(): void;
+  changed?(address?: string): void;
   stop(): Promise<void>;
 }
