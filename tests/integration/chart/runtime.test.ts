@@ -10,6 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { Sandbox } from "e2b";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { startTestGuest, type TestGuest } from "#tests/integration/e2b/guest.ts";
 import { createCA, issueCertificate } from "#shared/tls/index.ts";
 import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 import { freePorts } from "#tests/kube/ports.ts";
@@ -24,6 +26,9 @@ let objects: KubeObject[];
 let servingCaPem: string;
 const [securePort, e2bPort, proxyPort] = freePorts(3) as [number, number, number];
 const children: Subprocess[] = [];
+let sim: SandboxdSim;
+let guest: TestGuest;
+const TEMPLATE = "python:3.12"; // POOL_FIXTURES' image: the driver keeps it warm on the simulated node
 let apiProcess: { proc: Subprocess; stderr: () => string };
 let proxyProcess: { proc: Subprocess; stderr: () => string };
 
@@ -31,7 +36,7 @@ let proxyProcess: { proc: Subprocess; stderr: () => string };
 function mountFiles(servingCert: { certPem: string; keyPem: string }): Record<string, Record<string, string>> {
   return {
     "sandbox-apiserver-serving-certs": { "tls.crt": servingCert.certPem, "tls.key": servingCert.keyPem },
-    "sandboxd-token": { token: "root-token\n" },
+    "sandboxd-token": { token: "root-token\n" }, // the simulated node's api_token
     "e2b-api-keys": { keys: "test-key team\n" },
     "sandbox-e2b-envd-secret": { secret: "envd-key" },
   };
@@ -44,14 +49,15 @@ function localize(objects: KubeObject[], name: string, secrets: Record<string, R
   let args = c.args ?? [];
   for (const m of c.volumeMounts ?? []) {
     const v = volumes.find((x) => x.name === m.name)!;
-    if (!v.secret) continue; // the /tmp emptyDir: no flag names a file in it
+    if (!v.secret && !v.configMap) continue; // the /tmp emptyDir: no flag names a file in it
     const local = join(dir, name, m.name);
     mkdirSync(local, { recursive: true });
-    if (v.secret) {
-      const files = secrets[v.secret.secretName];
-      if (!files) throw new Error(`no stand-in for Secret ${v.secret.secretName}`);
-      for (const [f, content] of Object.entries(files)) writeFileSync(join(local, f), content, { mode: 0o600 });
-    }
+    // A Secret's files are stand-ins (the Secrets live outside the chart); a ConfigMap's are what the chart renders.
+    const files = v.secret
+      ? secrets[v.secret.secretName]
+      : (objects.find((o) => o.kind === "ConfigMap" && o.metadata.name === v.configMap!.name)?.data as Record<string, string> | undefined);
+    if (!files) throw new Error(`no content for volume ${m.name}`);
+    for (const [f, content] of Object.entries(files)) writeFileSync(join(local, f), content, { mode: 0o600 });
     args = args.map((a) => a.replace(`=${m.mountPath}/`, `=${local}/`));
   }
   return { args, env: containerEnv(c) };
@@ -60,6 +66,22 @@ function localize(objects: KubeObject[], name: string, secrets: Record<string, R
 async function serviceAccountKubeconfig(sa: string): Promise<string> {
   const token = await cluster.serviceAccountToken(NAMESPACE, sa, 3600);
   return cluster.kubeconfig({ auth: "token", token, path: join(dir, `${sa}.kubeconfig`) });
+}
+
+/** The test plays vk-sandbox: the node's inventory as its sandboxd reports it, stamped now. */
+async function publishNode(): Promise<void> {
+  await cluster.apply([
+    {
+      apiVersion: "sandbox.cocoonstack.io/v1beta1",
+      kind: "NodeInventory",
+      metadata: { name: "node-a" },
+      node: "node-a",
+      address: sim.addr,
+      publishedAt: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+      pools: sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
+      entries: sim.claims().map((c) => ({ name: c.claimRef || c.id, id: c.id, phase: "Running", template: c.key.template, ...(c.claimRef ? { claimRef: c.claimRef } : {}) })),
+    },
+  ]);
 }
 
 function spawn(bin: string, args: string[], env: Record<string, string>): { proc: Subprocess; stderr: () => string } {
@@ -107,12 +129,20 @@ beforeAll(async () => {
   for (const f of readdirSync(join(root, "manifests", "crds")).filter((f) => f.includes("agents.x-k8s.io"))) {
     await cluster.apply(readFileSync(join(root, "manifests", "crds", f), "utf8"));
   }
+  // A simulated sandboxd node (development substrate) with an envd stand-in behind its ports relay.
+  sim = await startSandboxdSim({ rootToken: "root-token", pools: [`${TEMPLATE}/none/small=2`] });
+  guest = await startTestGuest();
+  sim.attachGuest("*", 49983, guest.port);
   const ca = await createCA("chart-runtime-ca");
   servingCaPem = ca.certPem;
   const serving = await issueCertificate({ ca, cn: `sandbox-apiserver.${NAMESPACE}.svc`, dnsNames: [`sandbox-apiserver.${NAMESPACE}.svc`, "localhost"], ips: ["127.0.0.1"], usages: "server" });
   const values = merge(
     E2B,
-    at("apiserver", { securePort, sandboxdToken: { secretName: "sandboxd-token" }, e2b: { port: e2bPort, envdSecret: { value: "envd-key", secretName: "" } } }),
+    at("apiserver", {
+      securePort,
+      sandboxdToken: { secretName: "sandboxd-token" },
+      e2b: { port: e2bPort, envdSecret: { value: "envd-key", secretName: "" }, templateAliases: `base ${TEMPLATE}\n` },
+    }),
     at("envdProxy.port", proxyPort),
     at("certManager", { enabled: false, caBundle: Buffer.from(ca.certPem).toString("base64") }),
   );
@@ -120,17 +150,8 @@ beforeAll(async () => {
   const install = await helm(["install", "sandbox-operator", chartDir, "--namespace", NAMESPACE, "--kubeconfig", cluster.kubeconfig()], values);
   if (install.code !== 0) throw new Error(`helm install failed:\n${install.stderr}`);
   objects = await render(values);
-  await cluster.apply([
-    ...POOL_FIXTURES,
-    {
-      apiVersion: "sandbox.cocoonstack.io/v1beta1",
-      kind: "NodeInventory",
-      metadata: { name: "node-a" },
-      node: "node-a",
-      publishedAt: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
-      pools: [{ template: "python:3.12", warm: 2, target: 2 }],
-    },
-  ]);
+  await cluster.apply(POOL_FIXTURES);
+  await publishNode();
   const secrets = mountFiles(serving);
   const api = localize(objects, "sandbox-apiserver", secrets);
   apiProcess = spawn("sandbox-apiserver", api.args, { ...api.env, KUBECONFIG: await serviceAccountKubeconfig("sandbox-apiserver") });
@@ -140,6 +161,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const c of children) c.kill("SIGKILL");
+  await sim?.stop();
+  await guest?.stop();
   await cluster?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
@@ -183,6 +206,48 @@ describe("the chart's Deployments as real processes under the chart's ServiceAcc
     // A key that is not in the mounted key file is refused.
     await expect(Sandbox.list({ ...opts, apiKey: "not-a-key" }).nextItems()).rejects.toThrow();
   }, 60_000);
+
+  test("an SDK sandbox created through the e2b surface is reached through the proxy: both mount the same envd secret", async () => {
+    const sbx = await Sandbox.create("base", {
+      apiKey: "test-key",
+      apiUrl: `http://127.0.0.1:${e2bPort}`,
+      domain: "sandbox.example.com",
+      sandboxUrl: `http://127.0.0.1:${proxyPort}`, // header routing (E2B_SANDBOX_URL); DNS *.domain in a cluster
+      requestTimeoutMs: 10_000,
+    });
+    try {
+      const claim = sim.claims().find((c) => c.claimRef?.startsWith("team/"));
+      expect(claim?.key.template).toBe(TEMPLATE); // the alias from the rendered ConfigMap, the key's namespace
+      await publishNode();
+      // The access token the apiserver derived from its secret file verifies at the proxy against its own mount.
+      await until("a file written through the proxy", async () => (await sbx.files.write("/tmp/chart.txt", "through the proxy")) && true, proxyProcess);
+      expect(await sbx.files.read("/tmp/chart.txt")).toBe("through the proxy");
+      expect(guest.requests.some((r) => r.path.startsWith("/files"))).toBe(true);
+
+      // The control: a proxy with another envd secret refuses the same sandbox's token.
+      const [otherPort] = freePorts(1) as [number];
+      const otherSecret = join(dir, "other-envd-secret");
+      writeFileSync(otherSecret, "another-key", { mode: 0o600 });
+      const local = localize(objects, "sandbox-envd-proxy", mountFiles({ certPem: "", keyPem: "" }));
+      const args = local.args.map((a) =>
+        a.startsWith("--e2b-envd-secret-file=") ? `--e2b-envd-secret-file=${otherSecret}` : a.startsWith("--bind-address=") ? `--bind-address=:${otherPort}` : a,
+      );
+      const other = spawn("sandbox-envd-proxy", args, { ...local.env, KUBECONFIG: join(dir, "sandbox-envd-proxy.kubeconfig") });
+      await until("the second proxy", async () => (await fetch(`http://127.0.0.1:${otherPort}/healthz`)).status === 204 || undefined, other);
+      const viaOther = await Sandbox.connect(sbx.sandboxId, {
+        apiKey: "test-key",
+        apiUrl: `http://127.0.0.1:${e2bPort}`,
+        domain: "sandbox.example.com",
+        sandboxUrl: `http://127.0.0.1:${otherPort}`,
+        requestTimeoutMs: 10_000,
+      });
+      const refused = await viaOther.files.read("/tmp/chart.txt").then(() => undefined, (e: Error) => e);
+      expect(`${refused?.name}: ${refused?.message}`).toBe("AuthenticationError: invalid sandbox access token");
+      other.proc.kill("SIGKILL");
+    } finally {
+      await sbx.kill().catch(() => undefined);
+    }
+  }, 90_000);
 
   test("sandbox-envd-proxy answers /healthz on the rendered port", async () => {
     const status = await until("envd proxy /healthz", async () => {
