@@ -6,7 +6,7 @@
 import type { V1Pod, V1PodList } from "@kubernetes/client-node";
 import { Hono, type Context } from "hono";
 import { containerLogsQueryError, streamQueryError } from "./query.ts";
-import { badRequest, notImplemented } from "./unsupported.ts";
+import { badRequest, notImplemented, streamNotImplemented } from "./unsupported.ts";
 
 export interface KubeletApiDeps {
   /** The pod cache: every Pod bound to this node, as the informer holds them. */
@@ -36,7 +36,7 @@ const resourceMetrics = () => new Response("", { status: 200, headers: { "Conten
 
 function streamRoute(c: Context): Response {
   const problem = streamQueryError(new URL(c.req.url).searchParams);
-  return problem ? badRequest(problem) : notImplemented(501);
+  return problem ? badRequest(problem) : streamNotImplemented();
 }
 
 function routes(deps: KubeletApiDeps): Route[] {
@@ -53,7 +53,7 @@ function routes(deps: KubeletApiDeps): Route[] {
     },
     { path: "/exec/:namespace/:pod/:container", methods: ["GET", "POST"], handle: streamRoute },
     { path: "/attach/:namespace/:pod/:container", methods: ["GET", "POST"], handle: streamRoute },
-    { path: "/portForward/:namespace/:pod", methods: ["GET", "POST"], handle: () => notImplemented(501) },
+    { path: "/portForward/:namespace/:pod", methods: ["GET", "POST"], handle: () => streamNotImplemented() },
     { path: "/stats/summary", methods: ["GET"], handle: summary },
     { path: "/stats/summary/", methods: ["GET"], handle: summary },
     { path: "/metrics/resource", methods: ["GET"], handle: resourceMetrics },

@@ -50,15 +50,21 @@ export function containerLogsQueryError(q: URLSearchParams): string | undefined 
 }
 
 /**
- * The remote-command stream options of /exec and /attach. The apiserver forwards them as "1"; "true" is accepted
- * too, the way kubectl users type them.
+ * The remote-command stream options of /exec and /attach. The kube-apiserver forwards a `kubectl exec` to the
+ * kubelet with the kubelet's own names (`input`, `output`, `error`, `tty`, each "1"); a client that calls the kubelet
+ * API directly may use the Pod API's names (`stdin`, `stdout`, `stderr`), and "true" as typed by hand. Either
+ * spelling turns a stream on.
  */
 export function streamQueryError(q: URLSearchParams): string | undefined {
-  const on = (n: string) => {
-    const v = q.get(n);
-    return v === "1" || v === "true";
-  };
-  const [stdin, stdout, stderr, tty] = [on("stdin"), on("stdout"), on("stderr"), on("tty")];
+  const on = (...names: string[]) =>
+    names.some((n) => {
+      const v = q.get(n);
+      return v === "1" || v === "true";
+    });
+  const stdin = on("input", "stdin");
+  const stdout = on("output", "stdout");
+  const stderr = on("error", "stderr");
+  const tty = on("tty");
   if (!stdin && !stdout && !stderr) return "you must specify at least 1 of stdin, stdout, stderr";
   if (tty && stderr) return "stderr cannot be used with tty";
   return undefined;

@@ -71,6 +71,11 @@ describe("full stack", () => {
     const logs = await kubectl("logs", "hello-sandbox");
     expect(logs.code).not.toBe(0);
     expect(logs.err).toContain("not implemented"); // the kubelet API's 501, not a DNS error for the node name
+    // kubectl exec goes through the kube-apiserver, which renames the streams (stdin -> input, ...) on its way to the
+    // kubelet API: the answer must still be the documented 501, not a 400 about missing streams.
+    const exec = await kubectl("exec", "hello-sandbox", "--", "echo", "hi");
+    expect(exec.code).not.toBe(0);
+    expect(exec.err).toContain("not implemented");
     expect((await kubectl("delete", "-f", POD, "--wait=false")).code).toBe(0);
   }, 90_000);
 

@@ -89,6 +89,16 @@ describe("kubelet API routes", () => {
     }
   });
 
+  test("exec and attach: the stream names the kube-apiserver forwards (input/output/error) are read, so a proxied kubectl exec gets the 501", async () => {
+    for (const verb of ["exec", "attach"]) {
+      const r = await get(`/${verb}/ns/p/c?command=sh&input=1&output=1&tty=1`, { method: "POST" });
+      expect(r.status).toBe(501);
+      // A Status body: the kube-apiserver's stream client hands its message to kubectl.
+      expect(await r.json()).toMatchObject({ kind: "Status", status: "Failure", reason: "NotImplemented", code: 501, message: NOT_IMPLEMENTED });
+      expect((await get(`/${verb}/ns/p/c?command=sh&output=1&error=1&tty=1`)).status).toBe(400);
+    }
+  });
+
   test("port-forward is 501 with the not-implemented text", async () => {
     const r = await get("/portForward/ns/p", { method: "POST" });
     expect(r.status).toBe(501);
