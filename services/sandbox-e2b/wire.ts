@@ -21,9 +21,17 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
   checkE2bMeshConfig(config);
   const rootToken = resolveRootToken(config.sandboxdToken, config.sandboxdTokenFile);
   const fleet = new MeshFleet({ seeds: config.sandboxdSeeds, token: rootToken, pollMs: config.inventoryPoll, log: log.child({ component: "fleet" }) });
-  // The in-process relay shares the fleet view; a kill through the surface drops its cached owner at once.
+  // The in-process relay shares the fleet view; a claim through the surface tells it the owner at once, and a kill
+  // drops it at once.
   let relay: EnvdRelay | undefined;
-  const e2b = loadE2bSurface({ options: config.e2b, fleet, rootToken, log, onReleased: (claimId) => relay?.dropOwner(claimId) });
+  const e2b = loadE2bSurface({
+    options: config.e2b,
+    fleet,
+    rootToken,
+    log,
+    onReleased: (claimId) => relay?.dropOwner(claimId),
+    onClaimed: (claimId, address, claimToken) => relay?.primeOwner(claimId, address, claimToken),
+  });
   if (config.envdProxy) {
     relay = new EnvdRelay({ domain: config.e2b.domain, fleet, envdSecret: e2b.envdSecret, rootToken, namespace: "", guestHttp2: config.envdProxy.guestHttp2, log: log.child({ component: "envd-proxy" }) });
   }

@@ -28,6 +28,8 @@ export interface LoadE2bOptions {
   log: Logger;
   /** Called after a kill (the in-process proxy drops its cached owner). */
   onReleased?: (claimId: string) => void;
+  /** Called after a claim is initialised (the in-process proxy learns its owner). */
+  onClaimed?: (claimId: string, address: string, claimToken: string) => void;
 }
 
 export interface LoadedE2b {
@@ -60,7 +62,12 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
       envdSecret,
       rootToken: o.rootToken,
     },
-    { fleet: o.fleet, log: o.log.child({ component: "e2b" }), ...(o.onReleased ? { onReleased: o.onReleased } : {}) },
+    {
+      fleet: o.fleet,
+      log: o.log.child({ component: "e2b" }),
+      ...(o.onReleased ? { onReleased: o.onReleased } : {}),
+      ...(o.onClaimed ? { onClaimed: o.onClaimed } : {}),
+    },
   );
   const app = createE2bApp({ surface, keys, defaultNamespace: opts.namespace, log: o.log.child({ component: "e2b" }) });
   return {

@@ -54,6 +54,8 @@ export interface E2bDeps {
   log: Logger;
   /** Called after a kill released a sandbox (the in-process proxy drops its cached owner at once). */
   onReleased?: (claimId: string) => void;
+  /** Called when a sandbox was claimed and initialised (the in-process proxy learns its owner at once). */
+  onClaimed?: (claimId: string, address: string, claimToken: string) => void;
   now?: () => number;
 }
 
@@ -252,6 +254,7 @@ export class E2bSurface {
       this.nodes.forget(ns, reply.id);
       throw new E2bError(500, "failed to start the sandbox");
     }
+    this.deps.onClaimed?.(reply.id, address, reply.token);
     return this.sandboxReply({ claimId: reply.id, nodeName, template: placed.template, claimToken: reply.token });
   }
 
@@ -449,6 +452,7 @@ export class E2bSurface {
       const address = results[k] as string;
       const nodeName = this.nodes.nodeNameFor(address);
       this.nodes.remember(ns, child.id, address, nodeName);
+      this.deps.onClaimed?.(child.id, address, child.token);
       return this.sandboxReply({ claimId: child.id, nodeName, template: row.key.template, claimToken: child.token });
     });
   }

@@ -117,13 +117,18 @@ export class OwnerResolver {
     return c;
   }
 
+  /** Cache an owner learnt elsewhere (the in-process e2b surface right after a claim): no node read needed. */
+  prime(claimId: string, address: string, claimToken: string): void {
+    this.cache.set(this.ownerOf(claimId, address, claimToken));
+  }
+
   private ownerOf(claimId: string, address: string, claimToken: string): Owner {
     return { claimId, address, claimToken, accessToken: deriveAccessToken(this.o.envdSecret, claimToken) };
   }
 
   /**
    * Resolve `requestedId`. With `presentedToken` the token is verified (401 material on mismatch); without it
-   * (a signed file URL) the owner is only located, and a probe hit is used but never cached.
+   * (a signed file URL) the owner is only located, from the cache or the fleet view, never by a probe.
    */
   async resolve(requestedId: string, presentedToken: string | undefined): Promise<Resolution> {
     const claimId = claimIdOf(requestedId);
@@ -150,12 +155,13 @@ export class OwnerResolver {
       }
     }
 
-    // Not published yet (or outside --namespace): probe, under the replica-wide budget.
+    // Not published yet (or outside --namespace): probe, under the replica-wide budget. An unpublished id is never
+    // confirmed to a caller without a valid token, so a signed file URL (no token to check) does not probe at all.
+    if (presentedToken === undefined) return { kind: "unavailable", reason: "unknown" };
     if (!this.bucket.take()) return { kind: "unavailable", reason: "probe-budget" };
     const found = await this.probe(claimId, nodes.filter((n) => n.address).map((n) => n.address));
     if (!found) return { kind: "unavailable", reason: "unknown" };
-    // An unpublished id is never confirmed to a caller without a valid token: a mismatch reads as "unknown".
-    if (presentedToken === undefined) return { kind: "ok", owner: found, source: "probe" };
+    // A mismatch on this path reads as "unknown", exactly like an id nobody holds.
     if (!safeEqual(presentedToken, found.accessToken)) return { kind: "unavailable", reason: "unknown" };
     this.cache.set(found);
     return { kind: "ok", owner: found, source: "probe" };

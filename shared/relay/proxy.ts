@@ -35,6 +35,11 @@ export class EnvdRelay {
     this.owners = new OwnerResolver({ fleet: o.fleet, envdSecret: o.envdSecret, rootToken: o.rootToken, namespace: o.namespace, log: o.log });
   }
 
+  /** Know a sandbox's owner at once (a claim through the in-process e2b surface): its first request needs no read. */
+  primeOwner(claimId: string, address: string, claimToken: string): void {
+    this.owners.prime(claimId, address, claimToken);
+  }
+
   /** Forget a sandbox's owner at once (a kill through the in-process e2b surface). */
   dropOwner(claimId: string): void {
     this.owners.cache.drop(claimId);

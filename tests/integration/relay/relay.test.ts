@@ -6,6 +6,7 @@ import { Sandbox } from "e2b";
 import { DOMAIN, ROOT, SECRET, eventually, sdkOpts, startStack, type Stack } from "../e2b/harness.ts";
 import { deriveAccessToken } from "../../../shared/e2b/tokens.ts";
 import { fileSignature } from "../../../shared/sandboxd/urls.ts";
+import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
 
 let s: Stack;
 beforeAll(async () => {
@@ -139,20 +140,39 @@ describe("routing and admission", () => {
     expect(text).not.toContain("deadbeef");
   });
 
-  test("23 + 24: an unpublished sandbox is found by the probe; a second request within 60 s makes no probe; a wrong token on the probe path => 502, nothing cached", async () => {
-    const sbx = await create();
-    // Wrong token first: probe finds it, admission refused, reads as unknown.
-    const wrong = await call("/echo", { host: hostFor(sbx.sandboxId), headers: { "x-access-token": "1".repeat(64) } });
-    expect(wrong.status).toBe(502);
+  test("23 + 24: a sandbox another replica claimed (unpublished here) is found by the probe; a second request within 60 s makes no probe; a wrong token on the probe path => 502, nothing cached", async () => {
+    const direct = await new SandboxdClient({ baseUrl: node().url, token: ROOT }).claim({ template: "img:1", claim_ref: "team-a/elsewhere" });
+    const id = direct.id.replace("sb_", "sb-");
+    const token = deriveAccessToken(SECRET, direct.token);
+    // Wrong token first: the probe finds it, admission is refused, and it reads as unknown.
+    const wrong = await call("/echo", { host: hostFor(id), headers: { "x-access-token": "1".repeat(64) } });
+    expect(await wrong.json()).toEqual({ code: 502, message: "sandbox unavailable" });
     const gets = () => node().requests.filter((e) => e.route === "get").length;
     const g0 = gets();
-    const ok = await call("/echo", { host: hostFor(sbx.sandboxId), headers: { "x-access-token": tokenOf(sbx) } });
+    const ok = await call("/echo", { host: hostFor(id), headers: { "x-access-token": token } });
     expect(ok.status).toBe(200);
     const g1 = gets();
     expect(g1).toBeGreaterThan(g0);
-    const again = await call("/echo", { host: hostFor(sbx.sandboxId), headers: { "x-access-token": tokenOf(sbx) } });
+    const again = await call("/echo", { host: hostFor(id), headers: { "x-access-token": token } });
     expect(again.status).toBe(200);
     expect(gets()).toBe(g1);
+    // A signed file URL never probes: an unpublished id stays unconfirmed without a token.
+    const other = await new SandboxdClient({ baseUrl: node().url, token: ROOT }).claim({ template: "img:1", claim_ref: "team-a/elsewhere-2" });
+    const g2 = gets();
+    const signed = await call("/files?path=/x&signature=v1_abc", { host: hostFor(other.id.replace("sb_", "sb-")) });
+    expect(await signed.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+    expect(gets()).toBe(g2);
+    await new SandboxdClient({ baseUrl: node().url, token: ROOT }).release(direct.id);
+    await new SandboxdClient({ baseUrl: node().url, token: ROOT }).release(other.id);
+  });
+
+  test("in-process: a create through the surface tells the relay its owner, so the first request reads nothing from the node", async () => {
+    const gets = () => node().requests.filter((e) => e.route === "get").length;
+    const sbx = await create();
+    const g0 = gets();
+    const r = await call("/health", { host: hostFor(sbx.sandboxId), headers: { "x-access-token": tokenOf(sbx) } });
+    expect(r.status).toBe(204);
+    expect(gets()).toBe(g0);
     await sbx.kill();
   });
 });
@@ -229,12 +249,12 @@ describe("lifecycle through the relay", () => {
     const s2 = await startStack({ proxy: true, nodes: 2 });
     try {
       const [n0] = s2.cluster.nodes;
-      const sbx = await Sandbox.create("base", sdkOpts(s2));
-      const owner = s2.cluster.nodes.find((n) => n.claims().some((c) => c.id === claimId(sbx)))!;
-      // The owner stops answering polls (info fails) but its relay still works: only the view goes stale.
-      owner.fail("info", 500, { error: "down" }, Infinity);
+      // Claimed by another replica, so this process never learnt its owner; its node then stops answering polls
+      // (info fails) while its relay still works: only the fleet view goes stale.
+      const direct = await new SandboxdClient({ baseUrl: n0!.url, token: ROOT }).claim({ template: "img:1", claim_ref: "team-a/stale" });
+      n0!.fail("info", 500, { error: "down" }, Infinity);
       await Bun.sleep(1_000);
-      const r = await fetch(`${s2.proxyUrl}/health`, { headers: { host: hostFor(sbx.sandboxId), "x-access-token": tokenOf(sbx) } });
+      const r = await fetch(`${s2.proxyUrl}/health`, { headers: { host: hostFor(direct.id.replace("sb_", "sb-")), "x-access-token": deriveAccessToken(SECRET, direct.token) } });
       expect(await r.json()).toEqual({ code: 502, message: "sandbox unavailable" });
       void n0;
     } finally {
