@@ -5,7 +5,7 @@
 //
 //   bun run bench                  everything
 //   bun run bench -- claims        only benches whose group name contains "claims" (groups: claims, idle, latency,
-//                                  throughput, e2b, stack); the other groups' figures are kept from the previous results
+//                                  throughput, e2b, stack, apiserver); the other groups' figures are kept from the previous results
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,7 @@ import { startE2eCluster } from "../e2e/vk-sandbox/cluster.ts";
 import { daemonCommand } from "../e2e/vk-sandbox/daemon.ts";
 import { startStack } from "../e2e/vk-sandbox/stack.ts";
 import { runClaimsTableBench } from "./claims-table.bench.ts";
+import { apiserverFigures } from "./sandbox-apiserver.bench.ts";
 import { e2bRelayFigures } from "./e2b-relay.bench.ts";
 import { stackFigures } from "./stack.bench.ts";
 import { idleFigures } from "./vk-sandbox-idle.bench.ts";
@@ -65,6 +66,8 @@ if (wanted("idle") || wanted("latency") || wanted("throughput")) {
 
 if (wanted("e2b")) for (const f of await e2bRelayFigures()) figures.push({ ...f, group: "e2b" });
 if (wanted("stack")) for (const f of await stackFigures()) figures.push({ ...f, group: "stack" });
+
+if (wanted("apiserver")) for (const f of await apiserverFigures()) figures.push({ ...f, group: "apiserver" });
 
 // A filtered run replaces only its own groups: figures of groups it did not run stay as the last full run left them.
 const resultsPath = join(dir, "results.json");

@@ -28,13 +28,39 @@ export class SandboxReader {
     readonly clients: NodeClients,
   ) {}
 
+  /**
+   * Every node's sandboxes, rendered once per inventory version and grouped by namespace. The fleet source keeps
+   * the same record object while a node's resourceVersion is unchanged, so lists and every watcher's 1 s poll reuse
+   * the rendering instead of synthesizing the whole fleet each time. Rendered objects are shared: never mutate one.
+   */
+  private readonly rendered = new WeakMap<InventoryRecord, Map<string, Sandbox[]>>();
+
+  private byNamespace(rec: InventoryRecord): Map<string, Sandbox[]> {
+    let m = this.rendered.get(rec);
+    if (!m) {
+      m = new Map();
+      for (const e of rec.inventory.entries ?? []) {
+        const s = sandboxFromEntry(e, rec.name);
+        const ns = s.metadata.namespace!;
+        const list = m.get(ns);
+        if (list) list.push(s);
+        else m.set(ns, [s]);
+      }
+      this.rendered.set(rec, m);
+    }
+    return m;
+  }
+
   /** Every sandbox of every fresh node in `namespace` (all when undefined), sorted by namespace then name. */
   list(namespace?: string, nodes: readonly InventoryRecord[] = this.fleet.fresh()): Sandbox[] {
     const out: Sandbox[] = [];
     for (const rec of nodes) {
-      for (const e of rec.inventory.entries ?? []) {
-        if (namespace !== undefined && splitEntryName(e.name).namespace !== namespace) continue;
-        out.push(sandboxFromEntry(e, rec.name));
+      const m = this.byNamespace(rec);
+      if (namespace !== undefined) {
+        const l = m.get(namespace);
+        if (l) for (const s of l) out.push(s);
+      } else {
+        for (const l of m.values()) for (const s of l) out.push(s);
       }
     }
     return out.sort(byNamespaceThenName);
@@ -118,7 +144,10 @@ function findIn(rec: InventoryRecord, namespace: string, name: string): Resolved
 }
 
 export function byNamespaceThenName(a: Sandbox, b: Sandbox): number {
-  const ka = `${a.metadata.namespace}\u0000${a.metadata.name}`;
-  const kb = `${b.metadata.namespace}\u0000${b.metadata.name}`;
-  return ka < kb ? -1 : ka > kb ? 1 : 0;
+  const na = a.metadata.namespace!;
+  const nb = b.metadata.namespace!;
+  if (na !== nb) return na < nb ? -1 : 1;
+  const ma = a.metadata.name!;
+  const mb = b.metadata.name!;
+  return ma < mb ? -1 : ma > mb ? 1 : 0;
 }
