@@ -98,7 +98,8 @@ export function sandboxFromEntry(entry: InventoryEntry, node: string): Sandbox {
   const annotations: Record<string, string> = {};
   if (entry.id) annotations[ANN_CLAIM_ID] = entry.id;
   const deadlineMs = wireMs(entry.deadline);
-  if (deadlineMs !== undefined) annotations[ANN_DEADLINE] = rfc3339Seconds(deadlineMs);
+  const deadline = deadlineMs === undefined ? "" : rfc3339Seconds(deadlineMs);
+  if (deadline) annotations[ANN_DEADLINE] = deadline;
   if (entry.claimMetadata) annotations[ANN_METADATA] = entry.claimMetadata;
   if (entry.cpuCount && entry.cpuCount > 0) annotations[ANN_CPU_COUNT] = String(entry.cpuCount);
   if (entry.memoryBytes && entry.memoryBytes > 0) annotations[ANN_MEMORY_BYTES] = String(entry.memoryBytes);
@@ -107,7 +108,7 @@ export function sandboxFromEntry(entry: InventoryEntry, node: string): Sandbox {
   const metadata: ObjectMeta = {
     name,
     namespace,
-    resourceVersion: resourceVersionOf(entry, namespace, name, deadlineMs, claimedMs),
+    resourceVersion: resourceVersionOf(entry, namespace, name, deadline, claimedMs),
     ...(claimedMs === undefined ? {} : { creationTimestamp: rfc3339Seconds(claimedMs) }),
     labels,
     ...(Object.keys(annotations).length ? { annotations } : {}),
@@ -133,7 +134,7 @@ export function sandboxFromEntry(entry: InventoryEntry, node: string): Sandbox {
   };
 }
 
-function resourceVersionOf(e: InventoryEntry, ns: string, name: string, deadlineMs: number | undefined, claimedMs: number | undefined): string {
+function resourceVersionOf(e: InventoryEntry, ns: string, name: string, deadline: string, claimedMs: number | undefined): string {
   const parts = [
     `${ns}/${name}`,
     e.id ?? "",
@@ -141,22 +142,21 @@ function resourceVersionOf(e: InventoryEntry, ns: string, name: string, deadline
     e.claimRef ?? "",
     e.addr ?? "",
     e.template ?? "",
-    deadlineMs === undefined ? "" : rfc3339Seconds(deadlineMs),
+    deadline,
     claimedMs === undefined ? "" : String(Math.floor(claimedMs / 1000)),
   ];
   return fnv1a64(parts.join("|"));
 }
 
-const encoder = new TextEncoder();
-
 /**
- * FNV-1a 64-bit of the UTF-8 bytes, as a decimal string. Four 16-bit limbs instead of BigInt arithmetic per byte:
- * a list renders every entry of the fleet, so this runs tens of thousands of times per request.
+ * FNV-1a 64-bit of the UTF-8 bytes, as a decimal string. Four 16-bit limbs instead of BigInt arithmetic per byte,
+ * and UTF-8 encoded on the fly from the UTF-16 code units: a node's sandboxes are rendered whenever its inventory
+ * changes, so this runs for every entry of the fleet.
  */
 export function fnv1a64(s: string): string {
   // offset basis 0xcbf29ce484222325
   let h0 = 0x2325, h1 = 0x8422, h2 = 0x9ce4, h3 = 0xcbf2;
-  for (const b of encoder.encode(s)) {
+  const mix = (b: number) => {
     h0 ^= b;
     // × prime 0x100000001b3 = ×0x1b3 + ×2^40 (mod 2^64)
     const v0 = h0 * 0x1b3;
@@ -167,6 +167,51 @@ export function fnv1a64(s: string): string {
     h1 = v1 & 0xffff;
     h2 = v2 & 0xffff;
     h3 = v3 & 0xffff;
+  };
+  for (let i = 0; i < s.length; i++) {
+    let c = s.charCodeAt(i);
+    if (c < 0x80) {
+      mix(c);
+      continue;
+    }
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const lo = s.charCodeAt(i + 1);
+      if (lo >= 0xdc00 && lo <= 0xdfff) {
+        c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+        i++;
+      }
+    }
+    if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd; // a lone surrogate encodes as U+FFFD, as TextEncoder does
+    if (c < 0x800) {
+      mix(0xc0 | (c >> 6));
+      mix(0x80 | (c & 0x3f));
+    } else if (c < 0x10000) {
+      mix(0xe0 | (c >> 12));
+      mix(0x80 | ((c >> 6) & 0x3f));
+      mix(0x80 | (c & 0x3f));
+    } else {
+      mix(0xf0 | (c >> 18));
+      mix(0x80 | ((c >> 12) & 0x3f));
+      mix(0x80 | ((c >> 6) & 0x3f));
+      mix(0x80 | (c & 0x3f));
+    }
   }
-  return ((BigInt(h3) << 48n) | (BigInt(h2) << 32n) | (BigInt(h1) << 16n) | BigInt(h0)).toString();
+  return decimal64([h3, h2, h1, h0]);
+}
+
+/** The decimal digits of a 64-bit value given as four 16-bit limbs, most significant first (no BigInt). */
+function decimal64(limbs: number[]): string {
+  let out = "";
+  while (limbs.some((l) => l !== 0)) {
+    // Long division of the limbs by 10,000: four decimal digits per pass.
+    let r = 0;
+    for (let i = 0; i < limbs.length; i++) {
+      const cur = r * 0x10000 + limbs[i]!;
+      limbs[i] = Math.floor(cur / 10000);
+      r = cur % 10000;
+    }
+    const chunk = String(r);
+    out = (limbs.some((l) => l !== 0) ? "0000".slice(chunk.length) + chunk : chunk) + out;
+  }
+  return out || "0";
 }

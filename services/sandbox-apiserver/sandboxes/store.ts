@@ -51,8 +51,22 @@ export class SandboxReader {
     return m;
   }
 
-  /** Every sandbox of every fresh node in `namespace` (all when undefined), sorted by namespace then name. */
-  list(namespace?: string, nodes: readonly InventoryRecord[] = this.fleet.fresh()): Sandbox[] {
+  /** The last list's inputs and result: an unchanged fleet answers the next list without sorting 50,000 again. */
+  private lastList: { nodes: readonly InventoryRecord[]; namespace: string | undefined; result: Sandbox[] } | undefined;
+
+  /**
+   * Every sandbox of every fresh node in `namespace` (all when undefined), sorted by namespace then name. The
+   * result may be shared with the next caller: never mutate it.
+   */
+  list(namespace?: string, nodes: readonly InventoryRecord[] = this.fleet.fresh()): readonly Sandbox[] {
+    const last = this.lastList;
+    if (last && last.namespace === namespace && last.nodes.length === nodes.length && last.nodes.every((r, i) => r === nodes[i])) return last.result;
+    const result = this.sortedList(namespace, nodes);
+    this.lastList = { nodes, namespace, result };
+    return result;
+  }
+
+  private sortedList(namespace: string | undefined, nodes: readonly InventoryRecord[]): Sandbox[] {
     const out: Sandbox[] = [];
     for (const rec of nodes) {
       const m = this.byNamespace(rec);

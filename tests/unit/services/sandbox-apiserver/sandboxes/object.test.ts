@@ -12,7 +12,7 @@ function fnvReference(s: string): string {
 
 describe("the read-path object", () => {
   test("FNV-1a 64 equals the BigInt reference on ASCII, UTF-8 and long inputs", () => {
-    for (const s of ["", "a", "default/x|sb_1|Running||10.0.0.5:7777|img|2026-01-01T00:00:00Z|1767225600", "ünïcødé ✓", "x".repeat(5000)]) {
+    for (const s of ["", "a", "default/x|sb_1|Running||10.0.0.5:7777|img|2026-01-01T00:00:00Z|1767225600", "ünïcødé ✓ 日本 😀", "lone \ud800 surrogate", "x".repeat(5000)]) {
       expect(fnv1a64(s)).toBe(fnvReference(s));
     }
     expect(fnv1a64("a")).toBe("12638187200555641996"); // published FNV-1a 64 test vector for "a" (0xaf63dc4c8601ec8c)
