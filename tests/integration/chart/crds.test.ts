@@ -1,37 +1,40 @@
-// One source for every CRD: chart/crds links manifests/crds (no copy that can drift), helm installs exactly that
-// file, and the real kube-apiserver accepts the CRDs and the objects the project writes into them.
+// One source for every CRD: manifests/crds links the chart's NodeInventory CRD (no copy that can drift), helm installs
+// exactly that file, the README's kubectl steps apply them through the link, and the real kube-apiserver accepts the
+// CRDs and the objects the project writes into them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parse } from "yaml";
 import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
+import { kubectl } from "#tests/kube/kubectl.ts";
 import { chartDir, helm, parseObjects, render, root } from "./helm.ts";
 
 const manifestsCrds = join(root, "manifests", "crds");
 const chartCrds = join(chartDir, "crds");
 
 describe("chart/crds and manifests/crds", () => {
-  test("every file in chart/crds is a link into manifests/crds, byte-identical to its target", () => {
-    const files = readdirSync(chartCrds);
-    expect(files).toEqual(["nodeinventories.sandbox.cocoonstack.io.yaml"]);
-    for (const f of files) {
-      const path = join(chartCrds, f);
-      expect(lstatSync(path).isSymbolicLink()).toBe(true);
-      expect(resolve(chartCrds, readlinkSync(path))).toBe(join(manifestsCrds, f));
-      expect(realpathSync(path)).toBe(realpathSync(join(manifestsCrds, f)));
-      expect(readFileSync(path)).toEqual(readFileSync(join(manifestsCrds, f)));
+  test("chart/crds holds the NodeInventory CRD; manifests/crds links it, byte-identical", () => {
+    expect(readdirSync(chartCrds)).toEqual(["nodeinventories.sandbox.cocoonstack.io.yaml"]);
+    for (const f of readdirSync(chartCrds)) {
+      const link = join(manifestsCrds, f);
+      expect(lstatSync(link).isSymbolicLink()).toBe(true);
+      expect(resolve(manifestsCrds, readlinkSync(link))).toBe(join(chartCrds, f));
+      expect(lstatSync(join(chartCrds, f)).isFile()).toBe(true); // helm reads it without a symlink warning
+      expect(readFileSync(link)).toEqual(readFileSync(join(chartCrds, f)));
     }
   });
 
   test("helm --include-crds renders the manifests file's object, and no upstream CRD (seed 003)", async () => {
     const crds = (await render()).filter((o) => o.kind === "CustomResourceDefinition");
     expect(crds).toEqual([parse(readFileSync(join(manifestsCrds, "nodeinventories.sandbox.cocoonstack.io.yaml"), "utf8"))]);
+    const r = await helm(["template", "r", chartDir]);
+    expect(r.stderr).toBe(""); // no "found symbolic link" line: the chart holds real files
   });
 });
 
 describe("the packaged chart", () => {
-  test("helm package stores the linked CRD's content, and the package renders the same objects", async () => {
+  test("helm package carries the CRD file, and the package renders the same objects", async () => {
     const out = mkdtempSync(join(tmpdir(), "chart-package-"));
     try {
       const pkg = await helm(["package", chartDir, "--destination", out]);
@@ -53,12 +56,31 @@ describe("the packaged chart", () => {
 
 describe("the CRDs on a real kube-apiserver", () => {
   let cluster: TestCluster;
+  const applied: string[] = [];
 
   beforeAll(async () => {
     cluster = await startKubeApiserver();
-    for (const f of readdirSync(manifestsCrds).sort()) await cluster.apply(readFileSync(join(manifestsCrds, f), "utf8"));
+    // The README's steps, with the real kubectl: the node install's RBAC and NodeInventory CRD (through the link),
+    // then the agent-sandbox CRDs the chart's README applies before the chart.
+    const kubeconfig = cluster.kubeconfig();
+    const node = await kubectl(["apply", "-f", join(root, "manifests/rbac.yaml"), "-f", join(root, "manifests/crds/nodeinventories.sandbox.cocoonstack.io.yaml")], { kubeconfig });
+    applied.push(node.stdout, node.stderr);
+    const pools = await kubectl(
+      ["apply", "-f", join(root, "manifests/crds/sandboxtemplates.extensions.agents.x-k8s.io.yaml"), "-f", join(root, "manifests/crds/sandboxwarmpools.extensions.agents.x-k8s.io.yaml")],
+      { kubeconfig },
+    );
+    applied.push(pools.stdout, pools.stderr);
+    await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/nodeinventories.sandbox.cocoonstack.io", "crd/sandboxtemplates.extensions.agents.x-k8s.io", "crd/sandboxwarmpools.extensions.agents.x-k8s.io"], { kubeconfig });
     await cluster.createNamespace("team");
   }, 120_000);
+
+  test("kubectl applies the README's manifests, the linked CRD included", () => {
+    const out = applied.join("\n");
+    expect(out).toContain("customresourcedefinition.apiextensions.k8s.io/nodeinventories.sandbox.cocoonstack.io created");
+    expect(out).toContain("customresourcedefinition.apiextensions.k8s.io/sandboxtemplates.extensions.agents.x-k8s.io created");
+    expect(out).toContain("customresourcedefinition.apiextensions.k8s.io/sandboxwarmpools.extensions.agents.x-k8s.io created");
+    expect(out).toContain("clusterrole.rbac.authorization.k8s.io/vk-sandbox created");
+  });
 
   afterAll(async () => {
     await cluster?.stop();
