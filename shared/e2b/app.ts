@@ -193,8 +193,14 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   unserved("POST", "/v2/templates/{templateID}/builds/{buildID}", notServed("template builds"));
   unserved("GET", "/templates/{templateID}/builds/{buildID}/status", notServed("template builds"));
   unserved("GET", "/templates/{templateID}/files/{hash}", notServed("template build uploads"));
-  route(createRoute({ method: "get", path: "/templates/{templateID}", request: { params: S.TemplateParam }, responses: { ...errors } }), (c, ns) => surface.templateDetail(ns, c.req.param("templateID") ?? ""));
-  route(createRoute({ method: "patch", path: "/templates/{templateID}", request: { params: S.TemplateParam }, responses: { ...errors } }), (c, ns) => surface.templateDetail(ns, c.req.param("templateID") ?? ""));
+  route(createRoute({ method: "get", path: "/templates/{templateID}", request: { params: S.TemplateParam }, responses: { 200: json(S.TemplateWithBuilds, "A built template and its builds"), ...errors } }), (c, ns) =>
+    c.json(surface.templateDetail(ns, c.req.param("templateID") ?? "")),
+  );
+  route(createRoute({ method: "patch", path: "/templates/{templateID}", request: { params: S.TemplateParam, ...jsonBody(S.TemplateUpdate, false) }, responses: { 200: { description: "Accepted (every template here is public)" }, ...errors } }), async (c, ns) => {
+    await readJsonBody(c.req.raw, S.TemplateUpdate, false);
+    surface.templateDetail(ns, c.req.param("templateID") ?? "");
+    return c.body(null, 200);
+  });
   route(createRoute({ method: "delete", path: "/templates/{templateID}", request: { params: S.TemplateParam }, responses: { ...noContent("Deleted"), ...errors } }), async (c, ns) => {
     await surface.deleteTemplate(ns, c.req.param("templateID") ?? "");
     return c.body(null, 204);

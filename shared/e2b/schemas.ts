@@ -124,6 +124,32 @@ export const TemplateSchema = z
   })
   .openapi("Template");
 export type TemplateReply = z.infer<typeof TemplateSchema>;
+export const TemplateBuild = z
+  .object({
+    buildID: z.string(),
+    status: z.literal("ready"),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    finishedAt: z.string(),
+    cpuCount: z.number().int(),
+    memoryMB: z.number().int(),
+    envdVersion: z.string(),
+  })
+  .openapi("TemplateBuild");
+export const TemplateWithBuilds = z
+  .object({
+    templateID: z.string(),
+    public: z.boolean(),
+    aliases: z.array(z.string()),
+    names: z.array(z.string()),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    lastSpawnedAt: z.null(),
+    spawnCount: z.number().int(),
+    builds: z.array(TemplateBuild),
+  })
+  .openapi("TemplateWithBuilds");
+export const TemplateUpdate = z.object({ public: z.boolean().optional() }).openapi("TemplateUpdate");
 export const TemplateAliasResponse = z.object({ templateID: z.string(), public: z.boolean() }).openapi("TemplateAliasResponse");
 
 // Query strings (validated by the same helper as bodies).

@@ -1,15 +1,16 @@
 // The e2b surface's behaviour, one method per endpoint (docs/e2b.md), independent of HTTP: app.ts parses and
 // authenticates, then calls these with the caller's namespace. Every node call uses the fleet root token and the
 // raw claim id; every reply uses the public id.
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/types.ts";
 import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/fanout.ts";
 import { advertisesImage, claimCandidates, entriesOf, nodeByAddress } from "../fleet/view.ts";
-import { SandboxdClient } from "../sandboxd/client.ts";
+import { COLD_CLAIM_TIMEOUT_MS, SandboxdClient } from "../sandboxd/client.ts";
 import { isSandboxdError, provablyUndelivered } from "../sandboxd/errors.ts";
 import {
   CHECKPOINT_ID_RE,
+  SIZE_TIERS,
   parseWireTime,
   type Checkpoint,
   type ClaimReply,
@@ -18,7 +19,7 @@ import {
   type SandboxDetail,
 } from "../sandboxd/schemas.ts";
 import { E2bError, badRequest, fromNode, sandboxNotFound, templateNotFound } from "./errors.ts";
-import { ENVD_PORT, METRICS_MAX_BYTES, METRICS_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd } from "./envd.ts";
+import { ENVD_PORT, INIT_TIMEOUT_MS, METRICS_MAX_BYTES, METRICS_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd } from "./envd.ts";
 import type { AliasTarget } from "./files.ts";
 import { publicSandboxId, sameSandboxId } from "./ids.ts";
 import { matches, page, parseFilters, parsePaging } from "./list.ts";
@@ -208,6 +209,7 @@ export class E2bSurface {
     };
 
     let placed: { reply: ClaimReply; template: string } | undefined;
+    let builtTemplate = false;
     if (CHECKPOINT_ID_RE.test(templateID)) {
       placed = await this.claimFromSnapshot(ns, templateID, common);
     } else {
@@ -221,12 +223,17 @@ export class E2bSurface {
         ...(body.allow_internet_access === false ? { egress: false } : {}),
       };
       const reply = await this.place({ template: pool.image, net, size: pool.size }, req);
-      if (!reply) {
-        const known = this.settings.aliases.has(templateID) || advertisesImage(this.nodes.nodes(), pool.image);
-        if (!known) throw templateNotFound(templateID);
-        throw new E2bError(503, `no warm sandbox available for template "${templateID}"; retry as warm capacity refills`);
+      if (reply) placed = { reply, template: pool.image };
+      else {
+        // Only the no-capacity branch looks for a built template (pool images pay nothing for the lookup).
+        const knownPool = this.settings.aliases.has(templateID) || advertisesImage(this.nodes.nodes(), pool.image);
+        const built = knownPool ? undefined : await this.claimBuilt(ns, templateID, net, common, body.allow_internet_access);
+        if (built) {
+          placed = built;
+          builtTemplate = true;
+        } else if (!knownPool) throw templateNotFound(templateID);
+        else throw new E2bError(503, `no warm sandbox available for template "${templateID}"; retry as warm capacity refills`);
       }
-      placed = { reply, template: pool.image };
     }
 
     const { reply } = placed;
@@ -236,18 +243,22 @@ export class E2bSurface {
     this.deps.fleet.changed?.(address);
     const accessToken = deriveAccessToken(this.settings.envdSecret, reply.token);
     const relayEnv = reply.net_route === "relay" ? RELAY_PROXY_ENV : {};
-    const envVars = { ...relayEnv, ...(body.envVars ?? {}) };
+    const target = { address, claimId: reply.id, rootToken: this.settings.rootToken };
     try {
-      await initEnvd(
-        { address, claimId: reply.id, rootToken: this.settings.rootToken },
-        {
+      if (builtTemplate) {
+        // A built template keeps the user, workdir and env its build left: merge only when the caller sends envVars.
+        const envVars = body.envVars && Object.keys(body.envVars).length ? { ...(await readEnvdEnv(target)), ...body.envVars } : undefined;
+        await initEnvd(target, { accessToken, ...(envVars ? { envVars } : {}), timestamp: new Date(this.now()).toISOString() });
+      } else {
+        const envVars = { ...relayEnv, ...(body.envVars ?? {}) };
+        await initEnvd(target, {
           accessToken,
           ...(Object.keys(envVars).length ? { envVars } : {}),
           defaultUser: "user",
           defaultWorkdir: "/home/user",
           timestamp: new Date(this.now()).toISOString(),
-        },
-      );
+        });
+      }
     } catch (err) {
       this.log.warn({ err, sandbox: reply.id }, "envd /init failed after claim; releasing the sandbox");
       await this.nodes.client(address).release(reply.id).catch((e) => this.log.warn({ err: e, sandbox: reply.id }, "release after a failed /init failed"));
@@ -289,6 +300,51 @@ export class E2bSurface {
         throw claimFailure(err);
       }
     }
+    return undefined;
+  }
+
+  /** Nodes holding the namespace's built template `name` (promoted as `e2b/<ns>/<name>`), with its key there. */
+  private builtHolders(ns: string, name: string) {
+    const ref = `${BUILT_PREFIX}${ns}/${name}`;
+    return this.nodes.nodes().flatMap((node) => node.templates.filter((t) => t.template === ref && node.address).map((t) => ({ node, t })));
+  }
+
+  /**
+   * A create naming a built template of the namespace: claim its current key with `require_promoted` on the nodes
+   * that hold it (a node answering 404 no longer does and is skipped). Undefined when the name is no built template.
+   */
+  private async claimBuilt(
+    ns: string,
+    name: string,
+    net: "none" | "egress",
+    common: { ttl_seconds: number; claim_ref: string; metadata?: Record<string, string>; on_expire?: "archive" },
+    allowInternet: boolean | undefined,
+  ): Promise<{ reply: ClaimReply; template: string } | undefined> {
+    if (`${BUILT_PREFIX}${ns}/${name}`.length > NAME_BUDGET) return undefined;
+    const holders = this.builtHolders(ns, name);
+    if (holders.length === 0) return undefined;
+    let capacityMiss = false;
+    for (const { node, t } of holders) {
+      const req: ClaimRequest = {
+        template: t.template,
+        net,
+        size: t.size,
+        ...common,
+        require_promoted: true,
+        ...(allowInternet === false ? { egress: false } : {}),
+      };
+      try {
+        return { reply: await this.nodes.client(node.address).claim(req, { timeoutMs: COLD_CLAIM_TIMEOUT_MS }), template: t.template };
+      } catch (err) {
+        if (isSandboxdError(err) && err.status === 404) continue;
+        if (provablyUndelivered(err)) {
+          capacityMiss = true;
+          continue;
+        }
+        throw claimFailure(err);
+      }
+    }
+    if (capacityMiss) throw new E2bError(503, `no capacity to start template "${name}"; retry later`);
     return undefined;
   }
 
@@ -648,16 +704,48 @@ export class E2bSurface {
     for (const [template, rec] of [...built].sort()) {
       const name = template.slice(prefix.length);
       const when = rec.newest ? wireTime(rec.newest) : "";
-      out.push({ ...base, templateID: name, buildID: [...rec.digests][0] ?? name, aliases: [name], names: [name], createdAt: when, updatedAt: when, buildCount: rec.digests.size });
+      out.push({ ...base, templateID: name, buildID: buildIdOf([...rec.digests][0] ?? name), aliases: [name], names: [name], createdAt: when, updatedAt: when, buildCount: rec.digests.size });
     }
     return out;
   }
 
-  /** `GET /templates/{id}`: only built templates have a build history; pool images are 404 with a reason. */
-  templateDetail(ns: string, id: string): never {
-    if (`${BUILT_PREFIX}${ns}/${id}`.length > NAME_BUDGET) throw badRequest(`template name "${id}" is too long for namespace "${ns}"`);
-    if (advertisesImage(this.nodes.nodes(), id)) throw new E2bError(404, `template "${id}" is a pool image, not a built template`);
-    throw templateNotFound(id);
+  /** `GET /templates/{id}`: a built template's builds (one per content digest); pool images are 404 with a reason. */
+  templateDetail(ns: string, id: string) {
+    if (`${BUILT_PREFIX}${ns}/${id}`.length > NAME_BUDGET) throw badRequest(`template name "${id}": at most ${NAME_BUDGET - BUILT_PREFIX.length - ns.length - 1} characters in namespace "${ns}"`);
+    const holders = this.builtHolders(ns, id);
+    if (holders.length === 0) {
+      if (advertisesImage(this.nodes.nodes(), id)) throw new E2bError(404, `template "${id}" is a pool image, not a built template`);
+      throw templateNotFound(id);
+    }
+    const byDigest = new Map<string, { createdAt: number; size: string }>();
+    for (const { t } of holders) {
+      const digest = t.contentDigest ?? "";
+      const prev = byDigest.get(digest);
+      if (!prev || (t.createdAt ?? 0) > prev.createdAt) byDigest.set(digest, { createdAt: t.createdAt ?? 0, size: t.size });
+    }
+    const builds = [...byDigest].sort((a, b) => b[1].createdAt - a[1].createdAt);
+    const newest = builds[0]![1].createdAt;
+    const tier = SIZE_TIERS[builds[0]![1].size as keyof typeof SIZE_TIERS];
+    return {
+      templateID: id,
+      public: true,
+      aliases: [id],
+      names: [id],
+      createdAt: wireTime(Math.min(...builds.map((b) => b[1].createdAt))),
+      updatedAt: wireTime(newest),
+      lastSpawnedAt: null,
+      spawnCount: 0,
+      builds: builds.map(([digest, b]) => ({
+        buildID: buildIdOf(digest),
+        status: "ready",
+        createdAt: wireTime(b.createdAt),
+        updatedAt: wireTime(b.createdAt),
+        finishedAt: wireTime(b.createdAt),
+        cpuCount: tier?.cpu_count ?? 0,
+        memoryMB: Math.floor((tier?.mem_total_bytes ?? 0) / 1024 / 1024),
+        envdVersion: this.settings.envdVersion,
+      })),
+    };
   }
 
   /** The relay's passive envd port, exported for wiring checks. */
@@ -686,4 +774,30 @@ function decodeSnapshotToken(token: string): string {
   const text = /^[A-Za-z0-9_-]+$/.test(token) ? Buffer.from(token, "base64url").toString("utf8") : "";
   if (!/^\S+ ck_[0-9a-f]+$/.test(text)) throw badRequest("invalid nextToken");
   return text;
+}
+
+/** UUIDv5 (RFC 9562) of `name` in namespace `ns` (both as bytes/strings): identical across replicas. */
+function uuidV5(ns: Uint8Array, name: string): string {
+  const h = createHash("sha1").update(ns).update(name).digest();
+  h[6] = (h[6]! & 0x0f) | 0x50;
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const hex = h.subarray(0, 16).toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+const uuidBytes = (u: string) => Buffer.from(u.replace(/-/g, ""), "hex");
+/** The URL namespace of RFC 9562, then the surface's own namespace under it. */
+const BUILD_ID_NAMESPACE = uuidBytes(uuidV5(uuidBytes("6ba7b811-9dad-11d1-80b4-00c04fd430c8"), "https://github.com/cocoonstack/sandbox-operator/e2b"));
+
+/** A built template's buildID: UUIDv5 of its content digest (the same on every replica). */
+export function buildIdOf(digest: string): string {
+  return uuidV5(BUILD_ID_NAMESPACE, digest);
+}
+
+/** envd `GET /envs` (a built template's environment), for merging a create's envVars over it. */
+async function readEnvdEnv(t: { address: string; claimId: string; rootToken: string }): Promise<Record<string, string>> {
+  const reply = await envdCall(t, { method: "GET", path: "/envs", timeoutMs: INIT_TIMEOUT_MS });
+  if (reply.status !== 200) throw new Error(`envd /envs answered ${reply.status}`);
+  const parsed: unknown = JSON.parse(reply.body.toString("utf8"));
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("envd /envs is not an object");
+  return Object.fromEntries(Object.entries(parsed as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === "string"));
 }

@@ -296,12 +296,26 @@ describe("one node", () => {
     expect((await api(s, "GET", "/templates/img:1")).json.message).toContain("is a pool image, not a built template");
   });
 
-  test("53: DELETE /templates/{name} of a built template deletes it on its holder", async () => {
+  test("52 + 53: a built template is a create target (require_promoted) with its builds listed; DELETE /templates/{name} deletes it on its holder", async () => {
     const sbx = (await create()).json;
     const client = new SandboxdClient({ baseUrl: s.cluster.nodes[0]!.url, token: ROOT });
     await client.promote(raw(sbx.sandboxID), { template: "e2b/team-a/app" });
     await eventually(async () => ((await api(s, "GET", "/templates")).json as { templateID: string }[]).some((t) => t.templateID === "app"));
     expect((await api(s, "GET", "/templates", { key: KEY_B })).json.some((t: { templateID: string }) => t.templateID === "app")).toBe(false);
+    // 52: a create naming it claims the promoted template with require_promoted, and envd /init keeps its user.
+    const inits = s.guest.inits.length;
+    const made = await api(s, "POST", "/v2/sandboxes", { body: { templateID: "app" } });
+    expect(made.status).toBe(201);
+    expect(made.json.templateID).toBe("app");
+    expect(claimBodies(s).at(-1)).toMatchObject({ template: "e2b/team-a/app", require_promoted: true });
+    expect(s.guest.inits.length).toBe(inits + 1);
+    expect(s.guest.inits.at(-1)!.defaultUser).toBeUndefined();
+    expect((await api(s, "POST", "/v2/sandboxes", { key: KEY_B, body: { templateID: "app" } })).status).toBe(404);
+    const detail = await api(s, "GET", "/templates/app");
+    expect(detail.json.builds).toHaveLength(1);
+    expect(detail.json.builds[0].buildID).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect((await api(s, "PATCH", "/templates/app", { body: { public: true } })).status).toBe(200);
+    await api(s, "DELETE", `/sandboxes/${made.json.sandboxID}`);
     expect((await api(s, "DELETE", "/templates/app")).status).toBe(204);
     expect(s.cluster.nodes[0]!.requests.filter((e) => e.route === "template-delete")).toHaveLength(1);
   });
