@@ -263,4 +263,23 @@ describe("RBAC under the chart's ServiceAccounts (after the install above)", () 
     expect(await call(`/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/cocoon-warmpool-driver`)).toBe(403);
     expect((await cluster.adminFetch(`/apis/rbac.authorization.k8s.io/v1/namespaces/${NAMESPACE}/roles/sandbox-apiserver-leader-election`)).status).toBe(404);
   }, 60_000);
+
+  test("helm uninstall removes the release's objects and leaves the CRD (and so every node's inventory)", async () => {
+    const r = await helm(["uninstall", "sandbox-operator", "--namespace", NAMESPACE, "--kubeconfig", kubeconfig]);
+    expect(r.code).toBe(0);
+    for (const path of [
+      `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/sandbox-apiserver`,
+      `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/sandbox-envd-proxy`,
+      "/apis/rbac.authorization.k8s.io/v1/clusterroles/sandbox-apiserver-inventory-reader",
+      "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/sandbox-apiserver-auth-reader",
+      "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.agents.x-k8s.io",
+    ]) {
+      const got = await cluster.adminFetch(path);
+      await got.body?.cancel();
+      expect(`${path}: ${got.status}`).toBe(`${path}: 404`);
+    }
+    const crd = await cluster.adminFetch("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/nodeinventories.sandbox.cocoonstack.io");
+    await crd.body?.cancel();
+    expect(crd.status).toBe(200);
+  }, 60_000);
 });
