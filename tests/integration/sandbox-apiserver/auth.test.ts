@@ -139,7 +139,7 @@ metadata: {name: scraper, namespace: default}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: metrics-reader}
-rules: [{nonResourceURLs: [/metrics], verbs: [get]}]
+rules: [{nonResourceURLs: [/metrics, /debug/pprof/, /debug/pprof/*], verbs: [get]}]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -157,4 +157,21 @@ subjects: [{kind: ServiceAccount, name: scraper, namespace: default}]
     expect(text).toContain('sandbox_inventory_nodes{state="fresh"} 1');
     expect(text).toContain("process_cpu_seconds_total");
   });
+
+  test("--profiling (default on) serves /debug/pprof behind the SAR; --profiling=false serves none", async () => {
+    const token = await stack.cluster.serviceAccountToken("default", "scraper");
+    expect((await direct("/debug/pprof/")).status).toBe(403);
+    const index = await direct("/debug/pprof/", { headers: { authorization: `Bearer ${token}` } });
+    expect(index.status).toBe(200);
+    expect(await index.text()).toContain("heapstats");
+    const stats = await direct("/debug/pprof/heapstats", { headers: { authorization: `Bearer ${token}` } });
+    expect(((await stats.json()) as { heapSize: number }).heapSize).toBeGreaterThan(0);
+    const off = await stack.startServer({ args: ["--enable-warm-pool-driver=false", "--profiling=false"] });
+    try {
+      const r = await fetch(`https://127.0.0.1:${off.port}/debug/pprof/`, { tls: { ca: stack.caPem }, headers: { authorization: `Bearer ${token}` } });
+      expect(r.status).toBe(404);
+    } finally {
+      await off.stop();
+    }
+  }, 30_000);
 });
