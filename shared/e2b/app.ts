@@ -186,9 +186,18 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   route(createRoute({ method: "get", path: "/templates/aliases/{alias}", request: { params: S.AliasParam }, responses: { 200: json(S.TemplateAliasResponse, "Known"), ...errors } }), (c, ns) =>
     c.json(surface.templateAlias(ns, c.req.param("alias") ?? "")),
   );
-  unserved("POST", "/templates/tags", notServed("template tags (template builds are not enabled)"));
-  unserved("DELETE", "/templates/tags", notServed("template tags (template builds are not enabled)"));
-  unserved("GET", "/templates/{templateID}/tags", notServed("template tags (template builds are not enabled)"));
+  route(createRoute({ method: "post", path: "/templates/tags", request: jsonBody(S.AssignTagsBody, true), responses: { 201: json(S.AssignTagsReply, "Tags point at the build"), ...errors } }), async (c, ns) => {
+    const b = await readJsonBody(c.req.raw, S.AssignTagsBody, true);
+    return c.json(await surface.assignTags(ns, b.target, b.tags), 201);
+  });
+  route(createRoute({ method: "delete", path: "/templates/tags", request: jsonBody(S.RemoveTagsBody, true), responses: { ...noContent("Tags removed"), ...errors } }), async (c, ns) => {
+    const b = await readJsonBody(c.req.raw, S.RemoveTagsBody, true);
+    await surface.removeTags(ns, b.name, b.tags);
+    return c.body(null, 204);
+  });
+  route(createRoute({ method: "get", path: "/templates/{templateID}/tags", request: { params: S.TemplateParam }, responses: { 200: json(z.array(S.TemplateTag), "Live tags"), ...errors } }), async (c, ns) =>
+    c.json(await surface.templateTags(ns, c.req.param("templateID") ?? "")),
+  );
   unserved("POST", "/v3/templates", notServed("template builds"));
   unserved("POST", "/v2/templates/{templateID}/builds/{buildID}", notServed("template builds"));
   unserved("GET", "/templates/{templateID}/builds/{buildID}/status", notServed("template builds"));

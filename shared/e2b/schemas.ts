@@ -150,6 +150,10 @@ export const TemplateWithBuilds = z
   })
   .openapi("TemplateWithBuilds");
 export const TemplateUpdate = z.object({ public: z.boolean().optional() }).openapi("TemplateUpdate");
+export const AssignTagsBody = z.object({ target: z.string(), tags: z.array(z.string()) }).openapi("AssignTemplateTagsRequest");
+export const AssignTagsReply = z.object({ tags: z.array(z.string()), buildID: z.string() }).openapi("AssignedTemplateTags");
+export const RemoveTagsBody = z.object({ name: z.string(), tags: z.array(z.string()) }).openapi("DeleteTemplateTagsRequest");
+export const TemplateTag = z.object({ tag: z.string(), buildID: z.string(), createdAt: z.string() }).openapi("TemplateTag");
 export const TemplateAliasResponse = z.object({ templateID: z.string(), public: z.boolean() }).openapi("TemplateAliasResponse");
 
 // Query strings (validated by the same helper as bodies).

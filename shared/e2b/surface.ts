@@ -748,6 +748,74 @@ export class E2bSurface {
     };
   }
 
+  // ------------------------------------------------------------------------------------------------------------
+  // Tags of built templates: sandboxd template labels `{tag: contentDigest}` on every holder
+
+  /** The holders of a built template, its current (newest) digest, and the labels a current holder reports live. */
+  private async tagState(ns: string, name: string) {
+    const holders = this.builtHolders(ns, name);
+    if (holders.length === 0) throw templateNotFound(name);
+    const current = [...holders].sort((a, b) => (b.t.createdAt ?? 0) - (a.t.createdAt ?? 0))[0]!;
+    const digest = current.t.contentDigest ?? "";
+    // Read the labels live from a current holder: the snapshot may lag a tag written a moment ago.
+    let labels: Record<string, string> = { ...(current.t.labels ?? {}) };
+    try {
+      const info = await this.nodes.client(current.node.address).info();
+      const live = info.templates.find((t) => t.key.template === current.t.template && t.content_digest === digest);
+      if (live) labels = { ...(live.labels ?? {}) };
+    } catch {
+      // the snapshot's labels are the best we have
+    }
+    return { holders, digest, labels };
+  }
+
+  private async writeLabels(holders: ReturnType<E2bSurface["builtHolders"]>, labels: Record<string, string>): Promise<void> {
+    const results = await mapLimit(holders, FANOUT_CONCURRENCY, ({ node, t }) =>
+      this.nodes.client(node.address).putTemplateLabels({ template: t.template, net: t.net, size: t.size }, labels),
+    );
+    if (results.some((r) => r instanceof Error)) throw new E2bError(500, "failed to write the template tags");
+    this.deps.fleet.changed?.();
+  }
+
+  /** `POST /templates/tags {target: "name" | "name:tag", tags}` -> 201 `{tags, buildID}`. */
+  async assignTags(ns: string, target: string, tags: string[]): Promise<{ tags: string[]; buildID: string }> {
+    if (tags.length === 0 || tags.some((t) => t.trim() === "")) throw badRequest("tags: give at least one non-empty tag");
+    const colon = target.lastIndexOf(":");
+    const name = colon > 0 ? target.slice(0, colon) : target;
+    const fromTag = colon > 0 ? target.slice(colon + 1) : "default";
+    const { holders, digest: current, labels } = await this.tagState(ns, name);
+    let digest = current;
+    if (fromTag !== "default") {
+      const tagged = labels[fromTag];
+      if (!tagged || !holders.some(({ t }) => t.contentDigest === tagged)) throw new E2bError(404, `tag "${fromTag}" of template "${name}" not found`);
+      digest = tagged;
+    }
+    const next = { ...labels };
+    for (const tag of tags) next[tag] = digest;
+    await this.writeLabels(holders, next);
+    return { tags, buildID: buildIdOf(digest) };
+  }
+
+  /** `DELETE /templates/tags {name, tags}` -> 204. */
+  async removeTags(ns: string, name: string, tags: string[]): Promise<void> {
+    if (tags.length === 0 || tags.some((t) => t.trim() === "")) throw badRequest("tags: give at least one non-empty tag");
+    const { holders, labels } = await this.tagState(ns, name);
+    const next = { ...labels };
+    for (const tag of tags) delete next[tag];
+    await this.writeLabels(holders, next);
+  }
+
+  /** `GET /templates/{id}/tags`: tags whose digest some holder still reports. */
+  async templateTags(ns: string, name: string): Promise<{ tag: string; buildID: string; createdAt: string }[]> {
+    const { holders, labels } = await this.tagState(ns, name);
+    const created = new Map<string, number>();
+    for (const { t } of holders) if (t.contentDigest) created.set(t.contentDigest, Math.max(created.get(t.contentDigest) ?? 0, t.createdAt ?? 0));
+    return Object.entries(labels)
+      .filter(([, digest]) => created.has(digest))
+      .map(([tag, digest]) => ({ tag, buildID: buildIdOf(digest), createdAt: wireTime(created.get(digest)!) }))
+      .sort((a, b) => (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0));
+  }
+
   /** The relay's passive envd port, exported for wiring checks. */
   static readonly envdPort = ENVD_PORT;
 }

@@ -1,7 +1,8 @@
 // The real e2b SDK (2.51.0) against sandbox-e2b + simulated sandboxd nodes: the SDK calls of docs/e2b.md's table,
 // each named after its scenario.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Sandbox, SandboxNotFoundError } from "e2b";
+import { Sandbox, SandboxNotFoundError, Template } from "e2b";
+import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
 import { DOMAIN, KEY_A, KEY_B, ROOT, SECRET, eventually, sdkOpts, startStack, type Stack } from "./harness.ts";
 import { deriveAccessToken } from "../../../shared/e2b/tokens.ts";
 
@@ -232,6 +233,33 @@ describe("snapshots, fork, metrics", () => {
     const err = await Sandbox.updateNetwork(sbx.sandboxId, { allowOut: [] } as never, sdkOpts(s)).catch((e) => e);
     expect(err).not.toBeInstanceOf(SandboxNotFoundError);
     expect(String(err.message)).toContain("not served");
+    await sbx.kill();
+  });
+});
+
+describe("templates", () => {
+  test("alias_exists_true_false: Template.exists for an alias, a pool image and an unknown name", async () => {
+    expect(await Template.exists("base", sdkOpts(s))).toBe(true);
+    expect(await Template.exists("img:1", sdkOpts(s))).toBe(true);
+    expect(await Template.exists("nope", sdkOpts(s))).toBe(false);
+  });
+
+  test("tags_roundtrip: assignTags / getTags / removeTags on a built template, invisible to another namespace", async () => {
+    const sbx = await Sandbox.create("base", sdkOpts(s));
+    await new SandboxdClient({ baseUrl: s.cluster.nodes[0]!.url, token: ROOT }).promote(sbx.sandboxId.replace("sb-", "sb_"), { template: "e2b/team-a/tagged" });
+    await eventually(async () => (await Template.exists("tagged", sdkOpts(s))) === true);
+    const assigned = await Template.assignTags("tagged", ["v1", "stable"], sdkOpts(s));
+    expect(assigned.tags).toEqual(["v1", "stable"]);
+    expect(assigned.buildId).toMatch(/^[0-9a-f-]{36}$/);
+    const tags = await Template.getTags("tagged", sdkOpts(s));
+    expect(tags.map((t) => t.tag)).toEqual(["stable", "v1"]);
+    expect(tags.every((t) => t.buildId === assigned.buildId)).toBe(true);
+    // Tag a tag: "tagged:v1" names the build v1 points at.
+    expect((await Template.assignTags("tagged:v1", "prod", sdkOpts(s))).buildId).toBe(assigned.buildId);
+    await Template.removeTags("tagged", ["v1", "prod"], sdkOpts(s));
+    expect((await Template.getTags("tagged", sdkOpts(s))).map((t) => t.tag)).toEqual(["stable"]);
+    expect(await Template.getTags("tagged", sdkOpts(s, KEY_B)).catch((e) => e)).toBeInstanceOf(Error);
+    expect(await Template.assignTags("tagged:nope", "x", sdkOpts(s)).catch((e) => String(e.message))).toContain('tag "nope"');
     await sbx.kill();
   });
 });
