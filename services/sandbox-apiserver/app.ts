@@ -4,7 +4,7 @@
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import { ApiError, statusResponse } from "./api/status.ts";
-import { type Authenticator, identityHeaderNames, type RequestHeaderConfig } from "./serving/authn.ts";
+import { type Authenticator, identityHeaderNames } from "./serving/authn.ts";
 import type { Authorizer } from "./serving/authz.ts";
 import type { PeerCert } from "./serving/client-certs.ts";
 import type { ApiserverMetrics } from "./serving/metrics.ts";
@@ -14,7 +14,6 @@ import { GROUP, VERSION } from "./sandboxes/object.ts";
 export interface AppDeps {
   authenticator: Authenticator;
   authorizer: Authorizer;
-  requestHeader: RequestHeaderConfig;
   api: Hono;
   observability: Hono;
   metrics: ApiserverMetrics;
@@ -62,7 +61,7 @@ async function handle(d: AppDeps, req: Request, url: URL, info: ReturnType<typeo
     return statusResponse(new ApiError(401, "Unauthorized", "Unauthorized"));
   }
   const headers = new Headers(req.headers);
-  for (const h of identityHeaderNames(d.requestHeader, headers)) headers.delete(h);
+  for (const h of identityHeaderNames(d.authenticator.requestHeaderConfig, headers)) headers.delete(h);
   headers.delete("authorization");
 
   const decision = await d.authorizer.authorize(authn.user, info);

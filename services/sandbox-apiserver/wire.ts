@@ -17,7 +17,7 @@ import { createApp } from "./app.ts";
 import type { ApiserverConfig } from "./flags.ts";
 import { NodeClients } from "./sandboxes/nodes.ts";
 import { SandboxReader } from "./sandboxes/store.ts";
-import { loadAuthSources } from "./serving/auth-config.ts";
+import { loadAuthSources, needsLookup, watchAuthSources } from "./serving/auth-config.ts";
 import { Authenticator } from "./serving/authn.ts";
 import { Authorizer } from "./serving/authz.ts";
 import { servingCertificate } from "./serving/certs.ts";
@@ -176,7 +176,14 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
     ],
     profiling: config.profiling,
   });
-  const handler = createApp({ authenticator, authorizer, requestHeader: sources.requestHeader, api, observability, metrics, log: log.child({ component: "http" }) });
+  if (needsLookup(config)) {
+    const stopWatch = watchAuthSources(config, authnClient, log.child({ component: "authn" }), (s) => {
+      verifier.update(parseCertBundle(s.requestHeaderCaPem), parseCertBundle(s.clientCaPem));
+      authenticator.setRequestHeader(s.requestHeader);
+    });
+    shutdown.addCloser("authentication config watch", stopWatch);
+  }
+  const handler = createApp({ authenticator, authorizer, api, observability, metrics, log: log.child({ component: "http" }) });
   let server;
   try {
     server = await startSecureServer({

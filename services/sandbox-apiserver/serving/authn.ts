@@ -44,8 +44,20 @@ interface TokenReviewStatus {
 export class Authenticator {
   private readonly tokens: TtlCache<AuthnResult>;
 
+  private requestHeader: RequestHeaderConfig;
+
   constructor(private readonly o: AuthenticatorOptions) {
     this.tokens = new TtlCache(o.now);
+    this.requestHeader = o.requestHeader;
+  }
+
+  /** The request-header settings in force (a reloaded ConfigMap replaces them). */
+  get requestHeaderConfig(): RequestHeaderConfig {
+    return this.requestHeader;
+  }
+
+  setRequestHeader(cfg: RequestHeaderConfig): void {
+    this.requestHeader = cfg;
   }
 
   /** As the generic apiserver's AuthenticatedGroupAdder: every authenticated user is in system:authenticated. */
@@ -57,9 +69,9 @@ export class Authenticator {
 
   private async identify(headers: Headers, peer: PeerCert | undefined): Promise<AuthnResult> {
     if (peer?.source === "requestheader") {
-      const allowed = this.o.requestHeader.allowedNames;
+      const allowed = this.requestHeader.allowedNames;
       if (allowed.length === 0 || allowed.includes(peer.commonName)) {
-        const user = fromRequestHeaders(headers, this.o.requestHeader);
+        const user = fromRequestHeaders(headers, this.requestHeader);
         if (user) return { ok: true, user };
       }
     }

@@ -1,7 +1,9 @@
 // Which authority signed a client certificate (docs/serving.md "Authentication"): the front-proxy CA
 // (requestheader-client-ca-file: the aggregator, whose X-Remote-* headers then carry the caller) or the client CA
-// (client-ca-file: CN is the user, O the groups). The TLS layer already checked the chain against both; this
-// decides which one, by issuer name and signature, since the two mean very different things.
+// (client-ca-file: CN is the user, O the groups). This is the whole verification: the TLS layer asks for a
+// certificate without naming or checking authorities, so the authorities can be reloaded without a restart and a
+// client never withholds its certificate because an old CA list did not name its issuer. A leaf must be signed
+// directly by one of the CAs (no intermediates) and be within its validity.
 import * as x509 from "../../../shared/tls/x509.ts";
 
 export type CertSource = "requestheader" | "client";
@@ -19,13 +21,14 @@ export function parseCertBundle(pem: string): x509.X509Certificate[] {
 
 export class ClientCertVerifier {
   constructor(
-    private readonly requestHeaderCAs: x509.X509Certificate[],
-    private readonly clientCAs: x509.X509Certificate[],
+    private requestHeaderCAs: x509.X509Certificate[],
+    private clientCAs: x509.X509Certificate[],
   ) {}
 
-  /** Every CA a client cert may chain to, as PEM, for the TLS layer's `ca` option. */
-  caPems(): string[] {
-    return [...this.requestHeaderCAs, ...this.clientCAs].map((c) => c.toString("pem"));
+  /** Replaces both authorities (a reloaded extension-apiserver-authentication); new connections use them. */
+  update(requestHeaderCAs: x509.X509Certificate[], clientCAs: x509.X509Certificate[]): void {
+    this.requestHeaderCAs = requestHeaderCAs;
+    this.clientCAs = clientCAs;
   }
 
   /** The verified source of a DER leaf, or undefined when neither authority signed it or it is expired. */

@@ -61,7 +61,6 @@ export async function startSecureServer(o: SecureServerOptions): Promise<SecureS
       key: o.keyPem,
       requestCert: true,
       rejectUnauthorized: false,
-      ...(o.verifier.caPems().length ? { ca: o.verifier.caPems() } : {}),
       ...(o.minVersion && TLS_VERSIONS[o.minVersion] ? { minVersion: TLS_VERSIONS[o.minVersion] } : {}),
     },
     (sock) => {
@@ -69,7 +68,8 @@ export async function startSecureServer(o: SecureServerOptions): Promise<SecureS
       void (async () => {
         let peer: PeerCert | undefined;
         try {
-          const raw = sock.authorized ? (sock.getPeerCertificate?.() as { raw?: Uint8Array } | undefined)?.raw : undefined;
+          // Verified by the verifier itself, not by `sock.authorized` (see client-certs.ts).
+          const raw = (sock.getPeerCertificate?.() as { raw?: Uint8Array } | undefined)?.raw;
           if (raw) peer = await o.verifier.classify(raw);
         } catch (e) {
           o.log.debug({ err: (e as Error).message }, "client certificate could not be classified; treating the connection as certless");

@@ -174,4 +174,25 @@ subjects: [{kind: ServiceAccount, name: scraper, namespace: default}]
       await off.stop();
     }
   }, 30_000);
+
+  test("a change to extension-apiserver-authentication is applied without a restart", async () => {
+    const path = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
+    const viaAggregator = async () => (await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y")).status;
+    expect(await viaAggregator()).toBe(200);
+    const cm = (await (await stack.cluster.adminFetch(path)).json()) as { data: Record<string, string> };
+    const patch = (names: string[]) =>
+      stack.cluster.adminFetch(path, {
+        method: "PATCH",
+        headers: { "content-type": "application/merge-patch+json" },
+        body: JSON.stringify({ data: { "requestheader-allowed-names": JSON.stringify(names) } }),
+      });
+    // The front proxy's CN is no longer allowed: its identity headers stop counting, the caller is anonymous.
+    await (await patch(["someone-else"])).body?.cancel();
+    try {
+      await eventually(async () => ((await viaAggregator()) === 403 ? true : undefined), 10_000, "the reload to refuse the front proxy");
+    } finally {
+      await (await patch(JSON.parse(cm.data["requestheader-allowed-names"]!) as string[])).body?.cancel();
+    }
+    await eventually(async () => ((await viaAggregator()) === 200 ? true : undefined), 10_000, "the restored names to apply");
+  }, 30_000);
 });
