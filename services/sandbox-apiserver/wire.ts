@@ -170,10 +170,8 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
       { name: "ping", check: () => undefined },
       { name: "log", check: () => undefined },
     ],
-    ready: [
-      { name: "shutdown", check: () => (stopping.signal.aborted ? "process is shutting down" : undefined) },
-      { name: "inventory-synced", check: () => undefined },
-    ],
+    // No inventory check: the server only listens once the NodeInventory cache has synced (startup step 5).
+    ready: [{ name: "shutdown", check: () => (stopping.signal.aborted ? "process is shutting down" : undefined) }],
     profiling: config.profiling,
   });
   if (needsLookup(config)) {
