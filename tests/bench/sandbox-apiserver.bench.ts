@@ -12,7 +12,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim } from "../../services/sandboxd-sim/sim.ts";
-import { rfc3339, startStack, type Stack } from "../integration/sandbox-apiserver/fixture.ts";
+import { readLines, rfc3339, startStack, type Stack } from "../integration/sandbox-apiserver/fixture.ts";
 import { kubectl } from "../kube/kubectl.ts";
 import { cores, percentile, type Figure } from "./vk-sandbox-pods.bench.ts";
 
@@ -74,26 +74,14 @@ async function fanOut(n: number, open: () => Promise<Response>, match: RegExp, t
   const seen: number[] = [];
   let t0 = 0;
   let armed = false;
-  const readers = streams.map(async (r) => {
-    const reader = r.body!.getReader();
-    const dec = new TextDecoder();
-    let buf = "";
-    for (;;) {
-      const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
-      if (done) return;
-      buf += dec.decode(value, { stream: true });
-      let i: number;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        if (armed && match.test(line)) {
-          seen.push(performance.now() - t0);
-          await reader.cancel().catch(() => undefined);
-          return;
-        }
-      }
-    }
-  });
+  const readers = streams.map(
+    (r) =>
+      readLines(r, (line) => {
+        if (!armed || !match.test(line)) return false;
+        seen.push(performance.now() - t0);
+        return true;
+      }).done,
+  );
   await Bun.sleep(2500); // every watch past its initial events
   armed = true;
   t0 = performance.now();

@@ -261,3 +261,29 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
     await Bun.sleep(100);
   }
 }
+
+/**
+ * Reads a watch response line by line (blank keep-alive lines skipped) until it ends, fails, or `onLine` returns
+ * true. Resolves when reading stopped; `stop()` cancels it.
+ */
+export function readLines(res: Response, onLine: (line: string) => boolean | void): { done: Promise<void>; stop(): Promise<void> } {
+  const reader = res.body!.getReader();
+  const done = (async () => {
+    const dec = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { done: end, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+      if (end) return;
+      buf += dec.decode(value, { stream: true });
+      for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+        const line = buf.slice(0, i).trim();
+        buf = buf.slice(i + 1);
+        if (line && onLine(line) === true) {
+          await reader.cancel().catch(() => undefined);
+          return;
+        }
+      }
+    }
+  })();
+  return { done, stop: () => reader.cancel().catch(() => undefined) };
+}

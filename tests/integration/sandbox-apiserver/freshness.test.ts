@@ -3,7 +3,7 @@
 // tests/integration/shared/fleet/inventory.test.ts; these prove every read and claim path honours it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
-import { type ApiserverProcess, type InventoryInput, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
+import { type ApiserverProcess, type InventoryInput, type Stack, eventually, readLines, rfc3339, startStack } from "./fixture.ts";
 
 const ROOT = "root";
 const IMG = "img:1";
@@ -77,24 +77,10 @@ describe("freshness through the server (--inventory-stale-after=6s, 2 s publishe
       await eventually(async () => ((await names()).length === 3 ? true : undefined), 10_000, "three nodes listed");
       const watch = await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=true");
       const events: string[] = [];
-      const reader = watch.body!.getReader();
-      void (async () => {
-        const dec = new TextDecoder();
-        let buf = "";
-        for (;;) {
-          const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
-          if (done) return;
-          buf += dec.decode(value, { stream: true });
-          for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
-            const line = buf.slice(0, i).trim();
-            buf = buf.slice(i + 1);
-            if (line) {
-              const e = JSON.parse(line) as { type: string; object: { metadata: { name: string } } };
-              events.push(`${e.type} ${e.object.metadata.name}`);
-            }
-          }
-        }
-      })();
+      const reading = readLines(watch, (line) => {
+        const e = JSON.parse(line) as { type: string; object: { metadata: { name: string } } };
+        events.push(`${e.type} ${e.object.metadata.name}`);
+      });
       const stoppedAt = Date.now();
       publishing = [0, 1];
       await eventually(async () => (!(await names()).includes("s3") ? true : undefined), 12_000, "s3 to leave the list");
@@ -106,7 +92,7 @@ describe("freshness through the server (--inventory-stale-after=6s, 2 s publishe
       expect(sims[2]!.requests.filter((r) => r.route === "claim").length).toBe(claimsOnN3);
       publishing = [0, 1, 2];
       await eventually(async () => ((await names()).includes("s3") ? true : undefined), 5000, "s3 back");
-      await reader.cancel().catch(() => undefined);
+      await reading.stop();
     } finally {
       await stop();
     }
