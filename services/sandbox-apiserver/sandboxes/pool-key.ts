@@ -1,7 +1,7 @@
 // The pool key (template, net, size) of a pod template: one derivation shared by Create and the warm-pool driver
 // (docs/api.md "Pool key"), so an object created from a template claims from the pool the driver keeps warm.
 import { parseQuantity } from "../../../shared/config/index.ts";
-import type { PoolKey } from "../../../shared/sandboxd/schemas.ts";
+import { NETS, type PoolKey } from "../../../shared/sandboxd/schemas.ts";
 
 interface ResourceList {
   cpu?: unknown;
@@ -55,6 +55,10 @@ export function sizeOf(resources: { requests?: ResourceList; limits?: ResourceLi
 export function poolKeyOf(podTemplate: PodTemplateLike | undefined, netAnnotations: (string | undefined)[], path: string): PoolKey {
   const c0 = podTemplate?.spec?.containers?.[0];
   const net = netAnnotations.find((n) => n !== undefined && n !== "") ?? "none";
+  // Refused here, not by the node: a 400 naming the annotation beats a node's 400 surfacing as a claim failure.
+  if (!(NETS as readonly string[]).includes(net)) {
+    throw new PoolKeyError(`invalid sandbox.cocoonstack.io/net="${net}": want one of ${NETS.join(", ")}`);
+  }
   return {
     template: c0?.image ?? "",
     net: net as PoolKey["net"],

@@ -34,6 +34,7 @@ describe("create inputs", () => {
     expect(createKeyOf(sb({ spec: pt({}, { "sandbox.cocoonstack.io/net": "egress" }) }), "x").net).toBe("egress");
     expect(createKeyOf(sb({ spec: pt({}, { "sandbox.cocoonstack.io/net": "egress" }), annotations: { "sandbox.cocoonstack.io/net": "none" } }), "x").net).toBe("none");
     expect(() => createKeyOf(sb({ spec: pt({ requests: { cpu: "lots" } }) }), "x")).toThrow("requests.cpu");
+    expect(() => createKeyOf(sb({ spec: pt({}), annotations: { "sandbox.cocoonstack.io/net": "bogus" } }), "x")).toThrow('invalid sandbox.cocoonstack.io/net="bogus": want one of none, egress');
   });
   test("generateName appends 5 characters and cuts the base to fit 63", () => {
     expect(generatedName("job-")).toMatch(/^job-[a-z0-9]{5}$/);
