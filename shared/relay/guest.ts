@@ -1,12 +1,11 @@
 // The guest leg of the relay (docs/envd-relay.md "Streaming"): one request over an open tunnel socket, HTTP/1.1 by
-// default or cleartext HTTP/2 by prior knowledge (--guest-http2). Bodies stream both ways with backpressure: the
+// default (h1.ts) or cleartext HTTP/2 by prior knowledge (--guest-http2, here). Bodies stream both ways with backpressure: the
 // client's body is pulled only as fast as the tunnel drains, the guest's body only as fast as the client reads.
 // Nothing is buffered beyond a chunk in flight. Closing either end tears the tunnel down.
 import http2 from "node:http2";
 import type { IncomingHttpHeaders } from "node:http";
 import type net from "node:net";
 import type { Readable, Writable } from "node:stream";
-import { requestOverSocket } from "./http1.ts";
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and HTTP/2-forbidden ones: never forwarded either way. */
 export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "http2-settings", "host"]);
@@ -109,29 +108,6 @@ function responseHeaders(h: IncomingHttpHeaders | http2.IncomingHttpHeaders): He
 }
 
 const noBody = (method: string, status: number) => method === "HEAD" || status === 204 || status === 304 || (status >= 100 && status < 200);
-
-export async function forwardHttp1(sock: net.Socket, r: GuestRequest): Promise<Response> {
-  const creq = requestOverSocket(sock, { method: r.method, path: r.path, headers: { ...r.headers, host: r.authority } });
-  const teardown = () => sock.destroy();
-  r.signal.addEventListener("abort", teardown, { once: true });
-  const response = new Promise<Response>((resolve, reject) => {
-    creq.once("error", reject);
-    creq.once("response", (res) => {
-      const status = res.statusCode ?? 502;
-      const headers = responseHeaders(res.headers);
-      if (noBody(r.method, status)) {
-        res.resume();
-        res.once("end", teardown);
-        resolve(new Response(null, { status, headers }));
-        return;
-      }
-      resolve(new Response(webStream(res, r.onBytesOut, teardown), { status, headers }));
-    });
-  });
-  if (r.body) pump(r.body, creq, r.onBytesIn, r.signal).catch(() => teardown());
-  else creq.end();
-  return response;
-}
 
 export async function forwardHttp2(sock: net.Socket, r: GuestRequest): Promise<Response> {
   sock.resume();

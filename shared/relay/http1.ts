@@ -1,6 +1,6 @@
-// HTTP/1.1 over an already-open tunnel socket (node:http with `createConnection`, so chunked framing, trailers and
-// backpressure are node's, not ours). Used for the guest leg of the relay and for the e2b surface's own envd calls.
-import http from "node:http";
+// Small, closed HTTP/1.1 exchanges over an already-open tunnel socket: the e2b surface's own envd calls (/init,
+// /metrics, /envs). The relay's streaming guest leg is h1.ts.
+import type http from "node:http";
 import type net from "node:net";
 
 export interface TunnelRequest {
@@ -8,22 +8,6 @@ export interface TunnelRequest {
   /** Path and query, untouched. */
   path: string;
   headers: http.OutgoingHttpHeaders;
-}
-
-/** Start a request on the socket; the caller writes (or pipes) the body and ends it. One request per socket. */
-export function requestOverSocket(sock: net.Socket, r: TunnelRequest): http.ClientRequest {
-  const req = http.request({
-    method: r.method,
-    path: r.path,
-    headers: r.headers,
-    // No `agent: false`: under Bun that makes node:http ignore createConnection and dial host:80 itself.
-    createConnection: () => {
-      sock.resume();
-      return sock;
-    },
-  });
-  req.shouldKeepAlive = false;
-  return req;
 }
 
 export interface SmallReply {

@@ -5,7 +5,8 @@
 import type { Server } from "bun";
 import type { Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/types.ts";
-import { forwardHttp1, forwardHttp2, HOP_BY_HOP, type GuestRequest } from "./guest.ts";
+import { forwardHttp2, HOP_BY_HOP, type GuestRequest } from "./guest.ts";
+import { forwardHttp1Raw } from "./h1.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
 import { isEnvdInternalPath, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
@@ -133,7 +134,7 @@ export class EnvdRelay {
       signal: req.signal,
     };
     try {
-      const res = await (this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1(sock, g));
+      const res = await (this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1Raw(sock, g));
       this.metrics.upstreamSeconds.observe((performance.now() - started) / 1000);
       return res;
     } catch (err) {

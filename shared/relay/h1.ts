@@ -1,0 +1,220 @@
+// HTTP/1.1 toward the guest, written directly on the tunnel socket (docs/envd-relay.md "Streaming"): one request
+// per connection (`Connection: close`), the request body sent as it arrives (Content-Length when the client gave
+// one, else chunked), the response head parsed here and its body streamed out as a pull-based web stream that
+// decodes chunked framing incrementally and passes Content-Length or close-delimited bodies through untouched.
+// Replaces node:http on the hot path: it parsed and re-emitted every chunk through JS event machinery.
+import type net from "node:net";
+import type { GuestRequest } from "./guest.ts";
+import { HOP_BY_HOP } from "./guest.ts";
+
+const MAX_HEAD_BYTES = 64 * 1024;
+
+type Framing = { kind: "none" } | { kind: "length"; left: number } | { kind: "chunked" } | { kind: "close" };
+
+/** Incremental chunked-transfer decoder: feed bytes, get body slices; `done` once the last chunk and trailers end. */
+class ChunkedDecoder {
+  private state: "size" | "data" | "data-crlf" | "trailer" = "size";
+  private left = 0;
+  private line: Buffer = Buffer.alloc(0);
+  done = false;
+
+  feed(b: Buffer, out: (slice: Buffer) => void): void {
+    let i = 0;
+    while (i < b.length && !this.done) {
+      if (this.state === "data") {
+        const n = Math.min(this.left, b.length - i);
+        out(b.subarray(i, i + n));
+        i += n;
+        this.left -= n;
+        if (this.left === 0) this.state = "data-crlf";
+        continue;
+      }
+      // Line-oriented states: read up to LF.
+      const lf = b.indexOf(0x0a, i);
+      if (lf < 0) {
+        this.line = Buffer.concat([this.line, b.subarray(i)]);
+        if (this.line.length > 4096) throw new Error("chunk line too long");
+        return;
+      }
+      const line = Buffer.concat([this.line, b.subarray(i, lf)]).toString("latin1").replace(/\r$/, "");
+      this.line = Buffer.alloc(0);
+      i = lf + 1;
+      if (this.state === "data-crlf") {
+        this.state = "size";
+      } else if (this.state === "size") {
+        const size = parseInt(line.split(";")[0]!.trim(), 16);
+        if (Number.isNaN(size)) throw new Error("bad chunk size");
+        if (size === 0) this.state = "trailer";
+        else {
+          this.left = size;
+          this.state = "data";
+        }
+      } else if (line === "") this.done = true; // end of trailers
+    }
+  }
+}
+
+function writeAll(sock: net.Socket, data: Buffer | string): Promise<void> {
+  if (sock.write(data)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      sock.off("drain", done);
+      sock.off("close", done);
+      resolve();
+    };
+    sock.on("drain", done);
+    sock.on("close", done);
+  });
+}
+
+async function sendBody(sock: net.Socket, body: ReadableStream<Uint8Array>, chunked: boolean, count: (n: number) => void, signal: AbortSignal): Promise<void> {
+  const reader = body.getReader();
+  const stop = () => void reader.cancel().catch(() => undefined);
+  signal.addEventListener("abort", stop, { once: true });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (value.byteLength === 0) continue;
+      count(value.byteLength);
+      const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+      await writeAll(sock, chunked ? Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}\r\n`), buf, Buffer.from("\r\n")]) : buf);
+      if (sock.destroyed) return;
+    }
+    if (chunked) await writeAll(sock, "0\r\n\r\n");
+  } finally {
+    signal.removeEventListener("abort", stop);
+  }
+}
+
+export function forwardHttp1Raw(sock: net.Socket, r: GuestRequest): Promise<Response> {
+  const teardown = () => sock.destroy();
+  r.signal.addEventListener("abort", teardown, { once: true });
+  const hasLength = r.headers["content-length"] !== undefined;
+  const chunked = r.body !== null && !hasLength;
+  let head = `${r.method} ${r.path} HTTP/1.1\r\nhost: ${r.authority}\r\n`;
+  for (const [k, v] of Object.entries(r.headers)) if (k !== "host" && k !== "transfer-encoding" && k !== "connection") head += `${k}: ${v}\r\n`;
+  head += `connection: close\r\n${chunked ? "transfer-encoding: chunked\r\n" : ""}\r\n`;
+
+  return new Promise<Response>((resolve, reject) => {
+    let buf: Buffer = Buffer.alloc(0);
+    let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
+    let framing: Framing | undefined;
+    let decoder: ChunkedDecoder | undefined;
+    let finished = false;
+    const emit = (slice: Buffer) => {
+      if (slice.length === 0) return;
+      r.onBytesOut(slice.length);
+      ctrl!.enqueue(new Uint8Array(slice.buffer, slice.byteOffset, slice.byteLength));
+    };
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      try {
+        ctrl?.close();
+      } catch {
+        // cancelled
+      }
+      teardown();
+    };
+    const fail = (err: Error) => {
+      if (finished) return;
+      finished = true;
+      if (ctrl) {
+        try {
+          ctrl.error(err);
+        } catch {
+          // cancelled
+        }
+      } else reject(err);
+      teardown();
+    };
+    const body = (b: Buffer) => {
+      const f = framing!;
+      if (f.kind === "length") {
+        const n = Math.min(f.left, b.length);
+        emit(b.subarray(0, n));
+        f.left -= n;
+        if (f.left === 0) finish();
+      } else if (f.kind === "chunked") {
+        decoder!.feed(b, emit);
+        if (decoder!.done) finish();
+      } else if (f.kind === "close") emit(b);
+      if (!finished && ctrl && (ctrl.desiredSize ?? 0) <= 0) sock.pause();
+    };
+    const onData = (c: Buffer) => {
+      try {
+        if (framing) return body(c);
+        buf = buf.length ? Buffer.concat([buf, c]) : c;
+        for (;;) {
+          const end = buf.indexOf("\r\n\r\n");
+          if (end < 0) {
+            if (buf.length > MAX_HEAD_BYTES) fail(new Error("guest response head too large"));
+            return;
+          }
+          const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
+          const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? "")?.[1] ?? NaN);
+          if (!Number.isInteger(status)) return fail(new Error("guest answered something that is not HTTP/1.x"));
+          const rest = buf.subarray(end + 4);
+          if (status >= 100 && status < 200) {
+            // Interim (100 Continue, 103): skip it and parse the final head.
+            buf = rest;
+            continue;
+          }
+          const headers = new Headers();
+          let length: number | undefined;
+          let isChunked = false;
+          for (const line of lines.slice(1)) {
+            const colon = line.indexOf(":");
+            if (colon <= 0) continue;
+            const k = line.slice(0, colon).trim().toLowerCase();
+            const v = line.slice(colon + 1).trim();
+            if (k === "content-length") length = Number(v);
+            if (k === "transfer-encoding" && /chunked/i.test(v)) isChunked = true;
+            if (HOP_BY_HOP.has(k)) continue;
+            headers.append(k, v);
+          }
+          const noBody = r.method === "HEAD" || status === 204 || status === 304;
+          framing = noBody ? { kind: "none" } : isChunked ? { kind: "chunked" } : length !== undefined ? { kind: "length", left: length } : { kind: "close" };
+          if (framing.kind === "none" || (framing.kind === "length" && framing.left === 0)) {
+            finished = true;
+            teardown();
+            resolve(new Response(null, { status, headers }));
+            return;
+          }
+          if (framing.kind === "chunked") decoder = new ChunkedDecoder();
+          const stream = new ReadableStream<Uint8Array>(
+            {
+              start(c) {
+                ctrl = c;
+              },
+              pull() {
+                sock.resume();
+              },
+              cancel() {
+                finished = true;
+                teardown();
+              },
+            },
+            { highWaterMark: 8 },
+          );
+          resolve(new Response(stream, { status, headers }));
+          if (rest.length) body(Buffer.from(rest));
+          return;
+        }
+      } catch (err) {
+        fail(err as Error);
+      }
+    };
+    sock.on("data", onData);
+    sock.once("end", () => {
+      if (framing?.kind === "close") finish();
+      else fail(new Error("guest closed the connection mid-response"));
+    });
+    sock.once("error", (err) => fail(err));
+    sock.once("close", () => fail(new Error("tunnel closed")));
+    sock.resume();
+    sock.write(head);
+    if (r.body) sendBody(sock, r.body, chunked, r.onBytesIn, r.signal).catch(() => teardown());
+  });
+}
