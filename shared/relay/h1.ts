@@ -12,7 +12,7 @@ const MAX_HEAD_BYTES = 64 * 1024;
 type Framing = { kind: "none" } | { kind: "length"; left: number } | { kind: "chunked" } | { kind: "close" };
 
 /** Incremental chunked-transfer decoder: feed bytes, get body slices; `done` once the last chunk and trailers end. */
-class ChunkedDecoder {
+export class ChunkedDecoder {
   private state: "size" | "data" | "data-crlf" | "trailer" = "size";
   private left = 0;
   private line: Buffer = Buffer.alloc(0);
