@@ -270,12 +270,24 @@ export class E2bSurface {
   }
 
   /**
-   * Claim on the fleet: candidates are fresh nodes whose pool of the key has warm VMs in the snapshot (a node with
-   * none would cold-boot or refuse, so it is never asked); sample two, take the warmer. Undelivered outcomes drop
-   * the node and re-sample; other errors end the create. Undefined = no node delivered.
+   * Claim on the fleet: candidates are fresh nodes whose pool of the key has warm VMs in the snapshot; sample two,
+   * take the warmer. Undelivered outcomes drop the node and re-sample; other errors end the create. Undefined = no
+   * node delivered.
+   *
+   * When the snapshot shows no warm VM anywhere, nodes whose pool for the key has a warm TARGET are asked anyway
+   * (docs/e2b.md "Create"): the snapshot lags refills by up to a poll tick or an inventory publish, and a burst that
+   * drained the pool for a moment would otherwise answer 503 for that whole lag. A pool configured with no warm VMs
+   * (target 0) is never asked, so an unpooled image still answers 503 rather than cold-booting.
    */
   private async place(key: PoolKey, req: ClaimRequest): Promise<ClaimReply | undefined> {
-    let cands = claimCandidates(this.nodes.nodes(), key);
+    const nodes = this.nodes.nodes();
+    let cands = claimCandidates(nodes, key);
+    if (cands.length === 0) {
+      cands = nodes
+        .filter((n) => n.address && n.pools.some((p) => p.template === key.template && p.net === key.net && p.size === key.size && p.target > 0))
+        .map((node) => ({ node, warm: 0 }));
+      for (const c of cands) this.deps.fleet.changed?.(c.node.address);
+    }
     const resolveTarget = (addr: string): SandboxdClient | undefined => {
       const n = nodeByAddress(this.nodes.nodes(), addr);
       return n ? this.nodes.client(n.address) : undefined;

@@ -5,6 +5,8 @@ import { Sandbox } from "e2b";
 import { KEY_A, KEY_B, ROOT, SECRET, eventually, sdkOpts, startStack, type Stack } from "./harness.ts";
 import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
 import { deriveAccessToken } from "../../../shared/e2b/tokens.ts";
+import { E2bSurface } from "../../../shared/e2b/surface.ts";
+import { createLogger } from "../../../shared/log/index.ts";
 
 interface Reply {
   status: number;
@@ -434,6 +436,31 @@ describe("keys and anonymous mode together", () => {
     const s = await startStack({ anonymous: true });
     try {
       expect((await api(s, "POST", "/v2/sandboxes", { key: null, body: { templateID: "base" } })).status).toBe(401);
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+describe("placement on a lagging view", () => {
+  test("a snapshot that shows a pool with a warm target but 0 warm VMs (a refill not seen yet) still claims there; target 0 never does", async () => {
+    const s = await startStack({ pools: ["img:1/none/small=3", "cold/none/small=0"] });
+    try {
+      const real = s.mesh.fleet;
+      // The view as it would look right after a burst drained the pool: warm 0, target still 3.
+      const lagging = {
+        nodes: () => real.nodes().map((n) => ({ ...n, pools: n.pools.map((p) => ({ ...p, warm: 0 })) })),
+        ready: () => Promise.resolve(),
+        stop: () => Promise.resolve(),
+      };
+      const surface = new E2bSurface(
+        { namespace: "team-a", domain: "sandbox.test", envdVersion: "0.8.0", defaultTimeoutSeconds: 300, aliases: new Map(), envdSecret: SECRET, rootToken: ROOT },
+        { fleet: lagging, log: createLogger({ level: "error", name: "test" }) },
+      );
+      const made = await surface.create("team-a", { templateID: "img:1" });
+      expect(made.sandboxID).toMatch(/^sb-/);
+      const err = await surface.create("team-a", { templateID: "cold" }).catch((e) => e);
+      expect(err.status).toBe(503);
     } finally {
       await s.stop();
     }
