@@ -90,7 +90,8 @@ export interface Stack {
   certFile: string;
   keyFile: string;
   caPem: string;
-  startServer(o?: { args?: string[]; env?: Record<string, string>; port?: number; waitReady?: boolean }): Promise<ApiserverProcess>;
+  /** `servingCert: false` leaves out --tls-cert-file/--tls-private-key-file (the server self-signs in --cert-dir). */
+  startServer(o?: { args?: string[]; env?: Record<string, string>; port?: number; waitReady?: boolean; servingCert?: boolean }): Promise<ApiserverProcess>;
   /** Points the APIService at a server's port and waits until it is Available. */
   register(port: number): Promise<void>;
   publish(inv: InventoryInput): Promise<void>;
@@ -146,8 +147,7 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
             join(REPO, "services/sandbox-apiserver/main.ts"),
             `--secure-port=${port}`,
             "--bind-address=127.0.0.1",
-            `--tls-cert-file=${certFile}`,
-            `--tls-private-key-file=${keyFile}`,
+            ...(so.servingCert === false ? [] : [`--tls-cert-file=${certFile}`, `--tls-private-key-file=${keyFile}`]),
             `--authentication-kubeconfig=${serverKubeconfig}`,
             `--authorization-kubeconfig=${serverKubeconfig}`,
             ...(so.args ?? []),
@@ -178,7 +178,8 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
           for (;;) {
             if (proc.exitCode !== null) throw new Error(`sandbox-apiserver exited ${proc.exitCode}:\n${err}`);
             try {
-              const r = await fetch(`https://127.0.0.1:${port}/readyz`, { tls: { ca: ca.certPem } });
+              const tls = so.servingCert === false ? { rejectUnauthorized: false } : { ca: ca.certPem };
+              const r = await fetch(`https://127.0.0.1:${port}/readyz`, { tls });
               await r.body?.cancel();
               if (r.ok) break;
             } catch {

@@ -1,6 +1,7 @@
 // Process-level behaviour of sandbox-apiserver on the real kube-apiserver: startup failures in the spec's order,
 // log level, the sandboxd token, and a graceful shutdown with an open watch. Scenario numbers lead the names.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { X509Certificate } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
@@ -62,6 +63,24 @@ describe("startup order and failures", () => {
     const dbg = await stack.startServer({ env: { OPERATOR_LOG_LEVEL: "debug" }, args: ["--enable-warm-pool-driver=false"] });
     await eventually(() => (dbg.stderr().split("\n").some((l) => l.startsWith("{") && JSON.parse(l).level === "debug") ? true : undefined), 5000, "a debug line");
     expect(await dbg.stop()).toBe(0);
+  });
+});
+
+describe("serving certificate", () => {
+  test("without --tls-cert-file the server self-signs apiserver.crt/.key in --cert-dir for localhost and loopback, and reuses them", async () => {
+    const certDir = join(stack.dir, "certs");
+    const first = await stack.startServer({ servingCert: false, args: [`--cert-dir=${certDir}`, "--enable-warm-pool-driver=false"] });
+    const pem = readFileSync(join(certDir, "apiserver.crt"), "utf8");
+    const cert = new X509Certificate(pem);
+    expect(cert.subjectAltName).toContain("DNS:localhost");
+    expect(cert.subjectAltName).toContain("IP Address:127.0.0.1");
+    // The served certificate is that one: verification against it as the CA passes for "localhost".
+    const r = await fetch(`https://localhost:${first.port}/livez`, { tls: { ca: pem } });
+    expect(await r.text()).toBe("ok");
+    expect(await first.stop()).toBe(0);
+    const second = await stack.startServer({ servingCert: false, args: [`--cert-dir=${certDir}`, "--enable-warm-pool-driver=false"] });
+    expect(readFileSync(join(certDir, "apiserver.crt"), "utf8")).toBe(pem);
+    expect(await second.stop()).toBe(0);
   });
 });
 
