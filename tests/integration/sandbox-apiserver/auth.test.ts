@@ -195,4 +195,15 @@ subjects: [{kind: ServiceAccount, name: scraper, namespace: default}]
     }
     await eventually(async () => ((await viaAggregator()) === 200 ? true : undefined), 10_000, "the restored names to apply");
   }, 30_000);
+
+  test("a client certificate from the cluster's client CA (client-ca-file from the ConfigMap) authenticates as its CN and O", async () => {
+    // The cluster admin's certificate: CN test-admin, O system:masters, issued by the client CA kube-apiserver
+    // publishes in extension-apiserver-authentication; system:masters needs no SAR.
+    const r = await direct("/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y", { cert: stack.cluster.admin });
+    expect(r.status).toBe(200);
+    // A certificate from another authority with the same subject is nobody.
+    const rogue = await createCA("rogue-client-ca");
+    const cert = await issueCertificate({ ca: rogue, cn: "test-admin", organizations: ["system:masters"], usages: "client" });
+    expect((await direct("/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y", { cert })).status).toBe(403);
+  });
 });
