@@ -73,6 +73,7 @@ test("22 + issue: a 200 MB upload and a 200 MB download through the relay raise 
   const after = await peakRss(child.proc.pid);
   const grewMb = (after - before) / 1024 / 1024;
   console.log(`relay process peak RSS: ${(before / 1048576).toFixed(1)} MB before, ${(after / 1048576).toFixed(1)} MB after 200 MB up + 200 MB down (+${grewMb.toFixed(1)} MB)`);
-  expect(grewMb).toBeLessThan(48);
+  // Holding either body whole would add at least 200 MB; allocator and GC slack on a busy machine stays far below.
+  expect(grewMb).toBeLessThan(100);
   await sbx.kill();
 }, 120_000);
