@@ -19,7 +19,7 @@ import {
   type SandboxDetail,
 } from "../sandboxd/schemas.ts";
 import { E2bError, badRequest, fromNode, sandboxNotFound, templateNotFound } from "./errors.ts";
-import { ENVD_PORT, INIT_TIMEOUT_MS, METRICS_MAX_BYTES, METRICS_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd } from "./envd.ts";
+import { INIT_TIMEOUT_MS, METRICS_MAX_BYTES, METRICS_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd } from "./envd.ts";
 import type { AliasTarget } from "./files.ts";
 import { publicSandboxId, sameSandboxId } from "./ids.ts";
 import { matches, page, parseFilters, parsePaging } from "./list.ts";
@@ -828,8 +828,6 @@ export class E2bSurface {
       .sort((a, b) => (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0));
   }
 
-  /** The relay's passive envd port, exported for wiring checks. */
-  static readonly envdPort = ENVD_PORT;
 }
 
 function refuseOptions(b: NewSandbox): void {

@@ -26,7 +26,7 @@ export interface GuestRequest {
 }
 
 /** Resolves when the writable drains or closes (whichever first), leaving no listener behind. */
-function drained(sink: Writable): Promise<void> {
+export function drained(sink: Writable): Promise<void> {
   return new Promise<void>((resolve) => {
     const done = () => {
       sink.off("drain", done);

@@ -5,7 +5,7 @@
 // Replaces node:http on the hot path: it parsed and re-emitted every chunk through JS event machinery.
 import type net from "node:net";
 import type { GuestRequest } from "./guest.ts";
-import { HOP_BY_HOP } from "./guest.ts";
+import { HOP_BY_HOP, drained } from "./guest.ts";
 
 const MAX_HEAD_BYTES = 64 * 1024;
 
@@ -54,17 +54,9 @@ export class ChunkedDecoder {
   }
 }
 
+/** Write, and when the socket's buffer is full wait for it to drain (or close). */
 function writeAll(sock: net.Socket, data: Buffer | string): Promise<void> {
-  if (sock.write(data)) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      sock.off("drain", done);
-      sock.off("close", done);
-      resolve();
-    };
-    sock.on("drain", done);
-    sock.on("close", done);
-  });
+  return sock.write(data) ? Promise.resolve() : drained(sock);
 }
 
 async function sendBody(sock: net.Socket, body: ReadableStream<Uint8Array>, chunked: boolean, count: (n: number) => void, signal: AbortSignal): Promise<void> {
