@@ -208,7 +208,7 @@ export class E2bSurface {
       ...(body.autoPause === true ? { on_expire: "archive" as const } : {}),
     };
 
-    let placed: { reply: ClaimReply; template: string } | undefined;
+    let placed: { reply: ClaimReply; template: string; calledAddress?: string } | undefined;
     let builtTemplate = false;
     if (CHECKPOINT_ID_RE.test(templateID)) {
       placed = await this.claimFromSnapshot(ns, templateID, common);
@@ -222,8 +222,8 @@ export class E2bSurface {
         ...common,
         ...(body.allow_internet_access === false ? { egress: false } : {}),
       };
-      const reply = await this.place({ template: pool.image, net, size: pool.size }, req);
-      if (reply) placed = { reply, template: pool.image };
+      const hit = await this.place({ template: pool.image, net, size: pool.size }, req);
+      if (hit) placed = { reply: hit.reply, template: pool.image, calledAddress: hit.calledAddress };
       else {
         // Only the no-capacity branch looks for a built template (pool images pay nothing for the lookup).
         const knownPool = this.settings.aliases.has(templateID) || advertisesImage(this.nodes.nodes(), pool.image);
@@ -237,8 +237,12 @@ export class E2bSurface {
     }
 
     const { reply } = placed;
-    const address = reply.owner_addr;
-    const nodeName = this.nodes.nodeNameFor(address);
+    // Call the owner at the address the fleet knows it by: `owner_addr` is the node's own advertise address, which
+    // need not be how this process reaches it. A claim only lands on a node the fleet knows (unknown redirect
+    // targets are skipped), so an owner_addr no fleet node matches is the node we called.
+    const owner = nodeByAddress(this.nodes.nodes(), reply.owner_addr);
+    const address = owner?.address ?? placed.calledAddress ?? reply.owner_addr;
+    const nodeName = owner?.name ?? this.nodes.nodeNameFor(address);
     this.nodes.remember(ns, reply.id, address, nodeName);
     this.deps.fleet.changed?.(address);
     const accessToken = deriveAccessToken(this.settings.envdSecret, reply.token);
@@ -279,7 +283,7 @@ export class E2bSurface {
    * drained the pool for a moment would otherwise answer 503 for that whole lag. A pool configured with no warm VMs
    * (target 0) is never asked, so an unpooled image still answers 503 rather than cold-booting.
    */
-  private async place(key: PoolKey, req: ClaimRequest): Promise<ClaimReply | undefined> {
+  private async place(key: PoolKey, req: ClaimRequest): Promise<{ reply: ClaimReply; calledAddress: string } | undefined> {
     const nodes = this.nodes.nodes();
     let cands = claimCandidates(nodes, key);
     if (cands.length === 0) {
@@ -302,7 +306,7 @@ export class E2bSurface {
       }
       const node = cands[pick]!.node;
       try {
-        return await this.nodes.client(node.address).claim(req, { resolveTarget });
+        return { reply: await this.nodes.client(node.address).claim(req, { resolveTarget }), calledAddress: node.address };
       } catch (err) {
         if (provablyUndelivered(err)) {
           this.log.debug({ node: node.name, err }, "claim not delivered; trying another node");
@@ -331,7 +335,7 @@ export class E2bSurface {
     net: "none" | "egress",
     common: { ttl_seconds: number; claim_ref: string; metadata?: Record<string, string>; on_expire?: "archive" },
     allowInternet: boolean | undefined,
-  ): Promise<{ reply: ClaimReply; template: string } | undefined> {
+  ): Promise<{ reply: ClaimReply; template: string; calledAddress: string } | undefined> {
     if (`${BUILT_PREFIX}${ns}/${name}`.length > NAME_BUDGET) return undefined;
     const holders = this.builtHolders(ns, name);
     if (holders.length === 0) return undefined;
@@ -346,7 +350,7 @@ export class E2bSurface {
         ...(allowInternet === false ? { egress: false } : {}),
       };
       try {
-        return { reply: await this.nodes.client(node.address).claim(req, { timeoutMs: COLD_CLAIM_TIMEOUT_MS }), template: t.template };
+        return { reply: await this.nodes.client(node.address).claim(req, { timeoutMs: COLD_CLAIM_TIMEOUT_MS }), template: t.template, calledAddress: node.address };
       } catch (err) {
         if (isSandboxdError(err) && err.status === 404) continue;
         if (provablyUndelivered(err)) {
@@ -364,13 +368,13 @@ export class E2bSurface {
     ns: string,
     snapshotId: string,
     common: { ttl_seconds: number; claim_ref: string; metadata?: Record<string, string>; on_expire?: "archive" },
-  ): Promise<{ reply: ClaimReply; template: string }> {
+  ): Promise<{ reply: ClaimReply; template: string; calledAddress: string }> {
     const { found } = await this.findCheckpoints(ns);
     const hit = found.find((f) => f.ck.id === snapshotId);
     if (!hit) throw templateNotFound(snapshotId);
     try {
       const reply = await this.nodes.client(hit.address).claimCheckpoint(snapshotId, common);
-      return { reply, template: hit.ck.key.template };
+      return { reply, template: hit.ck.key.template, calledAddress: hit.address };
     } catch (err) {
       if (provablyUndelivered(err)) throw new E2bError(503, `no capacity to start snapshot "${snapshotId}"; retry later`);
       throw claimFailure(err);
@@ -504,7 +508,8 @@ export class E2bSurface {
       throw fromNode(err, id, "failed to fork the sandbox");
     }
     const results = await mapLimit(children, FANOUT_CONCURRENCY, async (child) => {
-      const address = child.owner_addr || loc.address;
+      // Children live on the parent's node; reach it the way the fleet does (owner_addr is its own advertise name).
+      const address = nodeByAddress(this.nodes.nodes(), child.owner_addr)?.address ?? loc.address;
       const accessToken = deriveAccessToken(this.settings.envdSecret, child.token);
       await this.nodes.client(address).putInstanceMetadata(child.id, { accessTokenHash: accessTokenHash(accessToken) });
       await initEnvd({ address, claimId: child.id, rootToken: this.settings.rootToken }, { accessToken, timestamp: new Date(this.now()).toISOString() });
@@ -512,7 +517,7 @@ export class E2bSurface {
     });
     if (results.some((r) => r instanceof Error)) {
       this.log.warn({ sandbox: loc.claimId, err: results.find((r) => r instanceof Error) }, "fork child initialisation failed; releasing every child");
-      await Promise.all(children.map((c) => this.nodes.client(c.owner_addr || loc.address).release(c.id).catch(() => undefined)));
+      await Promise.all(children.map((c) => this.nodes.client(nodeByAddress(this.nodes.nodes(), c.owner_addr)?.address ?? loc.address).release(c.id).catch(() => undefined)));
       throw new E2bError(500, "failed to fork the sandbox");
     }
     this.deps.fleet.changed?.(loc.address);
