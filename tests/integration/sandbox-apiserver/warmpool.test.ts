@@ -184,7 +184,7 @@ describe("leader election", () => {
     await a.proc.exited;
     for (const s of sims) s.log.clear();
     await eventually(() => (b.stderr().includes("became the warm-pool driver leader") ? true : undefined), 25_000, "takeover");
-    expect(Date.now() - killedAt).toBeLessThan(20_000);
+    expect(Date.now() - killedAt).toBeLessThan(22_000); // lease 15 s + one 2 s retry + polling slack on a loaded machine
     expect(await holder()).not.toBe(first);
     // The new leader drives: pools converge again.
     await eventually(() => (sims.every((x) => lastPut(x)?.pools[0]?.warm === 1) ? true : undefined), 10_000, "PUTs from the new leader");
@@ -205,10 +205,18 @@ describe("leader election", () => {
     expect(Date.now() - lostAt).toBeGreaterThanOrEqual(8_000);
     // Reads keep working through the aggregator while the driver is down.
     expect((await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/sandboxes")).status).toBe(200);
-    const stoppedAt = Date.now();
     await stack.cluster.apply([{ ...saved, metadata: { name: "sandbox-apiserver-leader-election", namespace: NAMESPACE } }]);
     await eventually(() => (s.stderr().split("became the warm-pool driver leader").length === 3 ? true : undefined), 30_000, "leadership again");
-    expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(5_000);
+    // Judged by the process's own log times: from stepping down to leading again is at least the 5 s rebuild delay.
+    const times = (msg: string) =>
+      s
+        .stderr()
+        .split("\n")
+        .filter((l) => l.startsWith("{") && l.includes(msg))
+        .map((l) => Date.parse((JSON.parse(l) as { time: string }).time));
+    const steppedDown = times("could not renew the warm-pool driver lease")[0]!;
+    const ledAgain = times("became the warm-pool driver leader")[1]!;
+    expect(ledAgain - steppedDown).toBeGreaterThanOrEqual(5_000);
     await deletePool("p43");
   }, 60_000);
 });
