@@ -199,6 +199,25 @@ describe("one node", () => {
     expect((await api(s, "POST", `/sandboxes/${sbx.sandboxID}/timeout`, { raw: "" })).json.message).toBe("invalid request body: empty");
   });
 
+  test("refreshes (older SDKs): duration > 0 renews to it, none renews to the default; legacy resume of a paused sandbox with autoPause sets on_expire", async () => {
+    const sbx = (await create({ timeout: 30 })).json;
+    expect((await api(s, "POST", `/sandboxes/${sbx.sandboxID}/refreshes`, { body: { duration: 120 } })).status).toBe(204);
+    const renews = () => s.cluster.nodes[0]!.requests.filter((e) => e.route === "renew");
+    expect((renews().at(-1)!.body as { ttl_seconds: number }).ttl_seconds).toBe(120);
+    expect((await api(s, "POST", `/sandboxes/${sbx.sandboxID}/refreshes`)).status).toBe(204);
+    expect((renews().at(-1)!.body as { ttl_seconds: number }).ttl_seconds).toBe(300);
+    await api(s, "POST", `/sandboxes/${sbx.sandboxID}/pause`);
+    const resumed = await api(s, "POST", `/sandboxes/${sbx.sandboxID}/resume`, { body: { timeout: 60, autoPause: true } });
+    expect(resumed.status).toBe(201);
+    expect(renews().at(-1)!.body).toMatchObject({ on_expire: "archive" });
+    // The legacy list answers every match unpaged (limit is not its parameter), with no X-Next-Token.
+    await create();
+    await eventually(async () => (await api(s, "GET", "/sandboxes")).json.length >= 2);
+    const legacy = await api(s, "GET", "/sandboxes?limit=1");
+    expect(legacy.headers.get("x-next-token")).toBeNull();
+    expect(legacy.json.length).toBeGreaterThanOrEqual(2);
+  });
+
   test("33 + 36: connect with memory:false => 400; legacy resume of a running sandbox => 409", async () => {
     const sbx = (await create()).json;
     expect((await api(s, "POST", `/v2/sandboxes/${sbx.sandboxID}/connect`, { body: { memory: false } })).status).toBe(400);
