@@ -69,6 +69,21 @@ describe("MeshFleet", () => {
     expect(findEntry(f.nodes(), claimed.id)).toBeDefined();
   });
 
+  test("changed(address) refreshes just that node before the tick; the others keep their snapshot", async () => {
+    const c = await cluster(2);
+    const f = fleet(c.nodes.map(addr), ROOT, 60_000);
+    await f.ready();
+    const [n0, n1] = c.nodes;
+    const infos = (n: SandboxdSim) => n.requests.filter((e) => e.route === "info").length;
+    const before1 = infos(n1!);
+    const claimed = await new SandboxdClient({ baseUrl: n0!.url, token: ROOT }).claim({ template: "img", claim_ref: "ns/y" });
+    f.changed(addr(n0!));
+    for (let i = 0; i < 50 && !findEntry(f.nodes(), claimed.id); i++) await Bun.sleep(20);
+    expect(findEntry(f.nodes(), claimed.id)?.node.name).toBe(addr(n0!));
+    expect(infos(n1!)).toBe(before1);
+    expect(f.nodes()).toHaveLength(2);
+  });
+
   test("startup: no seed answers, or a seed refuses the token => StartupError naming the flag", async () => {
     const dead = fleet(["127.0.0.1:1"]);
     const e1 = await dead.ready().catch((e) => e);
