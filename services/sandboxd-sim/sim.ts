@@ -57,7 +57,8 @@ export interface SandboxdSim {
   latency(route: FaultRoute, ms: Latency | null): void;
   /** `when: "after"` handles the request (a claim is committed) and then never answers. */
   hang(route: FaultRoute, count?: number, when?: "before" | "after"): void;
-  fail(route: FaultRoute, status: number, body?: unknown, count?: number): void;
+  /** `pathIncludes`: only requests whose path contains it (one sandbox's id), so other sandboxes are unaffected. */
+  fail(route: FaultRoute, status: number, body?: unknown, count?: number, pathIncludes?: string): void;
   reset(route: FaultRoute, when: "before" | "after", count?: number): void;
   listFails(mode: ListFailMode): void;
   clearFaults(): void;
@@ -147,7 +148,7 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
     refillNow: () => node.pools.refill(),
     latency: (route, ms) => faults.latency(route, ms),
     hang: (route, count = 1, when = "before") => faults.push(route, { kind: "hang", when }, count),
-    fail: (route, status, body, count = 1) => faults.push(route, { kind: "fail", status, body }, count),
+    fail: (route, status, body, count = 1, pathIncludes) => faults.push(route, { kind: "fail", status, body }, count, pathIncludes),
     reset: (route, when, count = 1) => faults.push(route, { kind: "reset", when }, count),
     listFails: (mode) => void (faults.listMode = mode),
     clearFaults: () => faults.clear(),

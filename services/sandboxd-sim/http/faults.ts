@@ -4,7 +4,8 @@
 //   latency(route, ms | () => ms)   a slow node (real wall time: it is meant to trip client timeouts)
 //   hang(route, count?, when?)      accept the request, never answer (until the client gives up or the sim stops);
 //                                   "after" commits first (the claim exists) — a reply that never comes
-//   fail(route, status, body?, n?)  answer the next n requests (default 1) without touching state
+//   fail(route, status, body?, n?, pathIncludes?)  answer the next n requests (default 1) without touching state;
+//                                   with pathIncludes, only requests whose path contains it (one sandbox's id)
 //   reset(route, "before"|"after")  drop the connection before handling, or after committing — the ambiguous
 //                                   "claim delivered, reply lost"
 //   listFails(mode)                 GET /v1/sandboxes only: "500" | "hang" | "truncated" | "oversize" | false
@@ -24,6 +25,8 @@ interface Queued {
   route: FaultRoute;
   action: FaultAction;
   remaining: number;
+  /** Only requests whose path contains this (e.g. one sandbox id). */
+  pathIncludes?: string;
 }
 
 export class Faults {
@@ -42,13 +45,15 @@ export class Faults {
   }
 
   /** count: how many requests the fault applies to (Infinity = until cleared). */
-  push(route: FaultRoute, action: FaultAction, count = 1): void {
-    this.queue.push({ route, action, remaining: count });
+  push(route: FaultRoute, action: FaultAction, count = 1, pathIncludes?: string): void {
+    this.queue.push({ route, action, remaining: count, ...(pathIncludes ? { pathIncludes } : {}) });
   }
 
   /** The next queued action for this route, consuming one use of it. */
-  take(route: RouteName): FaultAction | undefined {
-    const q = this.queue.find((x) => x.remaining > 0 && (x.route === route || x.route === "*"));
+  take(route: RouteName, path = ""): FaultAction | undefined {
+    const q = this.queue.find(
+      (x) => x.remaining > 0 && (x.route === route || x.route === "*") && (x.pathIncludes === undefined || path.includes(x.pathIncludes)),
+    );
     if (!q) return undefined;
     q.remaining--;
     this.queue = this.queue.filter((x) => x.remaining > 0);

@@ -184,7 +184,7 @@ export class NodeServer {
     const { faults } = this.d;
     // A queued fault belongs to the requests that arrive after it was set: taken on arrival, before the latency,
     // so a slow request already in flight (a cold claim) is not hit by a fault set while it waits.
-    const action = route === "list" && faults.listMode ? undefined : faults.take(route);
+    const action = route === "list" && faults.listMode ? undefined : faults.take(route, url.pathname);
     const delay = faults.latencyFor(route);
     if (delay > 0) await sleep(delay);
 

@@ -60,12 +60,31 @@ beforeAll(async () => {
   // 32: the pod goes while its owner lives (preserved), then the owner goes; its release keeps failing.
   await e2e.kube.deletePod("ns", "r32");
   await waitFor("r32 deleted", async () => !(await pod("r32")));
-  stack.sim.fail("release", 500, { error: "release refused" }, 1_000_000);
+  // Only r32's release fails: scenario 31's release must not depend on this fault being cleared first.
+  stack.sim.fail("release", 500, { error: "release refused" }, 1_000_000, before.r32!.id);
   await e2e.kube.deleteSandbox("ns", "o32");
   await waitFor("r32's claim queued for release", async () => (table().releasing ?? []).some((r) => r.id === before.r32!.id), 30_000, 250);
   await waitFor("its release tried and refused", async () => releasesOf(before.r32!.id).length >= 1, 15_000, 100);
   await first.kill("SIGKILL");
-}, 180_000);
+
+  // While down (setup, not a test: every test below reads the restarted daemon, in any order under --randomize).
+  // 31: the pod is replaced by a same-name pod of another owner (another UID), and no delete reaches the daemon.
+  await e2e.kube.deletePod("ns", "r31", 0);
+  await waitFor("r31 gone", async () => !(await pod("r31")));
+  ownerY = (await e2e.kube.createSandbox("ns", "y31")).metadata.uid;
+  await e2e.kube.createPod(ownedBy("r31", "y31", ownerY));
+  // 36: sandboxd lost r36's sandbox (gone from its table, out of band).
+  stack.sim.vanish(before.r36!.id);
+  if (isLive(before.r36!.id)) throw new Error("setup: r36 should be gone from sandboxd");
+  // 37: r37's row in an older format, without claimedAt and deadline.
+  const t = table();
+  const { claimedAt: _c, deadline: _d, ...legacy } = t.claims["ns/r37"]!;
+  t.claims["ns/r37"] = legacy as Row;
+  writeFileSync(statePath, JSON.stringify(t), { mode: 0o600 });
+
+  second = stack.daemon({ node: NODE, statePath });
+  await second.waitForLog(/vk-sandbox ready/, 60_000);
+}, 240_000);
 
 afterAll(async () => {
   await stack?.stop();
@@ -73,25 +92,6 @@ afterAll(async () => {
 });
 
 describe("what a restarted daemon makes of its table", () => {
-  test("while down: a pod replaced under another owner, a sandbox gone, an older row format; the restart adopts nothing it should not", async () => {
-    // 31: the pod is replaced by a same-name pod of another owner (another UID), and no delete reaches the daemon.
-    await e2e.kube.deletePod("ns", "r31", 0);
-    await waitFor("r31 gone", async () => !(await pod("r31")));
-    ownerY = (await e2e.kube.createSandbox("ns", "y31")).metadata.uid;
-    await e2e.kube.createPod(ownedBy("r31", "y31", ownerY));
-    // 36: sandboxd lost r36's sandbox (gone from its table, out of band).
-    stack.sim.vanish(before.r36!.id);
-    expect(isLive(before.r36!.id)).toBe(false);
-    // 37: r37's row in an older format, without claimedAt and deadline.
-    const t = table();
-    const { claimedAt: _c, deadline: _d, ...legacy } = t.claims["ns/r37"]!;
-    t.claims["ns/r37"] = legacy as Row;
-    writeFileSync(statePath, JSON.stringify(t), { mode: 0o600 });
-
-    second = stack.daemon({ node: NODE, statePath });
-    await second.waitForLog(/vk-sandbox ready/, 60_000);
-  }, 60_000);
-
   test("scenario 32: a queued release failing with 500 persists across the restart and repeats each tick until 204", async () => {
     const id = before.r32!.id;
     const entry = (table().releasing ?? []).find((r) => r.id === id);
@@ -127,7 +127,7 @@ describe("what a restarted daemon makes of its table", () => {
     expect(row.id).toBe(fresh);
     expect(row.authority).toBe(ownerY);
     expect(row.podUID).toBe(p.metadata!.uid!);
-    // X's claim left through the releasing list (released once the release fault of scenario 32 cleared).
+    // X's claim left through the releasing list.
     await waitFor("X released", async () => !isLive(old), 25_000, 250);
     expect(releasesOf(old).at(-1)!.outcome).toBe(204);
     expect(simClaimsFor(stack.sim, "ns/r31").map((c) => c.id)).toEqual([fresh]);

@@ -41,6 +41,17 @@ describe("sandboxd-sim fault knobs", () => {
     expect((await claim(s)).status).toBe(200); // count defaults to 1
   });
 
+  test("fail with pathIncludes hits only the requests for that path (one sandbox), others pass", async () => {
+    const s = await sim();
+    const a = (await claim(s)).json as { id: string; token: string };
+    const b = (await claim(s)).json as { id: string; token: string };
+    s.fail("release", 500, { error: "refused" }, 5, a.id);
+    const rel = (id: string) => fetch(`${s.url}/v1/sandboxes/${id}/release`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` } });
+    expect((await rel(b.id)).status).toBe(204);
+    expect((await rel(a.id)).status).toBe(500);
+    expect(s.claims().map((c) => c.id)).toEqual([a.id]);
+  });
+
   test("hang after commit: the claim exists and is listed, and the caller never gets an answer", async () => {
     const s = await sim();
     s.hang("claim", 1, "after");
