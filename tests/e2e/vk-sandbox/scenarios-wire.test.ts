@@ -286,7 +286,9 @@ describe("scenarios on the daemon's wires", () => {
       metadata: { ownerReferences?: unknown[]; managedFields?: { manager: string; operation: string }[] };
     };
     const get = async () => (await e2e.kube.req<Inv>("GET", `/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/${NODE}`)).body;
-    await running("s45");
+    // A Pod of its own: under --randomize this test may run before any other created one.
+    await e2e.kube.createPod(sandboxPod("s42", NODE));
+    await running("s42");
     const held = Object.entries(table().claims);
     const inv = await waitFor("inventory with our claims", async () => {
       const got = await get();
