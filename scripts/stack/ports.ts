@@ -44,7 +44,10 @@ function probe(port: number): Promise<NodeJS.ErrnoException | undefined> {
   });
 }
 
-/** Every named port, checked free on 127.0.0.1; throws PortError naming the first one taken and its variable. */
+/**
+ * Every named port, checked free on 127.0.0.1; throws PortError naming the first one taken and its variable. Every
+ * value is validated before any port is probed, so a usage error (exit 2) never depends on what else is running.
+ */
 export async function checkPortsFree(names: PortName[], env: Record<string, string | undefined> = process.env): Promise<Record<PortName, number>> {
   const out = {} as Record<PortName, number>;
   const seen = new Map<number, PortName>();
@@ -53,12 +56,14 @@ export async function checkPortsFree(names: PortName[], env: Record<string, stri
     const clash = seen.get(port);
     if (clash) throw new PortValueError(`port ${port} is set for both the ${PORTS[clash].what} and the ${PORTS[n].what}: give ${PORTS[n].env} another value`);
     seen.set(port, n);
-    const err = await probe(port);
+    out[n] = port;
+  }
+  for (const n of names) {
+    const err = await probe(out[n]);
     if (err) {
       const why = err.code === "EADDRINUSE" ? "is already in use" : `cannot be bound (${err.code ?? err.message})`;
-      throw new PortError(`port ${port} for the ${PORTS[n].what} ${why}: stop what holds it, or choose another port with ${PORTS[n].env}=<port>`);
+      throw new PortError(`port ${out[n]} for the ${PORTS[n].what} ${why}: stop what holds it, or choose another port with ${PORTS[n].env}=<port>`);
     }
-    out[n] = port;
   }
   return out;
 }

@@ -65,14 +65,23 @@ test("a taken port: a message naming the port and its variable, exit 1, nothing 
   }
 });
 
-test("a port variable that is not a port, or two parts on one port: a usage error (exit 2) naming the variable", async () => {
-  for (const [env, expected] of [
-    [{ STACK_PROXY_PORT: "80x" }, 'STACK_PROXY_PORT="80x": expected a port 1-65535'],
-    [{ STACK_NODE0_PORT: "17999", STACK_NODE1_PORT: "17999" }, "give STACK_NODE1_PORT another value"],
-  ] as const) {
-    const p = Bun.spawn(["bun", "scripts/stack.ts", "--mesh"], { cwd: REPO, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
-    const [err, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
-    expect(code).toBe(2);
-    expect(err).toContain(expected);
+test("a port variable that is not a port, or two parts on one port: a usage error (exit 2) naming the variable, even while another port is taken", async () => {
+  // The e2b API's port is held throughout: every value is validated before any port is probed, so the usage error
+  // does not depend on what else runs on the machine.
+  const holder = net.createServer();
+  await new Promise<void>((r) => holder.listen(0, "127.0.0.1", r));
+  const taken = String((holder.address() as net.AddressInfo).port);
+  try {
+    for (const [env, expected] of [
+      [{ STACK_PROXY_PORT: "80x" }, 'STACK_PROXY_PORT="80x": expected a port 1-65535'],
+      [{ STACK_NODE0_PORT: "17999", STACK_NODE1_PORT: "17999" }, "give STACK_NODE1_PORT another value"],
+    ] as const) {
+      const p = Bun.spawn(["bun", "scripts/stack.ts", "--mesh"], { cwd: REPO, env: { ...process.env, STACK_E2B_PORT: taken, ...env }, stdout: "pipe", stderr: "pipe" });
+      const [err, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+      expect(code).toBe(2);
+      expect(err).toContain(expected);
+    }
+  } finally {
+    holder.close();
   }
 });
