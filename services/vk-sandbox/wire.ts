@@ -9,6 +9,7 @@ import type { Clock } from "../../shared/clock/index.ts";
 import { StartupError } from "../../shared/config/errors.ts";
 import { splitHostPort } from "../../shared/config/host-port.ts";
 import { KubeClient } from "../../shared/kube/client.ts";
+import { bunTransport } from "../../shared/kube/transport.ts";
 import { loadKubeConnection } from "../../shared/kube/connection.ts";
 import { isConflict, isNotFound, KubeApiError } from "../../shared/kube/errors.ts";
 import { EventRecorder } from "../../shared/kube/events.ts";
@@ -23,11 +24,13 @@ import { isClaimsStateError } from "./claims/errors.ts";
 import { ClaimsFile } from "./claims/file.ts";
 import type { VkSandboxConfig } from "./flags.ts";
 import { InventoryPublisher } from "./inventory/publisher.ts";
+import { VkSandboxMetrics } from "./metrics.ts";
 import { createKubeletApp, kubeletTlsPair, serveKubeletApi } from "./kubelet-api/index.ts";
 import { LeaseController, NodeController } from "./node/index.ts";
 import { PodController } from "./pods/controller.ts";
 import type { PodSource, PodWriter } from "./pods/ports.ts";
 import { createSandboxProvider, isSandboxdOutage, isTransientForHeldClaim, type OwnerReader } from "./provider/index.ts";
+import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./provider/types.ts";
 
 /** sandboxd HTTP client request timeout (spec §1.1 step 6). */
 const SANDBOXD_TIMEOUT_MS = 10_000;
@@ -74,7 +77,10 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
   const conn = await loadKubeConnection(d.env).catch((e) => {
     throw new StartupError(`kube config: ${(e as Error).message}`);
   });
+  // The daemon's own metrics (metrics.ts), served at /metrics on the kubelet port: every seam below is counted.
+  const metrics = new VkSandboxMetrics();
   const kube = new KubeClient(conn, {
+    transport: metrics.kubeTransport(bunTransport(conn)),
     limiter: limiterFromFlags(cfg.kubeApiQps, cfg.kubeApiBurst),
     userAgent: `vk-sandbox/${cfg.nodeName}`,
     log: log.child({ component: "kube" }),
@@ -109,12 +115,9 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
   // exists, so a node without durable claims never enters scheduling.
   const handle = createSandboxProvider({
     nodeName: cfg.nodeName,
-    claimer: sandboxd,
-    releaser: sandboxd,
-    lister: sandboxd,
-    reader: sandboxd,
+    ...sandboxdSlices(metrics.sandboxd(sandboxd)),
     ownerReader: ownerReaderFor(kube),
-    store: new ClaimsFile({ path: cfg.statePath }),
+    store: metrics.claimsFile(new ClaimsFile({ path: cfg.statePath })),
     log,
     clock: d.clock,
     events: { warning: (pod, reason, message) => events.warning(pod, reason, message) },
@@ -174,7 +177,7 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
   let server;
   try {
     server = serveKubeletApi({
-      app: createKubeletApp({ listPods: () => informer.list(), runningPods: () => handle.provider.getPods() }),
+      app: createKubeletApp({ listPods: () => informer.list(), runningPods: () => handle.provider.getPods(), metrics: () => metrics.exposition() }),
       tls,
       // The flag parser validated the address with the same splitter; ":10260" (empty host) means every interface.
       hostname: splitHostPort(cfg.listenAddr).host || undefined,
@@ -194,6 +197,7 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     events,
     log: log.child({ component: "pod-controller" }),
     workers: podWorkers(),
+    onQueueWait: (queue, ms) => metrics.queueWaitSeconds.observe({ queue }, ms / 1000),
     // The same flags, read the same way as the client's limiter: 0 → 5/10, qps < 0 → none (per-item backoff only).
     rate: rateFromFlags(cfg.kubeApiQps, cfg.kubeApiBurst),
     isTransient: isTransientForHeldClaim,
@@ -204,6 +208,7 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
   shutdown.addCloser("events", () => events.close());
   shutdown.addCloser("pod-informer", () => informer.stop());
   shutdown.addCloser("pod-controller", () => pods.stop());
+  metrics.watchQueues([pods.syncQueue, pods.deleteQueue, pods.statusQueue]);
   await pods.start();
 
   await node.ensure().catch((e) => {
@@ -223,6 +228,11 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
   await node.markReady();
   log.info({ node: cfg.nodeName, port: server.port }, "vk-sandbox ready");
   return { kube, pods, node, kubeletPort: server.port };
+}
+
+/** The four sandboxd slices the provider consumes, all served by one (instrumented) client. */
+function sandboxdSlices<T extends SandboxClaimer & SandboxReleaser & SandboxLister & SandboxReader>(c: T) {
+  return { claimer: c, releaser: c, lister: c, reader: c };
 }
 
 /** The work queues' view of a Clock: monotonic time and a cancel function. */

@@ -13,6 +13,8 @@ export interface KubeletApiDeps {
   listPods(): V1Pod[];
   /** The provider's pod table (`PodLifecycleProvider.getPods`). */
   runningPods(): V1Pod[];
+  /** The daemon's own Prometheus exposition for `/metrics` (metrics.ts); absent: the route is not served. */
+  metrics?(): Promise<{ body: string; contentType: string }>;
 }
 
 interface Route {
@@ -58,7 +60,14 @@ function routes(deps: KubeletApiDeps): Route[] {
     { path: "/stats/summary/", methods: ["GET"], handle: summary },
     { path: "/metrics/resource", methods: ["GET"], handle: resourceMetrics },
     { path: "/metrics/resource/", methods: ["GET"], handle: resourceMetrics },
+    ...(deps.metrics ? [{ path: "/metrics", methods: ["GET"], handle: () => daemonMetrics(deps.metrics!) }] : []),
   ];
+}
+
+/** The daemon's own metrics (claims, releases, writes, queues, sandboxd and apiserver calls): beyond upstream. */
+async function daemonMetrics(read: NonNullable<KubeletApiDeps["metrics"]>): Promise<Response> {
+  const { body, contentType } = await read();
+  return new Response(body, { status: 200, headers: { "Content-Type": contentType } });
 }
 
 function pattern(path: string): RegExp {

@@ -40,6 +40,11 @@ export interface PodControllerOptions {
    * strand a Pod or a release. Its retries are spaced at most OUTAGE_RETRY_MAX_MS apart.
    */
   isOutage?: (err: unknown) => boolean;
+  /**
+   * Called as a key's handler starts with how long it waited since it was queued (plain and immediate enqueues;
+   * a deliberate delay such as a grace period is not waiting). The daemon's queue-wait histogram (metrics.ts).
+   */
+  onQueueWait?: (queue: string, waitedMs: number) => void;
   /** How long a status push waits for its key to appear in the cache (virtual-kubelet: ~3 s in 151 ms polls). */
   notifyWaitMs?: number;
   notifyPollMs?: number;
@@ -62,6 +67,8 @@ export class PodController {
   private readonly skippedDuplicate = new Set<string>();
   private started = false;
   private stopping = false;
+  /** `<queue>\0<key>` -> when it was first queued since its last run (queue-wait measurement). */
+  private readonly queuedAt = new Map<string, number>();
   private resolveReady!: () => void;
   /** Resolves once the cache synced, the dangling pass ran and the workers started. */
   readonly ready: Promise<void> = new Promise((r) => (this.resolveReady = r));
@@ -75,14 +82,14 @@ export class PodController {
       ...common,
       name: "sync",
       rate: o.rate,
-      handler: (k) => this.handleSync(k),
+      handler: (k) => (this.waited("sync", k), this.handleSync(k)),
       retryPolicy: (_key, err, failures) => {
         if (isOutage(err)) return Math.min(backoffDelay(failures), OUTAGE_RETRY_MAX_MS);
         return failures >= DEFAULT_MAX_ATTEMPTS ? undefined : backoffDelay(failures);
       },
     });
-    this.deleteQueue = new WorkQueue({ ...common, name: "delete", rate: o.rate, handler: (k) => this.handleForceDelete(k) });
-    this.statusQueue = new WorkQueue({ ...common, name: "status", rate: o.rate, handler: (k) => this.handleStatus(k) });
+    this.deleteQueue = new WorkQueue({ ...common, name: "delete", rate: o.rate, handler: (k) => (this.waited("delete", k), this.handleForceDelete(k)) });
+    this.statusQueue = new WorkQueue({ ...common, name: "status", rate: o.rate, handler: (k) => (this.waited("status", k), this.handleStatus(k)) });
   }
 
   async start(): Promise<void> {
@@ -94,7 +101,7 @@ export class PodController {
     pods.onDelete((pod) => this.onDelete(pod));
     provider.notifyPods((pod) => this.onProviderPush(pod));
     // A provider's "try this key now" skips both the backoff and the bucket: it is rare and it ends a wait.
-    provider.notifyRetry?.((key) => this.syncQueue.enqueueNow(key));
+    provider.notifyRetry?.((key) => this.queue(this.syncQueue, key, true));
     await pods.startAndSync();
     await this.danglingPass();
     this.syncQueue.start();
@@ -120,19 +127,19 @@ export class PodController {
     const key = podKey(pod);
     this.known.add(key);
     this.state.deleted.delete(key);
-    this.syncQueue.enqueue(key);
+    this.queue(this.syncQueue, key);
   }
 
   private onUpdate(oldPod: V1Pod, newPod: V1Pod): void {
     const key = podKey(newPod);
     this.known.add(key);
-    if (updateNeedsSync(oldPod, newPod)) this.syncQueue.enqueue(key);
+    if (updateNeedsSync(oldPod, newPod)) this.queue(this.syncQueue, key);
     // The provider is the only writer of pod status: if someone else changed what our dropped-as-duplicate
     // push would have written, write it again.
     const last = this.pushed.get(key);
     if (last && this.skippedDuplicate.has(key) && !liveShowsPush(last, newPod)) {
       this.skippedDuplicate.delete(key);
-      this.statusQueue.enqueue(key);
+      this.queue(this.statusQueue, key);
     }
   }
 
@@ -144,7 +151,7 @@ export class PodController {
     this.state.deleted.set(key, pod);
     this.pushed.delete(key);
     this.skippedDuplicate.delete(key);
-    this.syncQueue.enqueue(key);
+    this.queue(this.syncQueue, key);
     if (pod.metadata?.uid) this.deleteQueue.remove(`${key}/${pod.metadata.uid}`);
   }
 
@@ -176,7 +183,25 @@ export class PodController {
     }
     this.pushed.set(key, pod);
     this.skippedDuplicate.delete(key);
-    this.statusQueue.enqueue(key);
+    this.queue(this.statusQueue, key);
+  }
+
+  /** Enqueue, remembering when the key started waiting (the first enqueue since its last run counts). */
+  private queue(q: WorkQueue, key: string, now = false): void {
+    if (this.o.onQueueWait) {
+      const mark = `${q.name}\0${key}`;
+      if (!this.queuedAt.has(mark)) this.queuedAt.set(mark, this.clock.now());
+    }
+    if (now) q.enqueueNow(key);
+    else q.enqueue(key);
+  }
+
+  private waited(queue: string, key: string): void {
+    const mark = `${queue}\0${key}`;
+    const at = this.queuedAt.get(mark);
+    if (at === undefined) return;
+    this.queuedAt.delete(mark);
+    this.o.onQueueWait?.(queue, this.clock.now() - at);
   }
 
   private handleSync(key: string): Promise<void> {
@@ -188,7 +213,7 @@ export class PodController {
       log: this.o.log,
       isTransient: this.o.isTransient ?? defaultIsTransient,
       state: this.state,
-      forceDeleteNow: (k) => this.deleteQueue.enqueueNow(k),
+      forceDeleteNow: (k) => this.queue(this.deleteQueue, k, true),
       forceDeleteAfter: (k, ms) => this.deleteQueue.enqueueAfter(k, ms),
     });
   }

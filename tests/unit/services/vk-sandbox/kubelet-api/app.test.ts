@@ -105,3 +105,23 @@ describe("kubelet API routes", () => {
     expect(await r.text()).toContain(NOT_IMPLEMENTED);
   });
 });
+
+describe("issue 13: the daemon's own /metrics", () => {
+  test("served as Prometheus text when the daemon supplies it; POST is 405; /metrics/resource stays empty", async () => {
+    const withMetrics = createKubeletApp({
+      listPods: () => [],
+      runningPods: () => [],
+      metrics: async () => ({ body: 'vk_sandbox_claims_total{outcome="ok"} 3\n', contentType: "text/plain; version=0.0.4; charset=utf-8" }),
+    });
+    const r = await withMetrics.request("http://x/metrics");
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toContain("text/plain; version=0.0.4");
+    expect(await r.text()).toContain('vk_sandbox_claims_total{outcome="ok"} 3');
+    expect((await withMetrics.request("http://x/metrics", { method: "POST" })).status).toBe(405);
+    expect(await (await withMetrics.request("http://x/metrics/resource")).text()).toBe("");
+  });
+
+  test("without it, /metrics is the router's 404 as before", async () => {
+    expect((await get("/metrics")).status).toBe(404);
+  });
+});
