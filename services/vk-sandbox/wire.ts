@@ -15,7 +15,6 @@ import { isConflict, isNotFound, KubeApiError } from "../../shared/kube/errors.t
 import { EventRecorder } from "../../shared/kube/events.ts";
 import { Informer } from "../../shared/kube/informer.ts";
 import { limiterFromFlags, rateFromFlags } from "../../shared/kube/rate-limit.ts";
-import type { Clock as QueueClock } from "../../shared/kube/work-queue.ts";
 import { Events, Pods } from "../../shared/kube/resources.ts";
 import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -202,7 +201,7 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     rate: rateFromFlags(cfg.kubeApiQps, cfg.kubeApiBurst),
     isTransient: isTransientForHeldClaim,
     isOutage: isSandboxdOutage,
-    clock: d.clock && queueClock(d.clock),
+    clock: d.clock,
   });
   // Closers run in reverse: the queues stop before the informer, the recorder last of the three.
   shutdown.addCloser("events", () => events.close());
@@ -233,17 +232,6 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
 /** The four sandboxd slices the provider consumes, all served by one (instrumented) client. */
 function sandboxdSlices<T extends SandboxClaimer & SandboxReleaser & SandboxLister & SandboxReader>(c: T) {
   return { claimer: c, releaser: c, lister: c, reader: c };
-}
-
-/** The work queues' view of a Clock: monotonic time and a cancel function. */
-function queueClock(clock: Clock): QueueClock {
-  return {
-    now: () => clock.monotonic(),
-    setTimer(fn, ms) {
-      const t = clock.after(ms, fn);
-      return () => t.cancel();
-    },
-  };
 }
 
 function podSource(informer: Informer<V1Pod>): PodSource {

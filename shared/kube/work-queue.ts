@@ -10,21 +10,8 @@
 //   After `maxAttempts` consecutive failures the key is dropped and logged (an unbounded retry
 //   loop would hide a permanent error behind a growing queue).
 import PQueue from "p-queue";
+import { type Clock, realClock, type Timer } from "../clock/index.ts";
 import { TokenBucket } from "./rate-limit.ts";
-
-export interface Clock {
-  now(): number;
-  /** Schedule `fn` after `ms`; returns a cancel function. */
-  setTimer(fn: () => void, ms: number): () => void;
-}
-
-export const systemClock: Clock = {
-  now: () => performance.now(),
-  setTimer(fn, ms) {
-    const t = setTimeout(fn, Math.max(0, ms));
-    return () => clearTimeout(t);
-  },
-};
 
 export interface QueueLogger {
   warn(obj: object, msg: string): void;
@@ -146,7 +133,7 @@ export class WorkQueue {
   private seq = 0;
   private started = false;
   private stopped = false;
-  private cancelTimer: (() => void) | undefined;
+  private timer: Timer | undefined;
   private timerDue = Infinity;
   private idleWaiters: Array<() => void> = [];
   private processed = 0;
@@ -155,7 +142,7 @@ export class WorkQueue {
   constructor(opts: WorkQueueOptions) {
     this.name = opts.name;
     this.handler = opts.handler;
-    this.clock = opts.clock ?? systemClock;
+    this.clock = opts.clock ?? realClock;
     this.workers = Math.max(1, opts.workers ?? 1);
     this.maxAttempts = opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
     this.baseDelayMs = opts.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
@@ -165,10 +152,7 @@ export class WorkQueue {
       ((_key, _err, failures) => (failures >= this.maxAttempts ? undefined : this.backoff(failures)));
     this.bucket =
       opts.rate && opts.rate.qps > 0
-        ? new TokenBucket(opts.rate.qps, opts.rate.burst, {
-            monotonic: () => this.clock.now(),
-            after: (ms, fn) => ({ cancel: this.clock.setTimer(fn, ms) }),
-          })
+        ? new TokenBucket(opts.rate.qps, opts.rate.burst, this.clock)
         : undefined;
     this.log = opts.log;
     // Constructing has no side effects: p-queue starts paused-free but we only feed it after start().
@@ -230,8 +214,8 @@ export class WorkQueue {
   /** Stop dispatching and wait for running handlers to finish. Queued keys are kept but never run. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
+    this.timer?.cancel();
+    this.timer = undefined;
     await this.pool.onIdle();
     this.maybeIdle(true);
   }
@@ -244,7 +228,7 @@ export class WorkQueue {
 
   private schedule(key: string, delayMs: number): void {
     if (this.stopped) return;
-    const due = this.clock.now() + delayMs;
+    const due = this.clock.monotonic() + delayMs;
     if (this.running.has(key)) {
       const prev = this.rerun.get(key);
       this.rerun.set(key, prev === undefined ? due : Math.min(prev, due));
@@ -270,7 +254,7 @@ export class WorkQueue {
 
   private pump(): void {
     if (!this.started || this.stopped) return;
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     while (this.running.size < this.workers) {
       const next = this.earliest();
       if (!next || next[1].due > now) break;
@@ -297,20 +281,22 @@ export class WorkQueue {
     if (this.running.size >= this.workers) return; // a finishing worker pumps again
     const next = this.earliest();
     if (!next) {
-      this.cancelTimer?.();
-      this.cancelTimer = undefined;
+      this.timer?.cancel();
+      this.timer = undefined;
       this.timerDue = Infinity;
       return;
     }
     const due = next[1].due;
-    if (this.cancelTimer && this.timerDue <= due) return;
-    this.cancelTimer?.();
+    if (this.timer && this.timerDue <= due) return;
+    this.timer?.cancel();
     this.timerDue = due;
-    this.cancelTimer = this.clock.setTimer(() => {
-      this.cancelTimer = undefined;
+    // The earliest key is not due yet (pump dispatched every due one), so the delay is positive and no clock runs
+    // this callback inside after().
+    this.timer = this.clock.after(due - this.clock.monotonic(), () => {
+      this.timer = undefined;
       this.timerDue = Infinity;
       this.pump();
-    }, due - this.clock.now());
+    });
   }
 
   private async run(key: string): Promise<void> {
@@ -337,7 +323,7 @@ export class WorkQueue {
       const extra = this.rerun.get(key);
       this.rerun.delete(key);
       if (!this.stopped) {
-        const now = this.clock.now();
+        const now = this.clock.monotonic();
         let due: number | undefined = extra;
         if (failed && retryDelay !== undefined) due = due === undefined ? now + retryDelay : Math.min(due, now + retryDelay);
         if (due !== undefined) this.place(key, due);

@@ -6,7 +6,8 @@
 // queue workers. Nothing runs before the pod cache syncs.
 import type { V1Pod } from "@kubernetes/client-node";
 import type { EventRecorder } from "../../../shared/kube/events.ts";
-import { backoffDelay, type Clock, DEFAULT_MAX_ATTEMPTS, type QueueRate, systemClock, WorkQueue } from "../../../shared/kube/work-queue.ts";
+import { type Clock, realClock } from "../../../shared/clock/index.ts";
+import { backoffDelay, DEFAULT_MAX_ATTEMPTS, type QueueRate, WorkQueue } from "../../../shared/kube/work-queue.ts";
 import type { PodLifecycleProvider } from "./provider.ts";
 import type { ErrorClassifier, Log, PodSource, PodWriter } from "./ports.ts";
 import { liveShowsPush, updateNeedsSync } from "./compare.ts";
@@ -75,7 +76,7 @@ export class PodController {
 
   constructor(o: PodControllerOptions) {
     this.o = o;
-    this.clock = o.clock ?? systemClock;
+    this.clock = o.clock ?? realClock;
     const common = { workers: o.workers, clock: this.clock, log: o.log };
     const isOutage = o.isOutage ?? (() => false);
     this.syncQueue = new WorkQueue({
@@ -165,14 +166,14 @@ export class PodController {
     }
     const waitMs = this.o.notifyWaitMs ?? 3000;
     const pollMs = this.o.notifyPollMs ?? 151;
-    const started = this.clock.now();
+    const started = this.clock.monotonic();
     const poll = () => {
       if (this.stopping) return;
       if (this.known.has(key)) this.acceptPush(key, copy);
-      else if (this.clock.now() - started < waitMs) this.clock.setTimer(poll, pollMs);
+      else if (this.clock.monotonic() - started < waitMs) this.clock.after(pollMs, poll);
       else this.o.log.debug({ pod: key }, "status push dropped: pod never appeared in the cache");
     };
-    this.clock.setTimer(poll, pollMs);
+    this.clock.after(pollMs, poll);
   }
 
   private acceptPush(key: string, pod: V1Pod): void {

@@ -1,43 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { backoffDelay, WorkQueue, type Clock } from "../../../../shared/kube/work-queue.ts";
-
-/** A manual clock: time moves only when the test advances it. */
-class FakeClock implements Clock {
-  t = 0;
-  private timers: Array<{ at: number; fn: () => void; live: boolean }> = [];
-  now(): number {
-    return this.t;
-  }
-  setTimer(fn: () => void, ms: number): () => void {
-    const timer = { at: this.t + Math.max(0, ms), fn, live: true };
-    this.timers.push(timer);
-    return () => {
-      timer.live = false;
-    };
-  }
-  /** Advance time, firing due timers in order and letting handlers settle between them. */
-  async advance(ms: number): Promise<void> {
-    const end = this.t + ms;
-    for (;;) {
-      await settle();
-      const due = this.timers.filter((x) => x.live && x.at <= end).sort((a, b) => a.at - b.at)[0];
-      if (!due) break;
-      due.live = false;
-      this.t = Math.max(this.t, due.at);
-      due.fn();
-    }
-    this.t = end;
-    await settle();
-  }
-  pendingTimers(): number {
-    return this.timers.filter((x) => x.live).length;
-  }
-}
-
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await Promise.resolve();
-  await new Promise((r) => setImmediate(r));
-}
+import { FakeClock, settle } from "../../../../shared/clock/index.ts";
+import { backoffDelay, WorkQueue } from "../../../../shared/kube/work-queue.ts";
 
 /** Wait on a condition, never on wall time (bounded so a bug fails rather than hangs). */
 async function until(cond: () => boolean, what = "condition"): Promise<void> {
@@ -56,7 +19,7 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 
 describe("WorkQueue", () => {
   test("a key added many times while queued runs once", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     const seen: string[] = [];
     const q = new WorkQueue({ name: "t", clock, handler: async (k) => void seen.push(k) });
     for (let i = 0; i < 5; i++) q.enqueue("a");
@@ -68,7 +31,7 @@ describe("WorkQueue", () => {
   });
 
   test("re-adding a key moves it earlier, never later", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     const seen: string[] = [];
     const q = new WorkQueue({ name: "t", clock, handler: async (k) => void seen.push(k) });
     q.start();
@@ -76,14 +39,14 @@ describe("WorkQueue", () => {
     q.enqueueAfter("mid", 50);
     q.enqueueAfter("late", 10); // moves earlier
     q.enqueueAfter("mid", 500); // does not move later
-    await clock.advance(10);
+    await clock.tick(10);
     expect(seen).toEqual(["late"]);
-    await clock.advance(40);
+    await clock.tick(40);
     expect(seen).toEqual(["late", "mid"]);
   });
 
   test("re-adding a key that is running schedules exactly one more run", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     const gate = deferred();
     let runs = 0;
     const q = new WorkQueue({
@@ -107,7 +70,7 @@ describe("WorkQueue", () => {
   });
 
   test("a failing key backs off 5 ms doubling and success resets the count", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     const times: number[] = [];
     let fail = 3;
     const q = new WorkQueue({
@@ -120,13 +83,13 @@ describe("WorkQueue", () => {
     });
     q.start();
     q.enqueue("k");
-    await clock.advance(1000);
+    await clock.tick(1000);
     expect(times).toEqual([0, 5, 15, 35]);
     expect(q.failuresOf("k")).toBe(0);
   });
 
   test("a plain enqueue of a failing key waits the queue's own backoff, not the default one", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     const times: number[] = [];
     let fail = 1;
     const q = new WorkQueue({
@@ -140,9 +103,9 @@ describe("WorkQueue", () => {
     });
     q.start();
     q.enqueue("k");
-    await clock.advance(0);
+    await clock.tick(0);
     q.enqueue("k");
-    await clock.advance(1000);
+    await clock.tick(1000);
     expect(times).toEqual([0, 100]);
   });
 
@@ -155,7 +118,7 @@ describe("WorkQueue", () => {
   });
 
   test("a key failing 20 times is dropped and logged", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     let runs = 0;
     const warnings: object[] = [];
     const q = new WorkQueue({
@@ -169,7 +132,7 @@ describe("WorkQueue", () => {
     });
     q.start();
     q.enqueue("k");
-    await clock.advance(3_000_000);
+    await clock.tick(3_000_000);
     expect(runs).toBe(20);
     expect(q.has("k")).toBe(false);
     expect(q.stats().dropped).toBe(1);
@@ -177,7 +140,7 @@ describe("WorkQueue", () => {
   });
 
   test("plain enqueues are paced by the token bucket after the burst", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     const times: number[] = [];
     const q = new WorkQueue({
       name: "t",
@@ -188,13 +151,13 @@ describe("WorkQueue", () => {
     });
     q.start();
     for (let i = 0; i < 5; i++) q.enqueue(`k${i}`);
-    await clock.advance(1000);
+    await clock.tick(1000);
     // Two from the burst at once, then one every 100 ms.
     expect(times).toEqual([0, 0, 100, 200, 300]);
   });
 
   test("the force path bypasses an exhausted bucket", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     const seen: string[] = [];
     const q = new WorkQueue({
       name: "t",
@@ -206,14 +169,14 @@ describe("WorkQueue", () => {
     q.enqueue("a");
     q.enqueue("b"); // waits a second for a token
     q.enqueueNow("forced");
-    await clock.advance(0);
+    await clock.tick(0);
     expect(seen).toEqual(["a", "forced"]);
-    await clock.advance(1000);
+    await clock.tick(1000);
     expect(seen).toEqual(["a", "forced", "b"]);
   });
 
   test("no more than W handlers run at once", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     const gate = deferred();
     let active = 0;
     let peak = 0;
@@ -240,7 +203,7 @@ describe("WorkQueue", () => {
   });
 
   test("nothing runs before start and nothing after stop", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     let runs = 0;
     const q = new WorkQueue({ name: "t", clock, handler: async () => void runs++ });
     q.enqueue("a");
@@ -251,26 +214,26 @@ describe("WorkQueue", () => {
     expect(runs).toBe(1);
     await q.stop();
     q.enqueue("b");
-    await clock.advance(10);
+    await clock.tick(10);
     expect(runs).toBe(1);
   });
 
   test("remove cancels a queued key", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     let runs = 0;
     const q = new WorkQueue({ name: "t", clock, handler: async () => void runs++ });
     q.start();
     q.enqueueAfter("k", 1000);
     q.remove("k");
-    await clock.advance(2000);
+    await clock.tick(2000);
     expect(runs).toBe(0);
-    expect(clock.pendingTimers()).toBeLessThanOrEqual(1);
+    expect(clock.pending).toBeLessThanOrEqual(1);
   });
 });
 
 describe("WorkQueue ordering at scale", () => {
   test("thousands of keys run in due order, FIFO among equal times, with moves and removals", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(0);
     const seen: string[] = [];
     const q = new WorkQueue({ name: "t", clock, handler: async (k) => void seen.push(k) });
     const want: Array<[number, number, string]> = [];
@@ -290,7 +253,7 @@ describe("WorkQueue ordering at scale", () => {
       .sort((a, b) => a[0] - b[0] || a[1] - b[1])
       .map(([, , k]) => k);
     q.start();
-    await clock.advance(600);
+    await clock.tick(600);
     await q.idle();
     expect(seen).toEqual(expected);
   });

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import type { CoreV1Event } from "@kubernetes/client-node";
 import { EventRecorder } from "../../../../../shared/kube/events.ts";
 import { FakeClock } from "../../../../../shared/clock/index.ts";
-import type { Clock as QueueClock } from "../../../../../shared/kube/work-queue.ts";
+import type { Clock } from "../../../../../shared/clock/index.ts";
 import { OUTAGE_RETRY_MAX_MS, PodController } from "../../../../../services/vk-sandbox/pods/controller.ts";
 import { errors, FakePods, FakeProvider, FakeWriter, HttpishError, makePod, quietLog, runningStatus, until } from "./fakes.ts";
 
@@ -12,7 +12,7 @@ afterEach(async () => {
   controllers = [];
 });
 
-function setup(opts: { dropNormal?: boolean; isTransient?: (e: unknown) => boolean; isOutage?: (e: unknown) => boolean; clock?: QueueClock } = {}) {
+function setup(opts: { dropNormal?: boolean; isTransient?: (e: unknown) => boolean; isOutage?: (e: unknown) => boolean; clock?: Clock } = {}) {
   const pods = new FakePods();
   const api = new FakeWriter(pods);
   const provider = new FakeProvider();
@@ -273,18 +273,10 @@ describe("status writes", () => {
 });
 
 describe("issue 7 case 4: long sandboxd outages", () => {
-  const queueClock = (c: FakeClock): QueueClock => ({
-    now: () => c.now(),
-    setTimer: (fn, ms) => {
-      const t = c.after(ms, fn);
-      return () => t.cancel();
-    },
-  });
-
   test("a sync failing because sandboxd is down is never dropped after 20 attempts, and retries at least every 30 s", async () => {
     const clock = new FakeClock();
     const outage = Object.assign(new Error("sandboxd unreachable"), { outage: true });
-    const { pods, provider, controller } = setup({ isOutage: (e) => (e as { outage?: boolean }).outage === true, clock: queueClock(clock) });
+    const { pods, provider, controller } = setup({ isOutage: (e) => (e as { outage?: boolean }).outage === true, clock });
     provider.createError = outage;
     await controller.start();
     pods.add(makePod("a"));
@@ -304,7 +296,7 @@ describe("issue 7 case 4: long sandboxd outages", () => {
 
   test("a permanent error is still dropped after 20 attempts", async () => {
     const clock = new FakeClock();
-    const { pods, provider, controller } = setup({ isOutage: () => false, clock: queueClock(clock) });
+    const { pods, provider, controller } = setup({ isOutage: () => false, clock });
     provider.createError = new Error("invalid pod");
     await controller.start();
     pods.add(makePod("a"));
