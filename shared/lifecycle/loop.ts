@@ -44,8 +44,8 @@ export interface PeriodicLoopOptions {
   /** "now": the first tick runs at start(); "after-interval" (default): one interval after it. */
   first?: "now" | "after-interval";
   clock?: Clock;
-  /** Where a thrown tick is reported; a pino Logger fits. */
-  log?: { error(obj: object, msg: string): void };
+  /** Where a thrown tick (error) and a tick that ended the loop (debug) are reported; a pino Logger fits. */
+  log?: { error(obj: object, msg: string): void; debug?(obj: object, msg: string): void };
 }
 
 export class PeriodicLoop {
@@ -59,6 +59,11 @@ export class PeriodicLoop {
 
   constructor(private readonly o: PeriodicLoopOptions) {
     this.clock = o.clock ?? realClock;
+  }
+
+  /** Names the loop in log lines. */
+  get name(): string {
+    return this.o.name;
   }
 
   /** Aborted by stop(); also for waits inside one tick (backoff sleeps) that must end with the loop. */
@@ -119,7 +124,10 @@ export class PeriodicLoop {
     } catch (e) {
       this.o.log?.error({ loop: this.o.name, err: errorMessage(e) }, "loop tick failed");
     }
-    if (done && this.state === "active") this.state = "ended";
+    if (done && this.state === "active") {
+      this.state = "ended";
+      this.o.log?.debug?.({ loop: this.o.name }, "loop finished");
+    }
     this.schedule();
     this.ticks++;
     this.tickWaiters = this.tickWaiters.filter((w) => (w.n <= this.ticks ? (w.resolve(), false) : true));

@@ -5,7 +5,8 @@ import type { Logger } from "pino";
 import type { Claim } from "../claims/schema.ts";
 import { isNotFound } from "../../../shared/sandboxd/errors.ts";
 import { ProviderState } from "./state.ts";
-import type { Clock, OwnerReader, ProviderEvents, SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./types.ts";
+import type { Clock } from "../../../shared/clock/index.ts";
+import type { OwnerReader, ProviderEvents, SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./types.ts";
 
 /**
  * A release started on behalf of a failed create must not be abandoned with it: it runs detached, with its

@@ -8,11 +8,10 @@ export type {
   OwnerLookup,
   OwnerTarget,
   OwnerObject,
-  Clock,
   ProviderIntervals,
   SandboxProviderDeps,
 } from "./types.ts";
-export { realClock, DEFAULT_INTERVALS } from "./types.ts";
+export { DEFAULT_INTERVALS } from "./types.ts";
 export { ProviderError, isProviderError, isSandboxdOutage, isTransientForHeldClaim, type ProviderErrorCode } from "./errors.ts";
 export { pluralOf, ownerTargetOf, authorityOf } from "./ownership.ts";
 export * from "./pod-contract.ts";

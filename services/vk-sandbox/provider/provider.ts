@@ -12,14 +12,15 @@ import { deletePod, updatePod } from "./delete.ts";
 import { messageOf } from "./errors.ts";
 import { KeyedMutex } from "./keyed-mutex.ts";
 import { leaseWatchTick } from "./lease-watch.ts";
-import { Loop } from "./loop.ts";
 import { orphanAuditTick } from "./orphan-audit.ts";
 import { drainReleasing, ownerRecheckTick } from "./owner-recheck.ts";
 import { podKey, podUID } from "./pod-contract.ts";
 import { Verifier } from "./quarantine.ts";
 import { ProviderState } from "./state.ts";
 import { expiredStatus, pastDeadline, runningStatus } from "./status.ts";
-import { DEFAULT_INTERVALS, realClock, type ProviderIntervals, type SandboxProviderDeps } from "./types.ts";
+import { realClock } from "../../../shared/clock/index.ts";
+import { PeriodicLoop } from "../../../shared/lifecycle/loop.ts";
+import { DEFAULT_INTERVALS, type ProviderIntervals, type SandboxProviderDeps } from "./types.ts";
 
 /** How long a stop may spend on the pending releases (the shutdown step allows 10 s). */
 const STOP_DRAIN_MS = 5_000;
@@ -29,7 +30,7 @@ export class SandboxProvider implements PodLifecycleProvider {
   readonly verifier: Verifier;
   readonly intervals: ProviderIntervals;
   private readonly locks = new KeyedMutex();
-  private readonly loops: Loop[];
+  private readonly loops: PeriodicLoop[];
   private startup: Promise<void> | undefined;
 
   /** No side effects: nothing is read, written or listed until `ready` is awaited. */
@@ -52,10 +53,10 @@ export class SandboxProvider implements PodLifecycleProvider {
     this.intervals = { ...DEFAULT_INTERVALS, ...deps.intervals };
     const i = this.intervals;
     this.loops = [
-      new Loop("claim-verification", clock, i.verifyMs, () => this.verifier.tick(), log),
-      new Loop("lease-watch", clock, i.leaseWatchMs, () => leaseWatchTick(this.core), log),
-      new Loop("owner-recheck", clock, i.ownerRecheckMs, () => ownerRecheckTick(this.core), log),
-      new Loop("orphan-scan", clock, i.orphanScanMs, () => orphanAuditTick(this.core, this.verifier), log),
+      new PeriodicLoop({ name: "claim-verification", clock, intervalMs: i.verifyMs, tick: () => this.verifier.tick(), log }),
+      new PeriodicLoop({ name: "lease-watch", clock, intervalMs: i.leaseWatchMs, tick: () => leaseWatchTick(this.core), log }),
+      new PeriodicLoop({ name: "owner-recheck", clock, intervalMs: i.ownerRecheckMs, tick: () => ownerRecheckTick(this.core), log }),
+      new PeriodicLoop({ name: "orphan-scan", clock, intervalMs: i.orphanScanMs, tick: () => orphanAuditTick(this.core, this.verifier), log }),
     ];
   }
 
@@ -176,7 +177,7 @@ export class SandboxProvider implements PodLifecycleProvider {
   }
 
   /** A loop by name, for tests that drive the clock and wait for ticks. */
-  loop(name: "claim-verification" | "lease-watch" | "owner-recheck" | "orphan-scan"): Loop {
+  loop(name: "claim-verification" | "lease-watch" | "owner-recheck" | "orphan-scan"): PeriodicLoop {
     return this.loops.find((l) => l.name === name)!;
   }
 

@@ -2,6 +2,7 @@
 // listing that fails while claims succeed is the case that matters most: a failed list is not an empty
 // list). The wire types come from shared/sandboxd/schemas.ts, the one home of the sandboxd contract;
 // shared/sandboxd/client.ts satisfies all four.
+import type { Clock } from "../../../shared/clock/index.ts";
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
@@ -71,20 +72,6 @@ export type OwnerLookup =
  * main; its RBAC grants get on the owner CR. Must not throw: classify into an OwnerLookup.
  */
 export type OwnerReader = (ref: OwnerTarget, namespace: string) => Promise<OwnerLookup>;
-
-/** Time and timers. Structurally a subset of the sandboxd simulator's clock, so a test can share one. */
-export interface Clock {
-  now(): number;
-  after(ms: number, fn: () => void): { cancel(): void };
-}
-
-export const realClock: Clock = {
-  now: () => Date.now(),
-  after(ms, fn) {
-    const h = setTimeout(fn, ms);
-    return { cancel: () => clearTimeout(h) };
-  },
-};
 
 /** Loop cadences (spec §1.1, §5.8–5.11). Tests shorten nothing: they drive ticks with an injected clock. */
 export interface ProviderIntervals {

@@ -133,11 +133,11 @@ describe("recovery of a delivered but unrecorded claim", () => {
     const verify = h.impl.loop("claim-verification");
     clock.advance(15_000);
     await verify.untilTicks(1);
-    expect(verify.started).toBe(true);
+    expect(verify.active).toBe(true);
     sandboxd.failLists(false);
     clock.advance(15_000);
     await verify.untilTicks(2);
-    expect(verify.started).toBe(false);
+    expect(verify.active).toBe(false);
     expect(readTable(path).claims["default/a"].id).toBe(reply.id);
     expect(readTable(path).claims["default/a"].token).toBe(reply.token);
 

@@ -7,7 +7,8 @@ import { SandboxdCapacity, SandboxdForbidden, SandboxdNotFound, SandboxdServerEr
 import { type ClaimOptions, SandboxdClient } from "../../../../../shared/sandboxd/client.ts";
 import type { FakeClock } from "../../../../../shared/clock/index.ts";
 import { startSandboxdSim, type SandboxdSim } from "../../../../../services/sandboxd-sim/sim.ts";
-import type { Clock, SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "../../../../../services/vk-sandbox/provider/types.ts";
+import type { Clock } from "../../../../../shared/clock/index.ts";
+import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "../../../../../services/vk-sandbox/provider/types.ts";
 
 /** A counter a test can await: `await c.until(3)`. */
 export class Counter {

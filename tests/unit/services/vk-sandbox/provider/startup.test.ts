@@ -152,7 +152,7 @@ describe("startup", () => {
     clock.advance(15_000);
     await verify.untilTicks(2);
     expect(h.impl.core.st.quarantined.size).toBe(0);
-    expect(verify.started).toBe(false);
+    expect(verify.active).toBe(false);
     clock.advance(60_000);
     await h.stop();
     expect(verify.completed).toBe(2);
