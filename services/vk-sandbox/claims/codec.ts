@@ -4,7 +4,7 @@
 // JSON is cached, and a write of 10,000 rows mostly concatenates cached strings.
 import { ClaimsFileSchema, type Claim, type ClaimFileRow, type OwnerRef, type TableSnapshot } from "./schema.ts";
 import { ClaimsStateError } from "./errors.ts";
-import { floorToSecond, formatRfc3339 } from "./time.ts";
+import { floorToSecond, formatRfc3339Seconds } from "../../../shared/clock/index.ts";
 
 const rowCache = new WeakMap<Claim, string>();
 const entryCache = new WeakMap<Claim, { key: string; text: string }>();
@@ -15,8 +15,8 @@ function fileObject(c: Claim): Record<string, unknown> {
   if (c.address) o.address = c.address;
   o.podUID = c.podUID;
   if (c.authority) o.authority = c.authority;
-  if (c.claimedAt) o.claimedAt = formatRfc3339(c.claimedAt);
-  if (c.deadline) o.deadline = formatRfc3339(c.deadline);
+  if (c.claimedAt) o.claimedAt = formatRfc3339Seconds(c.claimedAt);
+  if (c.deadline) o.deadline = formatRfc3339Seconds(c.deadline);
   if (c.owner) {
     const w = c.owner;
     const owner: Record<string, unknown> = { apiVersion: w.apiVersion, kind: w.kind, name: w.name, uid: w.uid };

@@ -6,4 +6,3 @@ export { encodeTable, encodeRow, decodeTable, type DecodedTable } from "./codec.
 export { ClaimsFile, type ClaimsFileOptions } from "./file.ts";
 export { GroupCommit, type BatchWriter } from "./group-commit.ts";
 export { ClaimsStateError, isClaimsStateError, type ClaimsStateProblem } from "./errors.ts";
-export { parseRfc3339, formatRfc3339, floorToSecond } from "./time.ts";

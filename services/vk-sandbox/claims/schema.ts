@@ -2,7 +2,7 @@
 // "state file"). The file holds release tokens, the only credential that can destroy the VMs this node
 // delivered: treat it as a secret and never lose a row.
 import { z } from "zod";
-import { parseRfc3339 } from "./time.ts";
+import { parseGoTime } from "../../../shared/clock/index.ts";
 
 /** The Pod's controller ownerReference, as recorded when a Pod deletion preserved the claim. */
 export interface OwnerRef {
@@ -45,12 +45,12 @@ const time = z
   .nullish()
   .transform((s, ctx) => {
     if (s === undefined || s === null || s === "") return undefined;
-    const t = parseRfc3339(s);
+    const t = parseGoTime(s);
     if (t === undefined) {
       ctx.addIssue({ code: "custom", message: `not an RFC 3339 time: ${JSON.stringify(s)}` });
       return z.NEVER;
     }
-    return t === 0 ? undefined : t;
+    return t === null ? undefined : t; // Go's zero time: unset
   });
 
 export const OwnerRefFileSchema = z.object({

@@ -9,7 +9,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { SandboxdAmbiguousClaim, SandboxdRedirect } from "../../../shared/sandboxd/errors.ts";
 import type { ClaimReply, ClaimRequest } from "../../../shared/sandboxd/schemas.ts";
 import type { Claim } from "../claims/schema.ts";
-import { floorToSecond } from "../claims/time.ts";
+import { floorToSecond } from "../../../shared/clock/index.ts";
 import type { Core } from "./core.ts";
 import { ProviderError, messageOf } from "./errors.ts";
 import { byId, listedDeadline, wireDeadline } from "./listing.ts";

@@ -1,7 +1,7 @@
 // Reading sandboxd's live index into a lookup by id. A listing that fails throws: callers defer every
 // absence-based decision (a failed list is not an empty list).
 import type { SandboxRow } from "../../../shared/sandboxd/schemas.ts";
-import { floorToSecond, parseRfc3339 } from "../claims/time.ts";
+import { floorToSecond, parseGoTime } from "../../../shared/clock/index.ts";
 
 export type Listing = Map<string, SandboxRow>;
 
@@ -17,6 +17,6 @@ export function listedDeadline(row: SandboxRow): number {
 /** A wire deadline (claim reply or listing) in table form: whole seconds, 0 for absent or Go's zero time. */
 export function wireDeadline(text: string | undefined): number {
   if (!text) return 0;
-  const t = parseRfc3339(text);
+  const t = parseGoTime(text); // null: Go's zero time; undefined: not a time. Either is "no deadline".
   return t ? floorToSecond(t) : 0;
 }

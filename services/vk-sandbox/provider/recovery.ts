@@ -19,7 +19,7 @@
 import type { SandboxDetail, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
 import { isNotFound, isSandboxdError } from "../../../shared/sandboxd/errors.ts";
 import type { Claim } from "../claims/schema.ts";
-import { floorToSecond } from "../claims/time.ts";
+import { floorToSecond } from "../../../shared/clock/index.ts";
 import { claimedByNode, recordedOwnership } from "./claim-metadata.ts";
 import type { Core } from "./core.ts";
 import { messageOf } from "./errors.ts";

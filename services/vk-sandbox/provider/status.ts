@@ -3,7 +3,7 @@
 // clock, so repeated pushes are deep-equal and the pod controller drops them as duplicates.
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from "@kubernetes/client-node";
 import type { Claim } from "../claims/schema.ts";
-import { formatRfc3339 } from "../claims/time.ts";
+import { formatRfc3339Seconds } from "../../../shared/clock/index.ts";
 import { withClaimId } from "./pod-contract.ts";
 
 export const REASON_LEASE_EXPIRED = "SandboxLeaseExpired";
@@ -61,7 +61,7 @@ export function expiredStatus(pod: V1Pod, claim: Claim): V1PodStatus {
   return {
     phase: "Failed",
     reason: REASON_LEASE_EXPIRED,
-    message: `sandbox ${claim.id} lease expired at ${formatRfc3339(claim.deadline)}; sandboxd reaped the microVM`,
+    message: `sandbox ${claim.id} lease expired at ${formatRfc3339Seconds(claim.deadline)}; sandboxd reaped the microVM`,
     startTime: new Date(claim.claimedAt),
     containerStatuses: containers(
       pod,

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { ClaimsFileSchema, type Claim } from "../../../../../services/vk-sandbox/claims/schema.ts";
 import { decodeTable, encodeTable } from "../../../../../services/vk-sandbox/claims/codec.ts";
 import { ClaimsStateError } from "../../../../../services/vk-sandbox/claims/errors.ts";
-import { formatRfc3339, parseRfc3339 } from "../../../../../services/vk-sandbox/claims/time.ts";
+import { formatRfc3339Seconds, parseGoTime } from "../../../../../shared/clock/index.ts";
 
 const T0 = Date.UTC(2026, 6, 27, 2, 15, 0);
 const full: Claim = {
@@ -56,10 +56,10 @@ describe("claims table encoding", () => {
   });
 
   test("times are whole seconds in UTC", () => {
-    expect(formatRfc3339(T0 + 999)).toBe("2026-07-27T02:15:00Z");
-    expect(parseRfc3339("2026-07-27T04:15:00.123456789+02:00")).toBe(T0 + 123);
-    expect(parseRfc3339("0001-01-01T00:00:00Z")).toBe(0);
-    expect(parseRfc3339("yesterday")).toBeUndefined();
+    expect(formatRfc3339Seconds(T0 + 999)).toBe("2026-07-27T02:15:00Z");
+    expect(parseGoTime("2026-07-27T04:15:00.123456789+02:00")).toBe(T0 + 123);
+    expect(parseGoTime("0001-01-01T00:00:00Z")).toBeNull();
+    expect(parseGoTime("yesterday")).toBeUndefined();
   });
 });
 
