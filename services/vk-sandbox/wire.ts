@@ -27,7 +27,7 @@ import { VkSandboxMetrics } from "./metrics.ts";
 import { createKubeletApp, kubeletTlsPair, serveKubeletApi } from "./kubelet-api/index.ts";
 import { LeaseController, NodeController } from "./node/index.ts";
 import { PodController } from "./pods/controller.ts";
-import type { PodSource, PodWriter } from "./pods/ports.ts";
+import type { PodSource, PodWriter } from "./pods/dependencies.ts";
 import { createSandboxProvider, isSandboxdOutage, isTransientForHeldClaim, type OwnerReader } from "./provider/index.ts";
 import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./provider/types.ts";
 

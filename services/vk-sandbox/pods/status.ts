@@ -3,7 +3,7 @@
 // which is how sandbox.cocoonstack.io/claim-id reaches the Pod. GetPodStatus is never polled.
 import type { V1Pod } from "@kubernetes/client-node";
 import { isTerminal } from "./compare.ts";
-import type { ErrorClassifier, PodSource, PodWriter } from "./ports.ts";
+import type { ErrorClassifier, PodSource, PodWriter } from "./dependencies.ts";
 
 export interface StatusDeps {
   pods: PodSource;

@@ -4,9 +4,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { EventRecorder } from "../../../shared/kube/events.ts";
 import type { PodLifecycleProvider } from "./provider.ts";
-import type { Log, PodSource, PodWriter } from "./ports.ts";
+import { errorMessage, type Log } from "../../../shared/log/index.ts";
+import type { PodSource, PodWriter } from "./dependencies.ts";
 import { effectivelyEqual, isTerminal, noContainerRunning, providerFieldsEqual } from "./compare.ts";
-import { splitKey } from "./ports.ts";
+import { podKey, splitKey } from "../../../shared/kube/index.ts";
 
 export interface SyncState {
   /** The last Pod the provider accepted per key; an effectively equal update is a no-op (step 3). */
@@ -74,7 +75,7 @@ export async function syncPod(key: string, d: SyncDeps): Promise<void> {
     try {
       await d.provider.deletePod(pod);
     } catch (err) {
-      d.events.warning(pod, "ProviderDeleteFailed", errorText(err));
+      d.events.warning(pod, "ProviderDeleteFailed", errorMessage(err));
       throw err;
     }
     d.events.normal(pod, "ProviderDeleteSuccess", "Delete pod in provider successfully");
@@ -99,7 +100,7 @@ export async function syncPod(key: string, d: SyncDeps): Promise<void> {
       d.events.normal(pod, "ProviderUpdateSuccess", "Update pod in provider successfully");
     }
   } catch (err) {
-    d.events.warning(pod, creating ? "ProviderCreateFailed" : "ProviderUpdateFailed", errorText(err));
+    d.events.warning(pod, creating ? "ProviderCreateFailed" : "ProviderUpdateFailed", errorMessage(err));
     await markProviderFailed(pod, err, d);
     throw err;
   }
@@ -117,7 +118,7 @@ export async function syncPod(key: string, d: SyncDeps): Promise<void> {
  */
 async function markProviderFailed(pod: V1Pod, err: unknown, d: SyncDeps): Promise<void> {
   if (d.isTransient(err)) {
-    d.log.info({ pod: podName(pod), err: errorText(err) }, "sandboxd unavailable; pod status left unchanged");
+    d.log.info({ pod: podKey(pod), err: errorMessage(err) }, "sandboxd unavailable; pod status left unchanged");
     return;
   }
   const terminal = pod.spec?.restartPolicy === "Never";
@@ -125,19 +126,11 @@ async function markProviderFailed(pod: V1Pod, err: unknown, d: SyncDeps): Promis
   const body: V1Pod = {
     ...pod,
     metadata,
-    status: { ...pod.status, phase: terminal ? "Failed" : "Pending", reason: "ProviderFailed", message: errorText(err) },
+    status: { ...pod.status, phase: terminal ? "Failed" : "Pending", reason: "ProviderFailed", message: errorMessage(err) },
   };
   try {
     await d.api.updateStatus(body);
   } catch (e) {
-    d.log.warn({ pod: podName(pod), err: errorText(e) }, "could not record provider failure on the pod");
+    d.log.warn({ pod: podKey(pod), err: errorMessage(e) }, "could not record provider failure on the pod");
   }
-}
-
-function podName(pod: V1Pod): string {
-  return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -11,12 +11,14 @@ import type { ClaimReply, ClaimRequest } from "../../../shared/sandboxd/schemas.
 import type { Claim } from "../claims/schema.ts";
 import { floorToSecond } from "../../../shared/clock/index.ts";
 import type { Core } from "./core.ts";
-import { ProviderError, messageOf } from "./errors.ts";
+import { errorMessage } from "../../../shared/log/index.ts";
+import { ProviderError } from "./errors.ts";
 import { byId, listedDeadline, wireDeadline } from "./listing.ts";
 import { adoptable, authorityOf } from "./ownership.ts";
 import { claimMetadata } from "./claim-metadata.ts";
 import { reconcileLostClaim } from "./lost-reply.ts";
-import { checkRuntime, claimRequestFor, podKey, podUID, withClaimId } from "./pod-contract.ts";
+import { checkRuntime, claimRequestFor, podUID, withClaimId } from "./pod-contract.ts";
+import { podKey } from "../../../shared/kube/index.ts";
 import type { Verifier } from "./quarantine.ts";
 import { pastDeadline, podWithStatus, runningStatus } from "./status.ts";
 
@@ -54,7 +56,7 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
     } catch (e) {
       throw new ProviderError(
         "sandboxd-unavailable",
-        `claim ${held.id} for ${key} is past its deadline and sandboxd listing failed: ${messageOf(e)}`,
+        `claim ${held.id} for ${key} is past its deadline and sandboxd listing failed: ${errorMessage(e)}`,
         { pod: key, claimId: held.id },
         { cause: e, transient: true },
       );
@@ -84,7 +86,7 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
     } catch (e) {
       throw new ProviderError(
         "release-failed",
-        `stranded claim ${stranded.id} for ${key} could not be released: ${messageOf(e)}`,
+        `stranded claim ${stranded.id} for ${key} could not be released: ${errorMessage(e)}`,
         { pod: key, claimId: stranded.id },
         { cause: e },
       );
@@ -176,7 +178,7 @@ async function claimHere(core: Core, pod: V1Pod, req: ClaimRequest): Promise<Cla
       );
     }
     if (!(e instanceof SandboxdAmbiguousClaim)) {
-      throw new ProviderError("claim-failed", `sandboxd claim for ${key} failed: ${messageOf(e)}`, { pod: key }, { cause: e });
+      throw new ProviderError("claim-failed", `sandboxd claim for ${key} failed: ${errorMessage(e)}`, { pod: key }, { cause: e });
     }
     // Only rows that can carry this claim_ref matter: this key's own row and the releasing list.
     const known = new Set(core.st.releasing.map((r) => r.claim.id));
@@ -187,7 +189,7 @@ async function claimHere(core: Core, pod: V1Pod, req: ClaimRequest): Promise<Cla
       core.log.warn({ pod: key, claimId: found.reply.id }, "claim reply lost; found this node's sandbox for the Pod by its stamp");
       return found.reply;
     }
-    throw new ProviderError("claim-failed", `sandboxd claim for ${key} failed: ${messageOf(e)}; ${found.why}`, { pod: key }, { cause: e });
+    throw new ProviderError("claim-failed", `sandboxd claim for ${key} failed: ${errorMessage(e)}; ${found.why}`, { pod: key }, { cause: e });
   }
 }
 
@@ -201,7 +203,7 @@ async function adopt(core: Core, pod: V1Pod, key: string, row: Claim): Promise<v
   const stored = withClaimId(pod, row.id);
   st.pods.set(key, stored);
   log.info({ pod: key, claimId: row.id }, "adopted stored claim");
-  await st.save().catch((e) => log.error({ pod: key, err: messageOf(e) }, "claims state write after adoption failed"));
+  await st.save().catch((e) => log.error({ pod: key, err: errorMessage(e) }, "claims state write after adoption failed"));
   const current = st.claims.get(key);
   if (current && current.id === row.id) core.push(podWithStatus(stored, current, runningStatus(stored, current)));
 }
@@ -211,10 +213,10 @@ async function undoClaim(core: Core, key: string, claim: Claim, writeErr: unknow
   try {
     await core.releaseDetached(claim);
   } catch (releaseErr) {
-    log.error({ pod: key, claimId: claim.id, err: messageOf(releaseErr) }, "claim not persisted and its release failed; kept tentative");
+    log.error({ pod: key, claimId: claim.id, err: errorMessage(releaseErr) }, "claim not persisted and its release failed; kept tentative");
     throw new ProviderError(
       "state-write-failed",
-      `claims state write failed (${messageOf(writeErr)}) and releasing sandbox ${claim.id} failed (${messageOf(releaseErr)})`,
+      `claims state write failed (${errorMessage(writeErr)}) and releasing sandbox ${claim.id} failed (${errorMessage(releaseErr)})`,
       { pod: key, claimId: claim.id },
       { cause: new AggregateError([writeErr, releaseErr]) },
     );
@@ -223,7 +225,7 @@ async function undoClaim(core: Core, key: string, claim: Claim, writeErr: unknow
   log.warn({ pod: key, claimId: claim.id }, "claim not persisted; sandbox released");
   throw new ProviderError(
     "state-write-failed",
-    `claims state write failed, sandbox ${claim.id} released: ${messageOf(writeErr)}`,
+    `claims state write failed, sandbox ${claim.id} released: ${errorMessage(writeErr)}`,
     { pod: key, claimId: claim.id },
     { cause: writeErr },
   );

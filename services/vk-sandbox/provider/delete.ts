@@ -5,9 +5,11 @@
 // table lives in ownership.ts; this file applies it.
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Core } from "./core.ts";
-import { ProviderError, messageOf } from "./errors.ts";
+import { errorMessage } from "../../../shared/log/index.ts";
+import { ProviderError } from "./errors.ts";
 import { adoptable, authorizeRelease, ownerRefOf } from "./ownership.ts";
-import { controllerRef, podKey, podUID, withClaimId } from "./pod-contract.ts";
+import { controllerRef, podUID, withClaimId } from "./pod-contract.ts";
+import { podKey } from "../../../shared/kube/index.ts";
 
 /** The pod table holds this key under a different UID: the request is about a Pod that no longer exists. */
 export function isStale(core: Core, pod: V1Pod): boolean {
@@ -49,8 +51,8 @@ export async function deletePod(core: Core, pod: V1Pod): Promise<void> {
     try {
       await st.save();
     } catch (e) {
-      plog.error({ err: messageOf(e) }, "claims state write after preserve failed; the delete will be retried");
-      throw new ProviderError("state-write-failed", `claim ${row.id} for ${key} preserved, but the claims state write failed: ${messageOf(e)}`, {
+      plog.error({ err: errorMessage(e) }, "claims state write after preserve failed; the delete will be retried");
+      throw new ProviderError("state-write-failed", `claim ${row.id} for ${key} preserved, but the claims state write failed: ${errorMessage(e)}`, {
         pod: key,
         claimId: row.id,
       }, { cause: e });
@@ -65,14 +67,14 @@ export async function deletePod(core: Core, pod: V1Pod): Promise<void> {
   try {
     outcome = await core.release(row);
   } catch (e) {
-    throw new ProviderError("release-failed", `releasing sandbox ${row.id} for ${key} failed: ${messageOf(e)}`, {
+    throw new ProviderError("release-failed", `releasing sandbox ${row.id} for ${key} failed: ${errorMessage(e)}`, {
       pod: key,
       claimId: row.id,
     }, { cause: e });
   }
   if (st.drop(key, row.id) && !isStale(core, pod)) st.pods.delete(key);
   plog.info({ reason: verdict.reason, outcome }, "pod deleted; sandbox released");
-  await st.save().catch((e) => plog.error({ err: messageOf(e) }, "claims state write after release failed"));
+  await st.save().catch((e) => plog.error({ err: errorMessage(e) }, "claims state write after release failed"));
 }
 
 /** UpdatePod: ignore a stale UID; a tentative key retries the create (which releases the stranded claim). */

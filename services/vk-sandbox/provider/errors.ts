@@ -66,6 +66,6 @@ export function isSandboxdOutage(e: unknown): boolean {
   return false;
 }
 
-export function messageOf(e: unknown): string {
+export function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }

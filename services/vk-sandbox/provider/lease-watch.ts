@@ -9,7 +9,7 @@
 // Warning event naming the id, and the row is dropped (nothing is left to release). A failed listing neither
 // counts nor resets. Archived and hibernated sandboxes are still listed, so they stay.
 import type { Core } from "./core.ts";
-import { messageOf } from "./errors.ts";
+import { errorMessage } from "../../../shared/log/index.ts";
 import { byId, listedDeadline } from "./listing.ts";
 import { expiredStatus, lostMessage, lostStatus, pastDeadline, podWithStatus, REASON_SANDBOX_LOST } from "./status.ts";
 
@@ -34,7 +34,7 @@ export async function leaseWatchTick(core: Core): Promise<void> {
   try {
     listing = byId(await core.lister.list());
   } catch (e) {
-    log.warn({ err: messageOf(e), candidates: candidates.length }, "lease watch: sandboxd listing failed; publishing nothing");
+    log.warn({ err: errorMessage(e), candidates: candidates.length }, "lease watch: sandboxd listing failed; publishing nothing");
     return;
   }
   for (const [key, id] of candidates) {
@@ -69,5 +69,5 @@ export async function leaseWatchTick(core: Core): Promise<void> {
     st.missing.delete(id);
     dropped = true;
   }
-  if (dropped) await st.save().catch((e) => log.error({ err: messageOf(e) }, "claims state write after a lost sandbox failed"));
+  if (dropped) await st.save().catch((e) => log.error({ err: errorMessage(e) }, "claims state write after a lost sandbox failed"));
 }

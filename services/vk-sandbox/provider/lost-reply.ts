@@ -14,8 +14,9 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { type ClaimReply, GO_ZERO_TIME } from "../../../shared/sandboxd/schemas.ts";
 import { claimedForPod } from "./claim-metadata.ts";
 import type { Core } from "./core.ts";
-import { messageOf } from "./errors.ts";
-import { podKey, podUID } from "./pod-contract.ts";
+import { errorMessage } from "../../../shared/log/index.ts";
+import { podUID } from "./pod-contract.ts";
+import { podKey } from "../../../shared/kube/index.ts";
 
 export type LostReplyOutcome = { kind: "found"; reply: ClaimReply } | { kind: "none"; why: string };
 
@@ -26,7 +27,7 @@ export async function reconcileLostClaim(core: Core, pod: V1Pod, knownIds: Reado
   try {
     rows = await core.lister.list();
   } catch (e) {
-    return { kind: "none", why: `sandboxd could not be listed to look for it: ${messageOf(e)}` };
+    return { kind: "none", why: `sandboxd could not be listed to look for it: ${errorMessage(e)}` };
   }
   const ours = rows.filter((r) => r.claim_ref === key && claimedForPod(r, core.nodeName, uid) && !knownIds.has(r.id));
   if (ours.length === 0) return { kind: "none", why: "no sandbox of this node for this Pod is listed (yet)" };
@@ -38,7 +39,7 @@ export async function reconcileLostClaim(core: Core, pod: V1Pod, knownIds: Reado
     token = (await core.reader.get(row.id)).token;
     address = (await core.reader.info()).advertise_addr;
   } catch (e) {
-    return { kind: "none", why: `sandbox ${row.id} is ours but could not be read back: ${messageOf(e)}` };
+    return { kind: "none", why: `sandbox ${row.id} is ours but could not be read back: ${errorMessage(e)}` };
   }
   if (!token) return { kind: "none", why: `sandbox ${row.id} is ours but sandboxd did not return its token (root token needed)` };
   return { kind: "found", reply: { id: row.id, token, deadline: row.deadline ?? GO_ZERO_TIME, owner_addr: address } };

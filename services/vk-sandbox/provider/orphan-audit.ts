@@ -20,7 +20,7 @@
 import type { SandboxRow } from "../../../shared/sandboxd/schemas.ts";
 import { claimedByNode, recordedOwnership } from "./claim-metadata.ts";
 import type { Core } from "./core.ts";
-import { messageOf } from "./errors.ts";
+import { errorMessage } from "../../../shared/log/index.ts";
 import type { Verifier } from "./quarantine.ts";
 import { AddressOnce, recoverClaim } from "./recovery.ts";
 import type { OrphanVerdict } from "./state.ts";
@@ -32,7 +32,7 @@ export async function orphanAuditTick(core: Core, verifier: Verifier): Promise<v
     rows = await core.lister.list();
   } catch (e) {
     // A failed list is not an empty list: without this, every row would read as stale.
-    log.warn({ err: messageOf(e) }, "orphan scan: sandboxd listing failed; cycle skipped");
+    log.warn({ err: errorMessage(e) }, "orphan scan: sandboxd listing failed; cycle skipped");
     return;
   }
   const unheld = (id: string) => ![...st.claims.values()].some((c) => c.id === id) && !st.releasing.some((e) => e.claim.id === id);
@@ -111,9 +111,9 @@ async function settleUnheldClaims(core: Core, verifier: Verifier, rows: SandboxR
         log.warn(ctx, "orphan scan: a claim of this node that no row holds and no waiting Pod wants; released with the node token");
       }
     } catch (e) {
-      log.warn({ ...ctx, err: messageOf(e) }, "orphan scan: releasing an unheld claim of this node failed; retrying next scan");
+      log.warn({ ...ctx, err: errorMessage(e) }, "orphan scan: releasing an unheld claim of this node failed; retrying next scan");
     }
   }
-  if (recorded) await st.save().catch((e) => log.error({ err: messageOf(e) }, "claims state write after the orphan scan failed"));
+  if (recorded) await st.save().catch((e) => log.error({ err: errorMessage(e) }, "claims state write after the orphan scan failed"));
   return settled;
 }

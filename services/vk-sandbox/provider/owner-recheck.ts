@@ -10,7 +10,7 @@
 // and the release therefore keeps the credential, and a release that fails is retried every tick, across
 // restarts, until sandboxd confirms the sandbox gone (204 or 404).
 import type { Core } from "./core.ts";
-import { messageOf } from "./errors.ts";
+import { errorMessage } from "../../../shared/log/index.ts";
 import { authorizeRelease } from "./ownership.ts";
 
 export const RECHECK_FIRST_DELAY_MS = 10_000;
@@ -68,7 +68,7 @@ export async function drainReleasing(core: Core): Promise<void> {
     try {
       await st.save();
     } catch (e) {
-      log.error({ err: messageOf(e) }, "claims state write failed; queued releases wait until it is durable");
+      log.error({ err: errorMessage(e) }, "claims state write failed; queued releases wait until it is durable");
     }
   }
   let released = 0;
@@ -79,10 +79,10 @@ export async function drainReleasing(core: Core): Promise<void> {
       released++;
       log.info({ claimId: entry.claim.id, outcome }, "queued release confirmed");
     } catch (e) {
-      log.warn({ claimId: entry.claim.id, err: messageOf(e) }, "queued release failed; retrying next tick");
+      log.warn({ claimId: entry.claim.id, err: errorMessage(e) }, "queued release failed; retrying next tick");
     }
   }
   if (released > 0) {
-    await st.save().catch((e) => log.error({ err: messageOf(e) }, "claims state write after releases failed"));
+    await st.save().catch((e) => log.error({ err: errorMessage(e) }, "claims state write after releases failed"));
   }
 }

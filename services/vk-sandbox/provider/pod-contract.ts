@@ -1,4 +1,5 @@
 // The Pod contract (spec §4): which annotations go in, what comes out, and the claim body they make.
+import { podKey } from "../../../shared/kube/index.ts";
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import type { ClaimRequest } from "../../../shared/sandboxd/schemas.ts";
 import { ProviderError } from "./errors.ts";
@@ -14,10 +15,6 @@ export const ANNOTATION_CLAIM_ID = "sandbox.cocoonstack.io/claim-id";
 export const RUNTIME = "sandboxd";
 /** Leases are fixed at claim time and never renewed here, so the default asks for sandboxd's 24 h cap. */
 export const DEFAULT_TTL_SECONDS = 86_400;
-
-export function podKey(pod: V1Pod): string {
-  return `${pod.metadata?.namespace || "default"}/${pod.metadata?.name ?? ""}`;
-}
 
 export function podUID(pod: V1Pod): string {
   return pod.metadata?.uid ?? "";

@@ -9,12 +9,13 @@ import { ClaimsStateError } from "../claims/errors.ts";
 import { Core } from "./core.ts";
 import { createPod } from "./create.ts";
 import { deletePod, updatePod } from "./delete.ts";
-import { messageOf } from "./errors.ts";
+import { errorMessage } from "../../../shared/log/index.ts";
 import { KeyedMutex } from "./keyed-mutex.ts";
 import { leaseWatchTick } from "./lease-watch.ts";
 import { orphanAuditTick } from "./orphan-audit.ts";
 import { drainReleasing, ownerRecheckTick } from "./owner-recheck.ts";
-import { podKey, podUID } from "./pod-contract.ts";
+import { podUID } from "./pod-contract.ts";
+import { podKey } from "../../../shared/kube/index.ts";
 import { Verifier } from "./quarantine.ts";
 import { ProviderState } from "./state.ts";
 import { expiredStatus, pastDeadline, runningStatus } from "./status.ts";
@@ -83,7 +84,7 @@ export class SandboxProvider implements PodLifecycleProvider {
       await st.save();
     } catch (e) {
       if (e instanceof ClaimsStateError) throw e;
-      throw new ClaimsStateError("unwritable", this.deps.store.path, messageOf(e), e);
+      throw new ClaimsStateError("unwritable", this.deps.store.path, errorMessage(e), e);
     }
   }
 

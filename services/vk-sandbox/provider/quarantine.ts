@@ -18,7 +18,7 @@
 // warned about once and left to the orphan audit, and no longer blocks the key.
 import type { Core } from "./core.ts";
 import { byId, listedDeadline } from "./listing.ts";
-import { messageOf } from "./errors.ts";
+import { errorMessage } from "../../../shared/log/index.ts";
 import { AddressOnce, recoverClaim, unrecordedClaims } from "./recovery.ts";
 
 export class Verifier {
@@ -78,7 +78,7 @@ export class Verifier {
       rows = await this.core.lister.list();
     } catch (e) {
       log.warn(
-        { err: messageOf(e), quarantined: st.quarantined.size, pendingRecovery: this.pending.size },
+        { err: errorMessage(e), quarantined: st.quarantined.size, pendingRecovery: this.pending.size },
         "claim verification: sandboxd listing failed; keeping every quarantined row",
       );
       this.lastFailed = true;
@@ -159,7 +159,7 @@ export class Verifier {
     // Dropped rows, backfilled deadlines and recovered claims are written once for the pass. Failure here is
     // only logged: the next writer carries the change, and releasing entries are released only once durable.
     // (The startup pass is persisted by the startup write that follows, whose failure is fatal.)
-    if (changed && persist) await st.save().catch((e) => log.error({ err: messageOf(e) }, "claims state write after verification failed"));
+    if (changed && persist) await st.save().catch((e) => log.error({ err: errorMessage(e) }, "claims state write after verification failed"));
     for (const key of retry) this.core.retry(key);
     return true;
   }

@@ -22,7 +22,7 @@ import type { Claim } from "../claims/schema.ts";
 import { floorToSecond } from "../../../shared/clock/index.ts";
 import { claimedByNode, recordedOwnership } from "./claim-metadata.ts";
 import type { Core } from "./core.ts";
-import { messageOf } from "./errors.ts";
+import { errorMessage } from "../../../shared/log/index.ts";
 import { listedDeadline, wireDeadline } from "./listing.ts";
 
 /** A listed claim of this node that no row and no releasing entry holds. */
@@ -88,9 +88,9 @@ export async function recoverClaim(core: Core, u: Unrecorded, address: AddressOn
     // 401/403: our token is not the root token. route_not_found: an older node without GET by id (§9.8).
     // None of these improves by retrying; the orphan audit reports the sandbox as external.
     if (isSandboxdError(e) && (e.code === "unauthorized" || e.code === "forbidden" || e.code === "route_not_found")) {
-      return { kind: "unrecoverable", why: `its token cannot be read: ${messageOf(e)}` };
+      return { kind: "unrecoverable", why: `its token cannot be read: ${errorMessage(e)}` };
     }
-    return { kind: "retry", why: `reading it back failed: ${messageOf(e)}` };
+    return { kind: "retry", why: `reading it back failed: ${errorMessage(e)}` };
   }
   // Only a root-token caller is shown the token; an open node never shows it.
   if (!detail.token) return { kind: "unrecoverable", why: "sandboxd did not return its token (root token needed)" };
@@ -99,7 +99,7 @@ export async function recoverClaim(core: Core, u: Unrecorded, address: AddressOn
   try {
     addr = await address.get();
   } catch (e) {
-    return { kind: "retry", why: `sandboxd info failed: ${messageOf(e)}` };
+    return { kind: "retry", why: `sandboxd info failed: ${errorMessage(e)}` };
   }
 
   // Re-check after the awaits: the table may have moved on.

@@ -1,5 +1,6 @@
-// What the pod controller needs from the outside, declared by the consumer (style item 3): the pod cache fed by
-// the informer, two pod writes, and the logger. wire.ts adapts the shared KubeClient and Informer to these, so the
+// What the pod controller depends on from the outside, declared by the consumer (style item 3): the pod cache fed
+// by the informer, two pod writes and the error classifiers. (The logger is shared/log's Log; keys are shared/kube's
+// podKey/splitKey.) wire.ts adapts the shared KubeClient and Informer to these, so the
 // controller's unit tests run on plain fakes.
 import type { V1Pod } from "@kubernetes/client-node";
 
@@ -26,20 +27,4 @@ export interface PodWriter {
 export interface ErrorClassifier {
   isNotFound(err: unknown): boolean;
   isConflict(err: unknown): boolean;
-}
-
-export interface Log {
-  debug(obj: object, msg: string): void;
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
-
-export function podKey(pod: V1Pod): string {
-  return `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}`;
-}
-
-export function splitKey(key: string): [namespace: string, name: string] {
-  const i = key.indexOf("/");
-  return [key.slice(0, i), key.slice(i + 1)];
 }
