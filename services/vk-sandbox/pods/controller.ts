@@ -8,7 +8,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { EventRecorder } from "../../../shared/kube/events.ts";
 import { type Clock, realClock } from "../../../shared/clock/index.ts";
 import { backoffDelay, DEFAULT_MAX_ATTEMPTS, type QueueRate, WorkQueue } from "../../../shared/kube/work-queue.ts";
-import type { PodLifecycleProvider } from "./provider.ts";
+import type { PodLifecycleProvider } from "./lifecycle-provider.ts";
 import type { Log } from "../../../shared/log/index.ts";
 import type { ErrorClassifier, PodSource, PodWriter } from "./dependencies.ts";
 import { liveShowsPush, updateNeedsSync } from "./compare.ts";

@@ -3,7 +3,7 @@
 // and a Pod referencing a missing ConfigMap is served like any other (spec README decision).
 import type { V1Pod } from "@kubernetes/client-node";
 import type { EventRecorder } from "../../../shared/kube/events.ts";
-import type { PodLifecycleProvider } from "./provider.ts";
+import type { PodLifecycleProvider } from "./lifecycle-provider.ts";
 import { errorMessage, type Log } from "../../../shared/log/index.ts";
 import type { PodSource, PodWriter } from "./dependencies.ts";
 import { effectivelyEqual, isTerminal, noContainerRunning, providerFieldsEqual } from "./compare.ts";

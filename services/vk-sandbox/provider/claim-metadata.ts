@@ -4,7 +4,7 @@
 // sandbox whose token exists only in sandboxd. claim_ref alone cannot say it is ours: it is `<ns>/<name>`,
 // which the aggregated apiserver and other nodes' daemons send too. The metadata is immutable and echoed in
 // every `GET /v1/sandboxes` row, so a listing can tell "delivered to this node's vk-sandbox for this Pod" and
-// the startup verification can finish the interrupted write (quarantine.ts, recovery.ts).
+// the startup verification can finish the interrupted write (verifier.ts, recovery.ts).
 //
 // The key names live only here. Values follow the node's rules (value ≤ 512 B printable UTF-8; node names,
 // UIDs and the authority UID always fit).

@@ -21,25 +21,47 @@ export class ReleaseTimeout extends Error {
   }
 }
 
+/** What the verb and loop modules share, named: the provider builds one from its deps. */
+export interface CoreParts {
+  nodeName: string;
+  claimer: SandboxClaimer;
+  releaser: SandboxReleaser;
+  lister: SandboxLister;
+  reader: SandboxReader;
+  /** Absent = no dynamic client: every owned Pod's claim is preserved. */
+  ownerReader: OwnerReader | undefined;
+  clock: Clock;
+  log: Logger;
+  st: ProviderState;
+  events?: ProviderEvents;
+}
+
 export class Core {
+  readonly nodeName: string;
+  readonly claimer: SandboxClaimer;
+  readonly releaser: SandboxReleaser;
+  readonly lister: SandboxLister;
+  readonly reader: SandboxReader;
+  readonly ownerReader: OwnerReader | undefined;
+  readonly clock: Clock;
+  readonly log: Logger;
   readonly st: ProviderState;
   private pushFn: ((pod: V1Pod) => void) | undefined;
   private retryFn: ((key: string) => void) | undefined;
   /** Warning events on a Pod; absent in tests that do not look at them. */
   events: ProviderEvents | undefined;
 
-  constructor(
-    readonly nodeName: string,
-    readonly claimer: SandboxClaimer,
-    readonly releaser: SandboxReleaser,
-    readonly lister: SandboxLister,
-    readonly reader: SandboxReader,
-    readonly ownerReader: OwnerReader | undefined,
-    readonly clock: Clock,
-    readonly log: Logger,
-    st: ProviderState,
-  ) {
-    this.st = st;
+  constructor(p: CoreParts) {
+    this.nodeName = p.nodeName;
+    this.claimer = p.claimer;
+    this.releaser = p.releaser;
+    this.lister = p.lister;
+    this.reader = p.reader;
+    this.ownerReader = p.ownerReader;
+    this.clock = p.clock;
+    this.log = p.log;
+    this.st = p.st;
+    this.events = p.events;
   }
 
   setPush(fn: (pod: V1Pod) => void): void {

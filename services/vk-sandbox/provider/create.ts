@@ -19,7 +19,7 @@ import { claimMetadata } from "./claim-metadata.ts";
 import { reconcileLostClaim } from "./lost-reply.ts";
 import { checkRuntime, claimRequestFor, podUID, withClaimId } from "./pod-contract.ts";
 import { podKey } from "../../../shared/kube/index.ts";
-import type { Verifier } from "./quarantine.ts";
+import type { Verifier } from "./verifier.ts";
 import { pastDeadline, podWithStatus, runningStatus } from "./status.ts";
 
 export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Promise<void> {
@@ -41,7 +41,7 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
     }
   }
 
-  // 2b. The recovery gate (quarantine.ts). A claim sandboxd delivered before a crash, whose row was never
+  // 2b. The recovery gate (verifier.ts). A claim sandboxd delivered before a crash, whose row was never
   // written, is found and recorded only by a verification listing. Until a listing has ruled such a claim out
   // for this key, run a pass now: it may record that claim, which step 4 then adopts instead of claiming.
   if (!verifier.claimAllowed(key)) await verifier.verifyOnce();

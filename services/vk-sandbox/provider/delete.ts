@@ -1,4 +1,4 @@
-// DeletePod (spec §5.5) and UpdatePod (§5.4), with the stale-UID guard (§5.6).
+// DeletePod (§5.5), behind the stale-UID guard (§5.6, stale-uid.ts).
 //
 // Pod deletion alone is never VM authority: an eviction or a Node-NotReady storm deletes Pods whose owners
 // still want their sandboxes, and a replacement Pod of the same name adopts the preserved claim. The verdict
@@ -8,14 +8,9 @@ import type { Core } from "./core.ts";
 import { errorMessage } from "../../../shared/log/index.ts";
 import { ProviderError } from "./errors.ts";
 import { adoptable, authorizeRelease, ownerRefOf } from "./ownership.ts";
-import { controllerRef, podUID, withClaimId } from "./pod-contract.ts";
+import { controllerRef, podUID } from "./pod-contract.ts";
 import { podKey } from "../../../shared/kube/index.ts";
-
-/** The pod table holds this key under a different UID: the request is about a Pod that no longer exists. */
-export function isStale(core: Core, pod: V1Pod): boolean {
-  const held = core.st.pods.get(podKey(pod));
-  return held !== undefined && podUID(held) !== podUID(pod);
-}
+import { isStale } from "./stale-uid.ts";
 
 export async function deletePod(core: Core, pod: V1Pod): Promise<void> {
   const { st, log } = core;
@@ -75,17 +70,4 @@ export async function deletePod(core: Core, pod: V1Pod): Promise<void> {
   if (st.drop(key, row.id) && !isStale(core, pod)) st.pods.delete(key);
   plog.info({ reason: verdict.reason, outcome }, "pod deleted; sandbox released");
   await st.save().catch((e) => plog.error({ err: errorMessage(e) }, "claims state write after release failed"));
-}
-
-/** UpdatePod: ignore a stale UID; a tentative key retries the create (which releases the stranded claim). */
-export async function updatePod(core: Core, pod: V1Pod, create: (pod: V1Pod) => Promise<void>): Promise<void> {
-  const key = podKey(pod);
-  if (isStale(core, pod)) {
-    core.log.debug({ pod: key, uid: podUID(pod) }, "update for a stale pod UID ignored");
-    return;
-  }
-  if (core.st.tentative.has(key)) return create(pod);
-  const row = core.st.claims.get(key);
-  // Keep the claim-id annotation on the stored copy so GetPod stays equal to what the status push sent.
-  core.st.pods.set(key, row && core.st.pods.has(key) ? withClaimId(pod, row.id) : pod);
 }

@@ -1,5 +1,5 @@
 // The sandboxd-backed provider. Data path and verdict tables: ../docs/provider.md.
-export { createSandboxProvider, SandboxProvider, type SandboxProviderHandle } from "./provider.ts";
+export { createSandboxProvider, SandboxProvider, type SandboxProviderHandle } from "./sandbox-provider.ts";
 export type {
   SandboxClaimer,
   SandboxReleaser,

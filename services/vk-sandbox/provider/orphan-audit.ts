@@ -21,7 +21,7 @@ import type { SandboxRow } from "../../../shared/sandboxd/schemas.ts";
 import { claimedByNode, recordedOwnership } from "./claim-metadata.ts";
 import type { Core } from "./core.ts";
 import { errorMessage } from "../../../shared/log/index.ts";
-import type { Verifier } from "./quarantine.ts";
+import type { Verifier } from "./verifier.ts";
 import { AddressOnce, recoverClaim } from "./recovery.ts";
 import type { OrphanVerdict } from "./state.ts";
 

@@ -5,7 +5,7 @@
 // sandboxd. Claiming again for the Pod would leak that sandbox; forgetting it would lose its token.
 //
 // Recovery finishes the interrupted write. Every claim vk-sandbox makes carries `vk-sandbox.node=<this node>`
-// in its metadata (claim-metadata.ts), so a verification listing (quarantine.ts) can pick out rows that are
+// in its metadata (claim-metadata.ts), so a verification listing (verifier.ts) can pick out rows that are
 // ours and held by no claims row and no releasing entry. "Ours" also requires the root token's claim (no
 // `tenant`): a tenant can forge the metadata, and its VM must never be recorded under a victim's Pod key.
 // For each, the token is read back with `GET /v1/sandboxes/{id}` (root token only) and the claim is recorded as

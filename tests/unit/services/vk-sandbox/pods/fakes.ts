@@ -1,7 +1,7 @@
 // Fakes for the pod controller's ports: an in-memory informer, a recording pod writer and a scripted provider.
 // Each counts what it saw so tests wait on conditions, never on time (style item 14).
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node";
-import type { PodLifecycleProvider } from "../../../../../services/vk-sandbox/pods/provider.ts";
+import type { PodLifecycleProvider } from "../../../../../services/vk-sandbox/pods/lifecycle-provider.ts";
 import type { PodSource, PodWriter } from "../../../../../services/vk-sandbox/pods/dependencies.ts";
 
 export class HttpishError extends Error {

@@ -9,7 +9,7 @@ import { startSandboxdSim, startSimCluster, type SandboxdSim } from "../../../..
 import { ClaimsFile } from "../../../../../services/vk-sandbox/claims/file.ts";
 import { claimMetadata } from "../../../../../services/vk-sandbox/provider/claim-metadata.ts";
 import { claimRequestFor } from "../../../../../services/vk-sandbox/provider/pod-contract.ts";
-import { createSandboxProvider } from "../../../../../services/vk-sandbox/provider/provider.ts";
+import { createSandboxProvider } from "../../../../../services/vk-sandbox/provider/sandbox-provider.ts";
 import { bare, captureLog, FakeClock, NODE_NAME, pod, readTable, ROOT_TOKEN, scratchDirs } from "./helpers.ts";
 
 const tmp = scratchDirs();

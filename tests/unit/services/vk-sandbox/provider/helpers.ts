@@ -8,7 +8,7 @@ import { join } from "node:path";
 import pino from "pino";
 import type { V1Pod } from "@kubernetes/client-node";
 import { ClaimsFile } from "../../../../../services/vk-sandbox/claims/file.ts";
-import { createSandboxProvider } from "../../../../../services/vk-sandbox/provider/provider.ts";
+import { createSandboxProvider } from "../../../../../services/vk-sandbox/provider/sandbox-provider.ts";
 import type { OwnerLookup, OwnerObject, OwnerReader, OwnerTarget } from "../../../../../services/vk-sandbox/provider/types.ts";
 import { FakeClock } from "../../../../../shared/clock/index.ts";
 import { closeSandboxds, Counter, makeSandboxd, type SandboxdDouble } from "./sandboxd-doubles.ts";

@@ -4,11 +4,12 @@
 // every loaded row, one verification listing (a failure is tolerated: rows stay quarantined), then one
 // write, whose failure is fatal: without a writable table every claim would leak on the next restart.
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node";
-import type { PodLifecycleProvider } from "../pods/provider.ts";
+import type { PodLifecycleProvider } from "../pods/lifecycle-provider.ts";
 import { ClaimsStateError } from "../claims/errors.ts";
 import { Core } from "./core.ts";
 import { createPod } from "./create.ts";
-import { deletePod, updatePod } from "./delete.ts";
+import { deletePod } from "./delete.ts";
+import { updatePod } from "./update.ts";
 import { errorMessage } from "../../../shared/log/index.ts";
 import { KeyedMutex } from "./keyed-mutex.ts";
 import { leaseWatchTick } from "./lease-watch.ts";
@@ -16,7 +17,7 @@ import { orphanAuditTick } from "./orphan-audit.ts";
 import { drainReleasing, ownerRecheckTick } from "./owner-recheck.ts";
 import { podUID } from "./pod-contract.ts";
 import { podKey } from "../../../shared/kube/index.ts";
-import { Verifier } from "./quarantine.ts";
+import { Verifier } from "./verifier.ts";
 import { ProviderState } from "./state.ts";
 import { expiredStatus, pastDeadline, runningStatus } from "./status.ts";
 import { realClock } from "../../../shared/clock/index.ts";
@@ -38,18 +39,18 @@ export class SandboxProvider implements PodLifecycleProvider {
   constructor(private readonly deps: SandboxProviderDeps) {
     const clock = deps.clock ?? realClock;
     const log = deps.log.child({ component: "provider" });
-    this.core = new Core(
-      deps.nodeName,
-      deps.claimer,
-      deps.releaser,
-      deps.lister,
-      deps.reader,
-      deps.ownerReader,
+    this.core = new Core({
+      nodeName: deps.nodeName,
+      claimer: deps.claimer,
+      releaser: deps.releaser,
+      lister: deps.lister,
+      reader: deps.reader,
+      ownerReader: deps.ownerReader,
       clock,
       log,
-      new ProviderState(deps.store),
-    );
-    this.core.events = deps.events;
+      st: new ProviderState(deps.store),
+      events: deps.events,
+    });
     this.verifier = new Verifier(this.core);
     this.intervals = { ...DEFAULT_INTERVALS, ...deps.intervals };
     const i = this.intervals;
