@@ -20,7 +20,7 @@ import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { SandboxdClient } from "../../shared/sandboxd/client.ts";
 import { isClaimsStateError } from "./claims/errors.ts";
-import { ClaimsFile } from "./claims/file.ts";
+import { ClaimsFile, ClaimsStore } from "./claims/index.ts";
 import type { VkSandboxConfig } from "./flags.ts";
 import { InventoryPublisher } from "./inventory/publisher.ts";
 import { VkSandboxMetrics } from "./metrics.ts";
@@ -116,7 +116,7 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     nodeName: cfg.nodeName,
     ...sandboxdSlices(metrics.sandboxd(sandboxd)),
     ownerReader: ownerReaderFor(kube),
-    store: metrics.claimsFile(new ClaimsFile({ path: cfg.statePath })),
+    store: new ClaimsStore(metrics.claimsFile(new ClaimsFile({ path: cfg.statePath }))),
     log,
     clock: d.clock,
     events: { warning: (pod, reason, message) => events.warning(pod, reason, message) },

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ClaimsFile } from "../../services/vk-sandbox/claims/file.ts";
+import { ClaimsStore } from "../../services/vk-sandbox/claims/store.ts";
 import { encodeTable } from "../../services/vk-sandbox/claims/codec.ts";
 import type { Claim } from "../../services/vk-sandbox/claims/schema.ts";
 import { ProviderState } from "../../services/vk-sandbox/provider/state.ts";
@@ -63,7 +64,7 @@ async function groupCommitCase(rows: number, concurrency: number, claims: number
   const dir = mkdtempSync(join(tmpdir(), "claims-bench-"));
   try {
     const file = new ClaimsFile({ path: join(dir, "claims.json"), fsync });
-    const st = new ProviderState(file);
+    const st = new ProviderState(new ClaimsStore(file));
     const t0 = Math.floor(Date.now() / 1000) * 1000;
     for (let i = 0; i < rows; i++) st.claims.set(`bench/pre-${i}`, row(i, t0));
     await st.save();

@@ -1,8 +1,9 @@
-// The claims table: row types and file schema (schema.ts), encoding (codec.ts), the durable file (file.ts)
-// and the group commit that lets concurrent claims share one write (group-commit.ts).
+// The claims table. Others enter through ClaimsStore (store.ts: load once, then commit), built on a ClaimsFile (the
+// durable file; wire.ts makes one, the metrics time its writes). Behind them: row types and the file schema
+// (schema.ts), the encoding (codec.ts) and the group commit that lets concurrent claims share one write.
 export type { Claim, OwnerRef, TableSnapshot, ClaimsFile as ClaimsFileJson } from "./schema.ts";
 export { ClaimsFileSchema, ClaimFileSchema, OwnerRefFileSchema } from "./schema.ts";
-export { encodeTable, encodeRow, decodeTable, type DecodedTable } from "./codec.ts";
+export type { DecodedTable } from "./codec.ts";
 export { ClaimsFile, type ClaimsFileOptions } from "./file.ts";
-export { GroupCommit, type BatchWriter } from "./group-commit.ts";
+export { ClaimsStore, type TableSource } from "./store.ts";
 export { ClaimsStateError, isClaimsStateError, type ClaimsStateProblem } from "./errors.ts";

@@ -5,10 +5,8 @@
 // create, a delete or a loop may have replaced the row meanwhile. Rows are immutable objects: a change
 // replaces the row, so holding a reference never hides a concurrent change.
 import type { V1Pod } from "@kubernetes/client-node";
-import type { Claim } from "../claims/schema.ts";
-import type { ClaimsFile } from "../claims/file.ts";
-import { encodeTable } from "../claims/codec.ts";
-import { GroupCommit } from "../claims/group-commit.ts";
+import type { Claim, TableSnapshot } from "../claims/schema.ts";
+import type { ClaimsStore } from "../claims/store.ts";
 
 /** A claim detached from its pod key, awaiting a confirmed release. */
 export interface ReleasingEntry {
@@ -52,15 +50,13 @@ export class ProviderState {
   /** Orphan-audit verdicts of the last successful scan, by sandbox id. */
   orphanVerdicts = new Map<string, OrphanVerdict>();
 
-  private readonly commits: GroupCommit<string>;
-
-  constructor(private readonly file: ClaimsFile) {
-    this.commits = new GroupCommit<string>((included) => this.writeBatch(included));
+  constructor(private readonly store: ClaimsStore) {
+    store.setSource((included) => this.snapshot(included));
   }
 
   /** Writes started so far (tests and benchmarks). */
   get writes(): number {
-    return this.commits.writes;
+    return this.store.writes;
   }
 
   holds(key: string, id: string): boolean {
@@ -101,7 +97,7 @@ export class ProviderState {
 
   /** Persist the table as it is when the write starts. */
   save(): Promise<void> {
-    return this.commits.commit();
+    return this.store.commit();
   }
 
   /**
@@ -109,16 +105,19 @@ export class ProviderState {
    * only after a write that contains that row has landed; concurrent commits share writes.
    */
   commitRow(id: string): Promise<void> {
-    return this.commits.commit(id);
+    return this.store.commit(id);
   }
 
   /** Resolves when no write is pending or running. */
   idle(): Promise<void> {
-    return this.commits.idle();
+    return this.store.idle();
   }
 
-  private async writeBatch(included: ReadonlySet<string>): Promise<void> {
-    // Snapshot and encode synchronously: nothing can change the table between these lines.
+  /**
+   * What a write persists: every settled row, the tentative rows whose commit this batch serves, and the
+   * releasing list. Taken synchronously when the batch starts, so nothing changes between snapshot and encode.
+   */
+  private snapshot(included: ReadonlySet<string>): { table: TableSnapshot; landed(): void } {
     const rows: Array<readonly [string, Claim]> = [];
     const committing: Array<readonly [string, string]> = [];
     for (const [key, c] of this.claims) {
@@ -129,12 +128,15 @@ export class ProviderState {
       rows.push([key, c]);
     }
     const releasing = this.releasing.slice();
-    const text = encodeTable({ claims: rows, releasing: releasing.map((e) => e.claim) });
-    await this.file.write(text);
-    // Settle the rows this write made durable before the next batch snapshots. Leaving it to the waiting
-    // creates is too late: the group commit starts the next batch synchronously, and a row still marked
-    // tentative would be left out of that newer file, which then replaces this one.
-    for (const [key, id] of committing) if (this.holds(key, id)) this.tentative.delete(key);
-    for (const e of releasing) e.durable = true;
+    return {
+      table: { claims: rows, releasing: releasing.map((e) => e.claim) },
+      // Settle the rows this write made durable before the next batch snapshots. Leaving it to the waiting
+      // creates is too late: the group commit starts the next batch synchronously, and a row still marked
+      // tentative would be left out of that newer file, which then replaces this one.
+      landed: () => {
+        for (const [key, id] of committing) if (this.holds(key, id)) this.tentative.delete(key);
+        for (const e of releasing) e.durable = true;
+      },
+    };
   }
 }

@@ -6,7 +6,7 @@ import type { Clock } from "../../../shared/clock/index.ts";
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
-import type { ClaimsFile } from "../claims/file.ts";
+import type { ClaimsStore } from "../claims/store.ts";
 
 /**
  * `POST /v1/claim`. Throws a shared/sandboxd error on 429, a redirect, non-2xx, transport failure, timeout. The
@@ -103,7 +103,7 @@ export interface SandboxProviderDeps {
   reader: SandboxReader;
   /** Absent = no dynamic client: every owned Pod's claim is preserved (the safe side). */
   ownerReader?: OwnerReader;
-  store: ClaimsFile;
+  store: ClaimsStore;
   log: Logger;
   clock?: Clock;
   intervals?: Partial<ProviderIntervals>;

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { SandboxdClient } from "../../../../../shared/sandboxd/client.ts";
 import { startSandboxdSim, startSimCluster, type SandboxdSim } from "../../../../../services/sandboxd-sim/sim.ts";
-import { ClaimsFile } from "../../../../../services/vk-sandbox/claims/file.ts";
+import { ClaimsFile, ClaimsStore } from "../../../../../services/vk-sandbox/claims/index.ts";
 import { claimMetadata } from "../../../../../services/vk-sandbox/provider/claim-metadata.ts";
 import { claimRequestFor } from "../../../../../services/vk-sandbox/provider/pod-contract.ts";
 import { createSandboxProvider } from "../../../../../services/vk-sandbox/provider/sandbox-provider.ts";
@@ -29,7 +29,7 @@ async function providerOn(url: string, clock: FakeClock, path = join(tmp(), "cla
     releaser: client,
     lister: client,
     reader: client,
-    store: new ClaimsFile({ path }),
+    store: new ClaimsStore(new ClaimsFile({ path })),
     log,
     clock,
   });

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import type { V1Pod } from "@kubernetes/client-node";
-import { ClaimsFile } from "../../../../../services/vk-sandbox/claims/file.ts";
+import { ClaimsFile, ClaimsStore } from "../../../../../services/vk-sandbox/claims/index.ts";
 import { createSandboxProvider } from "../../../../../services/vk-sandbox/provider/sandbox-provider.ts";
 import type { OwnerLookup, OwnerObject, OwnerReader, OwnerTarget } from "../../../../../services/vk-sandbox/provider/types.ts";
 import { FakeClock } from "../../../../../shared/clock/index.ts";
@@ -136,7 +136,7 @@ export async function harness(o: HarnessOpts) {
   const sandboxd = o.sandboxd ?? (await makeSandboxd(clock));
   const owners = o.owners === null ? undefined : (o.owners ?? new FakeOwners());
   const { log, lines } = captureLog();
-  const store = new ClaimsFile({ path: o.path });
+  const store = new ClaimsStore(new ClaimsFile({ path: o.path }));
   const handle = createSandboxProvider({
     nodeName: NODE_NAME,
     claimer: sandboxd,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { ClaimsFile } from "../../../../../services/vk-sandbox/claims/file.ts";
+import { ClaimsFile, ClaimsStore } from "../../../../../services/vk-sandbox/claims/index.ts";
 import type { Claim } from "../../../../../services/vk-sandbox/claims/schema.ts";
 import { ProviderState } from "../../../../../services/vk-sandbox/provider/state.ts";
 import { readTable, scratchDirs } from "./helpers.ts";
@@ -10,7 +10,7 @@ const claim = (id: string): Claim => ({ id, token: `t-${id}`, address: "", podUI
 
 function state() {
   const path = join(tmp(), "claims.json");
-  return { st: new ProviderState(new ClaimsFile({ path })), read: () => readTable(path) };
+  return { st: new ProviderState(new ClaimsStore(new ClaimsFile({ path }))), read: () => readTable(path) };
 }
 
 describe("provider state writes", () => {
