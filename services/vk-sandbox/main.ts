@@ -1,6 +1,6 @@
 // vk-sandbox: flags and environment to modules, start, signals, exit. Nothing else lives here (style item 1).
 // Exit codes: 2 for a usage error (unknown flag, unparsable value), 1 for every other fatal startup error with one
-// log line naming the flag or file, 0 after SIGINT/SIGTERM. Startup order: spec §1.1; steps 5–11 are in wire.ts.
+// log line naming the flag or file, 0 after SIGINT/SIGTERM. Startup order: §1.1; steps 5–11 are in wire.ts.
 import { isUsageError } from "../../shared/config/errors.ts";
 import { Shutdown } from "../../shared/lifecycle/shutdown.ts";
 import { createLogger, parseLogLevel } from "../../shared/log/index.ts";
@@ -37,7 +37,7 @@ async function main(argv: string[], env: Record<string, string | undefined>): Pr
   }
   const log = createLogger({ level, name: "vk-sandbox" });
 
-  // 4. SIGINT/SIGTERM stop everything started so far; nothing is released and the Node stays (spec §1.3).
+  // 4. SIGINT/SIGTERM stop everything started so far; nothing is released and the Node stays (§1.3).
   const shutdown = new Shutdown({ logger: log });
   shutdown.install();
 

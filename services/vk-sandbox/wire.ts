@@ -1,4 +1,4 @@
-// Builds and starts the daemon from its parsed configuration, in the observable order of spec §1.1 (steps 5–11).
+// Builds and starts the daemon from its parsed configuration, in the observable order of §1.1 (steps 5–11).
 // main.ts owns steps 1–4 (flags, log level, state path, signals) and the exit codes; this file owns which module
 // gets which client and what runs first. Every module it starts is registered with the shutdown as it starts, so
 // a fatal error half-way still stops what already runs.
@@ -31,7 +31,7 @@ import type { PodSource, PodWriter } from "./pods/dependencies.ts";
 import { createSandboxProvider, isSandboxdOutage, isTransientForHeldClaim, type OwnerReader } from "./provider/index.ts";
 import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./provider/types.ts";
 
-/** sandboxd HTTP client request timeout (spec §1.1 step 6). */
+/** sandboxd HTTP client request timeout (§1.1 step 6). */
 const SANDBOXD_TIMEOUT_MS = 10_000;
 
 export interface WireDeps {

@@ -1,4 +1,4 @@
-// Table <-> file text. Compact JSON, members in the seed's order, empty members omitted (spec §5.12):
+// Table <-> file text. Compact JSON, members in the seed's order, empty members omitted (§5.12):
 // `address`, `authority`, `claimedAt`, `deadline`, `owner` when empty, `releasing` when it has no entries;
 // `podUID` always. Every claim rewrites the whole file, so encoding is on the claim path: each immutable row's
 // JSON is cached, and a write of 10,000 rows mostly concatenates cached strings.

@@ -1,4 +1,4 @@
-// Failures of the claims table. Every one is fatal at startup (spec §5.12): starting without durable claims
+// Failures of the claims table. Every one is fatal at startup (§5.12): starting without durable claims
 // would leak one microVM per claim on the next restart, so the message names the file and says what to fix.
 
 export type ClaimsStateProblem = "unreadable" | "malformed" | "unwritable";

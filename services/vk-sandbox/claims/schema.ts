@@ -1,4 +1,4 @@
-// The claims table: the in-memory row type and the zod schema of the file at --state-path (spec §5.12, seed
+// The claims table: the in-memory row type and the zod schema of the file at --state-path (§5.12, seed
 // "state file"). The file holds release tokens, the only credential that can destroy the VMs this node
 // delivered: treat it as a secret and never lose a row.
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// The pod controller (spec §3): one informer on the Pods bound to this node feeds three queues —
+// The pod controller (§3): one informer on the Pods bound to this node feeds three queues —
 // sync (API → provider), delete (the final grace-0 delete) and status (provider → API). It knows the provider
 // only through the PodLifecycleProvider seam and nothing of sandboxd.
 //
@@ -33,7 +33,7 @@ export interface PodControllerOptions {
   /**
    * True for a provider error that says "cannot tell right now" (sandboxd unreachable, a listing failed) rather
    * than "this Pod cannot be served". Such an error never moves a Pod holding a claim to Pending or Failed, and
-   * never makes a restartPolicy-Never Pod terminal (README decision).
+   * never makes a restartPolicy-Never Pod terminal (docs/decisions.md#outage-never-moves-a-pod).
    */
   isTransient?: (err: unknown) => boolean;
   /**

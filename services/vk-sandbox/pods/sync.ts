@@ -1,6 +1,6 @@
 // §3.3: the sync queue's handler, steps 1–8, for one pod key. Step 6 (container env resolution) is skipped on
 // purpose: microVM Pods never consume container env, so the daemon runs no Secret/ConfigMap/Service informers
-// and a Pod referencing a missing ConfigMap is served like any other (spec README decision).
+// and a Pod referencing a missing ConfigMap is served like any other (docs/decisions.md#no-env-resolution).
 import type { V1Pod } from "@kubernetes/client-node";
 import type { EventRecorder } from "../../../shared/kube/events.ts";
 import type { PodLifecycleProvider } from "./lifecycle-provider.ts";
@@ -111,7 +111,7 @@ export async function syncPod(key: string, d: SyncDeps): Promise<void> {
  * 8. Record the failure on the Pod, without a precondition: Pending, or Failed under restartPolicy Never
  * (terminal, so such Pods are not retried).
  *
- * Exception (README decision): a transient error — the provider's `transient` flag: sandboxd could not be
+ * Exception (docs/decisions.md#outage-never-moves-a-pod): a transient error — the provider's `transient` flag: sandboxd could not be
  * read while the key holds a claim — is not evidence about the sandbox. The Pod's status is left as it is
  * (so a Running Pod stays Running and a restartPolicy-Never Pod is never made terminal by an outage); the
  * sync is only requeued. Status changes only on evidence.

@@ -1,4 +1,4 @@
-// CreatePod (spec §5.2), in order: runtime check, quarantine, the recovery gate, past deadline, adoption,
+// CreatePod (§5.2), in order: runtime check, quarantine, the recovery gate, past deadline, adoption,
 // stranded tentative claim, annotations, the claim, then durability before visibility.
 //
 // Durable before visible: a claim is reported Running only after a state write containing its row has

@@ -1,4 +1,4 @@
-// Lease watch (spec §5.8), every 30 s. Leases are fixed at claim time and never renewed here; sandboxd reaps
+// Lease watch (§5.8), every 30 s. Leases are fixed at claim time and never renewed here; sandboxd reaps
 // at the deadline (and an archive lifecycle may move it). Once a Running row's cached deadline passes, a
 // listing decides: still listed -> adopt the listed deadline (in memory until the next write); confirmed
 // absent -> push the lease-expired status. A failed listing publishes nothing: an outage is not an expiry.

@@ -1,4 +1,4 @@
-// Orphan scan (spec §5.11): an audit of sandboxes nobody holds, plus one repair the spec's audit lacks.
+// Orphan scan (§5.11): an audit of sandboxes nobody holds, plus one repair the spec's audit lacks.
 //
 // It never releases or edits a row, and it never touches a sandbox someone else may own: an unclaimed sandbox may
 // be another control plane's claim, or a user's; deciding that is an operator's job. It logs verdict changes

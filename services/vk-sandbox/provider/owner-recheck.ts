@@ -1,4 +1,4 @@
-// Owner re-check and the releasing-list drain (spec §5.10), every 10 s.
+// Owner re-check and the releasing-list drain (§5.10), every 10 s.
 //
 // A preserved row (settled, `owner` set, no Pod) waits for its owner. Each due row's owner is read through
 // the same delete-authorization table as DeletePod: a release verdict detaches the row onto the releasing

@@ -1,11 +1,11 @@
 // Who may hold a claim, and who may end it.
 //
-// Adoption (spec §5.3): a settled row is adoptable by a Pod iff the Pod is the one that holds it, or the Pod's
+// Adoption (§5.3): a settled row is adoptable by a Pod iff the Pod is the one that holds it, or the Pod's
 // authority (controller-owner UID, else its own UID) equals the expected one: the preserved owner's UID while
 // `owner` is set, else the recorded `authority`. A table from an older build records neither, and any
 // same-key Pod adopts, as it did then.
 //
-// Delete authorization (spec §5.5): Pod deletion alone (eviction, a NotReady storm) is never authority over
+// Delete authorization (§5.5): Pod deletion alone (eviction, a NotReady storm) is never authority over
 // the VM. Only a bare Pod, or an owner that is provably gone, deleting, expired or replaced, releases it;
 // anything we cannot verify preserves, because a wrongly released sandbox is a user's live session lost,
 // while a wrongly preserved one costs a VM until its lease ends.

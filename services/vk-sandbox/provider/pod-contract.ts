@@ -1,4 +1,4 @@
-// The Pod contract (spec §4): which annotations go in, what comes out, and the claim body they make.
+// The Pod contract (§4): which annotations go in, what comes out, and the claim body they make.
 import { podKey } from "../../../shared/kube/index.ts";
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import type { ClaimRequest } from "../../../shared/sandboxd/schemas.ts";

@@ -1,6 +1,6 @@
 // The sandboxd-backed PodLifecycleProvider: wiring of the verb and loop modules around one state.
 //
-// Startup (spec §1.1 step 7), run by `ready`: load the table (fatal if unreadable or malformed), quarantine
+// Startup (§1.1 step 7), run by `ready`: load the table (fatal if unreadable or malformed), quarantine
 // every loaded row, one verification listing (a failure is tolerated: rows stay quarantined), then one
 // write, whose failure is fatal: without a writable table every claim would leak on the next restart.
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node";
@@ -97,7 +97,7 @@ export class SandboxProvider implements PodLifecycleProvider {
   /**
    * Stops the loops, then tries the pending releases once (bounded): they are releases already authorized, and a
    * swap back to the upstream Go daemon would drop the releasing list it does not know (README, "Migrating").
-   * Nothing else is released on shutdown (spec §1.3).
+   * Nothing else is released on shutdown (§1.3).
    */
   async stop(): Promise<void> {
     await Promise.all(this.loops.map((l) => l.stop()));

@@ -1,4 +1,4 @@
-// The provider's in-memory state (spec §5.1) and the one path by which it reaches the disk.
+// The provider's in-memory state (§5.1) and the one path by which it reaches the disk.
 //
 // Mutations are serialised the JavaScript way: every change is a synchronous section between awaits, and any
 // change made after an await re-checks that the key still holds the same claim id (the ID guard), because a

@@ -1,4 +1,4 @@
-// Synthetic Pod status (spec §5.7). The Pod is a placeholder; sandboxd holds the real microVM, so status is
+// Synthetic Pod status (§5.7). The Pod is a placeholder; sandboxd holds the real microVM, so status is
 // derived from the claim alone. Every time in it comes from the claim (claimedAt, deadline), never from the
 // clock, so repeated pushes are deep-equal and the pod controller drops them as duplicates.
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from "@kubernetes/client-node";

@@ -73,7 +73,7 @@ export type OwnerLookup =
  */
 export type OwnerReader = (ref: OwnerTarget, namespace: string) => Promise<OwnerLookup>;
 
-/** Loop cadences (spec §1.1, §5.8–5.11). Tests shorten nothing: they drive ticks with an injected clock. */
+/** Loop cadences (§1.1, §5.8–5.11). Tests shorten nothing: they drive ticks with an injected clock. */
 export interface ProviderIntervals {
   verifyMs: number;
   leaseWatchMs: number;

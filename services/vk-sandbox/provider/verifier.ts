@@ -1,4 +1,4 @@
-// Startup quarantine and verification (spec §5.9). Every row loaded from disk is quarantined: it may be
+// Startup quarantine and verification (§5.9). Every row loaded from disk is quarantined: it may be
 // released, but it is not adopted, not reported Running, and not seen by the lease watch or the owner
 // re-check until a successful sandboxd listing vouches for it. A listed row is unquarantined (backfilling a
 // missing deadline); an unlisted one is dropped, since sandboxd no longer has the VM. A failed listing judges

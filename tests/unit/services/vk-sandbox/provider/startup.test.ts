@@ -1,4 +1,4 @@
-// Startup and restart: load, quarantine, verification, the startup write (spec §1.1 step 7, §5.9).
+// Startup and restart: load, quarantine, verification, the startup write (§1.1 step 7, §5.9).
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
