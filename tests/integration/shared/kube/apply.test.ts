@@ -48,7 +48,8 @@ type Widget = {
 let cluster: TestCluster;
 let client: KubeClient;
 const Widgets = resourceForKind("test.cocoonstack.io/v1", "Widget", true)!;
-const widget = (spec: Widget["spec"]): Widget => ({ apiVersion: "test.cocoonstack.io/v1", kind: "Widget", metadata: { name: "w", namespace: "ssa" }, spec });
+// Each test applies its own Widget and builds its own starting point, so the tests hold in any order (--randomize).
+const widgetNamed = (name: string) => (spec: Widget["spec"]): Widget => ({ apiVersion: "test.cocoonstack.io/v1", kind: "Widget", metadata: { name, namespace: "ssa" }, spec });
 
 beforeAll(async () => {
   cluster = await startKubeApiserver();
@@ -64,6 +65,7 @@ const owned = (w: Widget, manager: string, sub?: string) =>
   Object.keys(w.metadata.managedFields?.find((f) => f.manager === manager && f.operation === "Apply" && f.subresource === sub)?.fieldsV1[sub ? "f:status" : "f:spec"] ?? {}).sort();
 
 test("two field managers each own what they applied, and managedFields shows both", async () => {
+  const widget = widgetNamed("w-owners");
   expect(Widgets.resource).toBe("widgets");
   const a = await client.apply<Widget>(Widgets, widget({ color: "red" }), { fieldManager: "painter" });
   expect(a.spec).toEqual({ color: "red" });
@@ -78,6 +80,9 @@ test("two field managers each own what they applied, and managedFields shows bot
 });
 
 test("an apply that changes another manager's field is a 409 conflict naming it; force takes the field over", async () => {
+  const widget = widgetNamed("w-conflict");
+  await client.apply<Widget>(Widgets, widget({ color: "red" }), { fieldManager: "painter" });
+  await client.apply<Widget>(Widgets, widget({ size: 3 }), { fieldManager: "sizer" });
   const e = (await client.apply(Widgets, widget({ color: "blue" }), { fieldManager: "sizer" }).then(
     () => undefined,
     (x) => x,
@@ -86,7 +91,7 @@ test("an apply that changes another manager's field is a 409 conflict naming it;
   expect(e.verb).toBe("apply");
   expect(JSON.stringify(e.details?.causes)).toContain("painter");
   expect(JSON.stringify(e.details?.causes)).toContain(".spec.color");
-  const still = await client.get<Widget>(Widgets, "w", { namespace: "ssa" });
+  const still = await client.get<Widget>(Widgets, "w-conflict", { namespace: "ssa" });
   expect(still.spec?.color).toBe("red");
 
   const forced = await client.apply<Widget>(Widgets, widget({ color: "blue", size: 3 }), { fieldManager: "sizer", force: true });
@@ -96,15 +101,20 @@ test("an apply that changes another manager's field is a 409 conflict naming it;
 });
 
 test("applying the same value another manager set shares ownership without a conflict", async () => {
+  const widget = widgetNamed("w-shared");
+  await client.apply<Widget>(Widgets, widget({ color: "red" }), { fieldManager: "painter" });
+  await client.apply<Widget>(Widgets, widget({ color: "blue", size: 3 }), { fieldManager: "sizer", force: true });
   const shared = await client.apply<Widget>(Widgets, widget({ color: "blue" }), { fieldManager: "painter" });
   expect(owned(shared, "painter")).toEqual(["f:color"]);
   expect(owned(shared, "sizer")).toEqual(["f:color", "f:size"]);
 });
 
 test("the status subresource: a status apply sets status only; a spec apply leaves status alone", async () => {
+  const widget = widgetNamed("w-status");
+  await client.apply<Widget>(Widgets, widget({ color: "blue", size: 3 }), { fieldManager: "sizer" });
   const s = await client.apply<Widget>(
     Widgets,
-    { apiVersion: "test.cocoonstack.io/v1", kind: "Widget", metadata: { name: "w", namespace: "ssa" }, status: { phase: "Ready" } },
+    { apiVersion: "test.cocoonstack.io/v1", kind: "Widget", metadata: { name: "w-status", namespace: "ssa" }, status: { phase: "Ready" } },
     { fieldManager: "controller", subresource: "status" },
   );
   expect(s.status).toEqual({ phase: "Ready" });
@@ -113,7 +123,7 @@ test("the status subresource: a status apply sets status only; a spec apply leav
   // Status sent to the main resource is ignored by the apiserver (status is a subresource here).
   const t = await client.apply<Widget>(Widgets, { ...widget({ size: 4 }), status: { phase: "Broken" } }, { fieldManager: "sizer", force: true });
   expect(t.status).toEqual({ phase: "Ready" });
-  const p = await client.patch<Widget>(Widgets, "w", { status: { phase: "Done" } }, { namespace: "ssa", type: "merge", subresource: "status" });
+  const p = await client.patch<Widget>(Widgets, "w-status", { status: { phase: "Done" } }, { namespace: "ssa", type: "merge", subresource: "status" });
   expect(p.status?.phase).toBe("Done");
   expect(p.spec?.size).toBe(4);
 });
