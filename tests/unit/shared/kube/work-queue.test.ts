@@ -2,8 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { FakeClock, settle } from "../../../../shared/clock/index.ts";
 import { backoffDelay, WorkQueue } from "../../../../shared/kube/work-queue.ts";
 
-/** Wait on a condition, never on wall time (bounded so a bug fails rather than hangs). */
-async function until(cond: () => boolean, what = "condition"): Promise<void> {
+/** Wait on a condition by letting promise continuations run, never on wall time (tests/support/wait.ts polls the
+ * wall clock; this queue runs on a FakeClock). Bounded so a bug fails rather than hangs. */
+async function untilSettled(cond: () => boolean, what = "condition"): Promise<void> {
   for (let i = 0; i < 1000; i++) {
     if (cond()) return;
     await settle();
@@ -60,7 +61,7 @@ describe("WorkQueue", () => {
     });
     q.start();
     q.enqueue("k");
-    await until(() => runs === 1, "first run");
+    await untilSettled(() => runs === 1, "first run");
     for (let i = 0; i < 10; i++) q.enqueue("k");
     await settle();
     expect(runs).toBe(1); // never two workers on one key
@@ -193,7 +194,7 @@ describe("WorkQueue", () => {
     });
     q.start();
     for (let i = 0; i < 10; i++) q.enqueue(`k${i}`);
-    await until(() => active === 3, "three running");
+    await untilSettled(() => active === 3, "three running");
     await settle();
     expect(active).toBe(3);
     gate.resolve();
