@@ -1,6 +1,8 @@
 // A throwaway certificate authority and the leaves it signs. Used by test peers (the real kube-apiserver's serving
 // cert, client-CA and admin cert) and by anything that wants mTLS between our own processes.
-import * as x509 from "./x509.ts";
+// @peculiar/x509 is loaded on first use: importing shared/tls (for a self-signed cert or a key pair) must not pay
+// for it (idle RSS, see der.ts).
+import type { x509 as X509 } from "./x509.ts";
 import {
   type CertKeyPem,
   SIGNING_ALGORITHM,
@@ -29,7 +31,10 @@ export interface IssueCertificateOptions {
   validity?: Validity;
 }
 
+const loadX509 = async () => (await import("./x509.ts")).x509;
+
 export async function createCA(cn: string, validity: Validity = defaultValidity()): Promise<CertificateAuthority> {
+  const x509 = await loadX509();
   const keys = await generateKeyPair();
   const subject = new x509.Name([{ CN: [cn] }]).toString();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -51,13 +56,14 @@ export async function createCA(cn: string, validity: Validity = defaultValidity(
   return { subject, certPem: cert.toString("pem") + "\n", keyPem: await privateKeyToPem(keys.privateKey) };
 }
 
-const EKU: Record<CertificateUsage, string[]> = {
+const ekuOf = (x509: typeof X509): Record<CertificateUsage, string[]> => ({
   server: [x509.ExtendedKeyUsage.serverAuth],
   client: [x509.ExtendedKeyUsage.clientAuth],
   both: [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth],
-};
+});
 
 export async function issueCertificate(opts: IssueCertificateOptions): Promise<CertKeyPem> {
+  const x509 = await loadX509();
   const validity = opts.validity ?? defaultValidity();
   const caCert = new x509.X509Certificate(opts.ca.certPem);
   const [caKey, keys] = await Promise.all([importSigningKey(opts.ca.keyPem), generateKeyPair()]);
@@ -77,16 +83,16 @@ export async function issueCertificate(opts: IssueCertificateOptions): Promise<C
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension(EKU[opts.usages]),
+      new x509.ExtendedKeyUsageExtension(ekuOf(x509)[opts.usages]),
       await x509.AuthorityKeyIdentifierExtension.create(caCert.publicKey),
-      ...sanExtension(opts.dnsNames, opts.ips),
+      ...sanExtension(x509, opts.dnsNames, opts.ips),
     ],
   });
   return { certPem: cert.toString("pem") + "\n", keyPem: await privateKeyToPem(keys.privateKey) };
 }
 
 /** The SAN extension, or nothing when there are no names (an empty SAN is invalid DER per RFC 5280). */
-export function sanExtension(dnsNames: string[] = [], ips: string[] = []): x509.Extension[] {
+function sanExtension(x509: typeof X509, dnsNames: string[] = [], ips: string[] = []): X509.Extension[] {
   const names = [
     ...dnsNames.map((value) => ({ type: "dns" as const, value })),
     ...ips.map((value) => ({ type: "ip" as const, value })),

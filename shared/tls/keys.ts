@@ -1,10 +1,8 @@
 // Key and PEM plumbing shared by the CA, the self-signed generator and the loader.
 // Every key we mint is ECDSA P-256: it is what Go's crypto/tls, BoringSSL (Bun.serve) and kube-apiserver all accept
 // without configuration, and it is cheap to generate (a test suite mints dozens).
-import * as x509 from "./x509.ts";
-
-// Pin the WebCrypto provider explicitly instead of relying on the library sniffing globals at import time.
-x509.cryptoProvider.set(crypto);
+// No X.509 library here: the self-signed path must not load one (der.ts); x509.ts pins its crypto provider itself.
+import { firstPemBlock, toPem as pemOf } from "./der.ts";
 
 export const EC_ALGORITHM = { name: "ECDSA", namedCurve: "P-256" } as const;
 export const SIGNING_ALGORITHM = { name: "ECDSA", hash: "SHA-256" } as const;
@@ -20,7 +18,7 @@ export function generateKeyPair(): Promise<CryptoKeyPair> {
 }
 
 export function toPem(der: ArrayBuffer | Uint8Array, label: string): string {
-  return x509.PemConverter.encode(der instanceof Uint8Array ? der.slice().buffer : der, label) + "\n";
+  return pemOf(der, label);
 }
 
 export async function privateKeyToPem(key: CryptoKey): Promise<string> {
@@ -33,8 +31,7 @@ export async function publicKeyToPem(key: CryptoKey): Promise<string> {
 
 /** Imports a PKCS#8 ECDSA P-256 key we minted ourselves (the CA's key when it signs a leaf). */
 export function importSigningKey(keyPem: string): Promise<CryptoKey> {
-  const der = x509.PemConverter.decodeFirst(keyPem);
-  return crypto.subtle.importKey("pkcs8", der, EC_ALGORITHM, false, ["sign"]);
+  return crypto.subtle.importKey("pkcs8", firstPemBlock(keyPem), EC_ALGORITHM, false, ["sign"]);
 }
 
 /**

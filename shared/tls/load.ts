@@ -1,8 +1,9 @@
 // Loads a certificate and key from disk and proves they belong together before anything listens with them:
 // a mismatched pair otherwise surfaces much later as an opaque handshake failure on the client's side.
-import { createPrivateKey, createPublicKey } from "node:crypto";
+// node:crypto parses the pair, so loading one loads no X.509 library (idle RSS, see der.ts).
+import { X509Certificate, createPrivateKey, createPublicKey } from "node:crypto";
 import { readFileSync } from "node:fs";
-import * as x509 from "./x509.ts";
+import { firstPemBlock } from "./der.ts";
 import type { CertKeyPem } from "./keys.ts";
 
 export class KeyPairError extends Error {
@@ -18,16 +19,16 @@ export class KeyPairError extends Error {
 
 export interface LoadedKeyPair extends CertKeyPem {
   /** The leaf: the first certificate in the file (any that follow are its chain). */
-  certificate: x509.X509Certificate;
+  certificate: X509Certificate;
 }
 
 export function loadKeyPair(certPath: string, keyPath: string): LoadedKeyPair {
   const ctx = { certPath, keyPath };
   const certPem = readOrThrow(certPath, "certificate", ctx);
   const keyPem = readOrThrow(keyPath, "private key", ctx);
-  let certificate: x509.X509Certificate;
+  let certificate: X509Certificate;
   try {
-    certificate = new x509.X509Certificate(x509.PemConverter.decodeFirst(certPem));
+    certificate = new X509Certificate(Buffer.from(firstPemBlock(certPem)));
   } catch (cause) {
     throw new KeyPairError(`${certPath}: not a PEM certificate`, ctx, { cause });
   }
@@ -38,7 +39,7 @@ export function loadKeyPair(certPath: string, keyPath: string): LoadedKeyPair {
   } catch (cause) {
     throw new KeyPairError(`${keyPath}: not a PEM private key`, ctx, { cause });
   }
-  const certSpki = Buffer.from(certificate.publicKey.rawData);
+  const certSpki = certificate.publicKey.export({ type: "spki", format: "der" });
   if (!certSpki.equals(keySpki)) {
     throw new KeyPairError(
       `private key ${keyPath} does not match the public key of certificate ${certPath}`,
