@@ -5,6 +5,7 @@
 // warm-pool driver on, and the e2b surface when `e2b` is given.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { binary } from "./binary.ts";
 import { createCA, issueCertificate } from "#shared/tls/index.ts";
 import type { TestCluster } from "#tests/kube/harness.ts";
 import type { StackFiles } from "./files.ts";
@@ -38,8 +39,7 @@ export async function startAggregatedApiserver(o: ApiserverOptions): Promise<voi
   o.sup.spawn(
     "sandbox-apiserver",
     [
-      process.execPath,
-      join(o.root, "services", "sandbox-apiserver", "main.ts"),
+      ...binary(o.root, "sandbox-apiserver"),
       `--secure-port=${o.port}`,
       "--bind-address=127.0.0.1",
       `--tls-cert-file=${certFile}`,

@@ -4,6 +4,7 @@
 // that serve sandboxes to clients: sandbox-apiserver and sandbox-envd-proxy.
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { binary } from "./binary.ts";
 import { startKubeApiserver } from "#tests/kube/harness.ts";
 import { startSimulators, type StackContext, type StackExports } from "./mesh.ts";
 import { answers, waitFor } from "./supervisor.ts";
@@ -48,8 +49,7 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
   NODE_NAMES.forEach((node, i) => {
     say(`vk-sandbox ${node} → sandboxd ${addrs[i]}, kubelet API 127.0.0.1:${kubelets[i]}`);
     sup.spawn(`vk-sandbox-${i}`, [
-      process.execPath,
-      join(root, "services", "vk-sandbox", "main.ts"),
+      ...binary(root, "vk-sandbox"),
       `--node-name=${node}`,
       "--node-ip=127.0.0.1",
       `--listen-addr=127.0.0.1:${kubelets[i]}`,
@@ -72,8 +72,7 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
   await startAggregatedApiserver({ root, cluster, kubeconfig, files, sup, port: ctx.kubeletPorts.apiserver, args: e2bArgs(files, ctx.ports.e2b) });
   say(`sandbox-envd-proxy on 127.0.0.1:${ctx.ports.proxy}`);
   sup.spawn("sandbox-envd-proxy", [
-    process.execPath,
-    join(root, "services", "sandbox-envd-proxy", "main.ts"),
+    ...binary(root, "sandbox-envd-proxy"),
     `--bind-address=127.0.0.1:${ctx.ports.proxy}`,
     `--domain=${E2B_DOMAIN}`,
     `--e2b-envd-secret-file=${files.envdSecretFile}`,

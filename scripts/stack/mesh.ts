@@ -2,6 +2,7 @@
 // other) whose sandboxes carry guest agents, and sandbox-e2b learning them from seeds, with the envd proxy in the
 // same process. The stock e2b SDK talks to the surface (E2B_API_URL) and the proxy (E2B_SANDBOX_URL).
 import { join } from "node:path";
+import { binary } from "./binary.ts";
 import { startSimCluster } from "#services/sandboxd-sim/sim.ts";
 import type { StackFiles } from "./files.ts";
 import { TEMPLATE_IMAGE } from "./files.ts";
@@ -47,8 +48,7 @@ export async function startMesh(ctx: StackContext): Promise<StackExports> {
   const seeds = await startSimulators(ctx, true);
   say(`sandbox-e2b (e2b API :${ports.e2b}, envd proxy in-process :${ports.proxy})`);
   sup.spawn("sandbox-e2b", [
-    process.execPath,
-    join(ctx.root, "services", "sandbox-e2b", "main.ts"),
+    ...binary(ctx.root, "sandbox-e2b"),
     `--sandboxd-seeds=${seeds.join(",")}`,
     `--sandboxd-token-file=${files.rootTokenFile}`,
     "--inventory-poll=1s",

@@ -19,15 +19,17 @@ const COMMAND = "bun run bench -- stack";
 const REPO = join(import.meta.dir, "../..");
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
-interface Started {
+export interface Started {
   seconds: number;
+  /** The stack process (its children are the binaries). */
+  pid: number;
   env: Record<string, string>;
   stop(): Promise<void>;
 }
 
 /** Start the stack from source (peers already built) and time it to the ready line. */
-async function startTimed(args: string[]): Promise<Started> {
-  const env: Record<string, string> = { ...(process.env as Record<string, string>) };
+export async function startTimed(args: string[], extraEnv: Record<string, string> = {}): Promise<Started> {
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), ...extraEnv };
   for (const name of Object.keys(PORTS) as PortName[]) env[PORTS[name].env] = String(await freePort());
   const state = mkdtempSync(join(tmpdir(), "stack-bench-"));
   env.STACK_STATE_DIR = state;
@@ -52,6 +54,7 @@ async function startTimed(args: string[]): Promise<Started> {
   void proc.stdout.pipeTo(new WritableStream()); // keep draining
   return {
     seconds,
+    pid: proc.pid,
     env: exported,
     stop: async () => {
       proc.kill("SIGINT");

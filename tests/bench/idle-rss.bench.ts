@@ -1,0 +1,167 @@
+// Idle resident memory of every binary (issue 13 item 3), compiled (`bun run build`, dist/<name>) and from source
+// (`bun services/<name>/main.ts`), each after it has served its start-up and sat idle for a while:
+//   - vk-sandbox, sandbox-apiserver, sandbox-envd-proxy: in the full local stack (scripts/stack.ts), a real
+//     kube-apiserver, two simulated nodes, the example warm pool; vk-sandbox publishes its inventory every 2 s;
+//   - sandbox-e2b: in the mesh stack (scripts/stack.ts --mesh);
+//   - the sandboxd simulator: alone (services/sandboxd-sim/main.ts, one pool of 20, no guest agents).
+// Baselines in the same run: an idle bun process holding one timer (for the source form) and the same one-line
+// program compiled with `bun build --compile` (for the compiled form): the floor any Bun binary pays.
+// STACK_BINARIES=dist makes the stack start dist/<name> (scripts/stack/binary.ts).
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort } from "../e2e/stack/run-stack.ts";
+import { startTimed } from "./stack.bench.ts";
+import { cores, type Figure } from "./vk-sandbox-pods.bench.ts";
+
+const REPO = join(import.meta.dir, "../..");
+const DIST = join(REPO, "dist");
+const BINARIES = ["vk-sandbox", "sandbox-apiserver", "sandbox-envd-proxy", "sandbox-e2b", "sandboxd-sim"] as const;
+type Binary = (typeof BINARIES)[number];
+/** How long each process sits idle after start-up before its RSS is read. */
+const SETTLE_MS = 20_000;
+const round = (x: number) => Math.round(x * 10) / 10;
+
+export function rssMiB(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Every process below `pid`, with its command line. */
+function descendants(pid: number): Array<{ pid: number; cmd: string }> {
+  const out: Array<{ pid: number; cmd: string }> = [];
+  const walk = (p: number) => {
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${p}/task`);
+    } catch {
+      return;
+    }
+    for (const t of tasks) {
+      let kids: string[] = [];
+      try {
+        kids = readFileSync(`/proc/${p}/task/${t}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+      } catch {
+        continue;
+      }
+      for (const k of kids.map(Number)) {
+        let cmd = "";
+        try {
+          cmd = readFileSync(`/proc/${k}/cmdline`, "utf8").replace(/\0/g, " ");
+        } catch {
+          continue;
+        }
+        out.push({ pid: k, cmd });
+        walk(k);
+      }
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+const isBinary = (cmd: string, name: Binary) => cmd.includes(`/services/${name}/main.ts`) || cmd.split(" ")[0]!.endsWith(`/dist/${name}`);
+
+/** The idle RSS of the binaries a stack runs, in one form. The full stack runs two vk-sandbox: their mean. */
+async function stackRss(args: string[], names: Binary[], form: "dist" | "source"): Promise<Partial<Record<Binary, number>>> {
+  const s = await startTimed(args, form === "dist" ? { STACK_BINARIES: "dist" } : { STACK_BINARIES: "source" });
+  try {
+    await Bun.sleep(SETTLE_MS);
+    const procs = descendants(s.pid);
+    const out: Partial<Record<Binary, number>> = {};
+    for (const name of names) {
+      const rss = procs.filter((p) => isBinary(p.cmd, name)).map((p) => rssMiB(p.pid));
+      if (rss.length === 0) throw new Error(`the stack ${args.join(" ")} runs no ${name} (${form}): ${procs.map((p) => p.cmd).join("; ")}`);
+      out[name] = rss.reduce((a, b) => a + b, 0) / rss.length;
+    }
+    return out;
+  } finally {
+    await s.stop();
+  }
+}
+
+async function simRss(form: "dist" | "source"): Promise<number> {
+  const argv = form === "dist" ? [join(DIST, "sandboxd-sim")] : [process.execPath, join(REPO, "services", "sandboxd-sim", "main.ts")];
+  const proc = Bun.spawn([...argv, `--listen=127.0.0.1:${await freePort()}`, "--pool=base=20", "--guests=none"], { stdio: ["ignore", "ignore", "ignore"] });
+  try {
+    await Bun.sleep(SETTLE_MS);
+    if (proc.exitCode !== null) throw new Error(`sandboxd-sim (${form}) exited ${proc.exitCode}`);
+    return rssMiB(proc.pid);
+  } finally {
+    proc.kill();
+    await proc.exited;
+  }
+}
+
+/** The floor: one idle timer, from source and compiled. */
+async function floorRss(): Promise<{ source: number; dist: number }> {
+  const dir = mkdtempSync(join(tmpdir(), "rss-floor-"));
+  try {
+    const src = join(dir, "idle.ts");
+    writeFileSync(src, "setInterval(() => {}, 1000);\n");
+    const exe = join(dir, "idle");
+    const build = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", src, "--outfile", exe], { stdout: "ignore", stderr: "pipe" });
+    if (build.exitCode !== 0) throw new Error(`bun build --compile of the idle floor failed: ${build.stderr.toString()}`);
+    const measure = async (argv: string[]) => {
+      const p = Bun.spawn(argv, { stdio: ["ignore", "ignore", "ignore"] });
+      await Bun.sleep(3_000);
+      const r = rssMiB(p.pid);
+      p.kill();
+      await p.exited;
+      return r;
+    };
+    return { source: await measure([process.execPath, src]), dist: await measure([exe]) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** dist/ is current when every binary exists and none is older than the newest source it is built from. */
+function distFresh(): boolean {
+  const newest = (dir: string): number => {
+    let n = 0;
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.name === "node_modules") continue;
+      const p = join(dir, e.name);
+      n = Math.max(n, e.isDirectory() ? newest(p) : e.name.endsWith(".ts") ? statSync(p).mtimeMs : 0);
+    }
+    return n;
+  };
+  const src = Math.max(newest(join(REPO, "services")), newest(join(REPO, "shared")));
+  return BINARIES.every((b) => existsSync(join(DIST, b)) && statSync(join(DIST, b)).mtimeMs >= src);
+}
+
+export async function rssFigures(): Promise<Figure[]> {
+  if (!distFresh()) {
+    const b = Bun.spawnSync([process.execPath, "run", "build"], { cwd: REPO, stdout: "ignore", stderr: "pipe" });
+    if (b.exitCode !== 0) throw new Error(`bun run build failed: ${b.stderr.toString()}`);
+  }
+  const floor = await floorRss();
+  const figures: Figure[] = [];
+  for (const form of ["dist", "source"] as const) {
+    const full = await stackRss([], ["vk-sandbox", "sandbox-apiserver", "sandbox-envd-proxy"], form);
+    const mesh = await stackRss(["--mesh"], ["sandbox-e2b"], form);
+    const rss: Record<Binary, number> = { ...full, ...mesh, "sandboxd-sim": await simRss(form) } as Record<Binary, number>;
+    for (const name of BINARIES) {
+      const where =
+        name === "sandbox-e2b" ? "mesh stack" : name === "sandboxd-sim" ? "alone, one pool of 20, no guests" : name === "vk-sandbox" ? "full stack, mean of its 2 nodes" : "full stack";
+      figures.push({
+        name: `idle RSS: ${name} (${form === "dist" ? "compiled dist/" + name : "bun services/" + name + "/main.ts"})`,
+        value: round(rss[name]),
+        unit: "MiB",
+        command: "bun run bench -- rss (tests/bench/idle-rss.bench.ts)",
+        cores,
+        baseline: form === "dist" ? { name: "compiled one-timer Bun program", value: round(floor.dist), unit: "MiB" } : { name: "bun running a one-timer program", value: round(floor.source), unit: "MiB" },
+        anchor: name === "vk-sandbox" ? "upstream Go daemon idles at ~55 MiB (issue 13)" : undefined,
+        notes: `${where}; read after ${SETTLE_MS / 1000} s idle; ${round(rss[name] - (form === "dist" ? floor.dist : floor.source))} MiB above the floor`,
+      });
+    }
+  }
+  return figures;
+}
+
+if (import.meta.main) console.log(JSON.stringify(await rssFigures(), null, 2));
