@@ -29,7 +29,7 @@ function kindOf(e: AuditEvent): string {
 async function deleteRun(e2e: E2eCluster, stack: Stack, ns: string, n: number, events: boolean): Promise<DeleteRun> {
   await e2e.cluster.createNamespace(ns);
   const node = `vk-bench-${ns}`;
-  const d = stack.daemon({ node, env: { VK_LOG_LEVEL: "info" }, extra: events ? [] : ["--disable-pod-events"] });
+  const d = stack.daemon({ node, env: { VK_LOG_LEVEL: "info" }, direct: true, extra: events ? [] : ["--disable-pod-events"] });
   await d.waitForLog(/vk-sandbox ready/, 60_000);
   const names = Array.from({ length: n }, (_, i) => `del${i}`);
   for (let i = 0; i < n; i += 25) await Promise.all(names.slice(i, i + 25).map((name) => e2e.kube.createPod(sandboxPod(name, node, { ns }))));

@@ -20,7 +20,7 @@ function rssMiB(pid: number): number {
 
 export async function idleFigures(e2e: E2eCluster, stack: Stack, windowSeconds = 60): Promise<Figure[]> {
   await e2e.cluster.createNamespace("idle");
-  const d = stack.daemon({ node: "vk-bench-idle", env: { VK_LOG_LEVEL: "info" } });
+  const d = stack.daemon({ node: "vk-bench-idle", env: { VK_LOG_LEVEL: "info" }, direct: true });
   await d.waitForLog(/vk-sandbox ready/, 60_000);
   await Promise.all(Array.from({ length: 20 }, (_, i) => e2e.kube.createPod(sandboxPod(`idle${i}`, "vk-bench-idle", { ns: "idle" }))));
   await waitFor("20 Running", async () => (await e2e.kube.pods("idle")).filter((p) => p.status?.phase === "Running").length === 20, 60_000, 250);

@@ -74,29 +74,83 @@ export async function watchPods(e2e: E2eCluster, ns: string, seen: (type: string
   return () => abort.abort();
 }
 
+const wallNow = () => performance.timeOrigin + performance.now();
+
+/** Wall-clock ms (sub-ms) of each pod's create call, its ADDED and its first Running, as the bench's watch saw them. */
+type PodTimes = Map<string, { created: number; added?: number; running?: number }>;
+
 /** Creates `n` pods at once in `ns` and returns per-pod ms from POST to ADDED and to Running, both via the watch. */
-async function createAndTime(e2e: E2eCluster, ns: string, node: string, prefix: string, n: number) {
-  const created = new Map<string, number>();
+async function createAndTime(e2e: E2eCluster, ns: string, node: string, prefix: string, n: number, times: PodTimes = new Map()) {
   const added: number[] = [];
-  const running = new Map<string, number>();
+  const running: number[] = [];
   const stop = await watchPods(e2e, ns, (type, pod) => {
-    const name = pod.metadata!.name!;
-    const t0 = created.get(name);
-    if (t0 === undefined) return;
-    const now = performance.now();
-    if (type === "ADDED") added.push(now - t0);
-    if (pod.status?.phase === "Running" && !running.has(name)) running.set(name, now - t0);
+    const t = times.get(pod.metadata!.name!);
+    if (t === undefined) return;
+    const now = wallNow();
+    if (type === "ADDED" && t.added === undefined) {
+      t.added = now;
+      added.push(now - t.created);
+    }
+    if (pod.status?.phase === "Running" && t.running === undefined) {
+      t.running = now;
+      running.push(now - t.created);
+    }
   });
   const names = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
   await Promise.all(
     names.map(async (name) => {
-      created.set(name, performance.now());
+      times.set(name, { created: wallNow() });
       await e2e.kube.createPod(sandboxPod(name, node, { ns }));
     }),
   );
-  await waitFor(`${n} Running`, async () => running.size === n, 120_000, 20);
+  await waitFor(`${n} Running`, async () => running.length === n, 120_000, 20);
   stop();
-  return { added, running: [...running.values()] };
+  return { added, running };
+}
+
+/**
+ * Where one Pod's time goes, from timestamps taken outside the daemon: the bench's watch (create, ADDED, Running),
+ * the simulator's request log (claim arrival, ms resolution) and the apiserver's audit log (the status PUT's
+ * arrival and completion, µs). p50 of each hop over the pods given.
+ */
+function hopsOf(e2e: E2eCluster, stack: Stack, ns: string, times: PodTimes): string {
+  const claims = new Map<string, number>();
+  for (const r of stack.sim.requests) {
+    const ref = (r.body as { claim_ref?: string } | undefined)?.claim_ref;
+    if (r.route === "claim" && ref?.startsWith(`${ns}/`) && !claims.has(ref)) claims.set(ref, r.at);
+  }
+  const puts = new Map<string, { received: number; done: number }>();
+  for (const e of auditEvents(e2e.auditPath)) {
+    const m = new RegExp(`/namespaces/${ns}/pods/([^/]+)/status`).exec(e.requestURI);
+    if (!m || e.verb !== "update" || puts.has(m[1]!)) continue;
+    puts.set(m[1]!, { received: Date.parse(e.requestReceivedTimestamp) + subMs(e.requestReceivedTimestamp), done: Date.parse(e.stageTimestamp) + subMs(e.stageTimestamp) });
+  }
+  const hops: Record<string, number[]> = {
+    "create→ADDED": [],
+    "ADDED→claim at sandboxd": [],
+    "claim→status PUT at apiserver (claim, durable write, status queue)": [],
+    "status PUT in apiserver": [],
+    "PUT done→Running seen": [],
+  };
+  for (const [name, t] of times) {
+    const claim = claims.get(`${ns}/${name}`);
+    const put = puts.get(name);
+    if (t.added === undefined || t.running === undefined || claim === undefined || !put) continue;
+    hops["create→ADDED"]!.push(t.added - t.created);
+    hops["ADDED→claim at sandboxd"]!.push(claim - t.added);
+    hops["claim→status PUT at apiserver (claim, durable write, status queue)"]!.push(put.received - claim);
+    hops["status PUT in apiserver"]!.push(put.done - put.received);
+    hops["PUT done→Running seen"]!.push(t.running - put.done);
+  }
+  return `hops p50 over ${hops["create→ADDED"]!.length} pods: ${Object.entries(hops)
+    .map(([k, xs]) => `${k} ${round(percentile(xs, 50), 2)}`)
+    .join(", ")} ms (claim arrival has ms resolution)`;
+}
+
+/** The microseconds RFC 3339 timestamps carry beyond Date.parse's milliseconds. */
+function subMs(ts: string): number {
+  const frac = /\.(\d+)Z$/.exec(ts)?.[1] ?? "";
+  return frac.length > 3 ? Number(`0.${frac.slice(3)}`) : 0;
 }
 
 export async function deleteAll(e2e: E2eCluster, ns: string): Promise<void> {
@@ -206,11 +260,12 @@ async function floorParts(e2e: E2eCluster, stack: Stack, createdSeen1: number[],
 
 export async function latencyFigures(e2e: E2eCluster, stack: Stack): Promise<Figure[]> {
   await e2e.cluster.createNamespace("lat");
-  const d = stack.daemon({ node: "vk-bench-lat", env: { VK_LOG_LEVEL: "info" } });
+  const d = stack.daemon({ node: "vk-bench-lat", env: { VK_LOG_LEVEL: "info" }, direct: true });
   await d.waitForLog(/vk-sandbox ready/, 60_000);
   const single = { added: [] as number[], running: [] as number[] };
+  const singleTimes: PodTimes = new Map();
   for (let i = 0; i < 30; i++) {
-    const r = await createAndTime(e2e, "lat", "vk-bench-lat", `one${i}`, 1);
+    const r = await createAndTime(e2e, "lat", "vk-bench-lat", `one${i}`, 1, singleTimes);
     single.added.push(...r.added);
     single.running.push(...r.running);
   }
@@ -221,6 +276,7 @@ export async function latencyFigures(e2e: E2eCluster, stack: Stack): Promise<Fig
     hundred.running.push(...r.running);
   }
   await d.kill("SIGTERM");
+  const hops = hopsOf(e2e, stack, "lat", singleTimes);
   await deleteAll(e2e, "lat");
   const floor = await floorParts(e2e, stack, single.added, hundred.added);
   const cmd = "bun run bench -- latency (tests/bench/vk-sandbox-pods.bench.ts latencyFigures)";
@@ -236,7 +292,7 @@ export async function latencyFigures(e2e: E2eCluster, stack: Stack): Promise<Fig
     notes: `${notes}; ${round(percentile(xs, p) - base)} ms above the floor; ${floor.explain(p, many)}`,
   });
   return [
-    fig("pod bound → Running via watch, 1 pod, p50", single.running, 50, floor.p50, false, "30 sequential pods"),
+    fig("pod bound → Running via watch, 1 pod, p50", single.running, 50, floor.p50, false, `30 sequential pods; ${hops}`),
     fig("pod bound → Running via watch, 1 pod, p99", single.running, 99, floor.p99, false, "30 sequential pods"),
     fig("pod bound → Running via watch, 100 at once, p50", hundred.running, 50, floor.p50of100, true, "2 rounds of 100, default qps 200/burst 400"),
     fig("pod bound → Running via watch, 100 at once, p99", hundred.running, 99, floor.p99of100, true, "2 rounds of 100, default qps 200/burst 400"),
@@ -289,6 +345,7 @@ async function throughputRun(e2e: E2eCluster, stack: Stack, ns: string, n: numbe
   let wallLast = 0;
   const d = stack.daemon({
     node,
+    direct: true,
     env: { VK_LOG_LEVEL: "info" },
     extra: [`--kube-api-qps=${QPS}`, `--kube-api-burst=${BURST}`, `--node-pods=${n + 100}`, ...(events ? [] : ["--disable-pod-events"])],
   });
