@@ -1,7 +1,10 @@
 // The one entry to @peculiar/x509, as the namespace `x509` (`import { x509 } from ".../x509.ts"`). Its dependency
-// injection (tsyringe) needs a Reflect metadata polyfill loaded before the library itself; importing it from here
-// guarantees that order for every module and test, also when ca.ts loads this module lazily (reflect-polyfill.ts).
+// injection (tsyringe) throws unless a Reflect metadata polyfill was loaded before the library itself, and ca.ts
+// loads this module lazily. The polyfill is therefore imported twice over: Bun's runtime evaluates the CommonJS
+// imports first (reflect-metadata, then the library's CommonJS build), while Bun's bundler starts a lazily loaded
+// module's ES imports first (reflect-polyfill.ts, then the library's ES build). Either way it comes first.
 import "./reflect-polyfill.ts";
+import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
 
 // Pin the WebCrypto provider explicitly instead of relying on the library sniffing globals at import time.
