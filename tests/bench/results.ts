@@ -85,6 +85,7 @@ export function writeRun(run: BenchRun): { md: string; file: string } {
   writeFileSync(file, `${JSON.stringify(run, null, 2)}\n`);
   const table = runTable(run);
   writeFileSync(join(RESULTS_DIR, `${name}.md`), ["# Benchmark run " + run.startedAt, "", ...table, ""].join("\n"));
+  const newest = latestRun()!;
   const history = runFiles()
     .reverse()
     .map((f) => {
@@ -101,7 +102,7 @@ export function writeRun(run: BenchRun): { md: string; file: string } {
     "",
     "## Newest run",
     "",
-    ...table,
+    ...runTable(newest.run),
     "",
     "## History (newest first; every run's JSON and table stay in results/)",
     "",
@@ -109,5 +110,5 @@ export function writeRun(run: BenchRun): { md: string; file: string } {
     "",
   ].join("\n");
   writeFileSync(join(BENCH_DIR, "RESULTS.md"), md);
-  return { md, file };
+  return { md: table.join("\n"), file };
 }
