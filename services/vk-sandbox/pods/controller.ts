@@ -67,6 +67,8 @@ export class PodController {
   /** The last pushed object per key, and the keys whose latest push was dropped as a duplicate. */
   private readonly pushed = new Map<string, V1Pod>();
   private readonly skippedDuplicate = new Set<string>();
+  /** `<key>/<uid>` whose final delete was answered, until the watch reports the Pod gone (force-delete.ts). */
+  private readonly finalDeletes = new Set<string>();
   private started = false;
   private stopping = false;
   /** `<queue>\0<key>` -> when it was first queued since its last run (queue-wait measurement). */
@@ -154,7 +156,10 @@ export class PodController {
     this.pushed.delete(key);
     this.skippedDuplicate.delete(key);
     this.queue(this.syncQueue, key);
-    if (pod.metadata?.uid) this.deleteQueue.remove(`${key}/${pod.metadata.uid}`);
+    if (pod.metadata?.uid) {
+      this.deleteQueue.remove(`${key}/${pod.metadata.uid}`);
+      this.finalDeletes.delete(`${key}/${pod.metadata.uid}`);
+    }
   }
 
   /** NotifyPods: never blocks the provider; waits up to ~3 s for the informer to know the key. */
@@ -221,7 +226,7 @@ export class PodController {
   }
 
   private handleForceDelete(key: string): Promise<void> {
-    return forceDeletePod(key, { pods: this.o.pods, api: this.o.api, errors: this.o.errors, log: this.o.log });
+    return forceDeletePod(key, { pods: this.o.pods, api: this.o.api, errors: this.o.errors, log: this.o.log, done: this.finalDeletes });
   }
 
   private handleStatus(key: string): Promise<void> {

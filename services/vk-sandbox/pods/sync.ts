@@ -72,6 +72,14 @@ export async function syncPod(key: string, d: SyncDeps): Promise<void> {
 
   // 4. Being deleted while it runs: provider delete, then the final delete after the grace period.
   if (pod.metadata?.deletionTimestamp) {
+    // The provider already took this very Pod's deletion (a later update, such as the grace period our own final
+    // delete sets to 0, changes nothing for it): asking again would repeat the release call and its event (an
+    // extra event PATCH per deleted Pod). A shortened grace period only brings the final delete forward.
+    if (last?.metadata?.deletionTimestamp && last.metadata.uid === uid) {
+      d.state.lastHandled.set(key, pod);
+      d.forceDeleteAfter(`${key}/${uid}`, Math.max(0, (pod.metadata.deletionGracePeriodSeconds ?? 0) * 1000));
+      return;
+    }
     try {
       await d.provider.deletePod(pod);
     } catch (err) {

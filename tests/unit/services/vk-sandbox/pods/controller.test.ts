@@ -42,7 +42,7 @@ function setup(opts: { dropNormal?: boolean; isTransient?: (e: unknown) => boole
     await recorder.flush();
     return events.map((e) => e.reason);
   };
-  return { pods, api, provider, controller, reasons };
+  return { pods, api, provider, controller, reasons, recorder };
 }
 
 describe("pod controller", () => {
@@ -165,6 +165,63 @@ describe("pod controller", () => {
     expect(provider.deletes).toHaveLength(1);
     expect(api.deletes).toEqual([{ namespace: "ns", name: "a", uid: "uid-a" }]);
     expect(await reasons()).toContain("ProviderDeleteSuccess");
+  });
+
+  test("issue 13: a graceful delete costs one provider delete, one event and one final DELETE, though the final delete's own update (grace 0) syncs the pod again before it is gone", async () => {
+    const { pods, api, provider, controller, reasons, recorder } = setup();
+    api.goneAfterMs = 150;
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => pods.get("ns/a")?.status?.phase === "Running");
+    // `kubectl delete`: the Pod's own grace period (1 s); the final delete then sets it to 0.
+    pods.update((p) => {
+      p.metadata!.deletionTimestamp = new Date();
+      p.metadata!.deletionGracePeriodSeconds = 1;
+    }, "ns/a");
+    await until(() => pods.get("ns/a")?.metadata?.deletionGracePeriodSeconds === 0, "final delete sent", 5_000);
+    await until(() => !pods.get("ns/a"), "pod gone");
+    await controller.idle();
+    expect(provider.deletes).toHaveLength(1);
+    expect(api.deletes).toEqual([{ namespace: "ns", name: "a", uid: "uid-a" }]);
+    expect((await reasons()).filter((r) => r === "ProviderDeleteSuccess")).toHaveLength(1);
+    expect(recorder.counts.patched).toBe(0); // no second, aggregated ProviderDeleteSuccess
+  });
+
+  test("a grace period shortened after the provider delete brings the final delete forward, still once", async () => {
+    const { pods, api, provider, controller } = setup();
+    api.goneAfterMs = 100;
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => pods.get("ns/a")?.status?.phase === "Running");
+    pods.update((p) => {
+      p.metadata!.deletionTimestamp = new Date();
+      p.metadata!.deletionGracePeriodSeconds = 600;
+    }, "ns/a");
+    await until(() => provider.deletes.length === 1, "provider delete");
+    expect(api.deletes).toHaveLength(0);
+    pods.update((p) => (p.metadata!.deletionGracePeriodSeconds = 0), "ns/a"); // kubectl delete --grace-period=0 --force
+    await until(() => !pods.get("ns/a"), "pod gone");
+    await controller.idle();
+    expect(provider.deletes).toHaveLength(1);
+    expect(api.deletes).toHaveLength(1);
+  });
+
+  test("a pod deleted with nothing running is force-deleted once, though its final delete's update syncs it again", async () => {
+    const { pods, api, provider, controller } = setup();
+    api.goneAfterMs = 150;
+    provider.createError = new Error("nope");
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => provider.creates.length >= 1);
+    pods.update((p) => {
+      p.metadata!.deletionTimestamp = new Date();
+      p.metadata!.deletionGracePeriodSeconds = 30;
+    }, "ns/a");
+    await until(() => api.deletes.length === 1, "final delete");
+    expect(provider.deletes).toHaveLength(0);
+    await until(() => !pods.get("ns/a"), "pod gone");
+    await controller.idle();
+    expect(api.deletes).toHaveLength(1);
   });
 
   test("a pod deleted with nothing running skips the provider and is force-deleted at once", async () => {

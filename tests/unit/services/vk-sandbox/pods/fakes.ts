@@ -84,6 +84,11 @@ export class FakeWriter implements PodWriter {
       p.metadata!.labels = pod.metadata?.labels;
     }, k);
   }
+  /**
+   * As the real apiserver: a grace-0 delete of a Pod bound to a node first updates it (grace period 0, seen by the
+   * watch as MODIFIED), and the watch reports it gone only later. Undefined = removed at once.
+   */
+  goneAfterMs: number | undefined;
   async forceDelete(namespace: string, name: string, uid: string): Promise<void> {
     this.deletes.push({ namespace, name, uid });
     if (this.deleteError) throw this.deleteError;
@@ -91,7 +96,12 @@ export class FakeWriter implements PodWriter {
     const p = this.pods.get(k);
     if (!p) throw new HttpishError(404);
     if (p.metadata?.uid !== uid) throw new HttpishError(409);
-    this.pods.remove(k);
+    if (this.goneAfterMs === undefined) return void this.pods.remove(k);
+    this.pods.update((x) => {
+      x.metadata!.deletionTimestamp ??= new Date();
+      x.metadata!.deletionGracePeriodSeconds = 0;
+    }, k);
+    setTimeout(() => this.pods.remove(k), this.goneAfterMs);
   }
 }
 
