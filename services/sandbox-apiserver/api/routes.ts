@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../../../shared/clock/index.ts";
 import { type CreateDeps, createSandbox } from "../sandboxes/create.ts";
 import { type Verb, deleteSandbox, runVerb } from "../sandboxes/mutations.ts";
-import { API_VERSION, GROUP, LIST_KIND, type Sandbox, VERSION } from "../sandboxes/object.ts";
+import { GROUP, type Sandbox, VERSION } from "../sandboxes/object.ts";
 import type { SandboxReader } from "../sandboxes/store.ts";
 import {
   AGGREGATED_DISCOVERY_V2,
@@ -16,6 +16,7 @@ import {
   wantsAggregatedDiscovery,
 } from "./discovery.ts";
 import { openapiV2, openapiV3, openapiV3Root } from "./openapi.ts";
+import { listResponse, tableResponse } from "./list-body.ts";
 import { SelectorError, parseFieldSelector, parseLabelSelector } from "./selectors.ts";
 import { ApiError, badRequest, internal, isApiError, methodNotAllowed, notFound, statusResponse } from "./status.ts";
 import { tableRequest, toTable } from "./table.ts";
@@ -89,7 +90,7 @@ export function apiRoutes(deps: ApiDeps): Hono {
       );
       return new Response(stream, { headers: { "content-type": "application/json", "cache-control": "no-cache, private" } });
     }
-    let items: Sandbox[];
+    let items: readonly Sandbox[];
     const matches = (s: Sandbox) => labels.matches(s.metadata.labels) && fields.matches(s);
     if (namespace !== undefined && fields.exactName !== undefined) {
       // Pinned list: resolve like a Get (live lookups included); if that object fails the selectors, scan for one that passes.
@@ -98,8 +99,7 @@ export function apiRoutes(deps: ApiDeps): Hono {
     } else {
       items = deps.reader.list(namespace).filter(matches);
     }
-    if (table) return Response.json(toTable(items, table));
-    return Response.json({ kind: LIST_KIND, apiVersion: API_VERSION, metadata: { resourceVersion: "" }, items });
+    return table ? tableResponse(items, table) : listResponse(items);
   };
 
   app.get(`${BASE}/sandboxes`, (c) => listOrWatch(c.req.raw, undefined));

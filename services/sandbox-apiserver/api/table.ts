@@ -52,15 +52,26 @@ function rowObject(s: Sandbox, t: TableRequest): object | undefined {
   return { kind: "PartialObjectMetadata", apiVersion: `meta.k8s.io/${t.version}`, metadata: s.metadata };
 }
 
-export function toTable(items: readonly Sandbox[], t: TableRequest, noHeaders = t.noHeaders) {
+/** One row: the spec's cells, and the object includeObject asks for. */
+export function tableRow(s: Sandbox, t: TableRequest) {
+  const obj = rowObject(s, t);
+  return { cells: [s.metadata.name ?? "", s.metadata.creationTimestamp || ZERO_TIME], ...(obj ? { object: obj } : {}) };
+}
+
+function tableHeader(t: TableRequest, noHeaders: boolean) {
   return {
     kind: "Table",
     apiVersion: `meta.k8s.io/${t.version}`,
     metadata: { resourceVersion: "" },
     ...(noHeaders ? {} : { columnDefinitions: COLUMNS }),
-    rows: items.map((s) => {
-      const obj = rowObject(s, t);
-      return { cells: [s.metadata.name ?? "", s.metadata.creationTimestamp || ZERO_TIME], ...(obj ? { object: obj } : {}) };
-    }),
   };
+}
+
+export function toTable(items: readonly Sandbox[], t: TableRequest, noHeaders = t.noHeaders) {
+  return { ...tableHeader(t, noHeaders), rows: items.map((s) => tableRow(s, t)) };
+}
+
+/** The JSON text of a Table around its rows: `head` + rows joined by commas + `tail` is the whole Table. */
+export function tableEnvelope(t: TableRequest): { head: string; tail: string } {
+  return { head: `${JSON.stringify(tableHeader(t, t.noHeaders)).slice(0, -1)},"rows":[`, tail: "]}" };
 }

@@ -19,7 +19,24 @@ export function parseCertBundle(pem: string): x509.X509Certificate[] {
   return blocks.map((b) => new x509.X509Certificate(b));
 }
 
+/** How many distinct certificates' verdicts are kept (the aggregator and a few admins present the same few). */
+const VERDICTS_MAX = 1024;
+
+interface Verdict {
+  peer: PeerCert | undefined;
+  notBefore: Date;
+  notAfter: Date;
+}
+
 export class ClientCertVerifier {
+  /**
+   * Verdicts by the certificate's DER bytes: the aggregator presents one certificate on every connection it opens,
+   * and parsing plus verifying it cost more CPU than the request the connection carries. The same bytes are the
+   * same certificate (the TLS handshake proved the key), so only the validity window is checked again on a hit.
+   * Emptied whenever the authorities change.
+   */
+  private readonly verdicts = new Map<string, Verdict>();
+
   constructor(
     private requestHeaderCAs: x509.X509Certificate[],
     private clientCAs: x509.X509Certificate[],
@@ -29,17 +46,34 @@ export class ClientCertVerifier {
   update(requestHeaderCAs: x509.X509Certificate[], clientCAs: x509.X509Certificate[]): void {
     this.requestHeaderCAs = requestHeaderCAs;
     this.clientCAs = clientCAs;
+    this.verdicts.clear();
   }
 
   /** The verified source of a DER leaf, or undefined when neither authority signed it or it is expired. */
   async classify(der: Uint8Array, now = new Date()): Promise<PeerCert | undefined> {
+    const key = Buffer.from(der.buffer, der.byteOffset, der.byteLength).toString("base64");
+    let v = this.verdicts.get(key);
+    if (!v) {
+      const cas = { requestHeader: this.requestHeaderCAs, client: this.clientCAs };
+      v = await this.verdictOf(der);
+      // Authorities replaced while verifying: the verdict is the old set's, so it is not kept.
+      if (cas.requestHeader === this.requestHeaderCAs && cas.client === this.clientCAs) {
+        this.verdicts.set(key, v);
+        if (this.verdicts.size > VERDICTS_MAX) this.verdicts.delete(this.verdicts.keys().next().value as string);
+      }
+    }
+    if (v.notBefore > now || v.notAfter < now) return undefined;
+    return v.peer;
+  }
+
+  private async verdictOf(der: Uint8Array): Promise<Verdict> {
     let leaf: x509.X509Certificate;
     try {
       leaf = new x509.X509Certificate(new Uint8Array(der));
     } catch {
-      return undefined;
+      return { peer: undefined, notBefore: new Date(0), notAfter: new Date(8.64e15) };
     }
-    if (leaf.notBefore > now || leaf.notAfter < now) return undefined;
+    const window = { notBefore: leaf.notBefore, notAfter: leaf.notAfter };
     for (const [source, cas] of [["requestheader", this.requestHeaderCAs], ["client", this.clientCAs]] as const) {
       for (const ca of cas) {
         if (leaf.issuer !== ca.subject) continue;
@@ -47,9 +81,12 @@ export class ClientCertVerifier {
           if (await leaf.verify({ publicKey: ca.publicKey, signatureOnly: true })) {
             const name = leaf.subjectName;
             return {
-              source,
-              commonName: name.getField("CN")[0] ?? "",
-              organizations: name.getField("O"),
+              peer: {
+                source,
+                commonName: name.getField("CN")[0] ?? "",
+                organizations: name.getField("O"),
+              },
+              ...window,
             };
           }
         } catch {
@@ -57,6 +94,6 @@ export class ClientCertVerifier {
         }
       }
     }
-    return undefined;
+    return { peer: undefined, ...window };
   }
 }
