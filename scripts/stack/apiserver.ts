@@ -6,14 +6,13 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { binary } from "./binary.ts";
-import { createCA, issueCertificate } from "#shared/tls/index.ts";
 import type { TestCluster } from "#tests/kube/harness.ts";
+import { aggregatedServingCert, registerAggregatedApi } from "./aggregation.ts";
 import type { StackFiles } from "./files.ts";
 import { answers, waitFor, type Supervisor } from "./supervisor.ts";
 
 export const NAMESPACE = "sandbox-system";
 export const SERVICE = "sandbox-apiserver";
-export const APISERVICE = "v1beta1.agents.x-k8s.io";
 
 export interface ApiserverOptions {
   root: string;
@@ -29,8 +28,7 @@ export interface ApiserverOptions {
 export async function startAggregatedApiserver(o: ApiserverOptions): Promise<void> {
   const { cluster, files } = o;
   await cluster.apply(`apiVersion: v1\nkind: Namespace\nmetadata: {name: ${NAMESPACE}}`);
-  const ca = await createCA("sandbox-stack-apiserver-ca");
-  const serving = await issueCertificate({ ca, cn: `${SERVICE}.${NAMESPACE}.svc`, dnsNames: [`${SERVICE}.${NAMESPACE}.svc`, "localhost"], ips: ["127.0.0.1"], usages: "server" });
+  const { ca, serving } = await aggregatedServingCert(SERVICE, NAMESPACE, "sandbox-stack-apiserver-ca");
   const certFile = join(files.work, "apiserver.crt");
   const keyFile = join(files.work, "apiserver.key");
   writeFileSync(certFile, serving.certPem);
@@ -54,26 +52,5 @@ export async function startAggregatedApiserver(o: ApiserverOptions): Promise<voi
   );
   await waitFor("sandbox-apiserver /readyz", () => answers(`https://127.0.0.1:${o.port}/readyz`, [200], { tls: { ca: ca.certPem } }), 60_000);
 
-  await cluster.apply([
-    { apiVersion: "v1", kind: "Service", metadata: { name: SERVICE, namespace: NAMESPACE }, spec: { type: "ExternalName", externalName: "localhost" } },
-    {
-      apiVersion: "apiregistration.k8s.io/v1",
-      kind: "APIService",
-      metadata: { name: APISERVICE },
-      spec: {
-        group: "agents.x-k8s.io",
-        version: "v1beta1",
-        groupPriorityMinimum: 1000,
-        versionPriority: 100,
-        service: { name: SERVICE, namespace: NAMESPACE, port: o.port },
-        caBundle: Buffer.from(ca.certPem).toString("base64"),
-      },
-    },
-  ]);
-  // Available, and the aggregator's proxy actually answering (it can trail the availability condition).
-  await waitFor(`APIService ${APISERVICE}`, async () => {
-    const r = await cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1");
-    await r.body?.cancel();
-    return r.ok;
-  }, 60_000);
+  await registerAggregatedApi(cluster, { group: "agents.x-k8s.io", version: "v1beta1", service: SERVICE, namespace: NAMESPACE, port: o.port, caPem: ca.certPem });
 }

@@ -1,5 +1,5 @@
 // The real aggregation path for sandbox-apiserver tests: a test kube-apiserver with the front-proxy flags, the
-// NodeInventory and agent-sandbox CRDs, the apiserver's ServiceAccount with the chart's RBAC, and our server as a
+// NodeInventory and agent-sandbox CRDs, the ServiceAccount and RBAC the chart renders (real helm), and our server as a
 // subprocess reached only through the aggregator (APIService → ExternalName Service `localhost`, serving cert SAN
 // sandbox-apiserver.sandbox-system.svc, its CA in caBundle). NodeInventories are applied by the test ("the harness
 // plays vk-sandbox"), so publishedAt is the test's to choose.
@@ -7,62 +7,36 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { createCA, issueCertificate } from "../../../shared/tls/index.ts";
-import { apiServiceObjects } from "../../kube/aggregation.ts";
+import { aggregatedServingCert, registerAggregatedApi } from "../../../scripts/stack/aggregation.ts";
+import { type KubeObject, render } from "../chart/helm.ts";
 import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
 import { freePorts } from "../../kube/ports.ts";
 
 const REPO = join(import.meta.dir, "../../..");
 export const SERVICE = "sandbox-apiserver";
 export const NAMESPACE = "sandbox-system";
-export const APISERVICE = "v1beta1.agents.x-k8s.io";
 
-export const RBAC = `
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: ${SERVICE}, namespace: ${NAMESPACE}}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: sandbox-apiserver-inventory-reader}
-rules:
-  - {apiGroups: [sandbox.cocoonstack.io], resources: [nodeinventories], verbs: [get, list, watch]}
-  - {apiGroups: [extensions.agents.x-k8s.io], resources: [sandboxwarmpools, sandboxtemplates], verbs: [get, list, watch]}
-  - {apiGroups: [extensions.agents.x-k8s.io], resources: [sandboxwarmpools/status], verbs: [get, update, patch]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: sandbox-apiserver-inventory-reader}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sandbox-apiserver-inventory-reader}
-subjects: [{kind: ServiceAccount, name: ${SERVICE}, namespace: ${NAMESPACE}}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "sandbox-apiserver:system:auth-delegator"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator"}
-subjects: [{kind: ServiceAccount, name: ${SERVICE}, namespace: ${NAMESPACE}}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: sandbox-apiserver-leader-election, namespace: ${NAMESPACE}}
-rules:
-  - {apiGroups: [coordination.k8s.io], resources: [leases], verbs: [get, list, watch, create, update, patch, delete]}
-  - {apiGroups: [""], resources: [events], verbs: [create, patch]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: sandbox-apiserver-leader-election, namespace: ${NAMESPACE}}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: sandbox-apiserver-leader-election}
-subjects: [{kind: ServiceAccount, name: ${SERVICE}, namespace: ${NAMESPACE}}]
-`;
+const RBAC_KINDS = new Set(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
+const AUTH_READER_BINDING = "sandbox-apiserver-auth-reader";
+let chartRbac: Promise<KubeObject[]> | undefined;
 
-export const AUTH_READER = `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: sandbox-apiserver-auth-reader, namespace: kube-system}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
-subjects: [{kind: ServiceAccount, name: ${SERVICE}, namespace: ${NAMESPACE}}]
-`;
+/**
+ * The chart's own ServiceAccount and RBAC for sandbox-apiserver, rendered by the real helm with default values (the
+ * warm-pool driver on), so every test here proves the chart grants enough. Rendered once per test process.
+ */
+function sandboxApiserverRbac(): Promise<KubeObject[]> {
+  chartRbac ??= render({}, { includeCrds: false, namespace: NAMESPACE }).then((objs) =>
+    objs.filter((o) => RBAC_KINDS.has(o.kind) && o.metadata.labels?.["app.kubernetes.io/name"] === SERVICE),
+  );
+  return chartRbac;
+}
+
+/** The chart's RoleBinding to extension-apiserver-authentication-reader in kube-system (left out by `authReader: false`). */
+export async function authReaderBinding(): Promise<KubeObject[]> {
+  const objs = (await sandboxApiserverRbac()).filter((o) => o.kind === "RoleBinding" && o.metadata.name === AUTH_READER_BINDING);
+  if (objs.length !== 1) throw new Error(`the chart renders ${objs.length} RoleBindings ${AUTH_READER_BINDING}, expected 1`);
+  return objs;
+}
 
 export interface InventoryInput {
   node: string;
@@ -111,20 +85,13 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
     const crds = ["nodeinventories.sandbox.cocoonstack.io.yaml", "sandboxwarmpools.extensions.agents.x-k8s.io.yaml", "sandboxtemplates.extensions.agents.x-k8s.io.yaml"];
     const docs = [`apiVersion: v1\nkind: Namespace\nmetadata: {name: ${NAMESPACE}}`];
     if (o.crds !== false) for (const f of crds) docs.push(readFileSync(join(REPO, "manifests/crds", f), "utf8"));
-    docs.push(RBAC);
-    if (o.authReader !== false) docs.push(AUTH_READER);
     await cluster.apply(docs.join("\n---\n"));
+    const rbac = await sandboxApiserverRbac();
+    await cluster.apply(o.authReader === false ? rbac.filter((r) => r.metadata.name !== AUTH_READER_BINDING) : rbac);
     const token = await cluster.serviceAccountToken(NAMESPACE, SERVICE, 7200);
     const serverKubeconfig = cluster.kubeconfig({ auth: "token", token, path: join(dir, "server.kubeconfig") });
     const admin = cluster.kubeconfig({ path: join(dir, "admin.kubeconfig") });
-    const ca = await createCA("sandbox-apiserver-test-ca");
-    const serving = await issueCertificate({
-      ca,
-      cn: `${SERVICE}.${NAMESPACE}.svc`,
-      dnsNames: [`${SERVICE}.${NAMESPACE}.svc`, "localhost"],
-      ips: ["127.0.0.1"],
-      usages: "server",
-    });
+    const { ca, serving } = await aggregatedServingCert(SERVICE, NAMESPACE, "sandbox-apiserver-test-ca");
     const certFile = join(dir, "serving.crt");
     const keyFile = join(dir, "serving.key");
     writeFileSync(certFile, serving.certPem);
@@ -192,23 +159,7 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
         return p;
       },
       async register(port) {
-        await cluster.apply(apiServiceObjects({ group: "agents.x-k8s.io", version: "v1beta1", service: SERVICE, namespace: NAMESPACE, port, caPem: ca.certPem }));
-        const deadline = Date.now() + 60_000;
-        let last = "";
-        for (;;) {
-          const r = await cluster.adminFetch(`/apis/apiregistration.k8s.io/v1/apiservices/${APISERVICE}`);
-          const s = (await r.json()) as { spec?: { service?: { port?: number } }; status?: { conditions?: { type: string; status: string; message?: string }[] } };
-          const avail = s.status?.conditions?.find((c) => c.type === "Available");
-          last = JSON.stringify(avail);
-          if (avail?.status === "True" && s.spec?.service?.port === port) {
-            // The aggregator's proxy handler can trail the availability controller by a moment: probe through it.
-            const probe = await cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1");
-            await probe.body?.cancel();
-            if (probe.ok) return;
-          }
-          if (Date.now() > deadline) throw new Error(`APIService ${APISERVICE} not Available: ${last}`);
-          await Bun.sleep(200);
-        }
+        await registerAggregatedApi(cluster, { group: "agents.x-k8s.io", version: "v1beta1", service: SERVICE, namespace: NAMESPACE, port, caPem: ca.certPem });
       },
       async publish(inv) {
         const publishedAt = inv.publishedAt === undefined ? new Date().toISOString().replace(/\.\d{3}Z$/, "Z") : inv.publishedAt;

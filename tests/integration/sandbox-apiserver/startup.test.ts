@@ -5,7 +5,7 @@ import { X509Certificate } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
-import { AUTH_READER, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
+import { type Stack, authReaderBinding, eventually, rfc3339, startStack } from "./fixture.ts";
 
 const REPO = join(import.meta.dir, "../../..");
 const IMG = "ghcr.io/x:1";
@@ -56,7 +56,7 @@ describe("startup order and failures", () => {
   });
 
   test("35: OPERATOR_LOG_LEVEL=verbose exits 1; debug writes debug JSON lines to stderr", async () => {
-    await stack.cluster.apply(AUTH_READER);
+    await stack.cluster.apply(await authReaderBinding());
     const bad = await stack.startServer({ waitReady: false, env: { OPERATOR_LOG_LEVEL: "verbose" } });
     expect(await exited(bad)).toBe(1);
     expect(bad.stderr()).toContain("OPERATOR_LOG_LEVEL");
