@@ -5,7 +5,7 @@
 //     and the same over one kept tunnel (what reuse would give at best; not adopted, see docs/envd-relay.md);
 //   - a 200 MB download through the relay vs straight from the guest, throughput ratio.
 // The simulator, the guest and the clients run in this process; sandbox-e2b runs alone in its own.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,6 +20,12 @@ const ROOT = "bench-root";
 const KEY = "e2b_benchbenchbench";
 const DOMAIN = "bench.test";
 const COMMAND = "bun run bench -- e2b";
+
+/** User + system CPU seconds a process has used so far (Linux /proc). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 
 async function timed<T>(fn: () => Promise<T>): Promise<number> {
   const t = performance.now();
@@ -102,8 +108,17 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
       const total = concurrency === 1 ? 300 : 640;
       await load(40, concurrency, directCycle); // warm-up
       await load(40, concurrency, e2bCycle);
+      let cpu0 = cpuSeconds(process.pid);
       const base = await load(total, concurrency, directCycle);
+      const baseCpu = cpuSeconds(process.pid) - cpu0;
+      cpu0 = cpuSeconds(process.pid);
+      const child0 = cpuSeconds(child.proc.pid);
       const ours = await load(total, concurrency, e2bCycle);
+      const oursCpu = cpuSeconds(process.pid) - cpu0;
+      const e2bCpu = cpuSeconds(child.proc.pid) - child0;
+      // CPU per cycle is steadier than latency on a shared machine: it does not count time spent waiting for a core.
+      const perCycle = (s: number) => ((s * 1000) / total).toFixed(2);
+      const cpuNote = `CPU per cycle: sandbox-e2b ${perCycle(e2bCpu)} ms, bench process (simulator, guest, clients) ${perCycle(oursCpu)} ms vs ${perCycle(baseCpu)} ms on the baseline`;
       for (const p of [50, 99]) {
         figures.push({
           name: `e2b create->kill p${p}, concurrency ${concurrency}`,
@@ -112,7 +127,7 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
           baseline: { name: "direct sandboxd claim + release", value: +percentile(base, p).toFixed(2), unit: "ms" },
           command: COMMAND,
           cores,
-          notes: `overhead ${(percentile(ours, p) - percentile(base, p)).toFixed(2)} ms (target ≤ ${p === 50 ? 2 : 10} ms); includes envd /init through the node relay; ${total} cycles`,
+          notes: `overhead ${(percentile(ours, p) - percentile(base, p)).toFixed(2)} ms (target ≤ ${p === 50 ? 2 : 10} ms); includes envd /init through the node relay; ${total} cycles; ${cpuNote}`,
         });
       }
     }
