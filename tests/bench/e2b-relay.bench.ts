@@ -105,7 +105,7 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
       await direct.release(c.id);
     };
     for (const concurrency of [1, 32]) {
-      const total = concurrency === 1 ? 300 : 640;
+      const total = concurrency === 1 ? 600 : 2000;
       await load(40, concurrency, directCycle); // warm-up
       await load(40, concurrency, e2bCycle);
       let cpu0 = cpuSeconds(process.pid);
