@@ -113,6 +113,14 @@ export async function readCapped(res: Response, cap: number): Promise<{ bytes: U
     await res.body.cancel().catch(() => {});
     return { bytes: new Uint8Array(0), over: true };
   }
+  // A declared length within the cap and no content coding: the framing already bounds the body, so read it in one
+  // native step instead of pumping the stream chunk by chunk (most node replies; it is on the create path). A coded
+  // body is decoded by fetch and may outgrow its declared length, so it keeps the counted read below.
+  const coding = res.headers.get("content-encoding");
+  if (Number.isFinite(declared) && declared >= 0 && (coding === null || coding === "identity")) {
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    return bytes.byteLength > cap ? { bytes: bytes.subarray(0, cap), over: true } : { bytes, over: false };
+  }
   const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
