@@ -31,6 +31,17 @@ export function rssMiB(pid: number): number {
   }
 }
 
+/** Anonymous (heap, stacks, JIT) and file-backed (the executable's own pages) parts of a process's RSS, MiB. */
+export function rssSplit(pid: number): { anon: number; file: number } {
+  try {
+    const s = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+    const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, "m").exec(s)?.[1] ?? NaN);
+    return { anon: kb("Anonymous") / 1024, file: (kb("Rss") - kb("Anonymous")) / 1024 };
+  } catch {
+    return { anon: NaN, file: NaN };
+  }
+}
+
 /** Every process below `pid`, with its command line. */
 function descendants(pid: number): Array<{ pid: number; cmd: string }> {
   const out: Array<{ pid: number; cmd: string }> = [];
@@ -67,16 +78,19 @@ function descendants(pid: number): Array<{ pid: number; cmd: string }> {
 const isBinary = (cmd: string, name: Binary) => cmd.includes(`/services/${name}/main.ts`) || cmd.split(" ")[0]!.endsWith(`/dist/${name}`);
 
 /** The idle RSS of the binaries a stack runs, in one form. The full stack runs two vk-sandbox: their mean. */
-async function stackRss(args: string[], names: Binary[], form: "dist" | "source"): Promise<Partial<Record<Binary, number>>> {
+type Mem = { rss: number; anon: number; file: number };
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+async function stackRss(args: string[], names: Binary[], form: "dist" | "source"): Promise<Partial<Record<Binary, Mem>>> {
   const s = await startTimed(args, form === "dist" ? { STACK_BINARIES: "dist" } : { STACK_BINARIES: "source" });
   try {
     await Bun.sleep(SETTLE_MS);
     const procs = descendants(s.pid);
-    const out: Partial<Record<Binary, number>> = {};
+    const out: Partial<Record<Binary, Mem>> = {};
     for (const name of names) {
-      const rss = procs.filter((p) => isBinary(p.cmd, name)).map((p) => rssMiB(p.pid));
-      if (rss.length === 0) throw new Error(`the stack ${args.join(" ")} runs no ${name} (${form}): ${procs.map((p) => p.cmd).join("; ")}`);
-      out[name] = rss.reduce((a, b) => a + b, 0) / rss.length;
+      const mine = procs.filter((p) => isBinary(p.cmd, name)).map((p) => ({ rss: rssMiB(p.pid), ...rssSplit(p.pid) }));
+      if (mine.length === 0) throw new Error(`the stack ${args.join(" ")} runs no ${name} (${form}): ${procs.map((p) => p.cmd).join("; ")}`);
+      out[name] = { rss: mean(mine.map((m) => m.rss)), anon: mean(mine.map((m) => m.anon)), file: mean(mine.map((m) => m.file)) };
     }
     return out;
   } finally {
@@ -84,13 +98,13 @@ async function stackRss(args: string[], names: Binary[], form: "dist" | "source"
   }
 }
 
-async function simRss(form: "dist" | "source"): Promise<number> {
+async function simRss(form: "dist" | "source"): Promise<Mem> {
   const argv = form === "dist" ? [join(DIST, "sandboxd-sim")] : [process.execPath, join(REPO, "services", "sandboxd-sim", "main.ts")];
   const proc = Bun.spawn([...argv, `--listen=127.0.0.1:${await freePort()}`, "--pool=base=20", "--guests=none"], { stdio: ["ignore", "ignore", "ignore"] });
   try {
     await Bun.sleep(SETTLE_MS);
     if (proc.exitCode !== null) throw new Error(`sandboxd-sim (${form}) exited ${proc.exitCode}`);
-    return rssMiB(proc.pid);
+    return { rss: rssMiB(proc.pid), ...rssSplit(proc.pid) };
   } finally {
     proc.kill();
     await proc.exited;
@@ -98,7 +112,7 @@ async function simRss(form: "dist" | "source"): Promise<number> {
 }
 
 /** The floor: one idle timer, from source and compiled. */
-async function floorRss(): Promise<{ source: number; dist: number }> {
+async function floorRss(): Promise<{ source: Mem; dist: Mem }> {
   const dir = mkdtempSync(join(tmpdir(), "rss-floor-"));
   try {
     const src = join(dir, "idle.ts");
@@ -109,7 +123,7 @@ async function floorRss(): Promise<{ source: number; dist: number }> {
     const measure = async (argv: string[]) => {
       const p = Bun.spawn(argv, { stdio: ["ignore", "ignore", "ignore"] });
       await Bun.sleep(3_000);
-      const r = rssMiB(p.pid);
+      const r = { rss: rssMiB(p.pid), ...rssSplit(p.pid) };
       p.kill();
       await p.exited;
       return r;
@@ -145,19 +159,23 @@ export async function rssFigures(): Promise<Figure[]> {
   for (const form of ["dist", "source"] as const) {
     const full = await stackRss([], ["vk-sandbox", "sandbox-apiserver", "sandbox-envd-proxy"], form);
     const mesh = await stackRss(["--mesh"], ["sandbox-e2b"], form);
-    const rss: Record<Binary, number> = { ...full, ...mesh, "sandboxd-sim": await simRss(form) } as Record<Binary, number>;
+    const rss = { ...full, ...mesh, "sandboxd-sim": await simRss(form) } as Record<Binary, Mem>;
+    const base = floor[form];
     for (const name of BINARIES) {
       const where =
         name === "sandbox-e2b" ? "mesh stack" : name === "sandboxd-sim" ? "alone, one pool of 20, no guests" : name === "vk-sandbox" ? "full stack, mean of its 2 nodes" : "full stack";
       figures.push({
         name: `idle RSS: ${name} (${form === "dist" ? "compiled dist/" + name : "bun services/" + name + "/main.ts"})`,
-        value: round(rss[name]),
+        value: round(rss[name].rss),
         unit: "MiB",
         command: "bun run bench -- rss (tests/bench/idle-rss.bench.ts)",
         cores,
-        baseline: form === "dist" ? { name: "compiled one-timer Bun program", value: round(floor.dist), unit: "MiB" } : { name: "bun running a one-timer program", value: round(floor.source), unit: "MiB" },
+        baseline: { name: form === "dist" ? "compiled one-timer Bun program" : "bun running a one-timer program", value: round(base.rss), unit: "MiB" },
         anchor: name === "vk-sandbox" ? "upstream Go daemon idles at ~55 MiB (issue 13)" : undefined,
-        notes: `${where}; read after ${SETTLE_MS / 1000} s idle; ${round(rss[name] - (form === "dist" ? floor.dist : floor.source))} MiB above the floor`,
+        notes:
+          `${where}; read after ${SETTLE_MS / 1000} s idle; ${round(rss[name].rss - base.rss)} MiB above the floor; ` +
+          `anonymous ${round(rss[name].anon)} MiB (floor ${round(base.anon)}), file-backed ${round(rss[name].file)} MiB (floor ${round(base.file)}: ` +
+          "the executable's own code pages, shared with every process running the same file and reclaimable)",
       });
     }
   }
