@@ -19,7 +19,7 @@ const DIST = join(REPO, "dist");
 const BINARIES = ["vk-sandbox", "sandbox-apiserver", "sandbox-envd-proxy", "sandbox-e2b", "sandboxd-sim"] as const;
 type Binary = (typeof BINARIES)[number];
 /** How long each process sits idle after start-up before its RSS is read. */
-const SETTLE_MS = 20_000;
+const SETTLE_MS = 12_000;
 const round = (x: number) => Math.round(x * 10) / 10;
 
 export function rssMiB(pid: number): number {
