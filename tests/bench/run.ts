@@ -19,7 +19,7 @@ import { claimsFigures } from "./claims-table.bench.ts";
 import { e2bRelayFigures } from "./e2b-relay.bench.ts";
 import { apiserverFigures } from "./sandbox-apiserver.bench.ts";
 import { deleteFigures } from "./vk-sandbox-deletes.bench.ts";
-import { rssFigures } from "./idle-rss.bench.ts";
+import { ensureBuilt, rssFigures } from "./idle-rss.bench.ts";
 import { stackFigures } from "./stack.bench.ts";
 import { idleFigures } from "./vk-sandbox-idle.bench.ts";
 import { latencyFigures, throughputFigures, type Figure } from "./vk-sandbox-pods.bench.ts";
@@ -56,6 +56,8 @@ async function group(name: string, run: () => Promise<Figure[]>): Promise<void> 
 }
 
 const uptimeBefore = uptime();
+// The vk-sandbox groups run the compiled daemon (daemonCommand picks dist/vk-sandbox when it is current).
+if (["idle", "latency", "deletes", "throughput", "rss"].some(wanted)) ensureBuilt();
 await group("claims", claimsFigures);
 
 if (["idle", "latency", "deletes", "throughput"].some(wanted)) {

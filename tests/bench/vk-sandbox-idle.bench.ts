@@ -5,18 +5,14 @@
 // no cheaper daemon to measure); for RSS, an idle `bun` process holding a timer, measured now.
 //
 //   bun tests/bench/vk-sandbox-idle.bench.ts      prints the figures as JSON
-import { readFileSync } from "node:fs";
 import { auditEvents, sandboxPod, startE2eCluster, type E2eCluster } from "../e2e/vk-sandbox/cluster.ts";
 import { waitFor } from "../support/wait.ts";
 import { startStack, type Stack } from "../e2e/vk-sandbox/stack.ts";
 import { cores, type Figure } from "./vk-sandbox-pods.bench.ts";
+import { rssMiB } from "./idle-rss.bench.ts";
 
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 
-function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
 
 export async function idleFigures(e2e: E2eCluster, stack: Stack, windowSeconds = 60): Promise<Figure[]> {
   await e2e.cluster.createNamespace("idle");
