@@ -30,20 +30,25 @@ async function deleteRun(e2e: E2eCluster, stack: Stack, ns: string, n: number, e
   await e2e.cluster.createNamespace(ns);
   const node = `vk-bench-${ns}`;
   const d = stack.daemon({ node, env: { VK_LOG_LEVEL: "info" }, direct: true, extra: events ? [] : ["--disable-pod-events"] });
-  await d.waitForLog(/vk-sandbox ready/, 60_000);
   const names = Array.from({ length: n }, (_, i) => `del${i}`);
-  for (let i = 0; i < n; i += 25) await Promise.all(names.slice(i, i + 25).map((name) => e2e.kube.createPod(sandboxPod(name, node, { ns }))));
-  await waitFor(`${n} Running`, async () => (await e2e.kube.pods(ns)).filter((p) => p.status?.phase === "Running").length === n, 120_000, 250);
-  // Let the creates' status writes and events drain, so the window holds only what the deletions cause.
-  await Bun.sleep(3_000);
-  const from = Date.now();
-  // A user's delete: graceful (the Pod's own 1 s grace), all at once, as `kubectl delete pods --all` sends them.
-  await Promise.all(names.map((name) => e2e.kube.req("DELETE", `/api/v1/namespaces/${ns}/pods/${name}`)));
-  await waitFor("pods gone", async () => (await e2e.kube.pods(ns)).length === 0, 120_000, 250);
-  // Trailing writes (events, a late repeat DELETE) land within a few seconds; count them too.
-  await Bun.sleep(5_000);
-  const to = Date.now();
-  await d.kill("SIGTERM");
+  let from = 0;
+  let to = 0;
+  try {
+    await d.waitForLog(/vk-sandbox ready/, 60_000);
+    for (let i = 0; i < n; i += 25) await Promise.all(names.slice(i, i + 25).map((name) => e2e.kube.createPod(sandboxPod(name, node, { ns }))));
+    await waitFor(`${n} Running`, async () => (await e2e.kube.pods(ns)).filter((p) => p.status?.phase === "Running").length === n, 120_000, 250);
+    // Let the creates' status writes and events drain, so the window holds only what the deletions cause.
+    await Bun.sleep(3_000);
+    from = Date.now();
+    // A user's delete: graceful (the Pod's own 1 s grace), all at once, as `kubectl delete pods --all` sends them.
+    await Promise.all(names.map((name) => e2e.kube.req("DELETE", `/api/v1/namespaces/${ns}/pods/${name}`)));
+    await waitFor("pods gone", async () => (await e2e.kube.pods(ns)).length === 0, 120_000, 250);
+    // Trailing writes (events, a late repeat DELETE) land within a few seconds; count them too.
+    await Bun.sleep(5_000);
+    to = Date.now();
+  } finally {
+    await d.kill("SIGTERM");
+  }
   const requests = auditEvents(e2e.auditPath).filter((e) => {
     const t = Date.parse(e.requestReceivedTimestamp);
     return t >= from && t < to && e.verb !== "watch" && e.requestURI.includes(`/namespaces/${ns}/`);

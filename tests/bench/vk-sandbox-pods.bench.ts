@@ -42,33 +42,47 @@ export function percentile(xs: number[], p: number): number {
 
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 
-/** A raw watch on one namespace's pods, calling `seen(type, pod)` for each event. */
+/**
+ * A raw watch on one namespace's pods, calling `seen(type, pod)` for each event. When the apiserver ends the stream
+ * (it closes watchers that read too slowly, which a busy bench process can be), it resumes from the last
+ * resourceVersion seen, so no event is lost; an ERROR event (e.g. 410 Gone) is reported through `seen` and ends it.
+ */
 export async function watchPods(e2e: E2eCluster, ns: string, seen: (type: string, pod: V1Pod) => void): Promise<() => void> {
   const list = await e2e.kube.ok<{ metadata: { resourceVersion: string } }>("GET", `/api/v1/namespaces/${ns}/pods`);
   const abort = new AbortController();
-  const r = await e2e.cluster.adminFetch(`/api/v1/namespaces/${ns}/pods?watch=1&allowWatchBookmarks=false&resourceVersion=${list.metadata.resourceVersion}`, {
-    signal: abort.signal,
-  });
-  const reader = r.body!.getReader();
+  let rv = list.metadata.resourceVersion;
+  const open = () =>
+    e2e.cluster.adminFetch(`/api/v1/namespaces/${ns}/pods?watch=1&allowWatchBookmarks=true&resourceVersion=${rv}`, { signal: abort.signal });
+  let r = await open();
   void (async () => {
     const dec = new TextDecoder();
-    let buf = "";
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        buf += dec.decode(value, { stream: true });
-        let nl;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, nl);
-          buf = buf.slice(nl + 1);
-          if (!line) continue;
-          const ev = JSON.parse(line) as { type: string; object: V1Pod };
-          seen(ev.type, ev.object);
+    while (!abort.signal.aborted) {
+      let buf = "";
+      try {
+        const reader = r.body!.getReader();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += dec.decode(value, { stream: true });
+          let nl;
+          while ((nl = buf.indexOf("\n")) >= 0) {
+            const line = buf.slice(0, nl);
+            buf = buf.slice(nl + 1);
+            if (!line) continue;
+            const ev = JSON.parse(line) as { type: string; object: V1Pod };
+            if (ev.type === "ERROR") {
+              seen(ev.type, ev.object);
+              return;
+            }
+            rv = ev.object.metadata?.resourceVersion ?? rv;
+            if (ev.type !== "BOOKMARK") seen(ev.type, ev.object);
+          }
         }
+        if (abort.signal.aborted) return;
+        r = await open();
+      } catch {
+        return; /* aborted */
       }
-    } catch {
-      /* aborted */
     }
   })();
   return () => abort.abort();
@@ -103,8 +117,15 @@ async function createAndTime(e2e: E2eCluster, ns: string, node: string, prefix: 
       await e2e.kube.createPod(sandboxPod(name, node, { ns }));
     }),
   );
-  await waitFor(`${n} Running`, async () => running.length === n, 120_000, 20);
-  stop();
+  try {
+    await waitFor(`${n} Running`, async () => running.length === n, 120_000, 20);
+  } catch (e) {
+    const live = (await e2e.kube.pods(ns)).filter((p) => names.includes(p.metadata!.name!));
+    const phases = live.map((p) => `${p.metadata!.name}:${p.status?.phase ?? "-"}${times.get(p.metadata!.name!)?.running ? "(seen)" : ""}`);
+    throw new Error(`${(e as Error).message}; the apiserver shows ${phases.filter((x) => !x.endsWith("(seen)")).slice(0, 10).join(", ")}`);
+  } finally {
+    stop();
+  }
   return { added, running };
 }
 
@@ -151,6 +172,14 @@ function hopsOf(e2e: E2eCluster, stack: Stack, ns: string, times: PodTimes): str
 function subMs(ts: string): number {
   const frac = /\.(\d+)Z$/.exec(ts)?.[1] ?? "";
   return frac.length > 3 ? Number(`0.${frac.slice(3)}`) : 0;
+}
+
+/**
+ * Drops a group's leftover sandboxes from the shared simulator (its daemon was stopped, not drained), so the next
+ * group's daemon does not spend its measurement on an orphan scan of another node's thousands of claims.
+ */
+export function forgetClaims(stack: Stack, ...namespaces: string[]): void {
+  for (const c of stack.sim.claims()) if (namespaces.some((ns) => c.claimRef?.startsWith(`${ns}/`))) stack.sim.vanish(c.id);
 }
 
 export async function deleteAll(e2e: E2eCluster, ns: string): Promise<void> {
@@ -248,6 +277,7 @@ async function floorParts(e2e: E2eCluster, stack: Stack, createdSeen1: number[],
   for (let i = 0; i < 30; i++) status1.push(...(await statusSeen(e2e, "floor", `one${i}`, 1)));
   const status100 = [...(await statusSeen(e2e, "floor", "h0", 100)), ...(await statusSeen(e2e, "floor", "h1", 100))];
   await deleteAll(e2e, "floor");
+  forgetClaims(stack, "floor");
   const sandboxd = new SandboxdClient({ baseUrl: stack.sim.url, token: SANDBOXD_TOKEN });
   const claimOp = (tag: string) => (i: number) => sandboxd.claim({ template: "base", claim_ref: `floor/${tag}-${i}` });
   await timedOps(10, 1, claimOp("warmup"));
@@ -274,23 +304,28 @@ async function floorParts(e2e: E2eCluster, stack: Stack, createdSeen1: number[],
 export async function latencyFigures(e2e: E2eCluster, stack: Stack): Promise<Figure[]> {
   await e2e.cluster.createNamespace("lat");
   const d = stack.daemon({ node: "vk-bench-lat", env: { VK_LOG_LEVEL: "info" }, direct: true });
-  await d.waitForLog(/vk-sandbox ready/, 60_000);
   const single = { added: [] as number[], running: [] as number[] };
   const singleTimes: PodTimes = new Map();
-  for (let i = 0; i < 30; i++) {
-    const r = await createAndTime(e2e, "lat", "vk-bench-lat", `one${i}`, 1, singleTimes);
-    single.added.push(...r.added);
-    single.running.push(...r.running);
-  }
   const hundred = { added: [] as number[], running: [] as number[] };
-  for (let round_ = 0; round_ < 2; round_++) {
-    const r = await createAndTime(e2e, "lat", "vk-bench-lat", `hundred${round_}`, 100);
-    hundred.added.push(...r.added);
-    hundred.running.push(...r.running);
+  try {
+    await d.waitForLog(/vk-sandbox ready/, 60_000);
+    for (let i = 0; i < 30; i++) {
+      const r = await createAndTime(e2e, "lat", "vk-bench-lat", `one${i}`, 1, singleTimes);
+      single.added.push(...r.added);
+      single.running.push(...r.running);
+    }
+    for (let round_ = 0; round_ < 2; round_++) {
+      const r = await createAndTime(e2e, "lat", "vk-bench-lat", `hundred${round_}`, 100);
+      hundred.added.push(...r.added);
+      hundred.running.push(...r.running);
+    }
+  } finally {
+    // A failed group must not leave its daemon running into the next group's measurement.
+    await d.kill("SIGTERM");
   }
-  await d.kill("SIGTERM");
   const hops = hopsOf(e2e, stack, "lat", singleTimes);
   await deleteAll(e2e, "lat");
+  forgetClaims(stack, "lat");
   const floor = await floorParts(e2e, stack, single.added, hundred.added);
   const cmd = "bun run bench -- latency (tests/bench/vk-sandbox-pods.bench.ts latencyFigures)";
   const anchor = "issue 13: 1 Pod within 2 ms p50 of the floor; 100 at once within 2× its p99. Real fleet: 100 Sandbox create→Ready p50 < 1 s, p99 1 s (anchors A.1)";
@@ -362,14 +397,17 @@ async function throughputRun(e2e: E2eCluster, stack: Stack, ns: string, n: numbe
     env: { VK_LOG_LEVEL: "info" },
     extra: [`--kube-api-qps=${QPS}`, `--kube-api-burst=${BURST}`, `--node-pods=${n + 100}`, ...(events ? [] : ["--disable-pod-events"])],
   });
-  await waitFor("the first pod Running", async () => {
-    if (times.length > 0 && !wallFirst) wallFirst = Date.now() - (performance.now() - times[0]!);
-    return times.length > 0;
-  }, 180_000, 5);
-  await waitFor(`${n} Running`, async () => times.length === n, 600_000, 20);
-  wallLast = Date.now() - (performance.now() - times[n - 1]!);
-  stop();
-  await d.kill("SIGTERM");
+  try {
+    await waitFor("the first pod Running", async () => {
+      if (times.length > 0 && !wallFirst) wallFirst = Date.now() - (performance.now() - times[0]!);
+      return times.length > 0;
+    }, 180_000, 5);
+    await waitFor(`${n} Running`, async () => times.length === n, 600_000, 20);
+    wallLast = Date.now() - (performance.now() - times[n - 1]!);
+  } finally {
+    stop();
+    await d.kill("SIGTERM");
+  }
   const windowSeconds = (times[n - 1]! - times[0]!) / 1000;
   const inWindow = auditEvents(e2e.auditPath).filter((e) => {
     const t = Date.parse(e.requestReceivedTimestamp);
@@ -414,8 +452,10 @@ export async function throughputFigures(e2e: E2eCluster, stack: Stack, n = 10_00
   const noEvents = await throughputRun(e2e, stack, "tput-noev", n, false);
   const ceiling = await statusPutCeiling(e2e, "tput-noev");
   await deleteAll(e2e, "tput-noev");
+  forgetClaims(stack, "tput-noev");
   const withEvents = await throughputRun(e2e, stack, "tput-ev", n, true);
   await deleteAll(e2e, "tput-ev");
+  forgetClaims(stack, "tput-ev");
   const cmd = `bun run bench -- throughput (tests/bench/vk-sandbox-pods.bench.ts throughputFigures, ${n} pods, --kube-api-qps ${QPS} --kube-api-burst ${BURST})`;
   const fig = (name: string, r: ThroughputRun, notes: string): Figure => ({
     name,
