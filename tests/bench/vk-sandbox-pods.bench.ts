@@ -277,12 +277,12 @@ async function floorParts(e2e: E2eCluster, stack: Stack, createdSeen1: number[],
   for (let i = 0; i < 30; i++) status1.push(...(await statusSeen(e2e, "floor", `one${i}`, 1)));
   const status100 = [...(await statusSeen(e2e, "floor", "h0", 100)), ...(await statusSeen(e2e, "floor", "h1", 100))];
   await deleteAll(e2e, "floor");
-  forgetClaims(stack, "floor");
   const sandboxd = new SandboxdClient({ baseUrl: stack.sim.url, token: SANDBOXD_TOKEN });
   const claimOp = (tag: string) => (i: number) => sandboxd.claim({ template: "base", claim_ref: `floor/${tag}-${i}` });
   await timedOps(10, 1, claimOp("warmup"));
   const claim1 = await timedOps(30, 1, claimOp("one"));
   const claim100 = [...(await timedOps(100, 100, claimOp("h0"))), ...(await timedOps(100, 100, claimOp("h1")))];
+  forgetClaims(stack, "floor");
   const write1 = await durableWrites(30, 30);
   const write100 = await durableWrites(130, 30);
   const sum = (p: number, parts: number[][]) => parts.reduce((a, xs) => a + percentile(xs, p), 0);
