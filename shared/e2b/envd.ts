@@ -1,8 +1,7 @@
 // The e2b surface's own calls to a sandbox's envd (docs/e2b.md "envd initialisation"): through the node's ports
 // relay to guest port 49983, opened with the ROOT token so it stays passive (never wakes the sandbox, never counts
 // as activity). HTTP/1.1, Host `envd`.
-import { exchangeOverSocket, type SmallReply } from "../relay/http1.ts";
-import { openTunnel } from "../relay/tunnel.ts";
+import { exchangeOverTunnel, type SmallReply } from "../relay/http1.ts";
 
 export const ENVD_PORT = 49983;
 export const INIT_TIMEOUT_MS = 5_000;
@@ -26,10 +25,8 @@ export async function envdCall(
   t: EnvdTarget,
   r: { method: string; path: string; headers?: Record<string, string>; body?: unknown; timeoutMs: number; maxBytes?: number },
 ): Promise<SmallReply> {
-  const signal = AbortSignal.timeout(r.timeoutMs);
-  const sock = await openTunnel({ address: t.address, claimId: t.claimId, port: ENVD_PORT, token: t.rootToken }, { signal, dialTimeoutMs: r.timeoutMs });
   const body = r.body === undefined ? undefined : JSON.stringify(r.body);
-  return exchangeOverSocket(sock, {
+  return exchangeOverTunnel({ address: t.address, claimId: t.claimId, port: ENVD_PORT, token: t.rootToken }, {
     method: r.method,
     path: r.path,
     headers: { host: "envd", ...(body === undefined ? {} : { "content-type": "application/json" }), ...r.headers },

@@ -39,7 +39,7 @@ export class TunnelUnreachable extends Error {
   }
 }
 
-function endpointOf(address: string): { host: string; port: number; secure: boolean; authority: string } {
+export function endpointOf(address: string): { host: string; port: number; secure: boolean; authority: string } {
   const url = new URL(address.includes("://") ? address : `http://${address}`);
   const secure = url.protocol === "https:";
   const port = url.port ? Number(url.port) : secure ? 443 : 80;
@@ -81,39 +81,53 @@ export function openTunnel(t: TunnelTarget, o: { signal?: AbortSignal; dialTimeo
     const onEnd = () => fail(new TunnelUnreachable("node closed the connection during the ports relay handshake"));
     const onData = (chunk: Buffer) => {
       head = head.length ? Buffer.concat([head, chunk]) : chunk;
-      const end = head.indexOf("\r\n\r\n");
-      if (end < 0) {
-        if (head.length > TUNNEL_MAX_HEAD_BYTES) fail(new TunnelUnreachable("ports relay reply head too large"));
-        return;
-      }
-      const lines = head.subarray(0, end).toString("latin1").split("\r\n");
-      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? "")?.[1] ?? NaN);
-      const rest = head.subarray(end + 4);
-      if (status === 101) {
+      const r = relayReply(head);
+      if (r === undefined) return;
+      if ("rest" in r) {
         settled = true;
         cleanup();
         sock.pause();
-        if (rest.length) sock.unshift(rest);
+        if (r.rest.length) sock.unshift(r.rest);
         resolve(sock);
         return;
       }
-      if (!Number.isInteger(status)) return fail(new TunnelUnreachable("ports relay answered something that is not HTTP"));
-      // A refusal: keep what came with the head (small `{"error"}` bodies arrive with it) and give up the socket.
+      if (r.error instanceof TunnelUnreachable) return fail(r.error);
       settled = true;
       cleanup();
       sock.destroy();
-      reject(new TunnelRefused(status, errorText(rest)));
+      reject(r.error);
     };
     sock.on("data", onData);
     sock.once("error", onError);
     sock.once("end", onEnd);
     sock.once(ep.secure ? "secureConnect" : "connect", () => {
-      sock.write(
-        `GET /v1/sandboxes/${encodeURIComponent(t.claimId)}/ports/${t.port} HTTP/1.1\r\n` +
-          `Host: ${ep.authority}\r\nAuthorization: Bearer ${t.token}\r\nUpgrade: tcp\r\nConnection: Upgrade\r\n\r\n`,
-      );
+      sock.write(relayRequest(t, ep.authority));
     });
   });
+}
+
+/**
+ * The node's answer to the Upgrade so far: undefined while its head is incomplete; `rest` = the bytes after a 101
+ * (the first guest bytes); else the error to fail with (a refusal keeps the small `{"error"}` body that arrives
+ * with its head).
+ */
+export function relayReply(head: Buffer): { rest: Buffer } | { error: TunnelRefused | TunnelUnreachable } | undefined {
+  const end = head.indexOf("\r\n\r\n");
+  if (end < 0) return head.length > TUNNEL_MAX_HEAD_BYTES ? { error: new TunnelUnreachable("ports relay reply head too large") } : undefined;
+  const firstLine = head.subarray(0, Math.min(end, head.indexOf("\r\n"))).toString("latin1");
+  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(firstLine)?.[1] ?? NaN);
+  const rest = head.subarray(end + 4);
+  if (status === 101) return { rest };
+  if (!Number.isInteger(status)) return { error: new TunnelUnreachable("ports relay answered something that is not HTTP") };
+  return { error: new TunnelRefused(status, errorText(rest)) };
+}
+
+/** The Upgrade request that opens a ports relay. */
+export function relayRequest(t: TunnelTarget, authority: string): string {
+  return (
+    `GET /v1/sandboxes/${encodeURIComponent(t.claimId)}/ports/${t.port} HTTP/1.1\r\n` +
+    `Host: ${authority}\r\nAuthorization: Bearer ${t.token}\r\nUpgrade: tcp\r\nConnection: Upgrade\r\n\r\n`
+  );
 }
 
 function errorText(body: Buffer): string {
