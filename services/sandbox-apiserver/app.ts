@@ -69,5 +69,8 @@ async function handle(d: AppDeps, req: Request, url: URL, info: ReturnType<typeo
     const name = info.kind === "resource" ? info.name : undefined;
     return statusResponse(new ApiError(403, forbiddenMessage(authn.user.name, info, decision.error ? decision.reason : undefined), "Forbidden", name || undefined));
   }
-  return route(new Request(req, { headers }));
+  // A fresh Request without the identity headers. The body is read once natively (bodies here are small JSON
+  // documents): `new Request(req, …)` re-wrapped the original body stream in a JS stream on every request.
+  const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+  return route(new Request(req.url, { method: req.method, headers, body, signal: req.signal }));
 }
