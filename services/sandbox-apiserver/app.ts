@@ -3,13 +3,13 @@
 // Always-allow paths (probes) skip authentication and authorization, so an anonymous kubelet gets its answer.
 import type { Hono } from "hono";
 import type { Logger } from "pino";
-import { ApiError, statusResponse } from "./api/status.ts";
-import { type Authenticator, identityHeaderNames } from "./serving/authn.ts";
-import type { Authorizer } from "./serving/authz.ts";
-import type { PeerCert } from "./serving/client-certs.ts";
-import type { ApiserverMetrics } from "./serving/metrics.ts";
-import { forbiddenMessage, requestInfo } from "./serving/request-info.ts";
-import { GROUP, VERSION } from "./sandboxes/object.ts";
+import { ApiError, statusResponse } from "./api/index.ts";
+import { type Authenticator, identityHeaderNames } from "./serving/index.ts";
+import type { Authorizer } from "./serving/index.ts";
+import type { PeerCert } from "./serving/index.ts";
+import type { ApiserverMetrics } from "./serving/index.ts";
+import { forbiddenMessage, requestInfo } from "./serving/index.ts";
+import { GROUP, VERSION } from "./sandboxes/index.ts";
 
 export interface AppDeps {
   authenticator: Authenticator;

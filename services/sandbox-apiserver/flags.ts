@@ -22,7 +22,7 @@ import {
   type CliOutcome,
   type E2bOptions,
   type Env,
-} from "../../shared/config/index.ts";
+} from "#shared/config/index.ts";
 
 export { OPERATOR_LOG_LEVEL_ENV };
 export const DEFAULT_WARM_POOL_SYNC_MS = 5_000;

@@ -1,6 +1,6 @@
 // sandbox-apiserver entry point. Wiring only: flags, --help/--version, log level (OPERATOR_LOG_LEVEL), then
 // startApiserver (wire.ts). Exit codes: 2 usage error, 1 any other fatal startup error, 0 after SIGTERM.
-import { runMain } from "../../shared/lifecycle/index.ts";
+import { runMain } from "#shared/lifecycle/index.ts";
 import { OPERATOR_LOG_LEVEL_ENV, apiserverHelp, checkApiserverConfig, parseApiserverFlags } from "./flags.ts";
 import { startApiserver } from "./wire.ts";
 

@@ -4,28 +4,28 @@
 // Shutdown: readiness fails and open watches end first, then the listener closes, then the loops stop.
 import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
-import { type Clock, realClock } from "../../shared/clock/index.ts";
-import { type Env, StartupError } from "../../shared/config/index.ts";
-import { loadE2bSurface } from "../../shared/e2b/index.ts";
-import { InventoryFleet } from "../../shared/fleet/inventory.ts";
-import { KubeClient } from "../../shared/kube/client.ts";
-import { KubeConfigError, loadKubeConnection } from "../../shared/kube/connection.ts";
-import type { Shutdown } from "../../shared/lifecycle/index.ts";
-import { buildInfo } from "../../shared/version.ts";
-import { apiRoutes } from "./api/routes.ts";
+import { type Clock, realClock } from "#shared/clock/index.ts";
+import { type Env, StartupError } from "#shared/config/index.ts";
+import { loadE2bSurface } from "#shared/e2b/index.ts";
+import { InventoryFleet } from "#shared/fleet/index.ts";
+import { KubeClient } from "#shared/kube/index.ts";
+import { KubeConfigError, loadKubeConnection } from "#shared/kube/index.ts";
+import type { Shutdown } from "#shared/lifecycle/index.ts";
+import { buildInfo } from "#shared/version.ts";
+import { apiRoutes } from "./api/index.ts";
 import { createApp } from "./app.ts";
 import type { ApiserverConfig } from "./flags.ts";
-import { NodeClients } from "./sandboxes/nodes.ts";
-import { SandboxReader } from "./sandboxes/store.ts";
-import { loadAuthSources, needsLookup, watchAuthSources } from "./serving/auth-config.ts";
-import { Authenticator } from "./serving/authn.ts";
-import { Authorizer } from "./serving/authz.ts";
-import { servingCertificate } from "./serving/certs.ts";
-import { ClientCertVerifier, parseCertBundle } from "./serving/client-certs.ts";
-import { ApiserverMetrics } from "./serving/metrics.ts";
-import { observabilityRoutes } from "./serving/observability.ts";
-import { startSecureServer } from "./serving/secure-server.ts";
-import { startWarmPoolDriver, type WarmPoolDriverHandle } from "./warmpool/run.ts";
+import { NodeClients } from "./sandboxes/index.ts";
+import { SandboxReader } from "./sandboxes/index.ts";
+import { loadAuthSources, needsLookup, watchAuthSources } from "./serving/index.ts";
+import { Authenticator } from "./serving/index.ts";
+import { Authorizer } from "./serving/index.ts";
+import { servingCertificate } from "./serving/index.ts";
+import { ClientCertVerifier, parseCertBundle } from "./serving/index.ts";
+import { ApiserverMetrics } from "./serving/index.ts";
+import { observabilityRoutes } from "./serving/index.ts";
+import { startSecureServer } from "./serving/index.ts";
+import { startWarmPoolDriver, type WarmPoolDriverHandle } from "./warmpool/index.ts";
 
 /** Test hook (spec §12.34 allows one): shortens the 2 min wait for the NodeInventory cache. */
 export const INVENTORY_SYNC_TIMEOUT_ENV = "SANDBOX_APISERVER_INVENTORY_SYNC_TIMEOUT_MS";

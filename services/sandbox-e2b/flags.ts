@@ -20,7 +20,7 @@ import {
   type CliOutcome,
   type E2bOptions,
   type Env,
-} from "../../shared/config/index.ts";
+} from "#shared/config/index.ts";
 
 export { OPERATOR_LOG_LEVEL_ENV };
 

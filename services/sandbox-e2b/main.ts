@@ -1,6 +1,6 @@
 // sandbox-e2b entry point. Wiring only: flags, --help/--version, log level, then the mesh-mode e2b surface
 // (services/sandbox-e2b/wire.ts).
-import { runMain } from "../../shared/lifecycle/index.ts";
+import { runMain } from "#shared/lifecycle/index.ts";
 import { OPERATOR_LOG_LEVEL_ENV, e2bMeshHelp, parseE2bMeshFlags } from "./flags.ts";
 import { startE2bMesh } from "./wire.ts";
 

@@ -2,12 +2,12 @@
 // --e2b-bind-address and, with --envd-proxy-bind-address, the envd relay in the same process sharing the fleet
 // view; a kill through the surface drops the relay's cached owner at once.
 import { checkE2bMeshConfig, type E2bMeshConfig } from "./flags.ts";
-import { StartupError } from "../../shared/config/errors.ts";
-import { MeshFleet } from "../../shared/fleet/mesh.ts";
-import { loadE2bSurface, resolveRootToken } from "../../shared/e2b/index.ts";
-import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
-import type { Logger } from "../../shared/log/index.ts";
-import { EnvdRelay, serveRelay, stopRelay } from "../../shared/relay/index.ts";
+import { StartupError } from "#shared/config/index.ts";
+import { MeshFleet } from "#shared/fleet/index.ts";
+import { loadE2bSurface, resolveRootToken } from "#shared/e2b/index.ts";
+import type { Shutdown } from "#shared/lifecycle/index.ts";
+import type { Logger } from "#shared/log/index.ts";
+import { EnvdRelay, serveRelay, stopRelay } from "#shared/relay/index.ts";
 
 export interface E2bMesh {
   e2bPort: number;

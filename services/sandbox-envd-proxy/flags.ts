@@ -15,7 +15,7 @@ import {
   stringFlag,
   type CliOutcome,
   type Env,
-} from "../../shared/config/index.ts";
+} from "#shared/config/index.ts";
 
 export { OPERATOR_LOG_LEVEL_ENV };
 

@@ -1,15 +1,15 @@
 // sandbox-envd-proxy wiring (docs/envd-relay.md "Startup"): the checks that need no network, the envd secret and
 // the root token, the Kubernetes NodeInventory fleet view (synced within a bounded wait, naming the CRD when it
 // does not), then the relay listener. Every failure is a StartupError naming the flag or file (exit 1).
-import { StartupError, type Env } from "../../shared/config/index.ts";
-import { readEnvdSecret, resolveRootToken } from "../../shared/e2b/index.ts";
-import { InventoryFleet } from "../../shared/fleet/inventory.ts";
-import { KubeClient } from "../../shared/kube/client.ts";
-import { KubeConfigError, loadKubeConnection } from "../../shared/kube/connection.ts";
-import type { Shutdown } from "../../shared/lifecycle/shutdown.ts";
-import type { Logger } from "../../shared/log/index.ts";
-import { EnvdRelay, serveRelay, stopRelay } from "../../shared/relay/index.ts";
-import { buildInfo } from "../../shared/version.ts";
+import { StartupError, type Env } from "#shared/config/index.ts";
+import { readEnvdSecret, resolveRootToken } from "#shared/e2b/index.ts";
+import { InventoryFleet } from "#shared/fleet/index.ts";
+import { KubeClient } from "#shared/kube/index.ts";
+import { KubeConfigError, loadKubeConnection } from "#shared/kube/index.ts";
+import type { Shutdown } from "#shared/lifecycle/index.ts";
+import type { Logger } from "#shared/log/index.ts";
+import { EnvdRelay, serveRelay, stopRelay } from "#shared/relay/index.ts";
+import { buildInfo } from "#shared/version.ts";
 import { checkEnvdProxyConfig, type EnvdProxyConfig } from "./flags.ts";
 
 /** Test hook: shortens the 2 min wait for the NodeInventory cache. */

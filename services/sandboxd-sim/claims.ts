@@ -11,7 +11,7 @@
 //
 // Expiry is strict: a claim expires when now > deadline, and only a reap tick (every 5 s) acts on it, so between
 // the deadline and the next tick the claim is still live and answers verbs.
-import { grantedTtlSeconds, SIZE_TIERS, toWireTime, GO_ZERO_TIME, type OnExpire, type PoolKey, type SandboxRow } from "../../shared/sandboxd/schemas.ts";
+import { grantedTtlSeconds, SIZE_TIERS, toWireTime, GO_ZERO_TIME, type OnExpire, type PoolKey, type SandboxRow } from "#shared/sandboxd/index.ts";
 
 export type ClaimState = "running" | "hibernated" | "archived" | "failed";
 

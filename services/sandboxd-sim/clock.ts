@@ -5,7 +5,7 @@
 //   - FakeClock (shared/clock, used as is): time moves only through `advance`; due timers fire in time order,
 //     synchronously, inside it. Tests use it to step the 5 s reaper and the 2 s refill loop deterministically.
 //   - SkewedRealClock: wall time plus a skew that `advance` grows; timers are real.
-import { type Clock, FakeClock, RealClock, type Timer } from "../../shared/clock/index.ts";
+import { type Clock, FakeClock, RealClock, type Timer } from "#shared/clock/index.ts";
 
 export { FakeClock, type Timer };
 

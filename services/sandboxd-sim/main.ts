@@ -9,9 +9,9 @@ import { startSimCluster, poolSpec, type SimCluster } from "./sim.ts";
 import { createAdminHandler } from "./admin.ts";
 import { splitHostPort } from "./node.ts";
 import type { TenantConfig } from "./auth.ts";
-import { NAME_RE } from "../../shared/sandboxd/schemas.ts";
-import { versionLine } from "../../shared/version.ts";
-import { UsageError } from "../../shared/config/errors.ts";
+import { NAME_RE } from "#shared/sandboxd/index.ts";
+import { versionLine } from "#shared/version.ts";
+import { UsageError } from "#shared/config/index.ts";
 
 export const HELP = `sandboxd-sim — a DEVELOPMENT SUBSTRATE standing in for sandboxd (which needs KVM).
 It simulates sandboxd's HTTP API (claims, pools, tokens, mesh redirects, ports relay) with no VMs at all.

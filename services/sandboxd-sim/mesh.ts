@@ -10,7 +10,7 @@
 //      require_promoted:true;
 //   3. a warm miss here, or this node refuses (max_claims / tenant cap / draining), with warm peers -> ≤2 of them,
 //      picked by power-of-two choice and ordered by warm count.
-import { poolKeyString, type PoolKey, type RedirectReply } from "../../shared/sandboxd/schemas.ts";
+import { poolKeyString, type PoolKey, type RedirectReply } from "#shared/sandboxd/index.ts";
 import type { SimNode } from "./node.ts";
 
 export class Mesh {

@@ -12,8 +12,8 @@ import { Pools } from "./pools.ts";
 import type { Mesh } from "./mesh.ts";
 import { unknownSandbox } from "./errors.ts";
 import { DEFAULT_PREVIEW_ADVERTISE } from "./preview.ts";
-import { GuestHost, type GuestHostOptions } from "./guest/host.ts";
-import { DEFAULT_MAX_FORK_COUNT, SIZE_TIERS, poolKeyString, toWireTime, type InfoWire, type PoolKey, type TemplateInfo } from "../../shared/sandboxd/schemas.ts";
+import { GuestHost, type GuestHostOptions } from "./guest/index.ts";
+import { DEFAULT_MAX_FORK_COUNT, SIZE_TIERS, poolKeyString, toWireTime, type InfoWire, type PoolKey, type TemplateInfo } from "#shared/sandboxd/index.ts";
 
 export const REAP_INTERVAL_MS = 5_000;
 

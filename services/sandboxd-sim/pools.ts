@@ -9,7 +9,7 @@
 // A warm VM is minted with the sandbox id it will carry when claimed, so a test can see which VM a claim popped.
 import type { SimClock, Timer } from "./clock.ts";
 import type { IdSource } from "./ids.ts";
-import { DEFAULT_NET, DEFAULT_SIZE, NETS, SIZES, poolKeyString, type PoolEntry, type PoolKey, type PoolStatus } from "../../shared/sandboxd/schemas.ts";
+import { DEFAULT_NET, DEFAULT_SIZE, NETS, SIZES, poolKeyString, type PoolEntry, type PoolKey, type PoolStatus } from "#shared/sandboxd/index.ts";
 
 export const REFILL_INTERVAL_MS = 2_000;
 export const GOLDEN_RETRY_MS = 30_000;

@@ -9,7 +9,7 @@
 // Lifetime: `ttl_seconds` ≤ 0 asks for one hour (the node's default for an unleased claim); the result is clamped
 // to the claim's deadline. An archived-forever claim has no deadline, so its requested lifetime stands.
 import { createHmac } from "node:crypto";
-import { SandboxdClient } from "../../shared/sandboxd/client.ts";
+import { SandboxdClient } from "#shared/sandboxd/index.ts";
 import { safeEqual } from "./auth.ts";
 import type { Claim } from "./claims.ts";
 

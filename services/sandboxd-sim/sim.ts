@@ -10,15 +10,15 @@ import { Mesh } from "./mesh.ts";
 import { SimNode, type NodeOptions } from "./node.ts";
 import { parseKeySpec } from "./pools.ts";
 import { createApp } from "./routes/index.ts";
-import { Faults, type FaultRoute, type Latency, type ListFailMode } from "./http/faults.ts";
-import { RequestLog, type RequestLogEntry } from "./http/reqlog.ts";
-import { NodeServer } from "./http/server.ts";
+import { Faults, type FaultRoute, type Latency, type ListFailMode } from "./http/index.ts";
+import { RequestLog, type RequestLogEntry } from "./http/index.ts";
+import { NodeServer } from "./http/index.ts";
 import { createAdminHandler } from "./admin.ts";
 import { startFakeGuest, type FakeGuest, type FakeGuestOptions } from "./guest.ts";
 import type { TenantConfig } from "./auth.ts";
 import { readPreviewUrl, type PreviewGrant } from "./preview.ts";
 import type { Claim } from "./claims.ts";
-import { PoolEntry, type InfoWire, type PoolEntryInput, type PoolKey } from "../../shared/sandboxd/schemas.ts";
+import { PoolEntry, type InfoWire, type PoolEntryInput, type PoolKey } from "#shared/sandboxd/index.ts";
 
 /** The node's own settings (rootToken, tenants, maxClaims, provisionLatencyMs, previewAdvertise, …; see node.ts). */
 type NodeSettings = Omit<NodeOptions, "addr" | "clock" | "ids" | "mesh">;

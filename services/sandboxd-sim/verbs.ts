@@ -24,7 +24,7 @@ import {
   type OnExpire,
   type PoolKey,
   type PromoteReply,
-} from "../../shared/sandboxd/schemas.ts";
+} from "#shared/sandboxd/index.ts";
 
 const tenantOf = (s: Scope) => (s.kind === "tenant" ? s.tenant : undefined);
 

@@ -17,7 +17,7 @@ import {
   type CliOutcome,
   type Env,
   type Quantity,
-} from "../../shared/config/index.ts";
+} from "#shared/config/index.ts";
 
 export const VK_LOG_LEVEL_ENV = "VK_LOG_LEVEL";
 

@@ -1,10 +1,10 @@
 // vk-sandbox: flags and environment to modules, start, signals, exit. Nothing else lives here (style item 1).
 // Exit codes: 2 for a usage error (unknown flag, unparsable value), 1 for every other fatal startup error with one
 // log line naming the flag or file, 0 after SIGINT/SIGTERM. Startup order: §1.1; steps 5–11 are in wire.ts.
-import { isUsageError } from "../../shared/config/errors.ts";
-import { Shutdown } from "../../shared/lifecycle/shutdown.ts";
-import { createLogger, parseLogLevel } from "../../shared/log/index.ts";
-import { versionLine } from "../../shared/version.ts";
+import { isUsageError } from "#shared/config/index.ts";
+import { Shutdown } from "#shared/lifecycle/index.ts";
+import { createLogger, parseLogLevel } from "#shared/log/index.ts";
+import { versionLine } from "#shared/version.ts";
 import { parseVkSandboxFlags, VK_LOG_LEVEL_ENV, vkSandboxHelp } from "./flags.ts";
 import { startVkSandbox } from "./wire.ts";
 

@@ -7,9 +7,9 @@
 // of the claim path knows metrics exist: the sandboxd slices (types.ts), the claims file, the kube transport.
 import type { Histogram } from "prom-client";
 import { Counter, Gauge, Histogram as Hist, Registry } from "prom-client";
-import type { ClaimsFile } from "./claims/file.ts";
-import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./provider/types.ts";
-import type { Transport } from "../../shared/kube/transport.ts";
+import type { ClaimsFile } from "./claims/index.ts";
+import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./provider/index.ts";
+import type { Transport } from "#shared/kube/index.ts";
 
 const FAST = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 90];
 

@@ -1,7 +1,7 @@
 // The e2b surface's own calls to a sandbox's envd (docs/e2b.md "envd initialisation"): through the node's ports
 // relay to guest port 49983, opened with the ROOT token so it stays passive (never wakes the sandbox, never counts
 // as activity). HTTP/1.1, Host `envd`.
-import { exchangeOverTunnel, type SmallReply } from "../relay/http1.ts";
+import { exchangeOverTunnel, type SmallReply } from "../relay/index.ts";
 
 export const ENVD_PORT = 49983;
 export const INIT_TIMEOUT_MS = 5_000;

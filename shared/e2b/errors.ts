@@ -1,7 +1,7 @@
 // The e2b error envelope (docs/e2b.md "Errors"): every failure is `{"code": <status>, "message": …}` with `code`
 // equal to the HTTP status, because the SDK branches on the body's code (kill -> false on 404, pause -> false on
 // 409, getInfo -> SandboxNotFoundError on 404). Messages never carry tokens, node names or addresses.
-import { isSandboxdError, type SandboxdError } from "../sandboxd/errors.ts";
+import { isSandboxdError, type SandboxdError } from "../sandboxd/index.ts";
 
 export class E2bError extends Error {
   constructor(

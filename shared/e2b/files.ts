@@ -1,8 +1,8 @@
 // The e2b surface's files (docs/e2b.md "Configuration files"), read once at startup: the API key file, the
 // template alias file and the envd secret. Every problem is a StartupError naming the flag and the line.
 import { readFileSync } from "node:fs";
-import { StartupError } from "../config/errors.ts";
-import type { Size } from "../sandboxd/schemas.ts";
+import { StartupError } from "../config/index.ts";
+import type { Size } from "../sandboxd/index.ts";
 
 /** The alias sizes the e2b surface accepts (the node has more tiers; aliases name these three). */
 export const ALIAS_SIZES = ["small", "medium", "large"] as const satisfies readonly Size[];

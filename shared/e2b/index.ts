@@ -4,10 +4,10 @@
 //   surface.ts  what each endpoint does; nodes.ts owner lookup; envd.ts /init and /metrics; list.ts list paging
 //   ids.ts, tokens.ts, errors.ts  id forms, access tokens, the {code,message} envelope
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import type { E2bOptions } from "../config/common-flags.ts";
-import { splitHostPort } from "../config/host-port.ts";
-import { StartupError } from "../config/errors.ts";
-import type { FleetSource } from "../fleet/types.ts";
+import type { E2bOptions } from "../config/index.ts";
+import { splitHostPort } from "../config/index.ts";
+import { StartupError } from "../config/index.ts";
+import type { FleetSource } from "../fleet/index.ts";
 import type { Logger } from "../log/index.ts";
 import { createE2bApp } from "./app.ts";
 import { readAliasFile, readEnvdSecret, readKeyFile } from "./files.ts";

@@ -5,11 +5,11 @@
 //      accepted only when the row's claim_ref puts it in the caller's namespace.
 // A miss is 404 `sandbox "<id>" not found`, the same answer as "exists in another namespace".
 import type { Logger } from "../log/index.ts";
-import type { FleetNode, FleetSource } from "../fleet/types.ts";
-import { FANOUT_CONCURRENCY, firstHit } from "../fleet/fanout.ts";
-import { findEntry, namespaceOfName, nodeByAddress } from "../fleet/view.ts";
-import { SandboxdClient } from "../sandboxd/client.ts";
-import type { SandboxDetail } from "../sandboxd/schemas.ts";
+import type { FleetNode, FleetSource } from "../fleet/index.ts";
+import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
+import { findEntry, namespaceOfName, nodeByAddress } from "../fleet/index.ts";
+import { SandboxdClient } from "../sandboxd/index.ts";
+import type { SandboxDetail } from "../sandboxd/index.ts";
 import { sandboxNotFound } from "./errors.ts";
 import { claimIdOf, publicSandboxId } from "./ids.ts";
 

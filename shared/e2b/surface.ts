@@ -3,11 +3,11 @@
 // raw claim id; every reply uses the public id.
 import { createHash, randomBytes } from "node:crypto";
 import type { Logger } from "../log/index.ts";
-import type { FleetSource } from "../fleet/types.ts";
-import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/fanout.ts";
-import { advertisesImage, claimCandidates, entriesOf, nodeByAddress } from "../fleet/view.ts";
-import { COLD_CLAIM_TIMEOUT_MS, SandboxdClient } from "../sandboxd/client.ts";
-import { isSandboxdError, provablyUndelivered } from "../sandboxd/errors.ts";
+import type { FleetSource } from "../fleet/index.ts";
+import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/index.ts";
+import { advertisesImage, claimCandidates, entriesOf, nodeByAddress } from "../fleet/index.ts";
+import { COLD_CLAIM_TIMEOUT_MS, SandboxdClient } from "../sandboxd/index.ts";
+import { isSandboxdError, provablyUndelivered } from "../sandboxd/index.ts";
 import {
   CHECKPOINT_ID_RE,
   SIZE_TIERS,
@@ -17,7 +17,7 @@ import {
   type ClaimRequest,
   type PoolKey,
   type SandboxDetail,
-} from "../sandboxd/schemas.ts";
+} from "../sandboxd/index.ts";
 import { E2bError, badRequest, fromNode, sandboxNotFound, templateNotFound } from "./errors.ts";
 import { INIT_TIMEOUT_MS, METRICS_MAX_BYTES, METRICS_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd } from "./envd.ts";
 import type { AliasTarget } from "./files.ts";

@@ -5,3 +5,4 @@ export * from "./types.ts";
 export * from "./view.ts";
 export * from "./fanout.ts";
 export { MeshFleet, MISSED_TICKS_BEFORE_LEAVE, entryFromRow, nodeFromInfo, type MeshFleetOptions } from "./mesh.ts";
+export { InventoryFleet, type InventoryRecord } from "./inventory.ts";

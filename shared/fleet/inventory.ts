@@ -6,10 +6,10 @@
 import type { Logger } from "pino";
 import { type Clock, realClock } from "../clock/index.ts";
 import { formatGoDuration } from "../config/index.ts";
-import type { KubeClient } from "../kube/client.ts";
-import { Informer } from "../kube/informer.ts";
+import type { KubeClient } from "../kube/index.ts";
+import { Informer } from "../kube/index.ts";
 import { NodeInventories, NodeInventory } from "../inventory/index.ts";
-import { type Net, NETS, type Size, SIZES, parseWireTime } from "../sandboxd/schemas.ts";
+import { type Net, NETS, type Size, SIZES, parseWireTime } from "../sandboxd/index.ts";
 import type { FleetEntry, FleetNode, FleetPool, FleetSource, FleetTemplate } from "./types.ts";
 import { freshNodes, namespaceOfName } from "./view.ts";
 

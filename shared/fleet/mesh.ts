@@ -2,13 +2,13 @@
 // `GET /v1/info`, key nodes by their `advertise_addr`, and poll every known node (`GET /v1/info` +
 // `GET /v1/sandboxes`) each tick. A node that stays silent keeps its last snapshot for MISSED_TICKS_BEFORE_LEAVE
 // ticks, then leaves. Used by sandbox-e2b (and so by the local stack); no Kubernetes anywhere.
-import { StartupError } from "../config/errors.ts";
-import { LoopRunner } from "../lifecycle/loop.ts";
+import { StartupError } from "../config/index.ts";
+import { LoopRunner } from "../lifecycle/index.ts";
 import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
-import { SandboxdClient } from "../sandboxd/client.ts";
-import { SandboxdForbidden, SandboxdUnauthorized } from "../sandboxd/errors.ts";
-import { DEFAULT_NET, DEFAULT_SIZE, parseWireTime, type Info, type SandboxRow } from "../sandboxd/schemas.ts";
+import { SandboxdClient } from "../sandboxd/index.ts";
+import { SandboxdForbidden, SandboxdUnauthorized } from "../sandboxd/index.ts";
+import { DEFAULT_NET, DEFAULT_SIZE, parseWireTime, type Info, type SandboxRow } from "../sandboxd/index.ts";
 import type { FleetEntry, FleetNode, FleetSource } from "./types.ts";
 import { namespaceOfName } from "./view.ts";
 

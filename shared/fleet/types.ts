@@ -2,7 +2,7 @@
 // interface with two sources — sandboxd seeds polled directly (mesh.ts, sandbox-e2b) and the Kubernetes
 // NodeInventory informer (sandbox-apiserver, sandbox-envd-proxy). Consumers see only FleetSource snapshots and the
 // helpers of view.ts; neither knows which source fed them.
-import type { Net, Size } from "../sandboxd/schemas.ts";
+import type { Net, Size } from "../sandboxd/index.ts";
 
 /** A warm pool a node advertises. `net`/`size` are already defaulted (`none`/`small`). */
 export interface FleetPool {

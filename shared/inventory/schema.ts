@@ -2,7 +2,7 @@
 // home of the wire type. vk-sandbox's publisher builds it; the aggregated apiserver's fleet view and the envd proxy
 // read it (informer items are safeParsed against NodeInventory).
 import { z } from "zod";
-import type { ResourceRef } from "../kube/resources.ts";
+import type { ResourceRef } from "../kube/index.ts";
 
 export const GROUP = "sandbox.cocoonstack.io";
 export const VERSION = "v1beta1";

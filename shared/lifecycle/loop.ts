@@ -8,7 +8,7 @@
 // a slow tick never stacks ticks. A tick that returns true ends the loop; a tick that throws is logged and the
 // loop goes on. LoopRunner stays for loops that are not periodic (a poll that can be woken early).
 import { type Clock, realClock, type Timer } from "../clock/index.ts";
-import { errorMessage } from "../log/error-message.ts";
+import { errorMessage } from "../log/index.ts";
 
 export class LoopRunner {
   private readonly abort = new AbortController();

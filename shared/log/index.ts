@@ -2,7 +2,7 @@
 // (VK_LOG_LEVEL for vk-sandbox, OPERATOR_LOG_LEVEL for the others), and credentials scrubbed from every
 // line. Modules take a Logger and make children with bound fields (`pod`, `claimId`, `sandboxId`).
 import pino from "pino";
-import { StartupError } from "../config/errors.ts";
+import { StartupError } from "../config/index.ts";
 import { prettyDestination } from "./pretty.ts";
 import { REDACTED, scrubString, scrubValue, serializeError } from "./redact.ts";
 

@@ -6,13 +6,13 @@
 //      (200/s, burst 400); a probe hit is admitted (and cached) only when the presented token derives from it.
 // The proxy stores no per-sandbox secret: the expected token is recomputed from the claim token.
 import type { Logger } from "../log/index.ts";
-import type { FleetSource } from "../fleet/types.ts";
-import { FANOUT_CONCURRENCY, firstHit } from "../fleet/fanout.ts";
-import { findEntry } from "../fleet/view.ts";
-import { SandboxdClient } from "../sandboxd/client.ts";
-import { isSandboxdError } from "../sandboxd/errors.ts";
-import { claimIdOf } from "../e2b/ids.ts";
-import { deriveAccessToken, safeEqual } from "../e2b/tokens.ts";
+import type { FleetSource } from "../fleet/index.ts";
+import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
+import { findEntry } from "../fleet/index.ts";
+import { SandboxdClient } from "../sandboxd/index.ts";
+import { isSandboxdError } from "../sandboxd/index.ts";
+import { claimIdOf } from "../e2b/index.ts";
+import { deriveAccessToken, safeEqual } from "../e2b/index.ts";
 
 export const OWNER_TTL_MS = 60_000;
 export const OWNER_CACHE_MAX = 4096;

@@ -4,7 +4,7 @@
 // name no sandbox (apex host, bare address, no E2b-Sandbox-Id), so a guest path of the same name stays reachable.
 import type { Server } from "bun";
 import type { Logger } from "../log/index.ts";
-import type { FleetSource } from "../fleet/types.ts";
+import type { FleetSource } from "../fleet/index.ts";
 import { forwardHttp2, HOP_BY_HOP, type GuestRequest } from "./guest.ts";
 import { forwardHttp1Raw } from "./h1.ts";
 import { RelayMetrics } from "./metrics.ts";

@@ -2,7 +2,7 @@
 // knowledge). No body or idle timeout that would cut a long pty or watch stream (Bun's idle timeout counts only
 // silence, and it is disabled here; streams end when either side ends them).
 import { readFileSync } from "node:fs";
-import { splitHostPort } from "../config/host-port.ts";
+import { splitHostPort } from "../config/index.ts";
 import type { EnvdRelay } from "./proxy.ts";
 import { wsRelayHandlers } from "./websocket.ts";
 

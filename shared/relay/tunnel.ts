@@ -4,7 +4,7 @@
 // activity); the root token keeps it passive (never wakes: a paused sandbox answers 409).
 import net from "node:net";
 import tls from "node:tls";
-import { ErrorBody } from "../sandboxd/schemas.ts";
+import { ErrorBody } from "../sandboxd/index.ts";
 
 export const TUNNEL_DIAL_TIMEOUT_MS = 10_000;
 /** The node's reply head is capped; a longer one is a protocol error, not something to buffer. */

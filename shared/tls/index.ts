@@ -3,3 +3,4 @@ export { type CertKeyPem, generateKeyPairPem, publicKeyToPem } from "./keys.ts";
 export { KeyPairError, type LoadedKeyPair, loadKeyPair } from "./load.ts";
 export { type SelfSignedOptions, selfSignedServingCert } from "./self-signed.ts";
 export { type Validity, defaultValidity } from "./validity.ts";
+export { x509 } from "./x509.ts";

@@ -8,11 +8,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { ClaimsFile } from "../../services/vk-sandbox/claims/file.ts";
-import { ClaimsStore } from "../../services/vk-sandbox/claims/store.ts";
-import { encodeTable } from "../../services/vk-sandbox/claims/codec.ts";
-import type { Claim } from "../../services/vk-sandbox/claims/schema.ts";
-import { ProviderState } from "../../services/vk-sandbox/provider/state.ts";
+import { ClaimsFile } from "#services/vk-sandbox/claims/file.ts";
+import { ClaimsStore } from "#services/vk-sandbox/claims/store.ts";
+import { encodeTable } from "#services/vk-sandbox/claims/codec.ts";
+import type { Claim } from "#services/vk-sandbox/claims/schema.ts";
+import { ProviderState } from "#services/vk-sandbox/provider/state.ts";
 import type { Figure } from "./vk-sandbox-pods.bench.ts";
 
 export interface ClaimsBenchOptions {

@@ -11,7 +11,7 @@
 //   bun run bench -- apiserver
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startSandboxdSim, type SandboxdSim } from "../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { readLines, rfc3339, startStack, type Stack } from "../integration/sandbox-apiserver/fixture.ts";
 import { kubectl } from "../kube/kubectl.ts";
 import { cores, percentile, type Figure } from "./vk-sandbox-pods.bench.ts";

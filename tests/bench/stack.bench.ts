@@ -11,9 +11,9 @@ import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { startKubeApiserver } from "../kube/harness.ts";
 import { freePort } from "../e2e/stack/run-stack.ts";
-import { PORTS, type PortName } from "../../scripts/stack/ports.ts";
+import { PORTS, type PortName } from "#scripts/stack/ports.ts";
 import { cores, percentile, type Figure } from "./vk-sandbox-pods.bench.ts";
-import { startSandboxdSim } from "../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim } from "#services/sandboxd-sim/sim.ts";
 
 const COMMAND = "bun run bench -- stack";
 const REPO = join(import.meta.dir, "../..");

@@ -16,10 +16,10 @@ import { daemonCommand } from "../e2e/vk-sandbox/daemon.ts";
 import { SANDBOXD_TOKEN, startStack, type Stack } from "../e2e/vk-sandbox/stack.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { SandboxdClient } from "../../shared/sandboxd/client.ts";
-import { ClaimsFile } from "../../services/vk-sandbox/claims/file.ts";
-import { encodeTable } from "../../services/vk-sandbox/claims/codec.ts";
-import type { Claim } from "../../services/vk-sandbox/claims/schema.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
+import { ClaimsFile } from "#services/vk-sandbox/claims/file.ts";
+import { encodeTable } from "#services/vk-sandbox/claims/codec.ts";
+import type { Claim } from "#services/vk-sandbox/claims/schema.ts";
 
 export interface Figure {
   name: string;

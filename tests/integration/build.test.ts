@@ -3,11 +3,11 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { FlagTable } from "../../shared/config/index.ts";
-import { apiserverFlags } from "../../services/sandbox-apiserver/flags.ts";
-import { e2bMeshFlags } from "../../services/sandbox-e2b/flags.ts";
-import { envdProxyFlags } from "../../services/sandbox-envd-proxy/flags.ts";
-import { vkSandboxFlags } from "../../services/vk-sandbox/flags.ts";
+import type { FlagTable } from "#shared/config/index.ts";
+import { apiserverFlags } from "#services/sandbox-apiserver/flags.ts";
+import { e2bMeshFlags } from "#services/sandbox-e2b/flags.ts";
+import { envdProxyFlags } from "#services/sandbox-envd-proxy/flags.ts";
+import { vkSandboxFlags } from "#services/vk-sandbox/flags.ts";
 
 const root = join(import.meta.dir, "..", "..");
 const version = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version as string;

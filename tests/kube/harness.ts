@@ -7,7 +7,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { createCA, generateKeyPairPem, issueCertificate } from "../../shared/tls/index.ts";
+import { createCA, generateKeyPairPem, issueCertificate } from "#shared/tls/index.ts";
 import { waitFor } from "../support/wait.ts";
 import { Applier } from "./apply.ts";
 import { type KubeconfigOptions, writeKubeconfig } from "./kubeconfig.ts";

@@ -1,7 +1,7 @@
 // Discovery documents (docs/api.md "Identity and discovery"): /apis, /apis/agents.x-k8s.io and the resource list of
 // agents.x-k8s.io/v1beta1 with the five entries. Aggregated discovery (apidiscovery.k8s.io/v2) is answered too, so
 // the aggregator's discovery merge needs no legacy round trips.
-import { API_VERSION, GROUP, KIND, RESOURCE, VERSION } from "../sandboxes/object.ts";
+import { API_VERSION, GROUP, KIND, RESOURCE, VERSION } from "../sandboxes/index.ts";
 
 export const SUBRESOURCES = [
   { name: "pause", kind: "SandboxPauseOptions" },

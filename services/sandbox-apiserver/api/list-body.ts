@@ -3,7 +3,7 @@
 // whole tree, the 28 MB string and its UTF-8 copy at once, and the first byte left only after the last item was
 // encoded. Here each pull encodes the next few hundred items, so memory stays flat and the aggregator starts
 // relaying at once. The bytes equal JSON.stringify of the whole list object.
-import { API_VERSION, LIST_KIND, type Sandbox } from "../sandboxes/object.ts";
+import { API_VERSION, LIST_KIND, type Sandbox } from "../sandboxes/index.ts";
 import { type TableRequest, tableEnvelope, tableRow } from "./table.ts";
 
 /** Items per pull: ~300 KB of Table rows, large enough that per-chunk overhead is noise. */

@@ -3,7 +3,7 @@
 // whether the server does field validation by finding a PATCH operation for the kind with a `fieldValidation`
 // query parameter; the item path therefore lists PATCH (it answers 405 — sandboxes are immutable) so kubectl sends
 // `fieldValidation=Strict` instead of refusing the object client-side. Interiors are open objects, as upstream.
-import { API_VERSION, GROUP, KIND, LIST_KIND, RESOURCE, VERSION } from "../sandboxes/object.ts";
+import { API_VERSION, GROUP, KIND, LIST_KIND, RESOURCE, VERSION } from "../sandboxes/index.ts";
 import { SUBRESOURCES } from "./discovery.ts";
 
 const DEF = "io.x-k8s.agents.v1beta1";

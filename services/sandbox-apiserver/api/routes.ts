@@ -2,11 +2,11 @@
 // lifecycle subresources. Handlers throw ApiError; onError renders every failure as a Kubernetes Status.
 import { Hono } from "hono";
 import type { Logger } from "pino";
-import type { Clock } from "../../../shared/clock/index.ts";
-import { type CreateDeps, createSandbox } from "../sandboxes/create.ts";
-import { type Verb, deleteSandbox, runVerb } from "../sandboxes/mutations.ts";
-import { GROUP, type Sandbox, VERSION } from "../sandboxes/object.ts";
-import type { SandboxReader } from "../sandboxes/store.ts";
+import type { Clock } from "#shared/clock/index.ts";
+import { type CreateDeps, createSandbox } from "../sandboxes/index.ts";
+import { type Verb, deleteSandbox, runVerb } from "../sandboxes/index.ts";
+import { GROUP, type Sandbox, VERSION } from "../sandboxes/index.ts";
+import type { SandboxReader } from "../sandboxes/index.ts";
 import {
   AGGREGATED_DISCOVERY_V2,
   aggregatedDiscovery,

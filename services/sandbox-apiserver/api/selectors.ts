@@ -1,7 +1,7 @@
 // Label and field selectors with the Kubernetes syntax, evaluated against a synthesized Sandbox. A selector that does
 // not parse (an image reference as a label value: `/` and `:` are invalid there) is a 400, as the real apiserver
 // answers; so is a field selector on a field this resource does not index.
-import type { Sandbox } from "../sandboxes/object.ts";
+import type { Sandbox } from "../sandboxes/index.ts";
 
 export class SelectorError extends Error {
   override name = "SelectorError";

@@ -1,6 +1,6 @@
 // Kubernetes `Status` errors (docs/api.md "Errors"): every failure of this server is an ApiError carrying the HTTP
 // code, the reason kubectl prints, and the details naming the object. Handlers only throw; one place renders.
-import { GROUP, RESOURCE } from "../sandboxes/object.ts";
+import { GROUP, RESOURCE } from "../sandboxes/index.ts";
 
 export type Reason =
   | "BadRequest"

@@ -1,6 +1,6 @@
 // The meta.k8s.io Table that `kubectl get` asks for (docs/api.md "Table output"): columns Name and Created At, row
 // object PartialObjectMetadata by default (`includeObject=Metadata`), the full object with `Object`, none with `None`.
-import type { Sandbox } from "../sandboxes/object.ts";
+import type { Sandbox } from "../sandboxes/index.ts";
 
 export type IncludeObject = "None" | "Metadata" | "Object";
 

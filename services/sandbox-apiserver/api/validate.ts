@@ -4,7 +4,7 @@
 // template's interior is the PodSpec, which is not modelled here and is passed through as the node needs only
 // container 0's image and resources. Names must be DNS-1123 subdomains (spec README decision).
 import { z } from "zod";
-import { API_VERSION, KIND, type Sandbox } from "../sandboxes/object.ts";
+import { API_VERSION, KIND, type Sandbox } from "../sandboxes/index.ts";
 import { badRequest } from "./status.ts";
 
 export type FieldValidation = "Ignore" | "Warn" | "Strict";

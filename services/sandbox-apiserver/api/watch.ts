@@ -4,9 +4,9 @@
 // the last known object. A pinned watch (namespace + exact metadata.name) reads only its node while it holds the
 // entry, and asks that node live before reporting DELETED, so a publish that raced the claim does not flap.
 import type { Logger } from "pino";
-import type { Clock } from "../../../shared/clock/index.ts";
-import { API_VERSION, KIND, type Sandbox } from "../sandboxes/object.ts";
-import type { Resolved, SandboxReader } from "../sandboxes/store.ts";
+import type { Clock } from "#shared/clock/index.ts";
+import { API_VERSION, KIND, type Sandbox } from "../sandboxes/index.ts";
+import type { Resolved, SandboxReader } from "../sandboxes/index.ts";
 import type { FieldSelector, LabelSelector } from "./selectors.ts";
 import { type TableRequest, toTable } from "./table.ts";
 

@@ -4,7 +4,7 @@
 // handed out a VM fails at once and is never retried elsewhere, so one Create never claims two microVMs.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import type { InventoryRecord } from "../../../shared/fleet/inventory.ts";
+import type { InventoryRecord } from "#shared/fleet/index.ts";
 import {
   type ClaimReply,
   type PoolKey,
@@ -12,8 +12,8 @@ import {
   SandboxdRedirect,
   SandboxdServerError,
   provablyUndelivered,
-} from "../../../shared/sandboxd/index.ts";
-import { ApiError, badRequest, internal } from "../api/status.ts";
+} from "#shared/sandboxd/index.ts";
+import { ApiError, badRequest, internal } from "../api/index.ts";
 import type { NodeClients } from "./nodes.ts";
 import {
   ANN_ADDRESS,
@@ -27,7 +27,7 @@ import {
   rfc3339Seconds,
 } from "./object.ts";
 import { PoolKeyError, poolKeyOf, type PodTemplateLike } from "./pool-key.ts";
-import { parseWireTime } from "../../../shared/sandboxd/schemas.ts";
+import { parseWireTime } from "#shared/sandboxd/index.ts";
 
 export interface CreateDeps {
   fresh: () => readonly InventoryRecord[];

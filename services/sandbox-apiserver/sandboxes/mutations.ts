@@ -1,12 +1,12 @@
 // Delete (release) and the lifecycle subresources (pause, resume, fork, snapshot): each resolves the sandbox by
 // name, then calls its owning node with the fleet token (docs/api.md "Delete" and "Lifecycle"). A node's 404 is a
 // 404 naming the claim id; another 4xx keeps its code with the node's message; everything else is a 500.
-import { isSandboxdError, type SandboxdError } from "../../../shared/sandboxd/index.ts";
-import { ApiError, badRequest, internal, notFound } from "../api/status.ts";
+import { isSandboxdError, type SandboxdError } from "#shared/sandboxd/index.ts";
+import { ApiError, badRequest, internal, notFound } from "../api/index.ts";
 import type { NodeClients } from "./nodes.ts";
 import { ANN_CLAIM_ID, API_VERSION, type Sandbox, rfc3339Seconds } from "./object.ts";
 import type { SandboxReader } from "./store.ts";
-import { parseWireTime } from "../../../shared/sandboxd/schemas.ts";
+import { parseWireTime } from "#shared/sandboxd/index.ts";
 
 export interface MutationDeps {
   reader: SandboxReader;

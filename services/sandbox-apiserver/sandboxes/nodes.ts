@@ -2,7 +2,7 @@
 // header, docs/api.md "Token"). Clients are cheap and stateless apart from their base URL, but keeping one per
 // address lets Bun's fetch reuse keep-alive connections to each node.
 import type { Logger } from "pino";
-import { SandboxdClient } from "../../../shared/sandboxd/index.ts";
+import { SandboxdClient } from "#shared/sandboxd/index.ts";
 
 /** Total budget of one node call (connect, headers, body). */
 export const NODE_CALL_TIMEOUT_MS = 10_000;

@@ -1,8 +1,8 @@
 // The read-path Sandbox: synthesized from one NodeInventory entry (docs/api.md "Read-path object"). Nothing is
 // stored; two reads of the same entry render the same object, and the resourceVersion is a content hash, so equal
 // content means equal version (the watch diff relies on it).
-import type { InventoryEntry } from "../../../shared/inventory/index.ts";
-import { parseWireTime } from "../../../shared/sandboxd/schemas.ts";
+import type { InventoryEntry } from "#shared/inventory/index.ts";
+import { parseWireTime } from "#shared/sandboxd/index.ts";
 
 export const GROUP = "agents.x-k8s.io";
 export const VERSION = "v1beta1";

@@ -1,7 +1,7 @@
 // The pool key (template, net, size) of a pod template: one derivation shared by Create and the warm-pool driver
 // (docs/api.md "Pool key"), so an object created from a template claims from the pool the driver keeps warm.
-import { parseQuantity } from "../../../shared/config/index.ts";
-import { NETS, type PoolKey } from "../../../shared/sandboxd/schemas.ts";
+import { parseQuantity } from "#shared/config/index.ts";
+import { NETS, type PoolKey } from "#shared/sandboxd/index.ts";
 
 interface ResourceList {
   cpu?: unknown;

@@ -1,9 +1,9 @@
 // Reads of the sandboxes view (docs/api.md "Reads" and "Resolution"): lists materialize every entry of every fresh
 // node; a Get resolves through the owning-node index, then inventories, then live lookups on the nodes themselves,
 // so a sandbox created a moment ago (not yet published) is readable on any replica.
-import type { InventoryRecord, InventoryFleet } from "../../../shared/fleet/inventory.ts";
-import type { InventoryEntry } from "../../../shared/inventory/index.ts";
-import type { SandboxRow } from "../../../shared/sandboxd/schemas.ts";
+import type { InventoryRecord, InventoryFleet } from "#shared/fleet/index.ts";
+import type { InventoryEntry } from "#shared/inventory/index.ts";
+import type { SandboxRow } from "#shared/sandboxd/index.ts";
 import { LIVE_LOOKUP_TIMEOUT_MS, type NodeClients, firstHit } from "./nodes.ts";
 import { type Sandbox, sandboxFromEntry, splitEntryName } from "./object.ts";
 import { OwnerIndex } from "./owner-index.ts";

@@ -6,10 +6,10 @@
 // The ConfigMap is then watched, and a change is applied to new connections and requests without a restart.
 import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
-import { StartupError } from "../../../shared/config/index.ts";
-import type { KubeClient } from "../../../shared/kube/client.ts";
-import { Informer } from "../../../shared/kube/informer.ts";
-import { ConfigMaps } from "../../../shared/kube/resources.ts";
+import { StartupError } from "#shared/config/index.ts";
+import type { KubeClient } from "#shared/kube/index.ts";
+import { Informer } from "#shared/kube/index.ts";
+import { ConfigMaps } from "#shared/kube/index.ts";
 import type { ApiserverConfig } from "../flags.ts";
 import type { RequestHeaderConfig } from "./authn.ts";
 

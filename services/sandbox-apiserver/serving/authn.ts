@@ -6,8 +6,8 @@
 //      a token the cluster rejects is a 401;
 //   4. otherwise anonymous.
 // Identity headers on any other connection are ignored: only the front proxy's cert makes them mean anything.
-import type { KubeClient } from "../../../shared/kube/client.ts";
-import { TokenReviews } from "../../../shared/kube/resources.ts";
+import type { KubeClient } from "#shared/kube/index.ts";
+import { TokenReviews } from "#shared/kube/index.ts";
 import type { PeerCert } from "./client-certs.ts";
 import { TtlCache } from "./ttl-cache.ts";
 

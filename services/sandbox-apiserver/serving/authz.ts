@@ -1,9 +1,9 @@
 // Delegated authorization (docs/serving.md "Authorization"): the always-allow paths skip it, `system:masters` is
 // always allowed, everything else is a SubjectAccessReview against the cluster, cached both ways (10 s by default).
 // A review that cannot be made is a denial (fail closed) and is not cached.
-import type { KubeClient } from "../../../shared/kube/client.ts";
-import { SubjectAccessReviews } from "../../../shared/kube/resources.ts";
-import { GROUP, VERSION } from "../sandboxes/object.ts";
+import type { KubeClient } from "#shared/kube/index.ts";
+import { SubjectAccessReviews } from "#shared/kube/index.ts";
+import { GROUP, VERSION } from "../sandboxes/index.ts";
 import type { UserInfo } from "./authn.ts";
 import type { RequestInfo } from "./request-info.ts";
 import { TtlCache } from "./ttl-cache.ts";

@@ -3,8 +3,8 @@
 // minted once and reused on later starts (as the generic apiserver does).
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { StartupError } from "../../../shared/config/index.ts";
-import { type CertKeyPem, loadKeyPair, selfSignedServingCert } from "../../../shared/tls/index.ts";
+import { StartupError } from "#shared/config/index.ts";
+import { type CertKeyPem, loadKeyPair, selfSignedServingCert } from "#shared/tls/index.ts";
 
 export async function servingCertificate(s: { tlsCertFile?: string; tlsPrivateKeyFile?: string; certDir: string }): Promise<CertKeyPem> {
   if (s.tlsCertFile && s.tlsPrivateKeyFile) {

@@ -4,7 +4,7 @@
 // certificate without naming or checking authorities, so the authorities can be reloaded without a restart and a
 // client never withholds its certificate because an old CA list did not name its issuer. A leaf must be signed
 // directly by one of the CAs (no intermediates) and be within its validity.
-import { x509 } from "../../../shared/tls/x509.ts";
+import { x509 } from "#shared/tls/index.ts";
 
 export type CertSource = "requestheader" | "client";
 

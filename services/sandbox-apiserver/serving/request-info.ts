@@ -1,7 +1,7 @@
 // What a request asks to do, in authorization terms (kube-apiserver's RequestInfo): a resource request under
 // agents.x-k8s.io/v1beta1 (verb, namespace, resource, subresource, name), or a non-resource path with the
 // lower-cased HTTP method as its verb (discovery, /openapi, /version, /metrics, /debug/pprof).
-import { GROUP, RESOURCE, VERSION } from "../sandboxes/object.ts";
+import { GROUP, RESOURCE, VERSION } from "../sandboxes/index.ts";
 
 export type RequestInfo =
   | { kind: "resource"; verb: string; namespace: string; resource: string; subresource: string; name: string; path: string }

@@ -4,14 +4,14 @@
 // complete pool set — sandboxd replaces the whole set, so keys nobody wants are drained — and writes each pool's
 // status from the warm counts the nodes reported. With an empty sandboxd token it is fail-closed: no PUT at all.
 import type { Logger } from "pino";
-import type { Clock } from "../../../shared/clock/index.ts";
-import type { InventoryFleet, InventoryRecord } from "../../../shared/fleet/inventory.ts";
-import type { KubeClient } from "../../../shared/kube/client.ts";
-import { Informer } from "../../../shared/kube/informer.ts";
-import type { ResourceRef } from "../../../shared/kube/resources.ts";
-import type { ApiserverMetrics } from "../serving/metrics.ts";
-import { type NodeClients, mapBounded } from "../sandboxes/nodes.ts";
-import { NODE_FANOUT } from "../sandboxes/store.ts";
+import type { Clock } from "#shared/clock/index.ts";
+import type { InventoryFleet, InventoryRecord } from "#shared/fleet/index.ts";
+import type { KubeClient } from "#shared/kube/index.ts";
+import { Informer } from "#shared/kube/index.ts";
+import type { ResourceRef } from "#shared/kube/index.ts";
+import type { ApiserverMetrics } from "../serving/index.ts";
+import { type NodeClients, mapBounded } from "../sandboxes/index.ts";
+import { NODE_FANOUT } from "../sandboxes/index.ts";
 import { type SandboxTemplate, type WarmPool, keyString, poolSets, resolvePools, selectorOf, statusShares } from "./plan.ts";
 
 export const EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";

@@ -3,10 +3,10 @@
 // saw the record change (never by comparing another host's renewTime with our clock), and every write carries the
 // resourceVersion it read, so two candidates cannot both win.
 import type { Logger } from "pino";
-import type { Clock } from "../../../shared/clock/index.ts";
-import type { KubeClient } from "../../../shared/kube/client.ts";
-import { isConflict, isNotFound } from "../../../shared/kube/errors.ts";
-import { Leases } from "../../../shared/kube/resources.ts";
+import type { Clock } from "#shared/clock/index.ts";
+import type { KubeClient } from "#shared/kube/index.ts";
+import { isConflict, isNotFound } from "#shared/kube/index.ts";
+import { Leases } from "#shared/kube/index.ts";
 
 export const LEASE_NAME = "cocoon-warmpool-driver";
 export const LEASE_DURATION_MS = 15_000;

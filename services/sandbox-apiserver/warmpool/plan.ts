@@ -1,9 +1,9 @@
 // The warm-pool driver's arithmetic, pure (docs/warmpool.md): resolve each SandboxWarmPool to a pool key through its
 // SandboxTemplate, spread its replicas evenly over the eligible nodes, build each node's complete pool set, and split
 // the fleet's warm count of a key back over the pools that share it.
-import type { PoolKey } from "../../../shared/sandboxd/schemas.ts";
-import { ANN_NET } from "../sandboxes/object.ts";
-import { PoolKeyError, type PodTemplateLike, poolKeyOf } from "../sandboxes/pool-key.ts";
+import type { PoolKey } from "#shared/sandboxd/index.ts";
+import { ANN_NET } from "../sandboxes/index.ts";
+import { PoolKeyError, type PodTemplateLike, poolKeyOf } from "../sandboxes/index.ts";
 
 export interface WarmPool {
   metadata: { name: string; namespace: string; generation?: number; resourceVersion?: string; uid?: string };

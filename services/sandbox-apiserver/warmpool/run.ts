@@ -3,7 +3,7 @@
 // driver and enter the election again. The process keeps serving the API throughout; only the driver pauses.
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Env } from "../../../shared/config/index.ts";
+import type { Env } from "#shared/config/index.ts";
 import { type DriverOptions, WarmPoolDriver } from "./driver.ts";
 import { LeaderElector, leaseNamespace } from "./leader.ts";
 

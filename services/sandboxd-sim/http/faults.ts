@@ -10,7 +10,7 @@
 //                                   "claim delivered, reply lost"
 //   listFails(mode)                 GET /v1/sandboxes only: "500" | "hang" | "truncated" | "oversize" | false
 // A route is a name from routes/table.ts, or "*" for every route.
-import type { RouteName } from "../routes/table.ts";
+import type { RouteName } from "../routes/index.ts";
 
 export type FaultRoute = RouteName | "*";
 export type ListFailMode = "500" | "hang" | "truncated" | "oversize" | false;

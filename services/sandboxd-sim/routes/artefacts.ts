@@ -8,7 +8,7 @@ import { checkpointOut } from "../verbs.ts";
 import { templateOwners } from "../mesh.ts";
 import type { Scope } from "../auth.ts";
 import type { SimNode, TemplateRec } from "../node.ts";
-import { DEFAULT_NET, DEFAULT_SIZE, Net, Size, TemplateLabelsRequest, poolKeyString, type PoolKey } from "../../../shared/sandboxd/schemas.ts";
+import { DEFAULT_NET, DEFAULT_SIZE, Net, Size, TemplateLabelsRequest, poolKeyString, type PoolKey } from "#shared/sandboxd/index.ts";
 import { bearer, decode, json, type SimContext, type SimEnv } from "./body.ts";
 
 function keyFromQuery(c: SimContext): PoolKey {

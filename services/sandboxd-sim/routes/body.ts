@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import type { z } from "zod";
 import { invalidBody, SimError } from "../errors.ts";
 import { bearerOf } from "../auth.ts";
-import { MAX_REQUEST_BODY_BYTES } from "../../../shared/sandboxd/schemas.ts";
+import { MAX_REQUEST_BODY_BYTES } from "#shared/sandboxd/index.ts";
 
 /** What the HTTP layer read off the socket before routing (bodies are read once, capped). */
 export interface RawRequest {

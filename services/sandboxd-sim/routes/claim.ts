@@ -3,7 +3,7 @@
 // POST /v1/claim and POST /v1/checkpoints/{id}/claim (node-level auth). Lenient bodies; a bad template/net/size is
 // `400 invalid pool key: …`, a bad metadata map `400 invalid metadata: …`.
 import type { Hono } from "hono";
-import { ClaimRequest, CheckpointClaimRequest, POOL_KEY_FIELDS } from "../../../shared/sandboxd/schemas.ts";
+import { ClaimRequest, CheckpointClaimRequest, POOL_KEY_FIELDS } from "#shared/sandboxd/index.ts";
 import { claim, checkpointClaim } from "../verbs.ts";
 import type { SimNode } from "../node.ts";
 import { bearer, decode, json, type SimEnv } from "./body.ts";

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { sandboxScoped } from "../auth.ts";
 import { conflict, SimError } from "../errors.ts";
 import type { SimNode } from "../node.ts";
-import { execInGuest } from "../guest/exec.ts";
+import { execInGuest } from "../guest/index.ts";
 import { bearer, decode, json, type SimEnv } from "./body.ts";
 
 export const EXEC_MAX_OUTPUT_BYTES = 8 * 1024 * 1024;

@@ -36,3 +36,6 @@ export function createApp(node: SimNode): Hono<SimEnv> {
   });
   return app;
 }
+export { type RawRequest, type SimEnv } from "./body.ts";
+export { RELAY_MARKER } from "./ports.ts";
+export { type RouteName, matchRoute, routerMiss } from "./table.ts";

@@ -16,7 +16,7 @@ import {
   PromoteRequest,
   RenewRequest,
   toWireTime,
-} from "../../../shared/sandboxd/schemas.ts";
+} from "#shared/sandboxd/index.ts";
 import { bearer, decode, json, readJson, type SimContext, type SimEnv } from "./body.ts";
 
 export function registerLifecycle(app: Hono<SimEnv>, node: SimNode): void {

@@ -7,7 +7,7 @@ import type { Hono } from "hono";
 import { conflict, invalidBody, SimError } from "../errors.ts";
 import { metricsText } from "../metrics.ts";
 import type { SimNode } from "../node.ts";
-import { CONFIG_OWNED_POOL_FIELDS, PutPoolsRequest, duplicatePoolProblem } from "../../../shared/sandboxd/schemas.ts";
+import { CONFIG_OWNED_POOL_FIELDS, PutPoolsRequest, duplicatePoolProblem } from "#shared/sandboxd/index.ts";
 import { bearer, decode, json, readJson, type SimEnv } from "./body.ts";
 
 export function registerNode(app: Hono<SimEnv>, node: SimNode): void {

@@ -8,7 +8,7 @@ import { bodyTokenAccess } from "../auth.ts";
 import { SimError } from "../errors.ts";
 import { mintPreviewUrl, previewExpiry } from "../preview.ts";
 import type { SimNode } from "../node.ts";
-import { PreviewRequest, type PreviewReply } from "../../../shared/sandboxd/schemas.ts";
+import { PreviewRequest, type PreviewReply } from "#shared/sandboxd/index.ts";
 import { bearer, decode, json, type SimEnv } from "./body.ts";
 
 export function registerPreview(app: Hono<SimEnv>, node: SimNode): void {

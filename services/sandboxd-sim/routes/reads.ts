@@ -8,7 +8,7 @@ import { sandboxScoped } from "../auth.ts";
 import { badRequest } from "../errors.ts";
 import { toRow } from "../claims.ts";
 import type { SimNode } from "../node.ts";
-import { SIZE_TIERS, toWireTime, type SandboxDetail, type Stats } from "../../../shared/sandboxd/schemas.ts";
+import { SIZE_TIERS, toWireTime, type SandboxDetail, type Stats } from "#shared/sandboxd/index.ts";
 import { bearer, json, type SimEnv } from "./body.ts";
 
 /** `metadata=k=v` pairs: 400 for a pair without `=`, an empty key or a repeated key. */

@@ -4,7 +4,7 @@
 // JSON is cached, and a write of 10,000 rows mostly concatenates cached strings.
 import { ClaimsFileSchema, type Claim, type ClaimFileRow, type OwnerRef, type TableSnapshot } from "./schema.ts";
 import { ClaimsStateError } from "./errors.ts";
-import { floorToSecond, formatRfc3339Seconds } from "../../../shared/clock/index.ts";
+import { floorToSecond, formatRfc3339Seconds } from "#shared/clock/index.ts";
 
 const rowCache = new WeakMap<Claim, string>();
 const entryCache = new WeakMap<Claim, { key: string; text: string }>();

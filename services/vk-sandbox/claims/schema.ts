@@ -2,7 +2,7 @@
 // "state file"). The file holds release tokens, the only credential that can destroy the VMs this node
 // delivered: treat it as a secret and never lose a row.
 import { z } from "zod";
-import { parseGoTime } from "../../../shared/clock/index.ts";
+import { parseGoTime } from "#shared/clock/index.ts";
 
 /** The Pod's controller ownerReference, as recorded when a Pod deletion preserved the claim. */
 export interface OwnerRef {

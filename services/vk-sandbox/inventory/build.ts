@@ -2,9 +2,9 @@
 //
 // The node's index, not the claims table, is the source: sandboxes claimed by others (e2b, the operator) appear, and
 // reaped ones vanish on the next publish.
-import { parseGoTime } from "../../../shared/clock/index.ts";
-import type { Info, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
-import { API_VERSION, type InventoryEntry, type InventoryPool, type InventoryTemplate, KIND, type NodeInventory } from "../../../shared/inventory/index.ts";
+import { parseGoTime } from "#shared/clock/index.ts";
+import type { Info, SandboxRow } from "#shared/sandboxd/index.ts";
+import { API_VERSION, type InventoryEntry, type InventoryPool, type InventoryTemplate, KIND, type NodeInventory } from "#shared/inventory/index.ts";
 
 export interface BuildInput {
   nodeName: string;

@@ -6,15 +6,15 @@
 // stall and treat the node as stale, which is the truth). A Node seen once and then gone stops publishing: the
 // inventory is owned by the Node, GC removes it, and re-applying would resurrect an orphan.
 import type { V1Node } from "@kubernetes/client-node";
-import type { KubeClient } from "../../../shared/kube/client.ts";
-import { isNotFound } from "../../../shared/kube/errors.ts";
-import { Nodes } from "../../../shared/kube/resources.ts";
-import type { SandboxdClient } from "../../../shared/sandboxd/client.ts";
+import type { KubeClient } from "#shared/kube/index.ts";
+import { isNotFound } from "#shared/kube/index.ts";
+import { Nodes } from "#shared/kube/index.ts";
+import type { SandboxdClient } from "#shared/sandboxd/index.ts";
 import { buildInventory } from "./build.ts";
-import { NodeInventories, type NodeInventory } from "../../../shared/inventory/index.ts";
-import { type Clock, realClock } from "../../../shared/clock/index.ts";
-import { PeriodicLoop } from "../../../shared/lifecycle/loop.ts";
-import { errorMessage, type Log } from "../../../shared/log/index.ts";
+import { NodeInventories, type NodeInventory } from "#shared/inventory/index.ts";
+import { type Clock, realClock } from "#shared/clock/index.ts";
+import { PeriodicLoop } from "#shared/lifecycle/index.ts";
+import { errorMessage, type Log } from "#shared/log/index.ts";
 
 export type InventoryKubeClient = Pick<KubeClient, "get" | "patch">;
 /** Declared apart so a test can fail the listing alone. */

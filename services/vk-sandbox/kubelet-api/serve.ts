@@ -3,7 +3,7 @@
 // is no authentication or authorization: the routes are stubs the apiserver dials without verifying.
 import { constants } from "node:crypto";
 import type { Hono } from "hono";
-import type { CertKeyPem } from "../../../shared/tls/index.ts";
+import type { CertKeyPem } from "#shared/tls/index.ts";
 
 /** SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1: minimum TLS 1.2. (SSLv2/3 are not compiled into BoringSSL at all.) */
 export const TLS12_MINIMUM = constants.SSL_OP_NO_TLSv1 | constants.SSL_OP_NO_TLSv1_1;

@@ -3,7 +3,7 @@
 // co-located vk-cocoon's certificate; the apiserver dials these routes without verifying, and they are stubs.
 import { statSync } from "node:fs";
 import { isIP } from "node:net";
-import { type CertKeyPem, loadKeyPair, selfSignedServingCert } from "../../../shared/tls/index.ts";
+import { type CertKeyPem, loadKeyPair, selfSignedServingCert } from "#shared/tls/index.ts";
 
 export interface KubeletTlsInput {
   tlsCert?: string;

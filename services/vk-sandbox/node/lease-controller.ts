@@ -6,12 +6,12 @@
 // to 5 immediate PUTs, re-reading on a 409. The Lease is never created without its ownerReference to the Node (GC
 // then removes it with the Node), and one missing it gains it on the next update.
 import type { V1Lease, V1MicroTime, V1OwnerReference } from "@kubernetes/client-node";
-import type { KubeClient } from "../../../shared/kube/client.ts";
-import { isConflict, isNotFound } from "../../../shared/kube/errors.ts";
-import { Leases } from "../../../shared/kube/resources.ts";
-import { type Clock, formatMicroTime, realClock } from "../../../shared/clock/index.ts";
-import { PeriodicLoop } from "../../../shared/lifecycle/loop.ts";
-import { errorMessage, type Log } from "../../../shared/log/index.ts";
+import type { KubeClient } from "#shared/kube/index.ts";
+import { isConflict, isNotFound } from "#shared/kube/index.ts";
+import { Leases } from "#shared/kube/index.ts";
+import { type Clock, formatMicroTime, realClock } from "#shared/clock/index.ts";
+import { PeriodicLoop } from "#shared/lifecycle/index.ts";
+import { errorMessage, type Log } from "#shared/log/index.ts";
 import type { NodeRef } from "./node-controller.ts";
 
 export type LeaseKubeClient = Pick<KubeClient, "get" | "create" | "update">;

@@ -10,12 +10,12 @@
 // ping is always healthy (sandboxd's health shows in Pod status, not in node readiness), so the gate would only
 // ever add a first-round delay.
 import type { V1Node } from "@kubernetes/client-node";
-import type { KubeClient } from "../../../shared/kube/client.ts";
-import { isConflict, isNotFound } from "../../../shared/kube/errors.ts";
-import { Nodes } from "../../../shared/kube/resources.ts";
-import { type Clock, realClock } from "../../../shared/clock/index.ts";
-import { PeriodicLoop } from "../../../shared/lifecycle/loop.ts";
-import { errorMessage, type Log } from "../../../shared/log/index.ts";
+import type { KubeClient } from "#shared/kube/index.ts";
+import { isConflict, isNotFound } from "#shared/kube/index.ts";
+import { Nodes } from "#shared/kube/index.ts";
+import { type Clock, realClock } from "#shared/clock/index.ts";
+import { PeriodicLoop } from "#shared/lifecycle/index.ts";
+import { errorMessage, type Log } from "#shared/log/index.ts";
 import { type NodeSpecInput, buildNode, nodeLabels, nodeStatus } from "./node-object.ts";
 import { nodeStatusPatch, withHeartbeat } from "./status-patch.ts";
 

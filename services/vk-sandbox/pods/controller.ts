@@ -5,14 +5,14 @@
 // Startup order (§1.1 step 11): handlers registered → informer started → cache synced → dangling pass →
 // queue workers. Nothing runs before the pod cache syncs.
 import type { V1Pod } from "@kubernetes/client-node";
-import type { EventRecorder } from "../../../shared/kube/events.ts";
-import { type Clock, realClock } from "../../../shared/clock/index.ts";
-import { backoffDelay, DEFAULT_MAX_ATTEMPTS, type QueueRate, WorkQueue } from "../../../shared/kube/work-queue.ts";
+import type { EventRecorder } from "#shared/kube/index.ts";
+import { type Clock, realClock } from "#shared/clock/index.ts";
+import { backoffDelay, DEFAULT_MAX_ATTEMPTS, type QueueRate, WorkQueue } from "#shared/kube/index.ts";
 import type { PodLifecycleProvider } from "./lifecycle-provider.ts";
-import type { Log } from "../../../shared/log/index.ts";
+import type { Log } from "#shared/log/index.ts";
 import type { ErrorClassifier, PodSource, PodWriter } from "./dependencies.ts";
 import { liveShowsPush, updateNeedsSync } from "./compare.ts";
-import { podKey } from "../../../shared/kube/index.ts";
+import { podKey } from "#shared/kube/index.ts";
 import { syncPod, type SyncState } from "./sync.ts";
 import { forceDeletePod } from "./force-delete.ts";
 import { pushStatus } from "./status.ts";

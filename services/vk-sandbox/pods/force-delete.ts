@@ -1,7 +1,7 @@
 // §3.4: the final delete. Every Pod deletion ends here, which is why RBAC grants `pods delete`.
 // Key `<namespace>/<name>/<uid>`: the UID pins the generation, so a same-name replacement Pod is never removed
 // by its predecessor's pending delete.
-import type { Log } from "../../../shared/log/index.ts";
+import type { Log } from "#shared/log/index.ts";
 import type { ErrorClassifier, PodSource, PodWriter } from "./dependencies.ts";
 
 export interface ForceDeleteDeps {

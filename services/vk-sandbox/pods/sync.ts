@@ -2,12 +2,12 @@
 // purpose: microVM Pods never consume container env, so the daemon runs no Secret/ConfigMap/Service informers
 // and a Pod referencing a missing ConfigMap is served like any other (docs/decisions.md#no-env-resolution).
 import type { V1Pod } from "@kubernetes/client-node";
-import type { EventRecorder } from "../../../shared/kube/events.ts";
+import type { EventRecorder } from "#shared/kube/index.ts";
 import type { PodLifecycleProvider } from "./lifecycle-provider.ts";
-import { errorMessage, type Log } from "../../../shared/log/index.ts";
+import { errorMessage, type Log } from "#shared/log/index.ts";
 import type { PodSource, PodWriter } from "./dependencies.ts";
 import { effectivelyEqual, isTerminal, noContainerRunning, providerFieldsEqual } from "./compare.ts";
-import { podKey, splitKey } from "../../../shared/kube/index.ts";
+import { podKey, splitKey } from "#shared/kube/index.ts";
 
 export interface SyncState {
   /** The last Pod the provider accepted per key; an effectively equal update is a no-op (step 3). */

@@ -9,7 +9,7 @@
 // The key names live only here. Values follow the node's rules (value ≤ 512 B printable UTF-8; node names,
 // UIDs and the authority UID always fit).
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SandboxRow } from "../../../shared/sandboxd/schemas.ts";
+import type { SandboxRow } from "#shared/sandboxd/index.ts";
 import { authorityOf } from "./ownership.ts";
 import { podUID } from "./pod-contract.ts";
 

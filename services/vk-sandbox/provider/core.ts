@@ -2,10 +2,10 @@
 // owner reader, the clock, the logger and the status push. Nothing here knows about queues.
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { Claim } from "../claims/schema.ts";
-import { isNotFound } from "../../../shared/sandboxd/errors.ts";
+import type { Claim } from "../claims/index.ts";
+import { isNotFound } from "#shared/sandboxd/index.ts";
 import { ProviderState } from "./state.ts";
-import type { Clock } from "../../../shared/clock/index.ts";
+import type { Clock } from "#shared/clock/index.ts";
 import type { OwnerReader, ProviderEvents, SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./types.ts";
 
 /**

@@ -6,19 +6,19 @@
 // restart would leak it); if that release fails too, the row stays tentative in memory and the next sync of
 // the Pod (UpdatePod -> CreatePod, step 5) releases it before claiming again.
 import type { V1Pod } from "@kubernetes/client-node";
-import { SandboxdAmbiguousClaim, SandboxdRedirect } from "../../../shared/sandboxd/errors.ts";
-import type { ClaimReply, ClaimRequest } from "../../../shared/sandboxd/schemas.ts";
-import type { Claim } from "../claims/schema.ts";
-import { floorToSecond } from "../../../shared/clock/index.ts";
+import { SandboxdAmbiguousClaim, SandboxdRedirect } from "#shared/sandboxd/index.ts";
+import type { ClaimReply, ClaimRequest } from "#shared/sandboxd/index.ts";
+import type { Claim } from "../claims/index.ts";
+import { floorToSecond } from "#shared/clock/index.ts";
 import type { Core } from "./core.ts";
-import { errorMessage } from "../../../shared/log/index.ts";
+import { errorMessage } from "#shared/log/index.ts";
 import { ProviderError } from "./errors.ts";
 import { byId, listedDeadline, wireDeadline } from "./listing.ts";
 import { adoptable, authorityOf } from "./ownership.ts";
 import { claimMetadata } from "./claim-metadata.ts";
 import { reconcileLostClaim } from "./lost-reply.ts";
 import { checkRuntime, claimRequestFor, podUID, withClaimId } from "./pod-contract.ts";
-import { podKey } from "../../../shared/kube/index.ts";
+import { podKey } from "#shared/kube/index.ts";
 import type { Verifier } from "./verifier.ts";
 import { pastDeadline, podWithStatus, runningStatus } from "./status.ts";
 

@@ -5,11 +5,11 @@
 // table lives in ownership.ts; this file applies it.
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Core } from "./core.ts";
-import { errorMessage } from "../../../shared/log/index.ts";
+import { errorMessage } from "#shared/log/index.ts";
 import { ProviderError } from "./errors.ts";
 import { adoptable, authorizeRelease, ownerRefOf } from "./ownership.ts";
 import { controllerRef, podUID } from "./pod-contract.ts";
-import { podKey } from "../../../shared/kube/index.ts";
+import { podKey } from "#shared/kube/index.ts";
 import { isStale } from "./stale-uid.ts";
 
 export async function deletePod(core: Core, pod: V1Pod): Promise<void> {

@@ -3,7 +3,7 @@
 // failures that say nothing about the Pod: sandboxd could not be read while the key holds a claim. The
 // project decision is that a transient outage never moves a Pod that holds a claim to Pending or Failed, so a
 // controller should requeue those without writing a status.
-import { SandboxdAmbiguousClaim, SandboxdServerError, SandboxdTransport } from "../../../shared/sandboxd/errors.ts";
+import { SandboxdAmbiguousClaim, SandboxdServerError, SandboxdTransport } from "#shared/sandboxd/index.ts";
 
 export type ProviderErrorCode =
   /** Pod contract violation (runtime, ttl, template): the Pod must change before a retry can succeed. */

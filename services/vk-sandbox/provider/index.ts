@@ -15,3 +15,4 @@ export { DEFAULT_INTERVALS } from "./types.ts";
 export { ProviderError, isProviderError, isSandboxdOutage, isTransientForHeldClaim, type ProviderErrorCode } from "./errors.ts";
 export { pluralOf, ownerTargetOf, authorityOf } from "./ownership.ts";
 export * from "./pod-contract.ts";
+export { type SandboxReader } from "./types.ts";

@@ -9,7 +9,7 @@
 // Warning event naming the id, and the row is dropped (nothing is left to release). A failed listing neither
 // counts nor resets. Archived and hibernated sandboxes are still listed, so they stay.
 import type { Core } from "./core.ts";
-import { errorMessage } from "../../../shared/log/index.ts";
+import { errorMessage } from "#shared/log/index.ts";
 import { byId, listedDeadline } from "./listing.ts";
 import { expiredStatus, lostMessage, lostStatus, pastDeadline, podWithStatus, REASON_SANDBOX_LOST } from "./status.ts";
 

@@ -1,7 +1,7 @@
 // Reading sandboxd's live index into a lookup by id. A listing that fails throws: callers defer every
 // absence-based decision (a failed list is not an empty list).
-import type { SandboxRow } from "../../../shared/sandboxd/schemas.ts";
-import { floorToSecond, parseGoTime } from "../../../shared/clock/index.ts";
+import type { SandboxRow } from "#shared/sandboxd/index.ts";
+import { floorToSecond, parseGoTime } from "#shared/clock/index.ts";
 
 export type Listing = Map<string, SandboxRow>;
 

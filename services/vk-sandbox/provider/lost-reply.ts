@@ -11,12 +11,12 @@
 // Zero matches is not proof of "never delivered" (a cold claim may still be booting): the create fails, and a
 // sandbox that lands later is taken care of by the orphan audit (orphan-audit.ts).
 import type { V1Pod } from "@kubernetes/client-node";
-import { type ClaimReply, GO_ZERO_TIME } from "../../../shared/sandboxd/schemas.ts";
+import { type ClaimReply, GO_ZERO_TIME } from "#shared/sandboxd/index.ts";
 import { claimedForPod } from "./claim-metadata.ts";
 import type { Core } from "./core.ts";
-import { errorMessage } from "../../../shared/log/index.ts";
+import { errorMessage } from "#shared/log/index.ts";
 import { podUID } from "./pod-contract.ts";
-import { podKey } from "../../../shared/kube/index.ts";
+import { podKey } from "#shared/kube/index.ts";
 
 export type LostReplyOutcome = { kind: "found"; reply: ClaimReply } | { kind: "none"; why: string };
 

@@ -17,10 +17,10 @@
 //   otherwise (the Pod got another sandbox, or is gone)                       -> release it with the root token
 // A key with a claim in flight, or whose startup recovery has not ruled out unrecorded claims yet, is left to
 // the next scan: the claim's own create or the verification pass is about to decide it.
-import type { SandboxRow } from "../../../shared/sandboxd/schemas.ts";
+import type { SandboxRow } from "#shared/sandboxd/index.ts";
 import { claimedByNode, recordedOwnership } from "./claim-metadata.ts";
 import type { Core } from "./core.ts";
-import { errorMessage } from "../../../shared/log/index.ts";
+import { errorMessage } from "#shared/log/index.ts";
 import type { Verifier } from "./verifier.ts";
 import { AddressOnce, recoverClaim } from "./recovery.ts";
 import type { OrphanVerdict } from "./state.ts";

@@ -10,7 +10,7 @@
 // and the release therefore keeps the credential, and a release that fails is retried every tick, across
 // restarts, until sandboxd confirms the sandbox gone (204 or 404).
 import type { Core } from "./core.ts";
-import { errorMessage } from "../../../shared/log/index.ts";
+import { errorMessage } from "#shared/log/index.ts";
 import { authorizeRelease } from "./ownership.ts";
 
 export const RECHECK_FIRST_DELAY_MS = 10_000;

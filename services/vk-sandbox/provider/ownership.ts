@@ -10,8 +10,8 @@
 // anything we cannot verify preserves, because a wrongly released sandbox is a user's live session lost,
 // while a wrongly preserved one costs a VM until its lease ends.
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
-import { pluralize, resourceForKind } from "../../../shared/kube/resources.ts";
-import type { Claim, OwnerRef } from "../claims/schema.ts";
+import { pluralize, resourceForKind } from "#shared/kube/index.ts";
+import type { Claim, OwnerRef } from "../claims/index.ts";
 import { controllerRef, podUID } from "./pod-contract.ts";
 import type { OwnerLookup, OwnerReader, OwnerTarget } from "./types.ts";
 

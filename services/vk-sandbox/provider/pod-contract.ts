@@ -1,7 +1,7 @@
 // The Pod contract (§4): which annotations go in, what comes out, and the claim body they make.
-import { podKey } from "../../../shared/kube/index.ts";
+import { podKey } from "#shared/kube/index.ts";
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
-import type { ClaimRequest } from "../../../shared/sandboxd/schemas.ts";
+import type { ClaimRequest } from "#shared/sandboxd/index.ts";
 import { ProviderError } from "./errors.ts";
 
 export const ANNOTATION_RUNTIME = "sandbox.cocoonstack.io/runtime";

@@ -16,13 +16,13 @@
 // releasing list (persisted before it is released, like every releasing entry).
 //
 // Only the caller (the verification pass) writes the table, once for the whole pass.
-import type { SandboxDetail, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
-import { isNotFound, isSandboxdError } from "../../../shared/sandboxd/errors.ts";
-import type { Claim } from "../claims/schema.ts";
-import { floorToSecond } from "../../../shared/clock/index.ts";
+import type { SandboxDetail, SandboxRow } from "#shared/sandboxd/index.ts";
+import { isNotFound, isSandboxdError } from "#shared/sandboxd/index.ts";
+import type { Claim } from "../claims/index.ts";
+import { floorToSecond } from "#shared/clock/index.ts";
 import { claimedByNode, recordedOwnership } from "./claim-metadata.ts";
 import type { Core } from "./core.ts";
-import { errorMessage } from "../../../shared/log/index.ts";
+import { errorMessage } from "#shared/log/index.ts";
 import { listedDeadline, wireDeadline } from "./listing.ts";
 
 /** A listed claim of this node that no row and no releasing entry holds. */

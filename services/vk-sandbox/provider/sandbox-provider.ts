@@ -4,24 +4,24 @@
 // every loaded row, one verification listing (a failure is tolerated: rows stay quarantined), then one
 // write, whose failure is fatal: without a writable table every claim would leak on the next restart.
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node";
-import type { PodLifecycleProvider } from "../pods/lifecycle-provider.ts";
-import { ClaimsStateError } from "../claims/errors.ts";
+import type { PodLifecycleProvider } from "../pods/index.ts";
+import { ClaimsStateError } from "../claims/index.ts";
 import { Core } from "./core.ts";
 import { createPod } from "./create.ts";
 import { deletePod } from "./delete.ts";
 import { updatePod } from "./update.ts";
-import { errorMessage } from "../../../shared/log/index.ts";
+import { errorMessage } from "#shared/log/index.ts";
 import { KeyedMutex } from "./keyed-mutex.ts";
 import { leaseWatchTick } from "./lease-watch.ts";
 import { orphanAuditTick } from "./orphan-audit.ts";
 import { drainReleasing, ownerRecheckTick } from "./owner-recheck.ts";
 import { podUID } from "./pod-contract.ts";
-import { podKey } from "../../../shared/kube/index.ts";
+import { podKey } from "#shared/kube/index.ts";
 import { Verifier } from "./verifier.ts";
 import { ProviderState } from "./state.ts";
 import { expiredStatus, pastDeadline, runningStatus } from "./status.ts";
-import { realClock } from "../../../shared/clock/index.ts";
-import { PeriodicLoop } from "../../../shared/lifecycle/loop.ts";
+import { realClock } from "#shared/clock/index.ts";
+import { PeriodicLoop } from "#shared/lifecycle/index.ts";
 import { DEFAULT_INTERVALS, type ProviderIntervals, type SandboxProviderDeps } from "./types.ts";
 
 /** How long a stop may spend on the pending releases (the shutdown step allows 10 s). */

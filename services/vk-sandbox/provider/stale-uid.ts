@@ -1,7 +1,7 @@
 // The stale-UID guard (§5.6): a request about a Pod whose key the pod table now holds under another UID is about
 // a Pod that no longer exists (a replacement of the same name took its place), and must not touch the new one.
 import type { V1Pod } from "@kubernetes/client-node";
-import { podKey } from "../../../shared/kube/index.ts";
+import { podKey } from "#shared/kube/index.ts";
 import type { Core } from "./core.ts";
 import { podUID } from "./pod-contract.ts";
 

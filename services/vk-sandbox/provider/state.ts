@@ -5,8 +5,8 @@
 // create, a delete or a loop may have replaced the row meanwhile. Rows are immutable objects: a change
 // replaces the row, so holding a reference never hides a concurrent change.
 import type { V1Pod } from "@kubernetes/client-node";
-import type { Claim, TableSnapshot } from "../claims/schema.ts";
-import type { ClaimsStore } from "../claims/store.ts";
+import type { Claim, TableSnapshot } from "../claims/index.ts";
+import type { ClaimsStore } from "../claims/index.ts";
 
 /** A claim detached from its pod key, awaiting a confirmed release. */
 export interface ReleasingEntry {

@@ -2,8 +2,8 @@
 // derived from the claim alone. Every time in it comes from the claim (claimedAt, deadline), never from the
 // clock, so repeated pushes are deep-equal and the pod controller drops them as duplicates.
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from "@kubernetes/client-node";
-import type { Claim } from "../claims/schema.ts";
-import { formatRfc3339Seconds } from "../../../shared/clock/index.ts";
+import type { Claim } from "../claims/index.ts";
+import { formatRfc3339Seconds } from "#shared/clock/index.ts";
 import { withClaimId } from "./pod-contract.ts";
 
 export const REASON_LEASE_EXPIRED = "SandboxLeaseExpired";

@@ -2,11 +2,11 @@
 // listing that fails while claims succeed is the case that matters most: a failed list is not an empty
 // list). The wire types come from shared/sandboxd/schemas.ts, the one home of the sandboxd contract;
 // shared/sandboxd/client.ts satisfies all four.
-import type { Clock } from "../../../shared/clock/index.ts";
+import type { Clock } from "#shared/clock/index.ts";
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "../../../shared/sandboxd/schemas.ts";
-import type { ClaimsStore } from "../claims/store.ts";
+import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "#shared/sandboxd/index.ts";
+import type { ClaimsStore } from "../claims/index.ts";
 
 /**
  * `POST /v1/claim`. Throws a shared/sandboxd error on 429, a redirect, non-2xx, transport failure, timeout. The

@@ -1,7 +1,7 @@
 // UpdatePod (§5.4): the Pod's spec or metadata changed. Nothing is claimed or released here; a tentative key
 // retries its create, which releases a stranded claim.
 import type { V1Pod } from "@kubernetes/client-node";
-import { podKey } from "../../../shared/kube/index.ts";
+import { podKey } from "#shared/kube/index.ts";
 import type { Core } from "./core.ts";
 import { podUID, withClaimId } from "./pod-contract.ts";
 import { isStale } from "./stale-uid.ts";

@@ -18,7 +18,7 @@
 // warned about once and left to the orphan audit, and no longer blocks the key.
 import type { Core } from "./core.ts";
 import { byId, listedDeadline } from "./listing.ts";
-import { errorMessage } from "../../../shared/log/index.ts";
+import { errorMessage } from "#shared/log/index.ts";
 import { AddressOnce, recoverClaim, unrecordedClaims } from "./recovery.ts";
 
 export class Verifier {

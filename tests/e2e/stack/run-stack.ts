@@ -6,7 +6,7 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { PORTS, type PortName } from "../../../scripts/stack/ports.ts";
+import { PORTS, type PortName } from "#scripts/stack/ports.ts";
 
 export const REPO = join(import.meta.dir, "../../..");
 

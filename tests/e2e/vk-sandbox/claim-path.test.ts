@@ -6,8 +6,8 @@
 // Provider-level twins: tests/unit/services/vk-sandbox/provider/claim-path.test.ts.
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
-import { startSimCluster, type SandboxdSim, type SimCluster } from "../../../services/sandboxd-sim/sim.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
+import { startSimCluster, type SandboxdSim, type SimCluster } from "#services/sandboxd-sim/sim.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { CLAIM_ID, runningWithClaim, sandboxPod } from "./cluster.ts";
 import { waitFor } from "../../support/wait.ts";

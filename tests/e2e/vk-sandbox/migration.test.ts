@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { waitFor } from "../../support/wait.ts";
 import { CLAIM_ID, sandboxPod } from "./cluster.ts";
 import { providerPods, SANDBOXD_TOKEN, useE2eStack } from "./stack.ts";

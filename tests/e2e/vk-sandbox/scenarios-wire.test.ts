@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { selfSignedServingCert } from "../../../shared/tls/index.ts";
+import { selfSignedServingCert } from "#shared/tls/index.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { peer } from "../../integration/vk-sandbox/tls-peer.ts";
 import { CLAIM_ID, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSandboxdSim, type SandboxdSim, type SimOptions } from "../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim, type SimOptions } from "#services/sandboxd-sim/sim.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { startE2eCluster, type E2eCluster } from "./cluster.ts";
 import { Daemon } from "./daemon.ts";

@@ -3,10 +3,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSimCluster, type SimCluster } from "../../../services/sandboxd-sim/sim.ts";
-import { parseE2bMeshFlags } from "../../../services/sandbox-e2b/flags.ts";
-import { startE2bMesh, type E2bMesh } from "../../../services/sandbox-e2b/wire.ts";
-import { createLogger } from "../../../shared/log/index.ts";
+import { startSimCluster, type SimCluster } from "#services/sandboxd-sim/sim.ts";
+import { parseE2bMeshFlags } from "#services/sandbox-e2b/flags.ts";
+import { startE2bMesh, type E2bMesh } from "#services/sandbox-e2b/wire.ts";
+import { createLogger } from "#shared/log/index.ts";
 import { startTestGuest, type TestGuest } from "./guest.ts";
 
 export const ROOT = "root-token-e2b-tests";

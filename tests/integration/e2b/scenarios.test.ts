@@ -3,10 +3,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Sandbox } from "e2b";
 import { KEY_A, KEY_B, ROOT, SECRET, eventually, sdkOpts, startStack, type Stack } from "./harness.ts";
-import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
-import { deriveAccessToken } from "../../../shared/e2b/tokens.ts";
-import { E2bSurface } from "../../../shared/e2b/surface.ts";
-import { createLogger } from "../../../shared/log/index.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
+import { deriveAccessToken } from "#shared/e2b/tokens.ts";
+import { E2bSurface } from "#shared/e2b/surface.ts";
+import { createLogger } from "#shared/log/index.ts";
 
 interface Reply {
   status: number;

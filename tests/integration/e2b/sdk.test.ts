@@ -2,9 +2,9 @@
 // each named after its scenario.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Sandbox, SandboxNotFoundError, Template } from "e2b";
-import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { DOMAIN, KEY_A, KEY_B, ROOT, SECRET, eventually, sdkOpts, startStack, type Stack } from "./harness.ts";
-import { deriveAccessToken } from "../../../shared/e2b/tokens.ts";
+import { deriveAccessToken } from "#shared/e2b/tokens.ts";
 
 let s: Stack;
 beforeAll(async () => {

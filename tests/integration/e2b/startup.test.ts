@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { spawnE2b } from "./process.ts";
 
 const ROOT = "root-startup";

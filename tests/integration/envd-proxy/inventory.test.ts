@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
-import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
-import { deriveAccessToken } from "../../../shared/e2b/tokens.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
+import { deriveAccessToken } from "#shared/e2b/tokens.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
 
 const ROOT = "root-proxy-kube";

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
-import { startSimCluster, type SimCluster } from "../../../services/sandboxd-sim/sim.ts";
+import { startSimCluster, type SimCluster } from "#services/sandboxd-sim/sim.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
 import { spawnE2b, peakRss, type Child } from "../e2b/process.ts";
 

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import http2 from "node:http2";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
-import { selfSignedServingCert } from "../../../shared/tls/index.ts";
+import { selfSignedServingCert } from "#shared/tls/index.ts";
 import { DOMAIN, sdkOpts, startStack, type Stack } from "../e2b/harness.ts";
 
 const stacks: Stack[] = [];

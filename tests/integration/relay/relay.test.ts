@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import http2 from "node:http2";
 import { Sandbox } from "e2b";
 import { DOMAIN, ROOT, SECRET, eventually, sdkOpts, startStack, type Stack } from "../e2b/harness.ts";
-import { deriveAccessToken } from "../../../shared/e2b/tokens.ts";
-import { fileSignature } from "../../../shared/sandboxd/urls.ts";
-import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
+import { deriveAccessToken } from "#shared/e2b/tokens.ts";
+import { fileSignature } from "#shared/sandboxd/urls.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
 
 let s: Stack;
 beforeAll(async () => {

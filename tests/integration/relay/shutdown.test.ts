@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSimCluster, type SimCluster } from "../../../services/sandboxd-sim/sim.ts";
+import { startSimCluster, type SimCluster } from "#services/sandboxd-sim/sim.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
 import { spawnE2b } from "../e2b/process.ts";
 

@@ -2,7 +2,7 @@
 // directly on the secure port (the only way to see this server's own TokenReview and SubjectAccessReview at work,
 // since kube-apiserver authorizes a proxied request before it forwards it). Scenario numbers lead the names.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createCA, issueCertificate } from "../../../shared/tls/index.ts";
+import { createCA, issueCertificate } from "#shared/tls/index.ts";
 import { kubectl } from "../../kube/kubectl.ts";
 import { type ApiserverProcess, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { kubectl } from "../../kube/kubectl.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";

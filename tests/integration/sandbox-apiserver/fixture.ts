@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { aggregatedServingCert, registerAggregatedApi } from "../../../scripts/stack/aggregation.ts";
+import { aggregatedServingCert, registerAggregatedApi } from "#scripts/stack/aggregation.ts";
 import { type KubeObject, render } from "../chart/helm.ts";
 import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
 import { freePorts } from "../../kube/ports.ts";

@@ -2,7 +2,7 @@
 // every 2 s by the test, read through the aggregator. The table itself is proven on a FakeClock in
 // tests/integration/shared/fleet/inventory.test.ts; these prove every read and claim path honours it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { type ApiserverProcess, type InventoryInput, type Stack, eventually, readLines, rfc3339, startStack } from "./fixture.ts";
 
 const ROOT = "root";

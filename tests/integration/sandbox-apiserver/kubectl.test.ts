@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { kubectl, kubectlStream } from "../../kube/kubectl.ts";
 import { type ApiserverProcess, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { X509Certificate } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { type Stack, authReaderBinding, eventually, rfc3339, startStack } from "./fixture.ts";
 
 const REPO = join(import.meta.dir, "../../..");

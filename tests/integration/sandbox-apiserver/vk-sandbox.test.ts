@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { Daemon } from "../../e2e/vk-sandbox/daemon.ts";
 import { kubectl, kubectlStream } from "../../kube/kubectl.ts";
 import { freePorts } from "../../kube/ports.ts";

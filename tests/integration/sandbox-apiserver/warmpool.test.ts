@@ -2,7 +2,7 @@
 // key resolution, even spread, the full pool-set PUT, status write-back, fail-closed without a token, leader
 // election with takeover after kill -9, and a leader that loses its Lease keeps serving reads.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { type ApiserverProcess, NAMESPACE, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
 
 const ROOT = "root";

@@ -2,7 +2,7 @@
 // found): creations stamped with the calling tenant, the egress-pool idle rule, the archiving-pool reaper rule,
 // and the per-tenant and mesh gauges of /metrics.
 import { describe, expect, test } from "bun:test";
-import { startSimCluster } from "../../../services/sandboxd-sim/sim.ts";
+import { startSimCluster } from "#services/sandboxd-sim/sim.ts";
 import { KEY, ROOT, call, claim, simsPerTest } from "./helpers.ts";
 
 const ACME = "tenant-token-acme";

@@ -14,7 +14,7 @@ import {
   SANDBOX_TOKEN_RE,
   SandboxDetail,
   Stats,
-} from "../../../shared/sandboxd/schemas.ts";
+} from "#shared/sandboxd/schemas.ts";
 import { KEY, ROOT, call, claim, rawRequest, simsPerTest, upgradeHead } from "./helpers.ts";
 
 const sim = simsPerTest({ pools: [`${KEY}=2`] });

@@ -1,9 +1,9 @@
 // sandboxd.md §7 "Simulator requirements", items 6–13: one named test per item (items 1–5 are in
 // checklist-1-5.test.ts). Time-dependent items run on the fake clock.
 import { afterEach, describe, expect, test } from "bun:test";
-import { startSimCluster, type SandboxdSim, type SimCluster } from "../../../services/sandboxd-sim/sim.ts";
-import { deriveAccessToken, fileSignature } from "../../../services/sandboxd-sim/guest.ts";
-import { toWireTime } from "../../../shared/sandboxd/schemas.ts";
+import { startSimCluster, type SandboxdSim, type SimCluster } from "#services/sandboxd-sim/sim.ts";
+import { deriveAccessToken, fileSignature } from "#services/sandboxd-sim/guest.ts";
+import { toWireTime } from "#shared/sandboxd/schemas.ts";
 import { KEY, ROOT, call, claim, rawRequest, simsPerTest, upgradeHead, until } from "./helpers.ts";
 
 const sim = simsPerTest();

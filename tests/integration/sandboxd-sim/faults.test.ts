@@ -1,6 +1,6 @@
 // The fault knobs of sandboxd.md §7: latency, hang, fail, reset before/after commit, listFails modes.
 import { describe, expect, test } from "bun:test";
-import type { SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import type { SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { KEY, ROOT, call, claim, simsPerTest } from "./helpers.ts";
 
 const sim = simsPerTest({ pools: [`${KEY}=2`] });

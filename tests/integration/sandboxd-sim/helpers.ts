@@ -2,7 +2,7 @@
 // tests), a raw-socket HTTP/1.1 request for the Upgrade path, and a TCP echo guest.
 import { afterEach } from "bun:test";
 import net from "node:net";
-import { startSandboxdSim, type SandboxdSim, type SimOptions } from "../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim, type SimOptions } from "#services/sandboxd-sim/sim.ts";
 
 export const ROOT = "root-token-0123";
 export const KEY = "base:24.04/none/small";

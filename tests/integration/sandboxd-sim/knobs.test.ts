@@ -1,8 +1,8 @@
 // The state knobs of sandboxd.md §7: reaper on the fake clock, out-of-band node actions, pool shaping, capacity and
 // credentials, restart, forced redirects, and the same knobs over the /_sim admin endpoint.
 import { describe, expect, test } from "bun:test";
-import type { SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
-import { GO_ZERO_TIME } from "../../../shared/sandboxd/schemas.ts";
+import type { SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { GO_ZERO_TIME } from "#shared/sandboxd/schemas.ts";
 import { KEY, call, claim, simsPerTest } from "./helpers.ts";
 
 const sim = simsPerTest();

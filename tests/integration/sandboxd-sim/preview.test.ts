@@ -1,9 +1,9 @@
 // POST /v1/sandboxes/{id}/preview on the simulator (sandboxd.md §5.6, §2.2): node-level header auth plus the
 // sandbox's own token in the body (no operator path), a signed URL clamped to the lease, 501 without a listener.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
-import { DEFAULT_PREVIEW_ADVERTISE } from "../../../services/sandboxd-sim/preview.ts";
-import { PreviewReply } from "../../../shared/sandboxd/schemas.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { DEFAULT_PREVIEW_ADVERTISE } from "#services/sandboxd-sim/preview.ts";
+import { PreviewReply } from "#shared/sandboxd/schemas.ts";
 import { KEY, ROOT, call, claim } from "./helpers.ts";
 
 const TENANT = "tenant-token-acme";

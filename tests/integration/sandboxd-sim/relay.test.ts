@@ -1,6 +1,6 @@
 // The ports relay (sandboxd.md §5.6): a raw byte splice to a TCP echo guest with half-close, and every error.
 import { afterEach, describe, expect, test } from "bun:test";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { ROOT, call, claim, rawRequest, startEcho, upgradeHead, until } from "./helpers.ts";
 
 let sims: SandboxdSim[] = [];

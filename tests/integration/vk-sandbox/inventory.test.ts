@@ -1,13 +1,13 @@
 // The NodeInventory publisher against a real kube-apiserver with the CRD from manifests/ and the sandboxd
 // simulator (scenarios 42, 43, 44), applying as the rbac.yaml ServiceAccount.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startSandboxdSim, type SandboxdSim } from "../../../services/sandboxd-sim/sim.ts";
-import { NodeInventories, NodeInventory } from "../../../shared/inventory/index.ts";
-import { InventoryPublisher } from "../../../services/vk-sandbox/inventory/index.ts";
-import { NodeController } from "../../../services/vk-sandbox/node/index.ts";
-import { isNotFound } from "../../../shared/kube/errors.ts";
-import { Nodes } from "../../../shared/kube/resources.ts";
-import { SandboxdClient } from "../../../shared/sandboxd/client.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { NodeInventories, NodeInventory } from "#shared/inventory/index.ts";
+import { InventoryPublisher } from "#services/vk-sandbox/inventory/index.ts";
+import { NodeController } from "#services/vk-sandbox/node/index.ts";
+import { isNotFound } from "#shared/kube/errors.ts";
+import { Nodes } from "#shared/kube/resources.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { type KubeFixture, nodeSpecFromFlags, quietLog, startKubeFixture } from "./kube-fixture.ts";
 import { waitFor } from "../../support/wait.ts";
 

@@ -6,10 +6,10 @@
 import { afterAll, beforeAll } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { KubeClient } from "../../../shared/kube/client.ts";
+import { KubeClient } from "#shared/kube/client.ts";
 import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
-import type { NodeSpecInput } from "../../../services/vk-sandbox/node/index.ts";
-import { parseVkSandboxFlags } from "../../../services/vk-sandbox/flags.ts";
+import type { NodeSpecInput } from "#services/vk-sandbox/node/index.ts";
+import { parseVkSandboxFlags } from "#services/vk-sandbox/flags.ts";
 
 const root = join(import.meta.dir, "..", "..", "..");
 

@@ -10,8 +10,8 @@ import {
   NOT_IMPLEMENTED,
   serveKubeletApi,
   type KubeletServer,
-} from "../../../services/vk-sandbox/kubelet-api/index.ts";
-import { selfSignedServingCert } from "../../../shared/tls/index.ts";
+} from "#services/vk-sandbox/kubelet-api/index.ts";
+import { selfSignedServingCert } from "#shared/tls/index.ts";
 import { peer } from "./tls-peer.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "kubelet-api-"));

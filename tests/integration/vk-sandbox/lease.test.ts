@@ -1,8 +1,8 @@
 // The Node Lease against a real kube-apiserver (scenario 15), as the rbac.yaml ServiceAccount.
 import { describe, expect, test } from "bun:test";
 import type { V1Lease } from "@kubernetes/client-node";
-import { Leases } from "../../../shared/kube/resources.ts";
-import { LeaseController, NodeController } from "../../../services/vk-sandbox/node/index.ts";
+import { Leases } from "#shared/kube/resources.ts";
+import { LeaseController, NodeController } from "#services/vk-sandbox/node/index.ts";
 import { nodeSpecFromFlags, quietLog, useKubeFixture } from "./kube-fixture.ts";
 import { waitFor } from "../../support/wait.ts";
 

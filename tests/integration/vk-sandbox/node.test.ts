@@ -2,9 +2,9 @@
 // ServiceAccount token that manifests/rbac.yaml binds.
 import { describe, expect, test } from "bun:test";
 import type { V1Node } from "@kubernetes/client-node";
-import { Nodes } from "../../../shared/kube/resources.ts";
-import { isNotFound } from "../../../shared/kube/errors.ts";
-import { LAST_APPLIED_STATUS, LeaseController, NodeController, type NodeSpecInput } from "../../../services/vk-sandbox/node/index.ts";
+import { Nodes } from "#shared/kube/resources.ts";
+import { isNotFound } from "#shared/kube/errors.ts";
+import { LAST_APPLIED_STATUS, LeaseController, NodeController, type NodeSpecInput } from "#services/vk-sandbox/node/index.ts";
 import { nodeSpecFromFlags, quietLog, useKubeFixture } from "./kube-fixture.ts";
 import { waitFor } from "../../support/wait.ts";
 

@@ -3,9 +3,9 @@
 // carries the resourceVersion it is given, so a stale one is refused instead of overwriting a newer object.
 import { describe, expect, test } from "bun:test";
 import type { V1Pod } from "@kubernetes/client-node";
-import { isConflict } from "../../../shared/kube/errors.ts";
-import { Pods } from "../../../shared/kube/resources.ts";
-import { podWriter } from "../../../services/vk-sandbox/wire.ts";
+import { isConflict } from "#shared/kube/errors.ts";
+import { Pods } from "#shared/kube/resources.ts";
+import { podWriter } from "#services/vk-sandbox/wire.ts";
 import { useKubeFixture } from "./kube-fixture.ts";
 
 const k = useKubeFixture();

@@ -1,8 +1,10 @@
-// Guards on the shape of the codebase (style item 18): the whole tree type-checks under strict mode, and shared
-// code never reaches into a service. Both would otherwise only be noticed by whoever next reads the code.
+// Guards on the shape of the codebase (style item 18): the whole tree type-checks under strict mode, shared code
+// never reaches into a service, a folder is entered through its index.ts, and imports across areas use the
+// package aliases (#shared/..., #services/..., #tests/..., #scripts/...) rather than ../../../ chains. Each would otherwise only be
+// noticed by whoever next reads the code.
 import { expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 
 const root = join(import.meta.dir, "..", "..", "..");
 
@@ -27,4 +29,56 @@ test("no module under shared/ imports from services/", () => {
     /^\s*(import|export)\b[^;]*?from\s+["'][^"']*\/services\//m.test(readFileSync(file, "utf8")),
   );
   expect(offenders.map((f) => relative(root, f))).toEqual([]);
+});
+
+/** The folder a module belongs to: shared/<x>, services/<svc>/<x>, or the service root services/<svc>. */
+function folderOf(path: string): string | undefined {
+  const parts = path.split("/");
+  if (parts[0] === "shared" && parts.length >= 3) return parts.slice(0, 2).join("/");
+  if (parts[0] === "services" && parts.length >= 4) return parts.slice(0, 3).join("/");
+  if (parts[0] === "services" && parts.length === 3) return parts.slice(0, 2).join("/");
+  return undefined;
+}
+
+/** Every relative or aliased module specifier in a file, resolved to a repository path. */
+function importsOf(file: string): Array<{ spec: string; target: string }> {
+  const src = readFileSync(file, "utf8");
+  const out: Array<{ spec: string; target: string }> = [];
+  for (const m of src.matchAll(/^\s*(?:import|export)\b[^;]*?from\s+["']([^"']+)["']/gm)) {
+    const spec = m[1]!;
+    if (spec.startsWith(".")) out.push({ spec, target: relative(root, join(dirname(file), spec)) });
+    else if (spec.startsWith("#")) out.push({ spec, target: spec.slice(1) });
+  }
+  return out;
+}
+
+test("code enters another folder only through its index.ts (a subfolder may use its own service's root files)", () => {
+  const offenders: string[] = [];
+  for (const file of [...tsFiles(join(root, "shared")), ...tsFiles(join(root, "services"))]) {
+    const from = relative(root, file);
+    const own = folderOf(from);
+    for (const { spec, target } of importsOf(file)) {
+      const folder = folderOf(target);
+      if (!folder || folder === own || (own && own.startsWith(`${folder}/`))) continue;
+      if (target !== `${folder}/index.ts`) offenders.push(`${from} imports ${spec}`);
+    }
+  }
+  expect(offenders).toEqual([]);
+});
+
+test("imports across shared/, services/, tests/ and scripts/ use the package aliases, and no relative import climbs three levels", () => {
+  const areas = ["shared", "services", "tests", "scripts"];
+  const offenders: string[] = [];
+  for (const area of areas) {
+    for (const file of tsFiles(join(root, area))) {
+      const from = relative(root, file);
+      if (from.startsWith("tests/kube/apiserver/")) continue;
+      for (const { spec, target } of importsOf(file)) {
+        if (!spec.startsWith(".")) continue;
+        const to = target.split("/")[0]!;
+        if ((areas.includes(to) && to !== area) || spec.startsWith("../../../")) offenders.push(`${from} imports ${spec}`);
+      }
+    }
+  }
+  expect(offenders).toEqual([]);
 });

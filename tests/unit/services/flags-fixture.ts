@@ -2,7 +2,7 @@
 // gets, the message of the UsageError a bad argv raises (exit 2), and that of the StartupError the check raises
 // (exit 1). Each asserts the error's class before returning its message.
 import { expect } from "bun:test";
-import { StartupError, UsageError, type CliOutcome, type Env } from "../../../shared/config/index.ts";
+import { StartupError, UsageError, type CliOutcome, type Env } from "#shared/config/index.ts";
 
 export function flagReaders<C>(parse: (argv: readonly string[], env: Env) => CliOutcome<C>, check?: (config: C) => void) {
   function config(argv: string[] = [], env: Record<string, string> = {}): C {

@@ -5,10 +5,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:tes
 import { parse } from "yaml";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { FakeClock } from "../../../../shared/clock/index.ts";
-import { InventoryFleet } from "../../../../shared/fleet/inventory.ts";
-import { KubeClient, loadKubeConnection } from "../../../../shared/kube/index.ts";
-import { startKubeApiserver, type TestCluster } from "../../../kube/harness.ts";
+import { FakeClock } from "#shared/clock/index.ts";
+import { InventoryFleet } from "#shared/fleet/inventory.ts";
+import { KubeClient, loadKubeConnection } from "#shared/kube/index.ts";
+import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 
 const REPO = join(import.meta.dir, "../../../..");
 const WINDOW = 90_000;

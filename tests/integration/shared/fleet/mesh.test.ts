@@ -1,11 +1,11 @@
 // The mesh fleet source against real simulated sandboxd nodes: seeds, peers, polling, leaving, startup failures.
 import { afterEach, describe, expect, test } from "bun:test";
-import { MeshFleet } from "../../../../shared/fleet/mesh.ts";
-import { findEntry } from "../../../../shared/fleet/view.ts";
-import { createLogger } from "../../../../shared/log/index.ts";
-import { isStartupError } from "../../../../shared/config/errors.ts";
-import { startSandboxdSim, startSimCluster, type SandboxdSim, type SimCluster } from "../../../../services/sandboxd-sim/sim.ts";
-import { SandboxdClient } from "../../../../shared/sandboxd/client.ts";
+import { MeshFleet } from "#shared/fleet/mesh.ts";
+import { findEntry } from "#shared/fleet/view.ts";
+import { createLogger } from "#shared/log/index.ts";
+import { isStartupError } from "#shared/config/errors.ts";
+import { startSandboxdSim, startSimCluster, type SandboxdSim, type SimCluster } from "#services/sandboxd-sim/sim.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
 
 const ROOT = "root-token-mesh";
 const log = createLogger({ level: "error", name: "test" });

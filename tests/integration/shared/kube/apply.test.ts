@@ -2,11 +2,11 @@
 // managedFields records both, a conflicting apply without force is 409 naming the other manager, and force moves
 // ownership. Also the status subresource: a status apply touches status only, a spec apply never touches status.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { KubeClient } from "../../../../shared/kube/client.ts";
-import { loadKubeConnection } from "../../../../shared/kube/connection.ts";
-import { isConflict, type KubeApiError } from "../../../../shared/kube/errors.ts";
-import { resourceForKind } from "../../../../shared/kube/resources.ts";
-import { startKubeApiserver, type TestCluster } from "../../../kube/harness.ts";
+import { KubeClient } from "#shared/kube/client.ts";
+import { loadKubeConnection } from "#shared/kube/connection.ts";
+import { isConflict, type KubeApiError } from "#shared/kube/errors.ts";
+import { resourceForKind } from "#shared/kube/resources.ts";
+import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 
 const CRD = `
 apiVersion: apiextensions.k8s.io/v1

@@ -5,12 +5,12 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { KubeClient } from "../../../../shared/kube/client.ts";
-import { loadKubeConnection } from "../../../../shared/kube/connection.ts";
-import { isAlreadyExists, isConflict, isForbidden, isNotFound, isUnauthorized, KubeApiError } from "../../../../shared/kube/errors.ts";
-import { ConfigMaps, Namespaces, Pods } from "../../../../shared/kube/resources.ts";
-import { createCA } from "../../../../shared/tls/index.ts";
-import { startKubeApiserver, type TestCluster } from "../../../kube/harness.ts";
+import { KubeClient } from "#shared/kube/client.ts";
+import { loadKubeConnection } from "#shared/kube/connection.ts";
+import { isAlreadyExists, isConflict, isForbidden, isNotFound, isUnauthorized, KubeApiError } from "#shared/kube/errors.ts";
+import { ConfigMaps, Namespaces, Pods } from "#shared/kube/resources.ts";
+import { createCA } from "#shared/tls/index.ts";
+import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 
 let cluster: TestCluster;
 let dir: string;

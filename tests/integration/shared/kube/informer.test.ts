@@ -10,12 +10,12 @@
 // an ERROR 410 event. Then the reconnect is released: the real apiserver answers 410, and the informer must relist
 // and report exactly what it missed.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { until as waitUntil } from "../../../support/wait.ts";
-import { KubeClient, type WatchEvent } from "../../../../shared/kube/client.ts";
-import { loadKubeConnection } from "../../../../shared/kube/connection.ts";
-import { Informer } from "../../../../shared/kube/informer.ts";
-import { ConfigMaps, Secrets, type ResourceRef } from "../../../../shared/kube/resources.ts";
-import { startKubeApiserver, type TestCluster } from "../../../kube/harness.ts";
+import { until as waitUntil } from "#tests/support/wait.ts";
+import { KubeClient, type WatchEvent } from "#shared/kube/client.ts";
+import { loadKubeConnection } from "#shared/kube/connection.ts";
+import { Informer } from "#shared/kube/informer.ts";
+import { ConfigMaps, Secrets, type ResourceRef } from "#shared/kube/resources.ts";
+import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 
 type CM = { metadata: { name: string; namespace: string; resourceVersion: string; labels?: Record<string, string> }; data?: Record<string, string> };
 

@@ -8,10 +8,10 @@ import { connect, createServer, type Server } from "node:net";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
-import { KubeClient } from "../../../../shared/kube/client.ts";
-import { loadKubeConnection } from "../../../../shared/kube/connection.ts";
-import { Namespaces } from "../../../../shared/kube/resources.ts";
-import { startKubeApiserver, type TestCluster } from "../../../kube/harness.ts";
+import { KubeClient } from "#shared/kube/client.ts";
+import { loadKubeConnection } from "#shared/kube/connection.ts";
+import { Namespaces } from "#shared/kube/resources.ts";
+import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 
 let cluster: TestCluster;
 let dir: string;

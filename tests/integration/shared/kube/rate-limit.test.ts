@@ -2,11 +2,11 @@
 // once finish as 5 at once and then 20 a second (about 2 s in all), while the same 45 without a limiter finish far
 // sooner, so the shape comes from our limiter, not from the server.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { KubeClient } from "../../../../shared/kube/client.ts";
-import { type KubeConnection, loadKubeConnection } from "../../../../shared/kube/connection.ts";
-import { limiterFromFlags, TokenBucket } from "../../../../shared/kube/rate-limit.ts";
-import { Namespaces } from "../../../../shared/kube/resources.ts";
-import { startKubeApiserver, type TestCluster } from "../../../kube/harness.ts";
+import { KubeClient } from "#shared/kube/client.ts";
+import { type KubeConnection, loadKubeConnection } from "#shared/kube/connection.ts";
+import { limiterFromFlags, TokenBucket } from "#shared/kube/rate-limit.ts";
+import { Namespaces } from "#shared/kube/resources.ts";
+import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 
 let cluster: TestCluster;
 let conn: KubeConnection;

@@ -1,9 +1,9 @@
 // The claim reply's optional members against the simulator: an older node's reply without `net_route` is an
 // ordinary claim (returned as sent), not a schema failure that would send a delivered claim down the reconcile path.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { SandboxdClient } from "../../../../shared/sandboxd/client.ts";
-import { ClaimReply, inferNetRoute } from "../../../../shared/sandboxd/schemas.ts";
-import { startSandboxdSim, type SandboxdSim } from "../../../../services/sandboxd-sim/sim.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
+import { ClaimReply, inferNetRoute } from "#shared/sandboxd/schemas.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 
 const ROOT = "root-token-0123";
 let sim: SandboxdSim;

@@ -2,7 +2,7 @@
 // endpoint the client covers, its typed errors, the reply bounds, and the claim rules (redirects and a lost reply).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import pino from "pino";
-import { SandboxdClient } from "../../../../shared/sandboxd/client.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import {
   SandboxdAmbiguousClaim,
   SandboxdBadRequest,
@@ -17,9 +17,9 @@ import {
   SandboxdUnauthorized,
   isCapacity,
   provablyUndelivered,
-} from "../../../../shared/sandboxd/errors.ts";
-import { CHECKPOINT_ID_RE, SANDBOX_ID_RE, SANDBOX_TOKEN_RE, parseWireTime } from "../../../../shared/sandboxd/schemas.ts";
-import { startSandboxdSim, type SandboxdSim } from "../../../../services/sandboxd-sim/sim.ts";
+} from "#shared/sandboxd/errors.ts";
+import { CHECKPOINT_ID_RE, SANDBOX_ID_RE, SANDBOX_TOKEN_RE, parseWireTime } from "#shared/sandboxd/schemas.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 
 const ROOT = "root-token-0123";
 const TENANT = "tenant-token-acme";

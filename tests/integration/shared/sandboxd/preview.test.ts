@@ -1,10 +1,10 @@
 // SandboxdClient.preview / previewUrl against the simulator (sandboxd.md §5.6): the wire shape sent, the URL
 // returned, and the typed errors (404 body token, 401 header, 501 no listener — not retried).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { SandboxdClient } from "../../../../shared/sandboxd/client.ts";
-import { SandboxdNotFound, SandboxdServerError, SandboxdUnauthorized } from "../../../../shared/sandboxd/errors.ts";
-import { DEFAULT_PREVIEW_ADVERTISE } from "../../../../services/sandboxd-sim/preview.ts";
-import { startSandboxdSim, type SandboxdSim } from "../../../../services/sandboxd-sim/sim.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
+import { SandboxdNotFound, SandboxdServerError, SandboxdUnauthorized } from "#shared/sandboxd/errors.ts";
+import { DEFAULT_PREVIEW_ADVERTISE } from "#services/sandboxd-sim/preview.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 
 const ROOT = "root-token-0123";
 const fast = { baseDelayMs: 1, maxDelayMs: 5 };

@@ -1,8 +1,8 @@
 // shared/sandboxd/client.ts following claim redirects across a simulated mesh of three sandboxd nodes.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { SandboxdClient } from "../../../../shared/sandboxd/client.ts";
-import { SandboxdConflict, SandboxdNotFound, SandboxdRedirect, isCapacity } from "../../../../shared/sandboxd/errors.ts";
-import { startSimCluster, type SandboxdSim, type SimCluster } from "../../../../services/sandboxd-sim/sim.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
+import { SandboxdConflict, SandboxdNotFound, SandboxdRedirect, isCapacity } from "#shared/sandboxd/errors.ts";
+import { startSimCluster, type SandboxdSim, type SimCluster } from "#services/sandboxd-sim/sim.ts";
 
 const ROOT = "mesh-root-token";
 const KEY = "base:24.04/none/small";

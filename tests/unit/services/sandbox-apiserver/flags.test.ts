@@ -7,7 +7,7 @@ import {
   apiserverHelp,
   checkApiserverConfig,
   parseApiserverFlags,
-} from "../../../../services/sandbox-apiserver/flags.ts";
+} from "#services/sandbox-apiserver/flags.ts";
 import { flagReaders } from "../flags-fixture.ts";
 
 const root = join(import.meta.dir, "..", "..", "..", "..");

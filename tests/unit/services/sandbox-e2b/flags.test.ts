@@ -2,13 +2,13 @@
 // exit codes of a real process.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { UsageError, e2bFlags } from "../../../../shared/config/index.ts";
+import { UsageError, e2bFlags } from "#shared/config/index.ts";
 import {
   checkE2bMeshConfig,
   e2bMeshFlags,
   e2bMeshHelp,
   parseE2bMeshFlags,
-} from "../../../../services/sandbox-e2b/flags.ts";
+} from "#services/sandbox-e2b/flags.ts";
 import { flagReaders } from "../flags-fixture.ts";
 
 const root = join(import.meta.dir, "..", "..", "..", "..");

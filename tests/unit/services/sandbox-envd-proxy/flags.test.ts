@@ -2,13 +2,13 @@
 // failures (scenarios 1 and 2), and exit codes of a real process.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { UsageError } from "../../../../shared/config/index.ts";
+import { UsageError } from "#shared/config/index.ts";
 import {
   checkEnvdProxyConfig,
   envdProxyFlags,
   envdProxyHelp,
   parseEnvdProxyFlags,
-} from "../../../../services/sandbox-envd-proxy/flags.ts";
+} from "#services/sandbox-envd-proxy/flags.ts";
 import { flagReaders } from "../flags-fixture.ts";
 
 const root = join(import.meta.dir, "..", "..", "..", "..");

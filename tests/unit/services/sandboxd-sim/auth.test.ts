@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { TokenSet, bearerOf, bodyTokenAccess, sandboxScoped, safeEqual } from "../../../../services/sandboxd-sim/auth.ts";
-import { SimError } from "../../../../services/sandboxd-sim/errors.ts";
+import { TokenSet, bearerOf, bodyTokenAccess, sandboxScoped, safeEqual } from "#services/sandboxd-sim/auth.ts";
+import { SimError } from "#services/sandboxd-sim/errors.ts";
 
 const fails = (fn: () => unknown): [number, string] => {
   try {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { ClaimTable, newLease, toRow, wakeClaim, type Claim } from "../../../../services/sandboxd-sim/claims.ts";
-import { GO_ZERO_TIME } from "../../../../shared/sandboxd/schemas.ts";
+import { ClaimTable, newLease, toRow, wakeClaim, type Claim } from "#services/sandboxd-sim/claims.ts";
+import { GO_ZERO_TIME } from "#shared/sandboxd/schemas.ts";
 
 const mk = (over: Partial<Claim> = {}): Claim => ({
   id: "sb_0000000000000001",

@@ -1,12 +1,12 @@
 // Small pure parts of the simulator: ids, route table, capacity texts, pool specs.
 import { describe, expect, test } from "bun:test";
-import { createIdSource } from "../../../../services/sandboxd-sim/ids.ts";
-import { matchRoute, routerMiss } from "../../../../services/sandboxd-sim/routes/table.ts";
-import { capacityProblem } from "../../../../services/sandboxd-sim/capacity.ts";
-import { ClaimTable } from "../../../../services/sandboxd-sim/claims.ts";
-import { TokenSet } from "../../../../services/sandboxd-sim/auth.ts";
-import { poolSpec } from "../../../../services/sandboxd-sim/sim.ts";
-import { CHECKPOINT_ID_RE, CONTENT_DIGEST_RE, SANDBOX_ID_RE, SANDBOX_TOKEN_RE } from "../../../../shared/sandboxd/schemas.ts";
+import { createIdSource } from "#services/sandboxd-sim/ids.ts";
+import { matchRoute, routerMiss } from "#services/sandboxd-sim/routes/table.ts";
+import { capacityProblem } from "#services/sandboxd-sim/capacity.ts";
+import { ClaimTable } from "#services/sandboxd-sim/claims.ts";
+import { TokenSet } from "#services/sandboxd-sim/auth.ts";
+import { poolSpec } from "#services/sandboxd-sim/sim.ts";
+import { CHECKPOINT_ID_RE, CONTENT_DIGEST_RE, SANDBOX_ID_RE, SANDBOX_TOKEN_RE } from "#shared/sandboxd/schemas.ts";
 
 describe("sandboxd-sim ids", () => {
   test("ids, tokens, checkpoint ids and digests match the real formats; a seed makes the sequence repeatable", () => {

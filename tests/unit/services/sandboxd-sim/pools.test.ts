@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { FakeClock } from "../../../../shared/clock/index.ts";
-import { createIdSource } from "../../../../services/sandboxd-sim/ids.ts";
-import { Pools, parseKeySpec } from "../../../../services/sandboxd-sim/pools.ts";
-import { PoolEntry } from "../../../../shared/sandboxd/schemas.ts";
+import { FakeClock } from "#shared/clock/index.ts";
+import { createIdSource } from "#services/sandboxd-sim/ids.ts";
+import { Pools, parseKeySpec } from "#services/sandboxd-sim/pools.ts";
+import { PoolEntry } from "#shared/sandboxd/schemas.ts";
 
 const key = { template: "base:24.04", net: "none", size: "small" } as const;
 const mk = (latency = 0, concurrency = 8) => {

@@ -1,8 +1,8 @@
 // services/sandboxd-sim/preview.ts: the lifetime rule (default hour, clamped to the lease, unclamped without one)
 // and the signed token (reads back with the minting key only; a tampered payload is refused).
 import { describe, expect, test } from "bun:test";
-import { mintPreviewUrl, previewExpiry, readPreviewUrl } from "../../../../services/sandboxd-sim/preview.ts";
-import { parseFlags } from "../../../../services/sandboxd-sim/main.ts";
+import { mintPreviewUrl, previewExpiry, readPreviewUrl } from "#services/sandboxd-sim/preview.ts";
+import { parseFlags } from "#services/sandboxd-sim/main.ts";
 
 const NOW = Date.UTC(2026, 6, 6, 0, 0, 0);
 

@@ -16,7 +16,7 @@ import {
   toWireTime,
   SIZE_TIERS,
   GO_ZERO_TIME,
-} from "../../../../shared/sandboxd/schemas.ts";
+} from "#shared/sandboxd/schemas.ts";
 
 describe("sandboxd wire schemas", () => {
   test("times: RFC 3339 with optional fractional seconds and Go's zero time; emitted like Go's RFC3339Nano", () => {

@@ -8,7 +8,7 @@ import {
   parseVkSandboxFlags,
   vkSandboxFlags,
   vkSandboxHelp,
-} from "../../../../services/vk-sandbox/flags.ts";
+} from "#services/vk-sandbox/flags.ts";
 import { flagReaders } from "../flags-fixture.ts";
 
 const root = join(import.meta.dir, "..", "..", "..", "..");

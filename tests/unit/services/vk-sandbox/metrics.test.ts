@@ -1,7 +1,7 @@
 // The daemon's own metrics (issue 13 item 1): each adapter counts what passes through it, by outcome.
 import { describe, expect, test } from "bun:test";
-import { SandboxdCapacity, SandboxdNotFound, SandboxdTransport } from "../../../../shared/sandboxd/errors.ts";
-import { verbOf, VkSandboxMetrics } from "../../../../services/vk-sandbox/metrics.ts";
+import { SandboxdCapacity, SandboxdNotFound, SandboxdTransport } from "#shared/sandboxd/errors.ts";
+import { verbOf, VkSandboxMetrics } from "#services/vk-sandbox/metrics.ts";
 
 const ctx = { node: "n", route: "r" };
 const value = async (m: VkSandboxMetrics, name: string, labels: Record<string, string>) => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { FakeClock, realClock } from "../../../../shared/clock/index.ts";
+import { FakeClock, realClock } from "#shared/clock/index.ts";
 
 describe("FakeClock", () => {
   test("fires due timers in time order inside advance, with now() at each timer's due time", () => {

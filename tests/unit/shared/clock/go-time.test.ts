@@ -7,7 +7,7 @@ import {
   formatRfc3339Seconds,
   GO_ZERO_TIME,
   parseGoTime,
-} from "../../../../shared/clock/index.ts";
+} from "#shared/clock/index.ts";
 
 describe("parseGoTime: one convention (ms; null = Go's zero time; undefined = not a time)", () => {
   test("what Go writes: Z, offsets, up to nine fraction digits truncated to milliseconds", () => {

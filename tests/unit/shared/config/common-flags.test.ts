@@ -8,7 +8,7 @@ import {
   e2bOptionsFrom,
   parseFlags,
   type E2bOptions,
-} from "../../../../shared/config/index.ts";
+} from "#shared/config/index.ts";
 
 function options(argv: string[]): E2bOptions {
   const outcome = parseFlags(e2bFlags, argv, {});

@@ -1,6 +1,6 @@
 // parseGoDuration must accept and refuse exactly what Go's time.ParseDuration does.
 import { describe, expect, test } from "bun:test";
-import { DurationError, formatGoDuration, nanosToMillis, parseGoDuration } from "../../../../shared/config/duration.ts";
+import { DurationError, formatGoDuration, nanosToMillis, parseGoDuration } from "#shared/config/duration.ts";
 
 const S = 1_000_000_000n;
 

@@ -13,7 +13,7 @@ import {
   semverFlag,
   stringFlag,
   type CliOutcome,
-} from "../../../../shared/config/index.ts";
+} from "#shared/config/index.ts";
 
 const table = {
   name: stringFlag({ flag: "name", env: "T_NAME", default: "dflt", help: "a name" }),

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { listenAddressCheck, listenPort, splitHostPort } from "../../../../shared/config/host-port.ts";
+import { listenAddressCheck, listenPort, splitHostPort } from "#shared/config/host-port.ts";
 
 describe("host:port like Go's net.SplitHostPort", () => {
   test("splits the usual shapes", () => {

@@ -1,6 +1,6 @@
 // parseQuantity must read and print quantities exactly as Kubernetes' resource.Quantity does.
 import { describe, expect, test } from "bun:test";
-import { QuantityError, parseQuantity } from "../../../../shared/config/quantity.ts";
+import { QuantityError, parseQuantity } from "#shared/config/quantity.ts";
 
 describe("parseQuantity canonicalises like resource.Quantity", () => {
   // [input, canonical string, format, Value() (ceil to an integer)]

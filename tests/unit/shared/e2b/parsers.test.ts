@@ -1,11 +1,11 @@
 // Pure parts of the e2b surface: id forms, key and alias files, list filters and paging.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { claimIdOf, publicSandboxId, sameSandboxId } from "../../../../shared/e2b/ids.ts";
-import { parseAliasFile, parseKeyFile } from "../../../../shared/e2b/files.ts";
-import { decodePageToken, encodePageToken, page, parseMetadataFilter, parsePaging } from "../../../../shared/e2b/list.ts";
-import { E2bError } from "../../../../shared/e2b/errors.ts";
-import type { ListedSandbox } from "../../../../shared/e2b/schemas.ts";
+import { claimIdOf, publicSandboxId, sameSandboxId } from "#shared/e2b/ids.ts";
+import { parseAliasFile, parseKeyFile } from "#shared/e2b/files.ts";
+import { decodePageToken, encodePageToken, page, parseMetadataFilter, parsePaging } from "#shared/e2b/list.ts";
+import { E2bError } from "#shared/e2b/errors.ts";
+import type { ListedSandbox } from "#shared/e2b/schemas.ts";
 
 describe("ids", () => {
   test("public id: lowercase, [a-z0-9-] only; either spelling maps back to the claim id", () => {

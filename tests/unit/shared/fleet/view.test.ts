@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { FleetNode } from "../../../../shared/fleet/types.ts";
-import { claimCandidates, findEntry, freshNodes, namespaceOfName } from "../../../../shared/fleet/view.ts";
+import type { FleetNode } from "#shared/fleet/types.ts";
+import { claimCandidates, findEntry, freshNodes, namespaceOfName } from "#shared/fleet/view.ts";
 
 const node = (name: string, publishedAt?: number, extra: Partial<FleetNode> = {}): FleetNode => ({
   name,

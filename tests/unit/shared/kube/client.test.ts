@@ -5,13 +5,13 @@ import pino from "pino";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FakeClock } from "../../../../shared/clock/index.ts";
-import { KubeClient, MAX_429_RETRIES } from "../../../../shared/kube/client.ts";
-import { isConflict, isNotFound, KubeApiError } from "../../../../shared/kube/errors.ts";
-import { TokenBucket } from "../../../../shared/kube/rate-limit.ts";
-import { Leases, Nodes, Pods } from "../../../../shared/kube/resources.ts";
-import type { Transport, TransportInit } from "../../../../shared/kube/transport.ts";
-import { BearerToken } from "../../../../shared/kube/transport.ts";
+import { FakeClock } from "#shared/clock/index.ts";
+import { KubeClient, MAX_429_RETRIES } from "#shared/kube/client.ts";
+import { isConflict, isNotFound, KubeApiError } from "#shared/kube/errors.ts";
+import { TokenBucket } from "#shared/kube/rate-limit.ts";
+import { Leases, Nodes, Pods } from "#shared/kube/resources.ts";
+import type { Transport, TransportInit } from "#shared/kube/transport.ts";
+import { BearerToken } from "#shared/kube/transport.ts";
 
 type Seen = { url: string; init: TransportInit };
 function recorder(respond: (s: Seen) => Response | Promise<Response> = () => Response.json({})) {

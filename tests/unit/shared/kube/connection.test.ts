@@ -3,7 +3,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { KubeConfigError, loadKubeConnection } from "../../../../shared/kube/connection.ts";
+import { KubeConfigError, loadKubeConnection } from "#shared/kube/connection.ts";
 
 let dir: string;
 beforeAll(() => {

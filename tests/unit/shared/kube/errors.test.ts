@@ -7,7 +7,7 @@ import {
   isNotFound,
   isUnauthorized,
   KubeApiError,
-} from "../../../../shared/kube/errors.ts";
+} from "#shared/kube/errors.ts";
 
 const status = (code: number, reason: string, details?: object) => ({ kind: "Status", apiVersion: "v1", status: "Failure", code, reason, message: `m-${reason}`, details });
 

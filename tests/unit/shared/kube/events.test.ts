@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { CoreV1Event } from "@kubernetes/client-node";
-import { EventRecorder, type EventSink } from "../../../../shared/kube/events.ts";
+import { EventRecorder, type EventSink } from "#shared/kube/events.ts";
 
 class FakeSink implements EventSink {
   created: CoreV1Event[] = [];

@@ -1,11 +1,11 @@
 // Informer behaviour against a scripted list/watch backend behind the client's transport seam (no socket). The same
 // behaviours against the real kube-apiserver are in tests/integration/shared/kube/informer.test.ts.
-import { until } from "../../../support/wait.ts";
+import { until } from "#tests/support/wait.ts";
 import { describe, expect, test } from "bun:test";
-import { KubeClient } from "../../../../shared/kube/client.ts";
-import { Informer } from "../../../../shared/kube/informer.ts";
-import { ConfigMaps } from "../../../../shared/kube/resources.ts";
-import type { Transport } from "../../../../shared/kube/transport.ts";
+import { KubeClient } from "#shared/kube/client.ts";
+import { Informer } from "#shared/kube/informer.ts";
+import { ConfigMaps } from "#shared/kube/resources.ts";
+import type { Transport } from "#shared/kube/transport.ts";
 
 type CM = { metadata: { name: string; namespace: string; resourceVersion: string; labels?: Record<string, string> }; data?: Record<string, string> };
 type Ev = { type: string; object: object };

@@ -1,6 +1,6 @@
 // The proxy choice for the apiserver, as client-go makes it (Go's http.ProxyFromEnvironment).
 import { describe, expect, test } from "bun:test";
-import { proxyForUrl } from "../../../../shared/kube/proxy.ts";
+import { proxyForUrl } from "#shared/kube/proxy.ts";
 
 const P = "http://proxy:3128";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { FakeClock } from "../../../../shared/clock/index.ts";
-import { limiterFromFlags, rateFromFlags, TokenBucket } from "../../../../shared/kube/rate-limit.ts";
+import { FakeClock } from "#shared/clock/index.ts";
+import { limiterFromFlags, rateFromFlags, TokenBucket } from "#shared/kube/rate-limit.ts";
 
 const clock = () => new FakeClock(0);
 

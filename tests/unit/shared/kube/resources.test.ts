@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { Leases, Nodes, Pods, pluralize, resourceForKind, resourcePath } from "../../../../shared/kube/resources.ts";
+import { Leases, Nodes, Pods, pluralize, resourceForKind, resourcePath } from "#shared/kube/resources.ts";
 
 test.each([
   ["Pod", "pods"],

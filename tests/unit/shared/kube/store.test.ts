@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
-import { objectKey as keyOf, podKey, splitKey } from "../../../../shared/kube/keys.ts";
-import { Store } from "../../../../shared/kube/store.ts";
+import { objectKey as keyOf, podKey, splitKey } from "#shared/kube/keys.ts";
+import { Store } from "#shared/kube/store.ts";
 
 type Pod = { metadata: { name: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> }; spec?: { nodeName?: string } };
 const pod = (name: string, node: string, ns = "default", rv = "1"): Pod => ({ metadata: { name, namespace: ns, resourceVersion: rv }, spec: { nodeName: node } });

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { decodeWatchStream, LineSplitter, parseWatchLine, WatchDecodeError } from "../../../../shared/kube/watch-decoder.ts";
+import { decodeWatchStream, LineSplitter, parseWatchLine, WatchDecodeError } from "#shared/kube/watch-decoder.ts";
 
 function streamOf(chunks: (string | Uint8Array)[]): ReadableStream<Uint8Array> {
   const enc = new TextEncoder();

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { FakeClock, settle } from "../../../../shared/clock/index.ts";
-import { backoffDelay, WorkQueue } from "../../../../shared/kube/work-queue.ts";
+import { FakeClock, settle } from "#shared/clock/index.ts";
+import { backoffDelay, WorkQueue } from "#shared/kube/work-queue.ts";
 
 /** Wait on a condition by letting promise continuations run, never on wall time (tests/support/wait.ts polls the
  * wall clock; this queue runs on a FakeClock). Bounded so a bug fails rather than hangs. */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { FakeClock } from "../../../../shared/clock/index.ts";
-import { LoopRunner, PeriodicLoop } from "../../../../shared/lifecycle/loop.ts";
+import { FakeClock } from "#shared/clock/index.ts";
+import { LoopRunner, PeriodicLoop } from "#shared/lifecycle/loop.ts";
 
 function gate() {
   let open!: () => void;

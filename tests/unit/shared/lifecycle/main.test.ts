@@ -8,8 +8,8 @@ import {
   type CliOutcome,
   type Env,
   type ParsedFlags,
-} from "../../../../shared/config/index.ts";
-import { runMain, type MainSpec } from "../../../../shared/lifecycle/main.ts";
+} from "#shared/config/index.ts";
+import { runMain, type MainSpec } from "#shared/lifecycle/main.ts";
 
 const table = { name: stringFlag({ flag: "name", default: "x", help: "a name" }) };
 type Config = ParsedFlags<typeof table>;

@@ -3,8 +3,8 @@
 import { describe, expect, test } from "bun:test";
 import { EventEmitter } from "node:events";
 import { join } from "node:path";
-import { Shutdown, type SignalSource } from "../../../../shared/lifecycle/shutdown.ts";
-import { createLogger } from "../../../../shared/log/index.ts";
+import { Shutdown, type SignalSource } from "#shared/lifecycle/shutdown.ts";
+import { createLogger } from "#shared/log/index.ts";
 
 const quiet = createLogger({ level: "error", destination: { write: () => {} } });
 

@@ -1,8 +1,8 @@
 // The root logger: level from the binary's variable in any case, unknown levels stop startup, JSON lines,
 // child bindings, and no credential in any line however it is passed. Output is captured, not mocked.
 import { describe, expect, test } from "bun:test";
-import { StartupError } from "../../../../shared/config/errors.ts";
-import { REDACTED, createLogger, createRootLogger, parseLogLevel, type LogLevel } from "../../../../shared/log/index.ts";
+import { StartupError } from "#shared/config/errors.ts";
+import { REDACTED, createLogger, createRootLogger, parseLogLevel, type LogLevel } from "#shared/log/index.ts";
 
 function capture(level: LogLevel = "debug") {
   const lines: string[] = [];

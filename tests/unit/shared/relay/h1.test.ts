@@ -2,7 +2,7 @@
 // in any split of the bytes, decodes back to the body and ends exactly at the terminating line.
 import { expect, test } from "bun:test";
 import fc from "fast-check";
-import { ChunkedDecoder } from "../../../../shared/relay/h1.ts";
+import { ChunkedDecoder } from "#shared/relay/h1.ts";
 
 function encode(parts: Uint8Array[], ext: boolean, trailers: boolean): Buffer {
   const out: Buffer[] = [];

@@ -1,6 +1,6 @@
 // The owner cache's TTL and overflow rule, and the probe budget's token bucket, on an injected clock.
 import { describe, expect, test } from "bun:test";
-import { OwnerCache, TokenBucket } from "../../../../shared/relay/owners.ts";
+import { OwnerCache, TokenBucket } from "#shared/relay/owners.ts";
 
 const owner = (claimId: string) => ({ claimId, address: "n:1", claimToken: "t", accessToken: "a" });
 

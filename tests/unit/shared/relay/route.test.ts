@@ -1,7 +1,7 @@
 // Host and header routing (docs/envd-relay.md "Routing"): the spec's table, then fast-check properties.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { hostWithoutPort, isEnvdInternalPath, isSignedFileUrl, parsePort, routeFromHost, routeRequest } from "../../../../shared/relay/route.ts";
+import { hostWithoutPort, isEnvdInternalPath, isSignedFileUrl, parsePort, routeFromHost, routeRequest } from "#shared/relay/route.ts";
 
 const D = "sandbox.example.com";
 const headers = (h: Record<string, string>) => new Headers(h);

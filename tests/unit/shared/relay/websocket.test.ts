@@ -2,7 +2,7 @@
 // (7-bit, 16-bit, 64-bit), split anywhere across reads.
 import { expect, test } from "bun:test";
 import fc from "fast-check";
-import { decodeFrames, encodeFrame } from "../../../../shared/relay/websocket.ts";
+import { decodeFrames, encodeFrame } from "#shared/relay/websocket.ts";
 
 test("encode -> decode round-trips any payload and opcode, across any split of the bytes", () => {
   fc.assert(

@@ -9,8 +9,8 @@ import {
   SandboxdTransport,
   isCapacity,
   provablyUndelivered,
-} from "../../../../shared/sandboxd/errors.ts";
-import { SandboxdClient } from "../../../../shared/sandboxd/client.ts";
+} from "#shared/sandboxd/errors.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { type StubNode, client, info, okClaim, req, row, stubNodes } from "./stub-node.ts";
 
 const stubs = stubNodes();

@@ -1,8 +1,8 @@
 // SandboxdClient against scripted stub nodes: addressing, the auth header, request shapes of the verbs and reads,
 // and which calls the safe-retry rule repeats (call.ts). Claim rules: claim.test.ts; URLs: urls.test.ts.
 import { beforeAll, describe, expect, test } from "bun:test";
-import { SandboxdClient } from "../../../../shared/sandboxd/client.ts";
-import { SandboxdConflict, SandboxdRouteNotFound } from "../../../../shared/sandboxd/errors.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
+import { SandboxdConflict, SandboxdRouteNotFound } from "#shared/sandboxd/errors.ts";
 import { type StubNode, client, stubNodes } from "./stub-node.ts";
 
 const stubs = stubNodes();

@@ -14,7 +14,7 @@ import {
   isNotFound,
   isSandboxdError,
   provablyUndelivered,
-} from "../../../../shared/sandboxd/errors.ts";
+} from "#shared/sandboxd/errors.ts";
 
 const ctx = { node: "10.0.0.5:7777", route: "POST /v1/claim", claimRef: "ns/a" };
 

@@ -15,7 +15,7 @@ import {
   SandboxdTransport,
   SandboxdUnauthorized,
   SandboxdUnexpectedStatus,
-} from "../../../../shared/sandboxd/errors.ts";
+} from "#shared/sandboxd/errors.ts";
 import {
   MAX_ERROR_BYTES,
   decodeJson,
@@ -27,7 +27,7 @@ import {
   statusError,
   withRetries,
   type RawReply,
-} from "../../../../shared/sandboxd/http.ts";
+} from "#shared/sandboxd/http.ts";
 
 const ctx = { node: "stub", route: "GET /x" };
 let seenAuth: (string | null)[] = [];

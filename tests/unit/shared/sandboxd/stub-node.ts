@@ -1,7 +1,7 @@
 // Scripted Bun.serve stand-ins for a sandboxd node, shared by the client's unit tests: each test sets `handle`;
 // every request is recorded. The same client runs against the real simulator in tests/integration/shared/sandboxd/.
 import { afterAll, beforeAll, beforeEach } from "bun:test";
-import { SandboxdClient } from "../../../../shared/sandboxd/client.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
 
 export interface Seen {
   method: string;

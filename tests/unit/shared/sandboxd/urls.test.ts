@@ -1,7 +1,7 @@
 // shared/sandboxd/urls.ts: signed envd file URLs and the node's relay URLs (no node needed).
 import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { SandboxdClient, fileSignature, signedFileUrl } from "../../../../shared/sandboxd/client.ts";
+import { SandboxdClient, fileSignature, signedFileUrl } from "#shared/sandboxd/client.ts";
 
 describe("data-plane URLs", () => {
   test("a signed file URL carries the SDK's v1 signature without padding, and the expiry when given", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { x509 } from "../../../../shared/tls/x509.ts";
-import { createCA, issueCertificate } from "../../../../shared/tls/index.ts";
+import { x509 } from "#shared/tls/x509.ts";
+import { createCA, issueCertificate } from "#shared/tls/index.ts";
 import { serveHello } from "./serve-hello.ts";
 
 describe("createCA / issueCertificate", () => {

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { X509Certificate } from "node:crypto";
-import { x509 } from "../../../../shared/tls/x509.ts";
-import { ipBytes, oid, tlv, time, unsignedInteger } from "../../../../shared/tls/der.ts";
-import { selfSignedServingCert } from "../../../../shared/tls/index.ts";
+import { x509 } from "#shared/tls/x509.ts";
+import { ipBytes, oid, tlv, time, unsignedInteger } from "#shared/tls/der.ts";
+import { selfSignedServingCert } from "#shared/tls/index.ts";
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KeyPairError, loadKeyPair, selfSignedServingCert } from "../../../../shared/tls/index.ts";
+import { KeyPairError, loadKeyPair, selfSignedServingCert } from "#shared/tls/index.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "tls-load-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { listResponse, tableResponse } from "../../../../../services/sandbox-apiserver/api/list-body.ts";
-import { type TableRequest, toTable } from "../../../../../services/sandbox-apiserver/api/table.ts";
-import { API_VERSION, LIST_KIND, sandboxFromEntry } from "../../../../../services/sandbox-apiserver/sandboxes/object.ts";
+import { listResponse, tableResponse } from "#services/sandbox-apiserver/api/list-body.ts";
+import { type TableRequest, toTable } from "#services/sandbox-apiserver/api/table.ts";
+import { API_VERSION, LIST_KIND, sandboxFromEntry } from "#services/sandbox-apiserver/sandboxes/object.ts";
 
 // Enough sandboxes to span several streamed chunks, with non-ASCII text so chunking must not split a UTF-8 sequence
 // wrongly (chunks are cut between items, never inside one).

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { SelectorError, parseFieldSelector, parseLabelSelector } from "../../../../../services/sandbox-apiserver/api/selectors.ts";
-import { sandboxFromEntry } from "../../../../../services/sandbox-apiserver/sandboxes/object.ts";
+import { SelectorError, parseFieldSelector, parseLabelSelector } from "#services/sandbox-apiserver/api/selectors.ts";
+import { sandboxFromEntry } from "#services/sandbox-apiserver/sandboxes/object.ts";
 
 const labels = { "sandbox.cocoonstack.io/node": "n1", "sandbox.cocoonstack.io/phase": "Running", app: "x" };
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { createKeyOf, generatedName, ttlSecondsOf } from "../../../../../services/sandbox-apiserver/sandboxes/create.ts";
-import type { Sandbox } from "../../../../../services/sandbox-apiserver/sandboxes/object.ts";
+import { createKeyOf, generatedName, ttlSecondsOf } from "#services/sandbox-apiserver/sandboxes/create.ts";
+import type { Sandbox } from "#services/sandbox-apiserver/sandboxes/object.ts";
 
 const sb = (o: { spec?: Record<string, unknown>; annotations?: Record<string, string> } = {}): Sandbox => ({
   apiVersion: "agents.x-k8s.io/v1beta1",

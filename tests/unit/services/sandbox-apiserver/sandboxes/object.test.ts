@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fnv1a64, hostOf, sandboxFromEntry, splitEntryName } from "../../../../../services/sandbox-apiserver/sandboxes/object.ts";
+import { fnv1a64, hostOf, sandboxFromEntry, splitEntryName } from "#services/sandbox-apiserver/sandboxes/object.ts";
 
 function fnvReference(s: string): string {
   let h = 0xcbf29ce484222325n;

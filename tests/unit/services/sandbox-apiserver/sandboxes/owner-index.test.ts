@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { OwnerIndex } from "../../../../../services/sandbox-apiserver/sandboxes/owner-index.ts";
+import { OwnerIndex } from "#services/sandbox-apiserver/sandboxes/owner-index.ts";
 
 test("the owner index turns over at its limit, keeps the previous generation, and copies a hit there forward", () => {
   const idx = new OwnerIndex(2);

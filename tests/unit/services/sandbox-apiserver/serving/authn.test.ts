@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { Authenticator, fromRequestHeaders, identityHeaderNames } from "../../../../../services/sandbox-apiserver/serving/authn.ts";
-import { forbiddenMessage, requestInfo } from "../../../../../services/sandbox-apiserver/serving/request-info.ts";
+import { Authenticator, fromRequestHeaders, identityHeaderNames } from "#services/sandbox-apiserver/serving/authn.ts";
+import { forbiddenMessage, requestInfo } from "#services/sandbox-apiserver/serving/request-info.ts";
 
 const cfg = { allowedNames: ["front-proxy-client"], usernameHeaders: ["X-Remote-User"], groupHeaders: ["X-Remote-Group"], extraHeaderPrefixes: ["X-Remote-Extra-"] };
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { ClientCertVerifier, parseCertBundle } from "../../../../../services/sandbox-apiserver/serving/client-certs.ts";
-import { createCA, issueCertificate } from "../../../../../shared/tls/index.ts";
+import { ClientCertVerifier, parseCertBundle } from "#services/sandbox-apiserver/serving/client-certs.ts";
+import { createCA, issueCertificate } from "#shared/tls/index.ts";
 
 /** The DER bytes of a one-certificate PEM, as a TLS peer presents them. */
 const der = (pem: string) => new Uint8Array(Buffer.from(pem.replace(/-----[A-Z ]+-----|\s/g, ""), "base64"));

@@ -3,10 +3,10 @@
 // last changed (a holder whose clock is far behind or ahead cannot make us wait forever or take over early), and a
 // leader that cannot renew for the renew deadline steps down.
 import { describe, expect, test } from "bun:test";
-import { FakeClock } from "../../../../../shared/clock/index.ts";
-import { KubeClient } from "../../../../../shared/kube/client.ts";
-import { createLogger } from "../../../../../shared/log/index.ts";
-import { LeaderElector } from "../../../../../services/sandbox-apiserver/warmpool/leader.ts";
+import { FakeClock } from "#shared/clock/index.ts";
+import { KubeClient } from "#shared/kube/client.ts";
+import { createLogger } from "#shared/log/index.ts";
+import { LeaderElector } from "#services/sandbox-apiserver/warmpool/leader.ts";
 
 interface LeaseObj {
   metadata: { name: string; namespace: string; resourceVersion: string };

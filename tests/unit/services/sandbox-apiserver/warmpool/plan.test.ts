@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { poolSets, resolvePools, spread, statusShares, type WarmPool } from "../../../../../services/sandbox-apiserver/warmpool/plan.ts";
+import { poolSets, resolvePools, spread, statusShares, type WarmPool } from "#services/sandbox-apiserver/warmpool/plan.ts";
 
 const pool = (name: string, replicas: number | undefined, tpl: string | null = "t"): WarmPool => ({
   metadata: { name, namespace: "ns" },

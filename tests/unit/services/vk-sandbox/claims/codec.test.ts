@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { ClaimsFileSchema, type Claim } from "../../../../../services/vk-sandbox/claims/schema.ts";
-import { decodeTable, encodeTable } from "../../../../../services/vk-sandbox/claims/codec.ts";
-import { ClaimsStateError } from "../../../../../services/vk-sandbox/claims/errors.ts";
-import { formatRfc3339Seconds, parseGoTime } from "../../../../../shared/clock/index.ts";
+import { ClaimsFileSchema, type Claim } from "#services/vk-sandbox/claims/schema.ts";
+import { decodeTable, encodeTable } from "#services/vk-sandbox/claims/codec.ts";
+import { ClaimsStateError } from "#services/vk-sandbox/claims/errors.ts";
+import { formatRfc3339Seconds, parseGoTime } from "#shared/clock/index.ts";
 
 const T0 = Date.UTC(2026, 6, 27, 2, 15, 0);
 const full: Claim = {

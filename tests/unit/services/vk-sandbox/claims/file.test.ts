@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as fsp from "node:fs/promises";
-import { ClaimsFile, type ClaimsFs } from "../../../../../services/vk-sandbox/claims/file.ts";
-import { ClaimsStateError } from "../../../../../services/vk-sandbox/claims/errors.ts";
+import { ClaimsFile, type ClaimsFs } from "#services/vk-sandbox/claims/file.ts";
+import { ClaimsStateError } from "#services/vk-sandbox/claims/errors.ts";
 import { scratchDirs } from "../provider/helpers.ts";
 
 const T0 = Date.UTC(2026, 6, 27, 2, 15, 0);

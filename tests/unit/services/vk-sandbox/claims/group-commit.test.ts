@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { GroupCommit } from "../../../../../services/vk-sandbox/claims/group-commit.ts";
+import { GroupCommit } from "#services/vk-sandbox/claims/group-commit.ts";
 import { gate } from "../provider/helpers.ts";
 
 describe("group commit", () => {

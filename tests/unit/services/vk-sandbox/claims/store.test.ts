@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ClaimsFile, ClaimsStore, type Claim } from "../../../../../services/vk-sandbox/claims/index.ts";
+import { ClaimsFile, ClaimsStore, type Claim } from "#services/vk-sandbox/claims/index.ts";
 
 const T0 = Date.UTC(2026, 6, 27, 2, 15, 0);
 const row = (id: string): Claim => ({ id, token: `tok-${id}`, podUID: `uid-${id}`, claimedAt: T0 }) as Claim;

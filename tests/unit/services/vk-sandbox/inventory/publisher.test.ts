@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { FakeClock } from "../../../../../shared/clock/index.ts";
-import { NodeInventory } from "../../../../../shared/inventory/index.ts";
-import { buildInventory, InventoryPublisher } from "../../../../../services/vk-sandbox/inventory/index.ts";
-import { KubeApiError } from "../../../../../shared/kube/errors.ts";
-import type { Info, SandboxRow } from "../../../../../shared/sandboxd/schemas.ts";
+import { FakeClock } from "#shared/clock/index.ts";
+import { NodeInventory } from "#shared/inventory/index.ts";
+import { buildInventory, InventoryPublisher } from "#services/vk-sandbox/inventory/index.ts";
+import { KubeApiError } from "#shared/kube/errors.ts";
+import type { Info, SandboxRow } from "#shared/sandboxd/schemas.ts";
 
 const quiet = { info() {}, warn() {}, debug() {}, error() {} };
 const key = { template: "base:24.04", net: "none" as const, size: "small" as const };

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createKubeletApp, EMPTY_SUMMARY, NOT_IMPLEMENTED } from "../../../../../services/vk-sandbox/kubelet-api/index.ts";
+import { createKubeletApp, EMPTY_SUMMARY, NOT_IMPLEMENTED } from "#services/vk-sandbox/kubelet-api/index.ts";
 
 const cached = [{ metadata: { name: "a", namespace: "ns" } }];
 const held = [{ metadata: { name: "b", namespace: "ns" } }];

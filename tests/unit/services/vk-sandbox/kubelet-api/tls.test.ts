@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { kubeletTlsPair, selfSignedSans } from "../../../../../services/vk-sandbox/kubelet-api/tls.ts";
+import { kubeletTlsPair, selfSignedSans } from "#services/vk-sandbox/kubelet-api/tls.ts";
 
 describe("kubelet TLS SANs", () => {
   test("node name as DNS, node IP as IP, and 127.0.0.1", () => {

@@ -1,7 +1,7 @@
 // An in-memory stand-in for the slice of KubeClient the node loops call. It records every call and lets a test
 // queue failures per verb. Merge semantics are not simulated: the integration tests prove those on a real apiserver.
-import { KubeApiError } from "../../../../../shared/kube/errors.ts";
-import type { ResourceRef } from "../../../../../shared/kube/resources.ts";
+import { KubeApiError } from "#shared/kube/errors.ts";
+import type { ResourceRef } from "#shared/kube/resources.ts";
 
 export interface Call {
   verb: "get" | "create" | "update" | "patch";

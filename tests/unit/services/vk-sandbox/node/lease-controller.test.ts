@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { LeaseController } from "../../../../../services/vk-sandbox/node/lease-controller.ts";
-import { FakeClock, formatMicroTime } from "../../../../../shared/clock/index.ts";
+import { LeaseController } from "#services/vk-sandbox/node/lease-controller.ts";
+import { FakeClock, formatMicroTime } from "#shared/clock/index.ts";
 import { FakeKube, apiError, quietLog } from "./fake-kube.ts";
 
 const INTERVAL = 10_000;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { NodeController } from "../../../../../services/vk-sandbox/node/node-controller.ts";
-import { LAST_APPLIED_META, LAST_APPLIED_STATUS } from "../../../../../services/vk-sandbox/node/status-patch.ts";
-import { FakeClock } from "../../../../../shared/clock/index.ts";
+import { NodeController } from "#services/vk-sandbox/node/node-controller.ts";
+import { LAST_APPLIED_META, LAST_APPLIED_STATUS } from "#services/vk-sandbox/node/status-patch.ts";
+import { FakeClock } from "#shared/clock/index.ts";
 import { FakeKube, apiError, quietLog } from "./fake-kube.ts";
 
 const spec = { nodeName: "n1", kubeletPort: 10260, cpu: "4000", memory: "8Ti", pods: "2000", extraLabels: {} };

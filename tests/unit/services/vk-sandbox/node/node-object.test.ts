@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { buildNode, nodeStatus } from "../../../../../services/vk-sandbox/node/node-object.ts";
+import { buildNode, nodeStatus } from "#services/vk-sandbox/node/node-object.ts";
 
 const spec = {
   nodeName: "vk-sandboxd",

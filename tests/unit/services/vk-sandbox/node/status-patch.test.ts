@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { LAST_APPLIED_META, LAST_APPLIED_STATUS, nodeStatusPatch, withHeartbeat } from "../../../../../services/vk-sandbox/node/status-patch.ts";
+import { LAST_APPLIED_META, LAST_APPLIED_STATUS, nodeStatusPatch, withHeartbeat } from "#services/vk-sandbox/node/status-patch.ts";
 
 const status = { phase: "Running", capacity: { cpu: "4k" }, conditions: [{ type: "Ready", status: "True" }] };
 

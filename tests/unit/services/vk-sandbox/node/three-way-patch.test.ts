@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { jsonEqual, threeWayMergePatch } from "../../../../../services/vk-sandbox/node/three-way-patch.ts";
+import { jsonEqual, threeWayMergePatch } from "#services/vk-sandbox/node/three-way-patch.ts";
 
 describe("threeWayMergePatch", () => {
   test("a current object that already matches yields an empty patch", () => {

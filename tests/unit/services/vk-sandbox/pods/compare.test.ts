@@ -7,7 +7,7 @@ import {
   noContainerRunning,
   providerFieldsEqual,
   updateNeedsSync,
-} from "../../../../../services/vk-sandbox/pods/compare.ts";
+} from "#services/vk-sandbox/pods/compare.ts";
 import { makePod, runningStatus } from "./fakes.ts";
 
 const with_ = (mut: (p: V1Pod) => void, base = makePod("a")): V1Pod => {

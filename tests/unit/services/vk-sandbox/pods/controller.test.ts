@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import type { CoreV1Event } from "@kubernetes/client-node";
-import { EventRecorder } from "../../../../../shared/kube/events.ts";
-import { FakeClock } from "../../../../../shared/clock/index.ts";
-import type { Clock } from "../../../../../shared/clock/index.ts";
-import { OUTAGE_RETRY_MAX_MS, PodController } from "../../../../../services/vk-sandbox/pods/controller.ts";
+import { EventRecorder } from "#shared/kube/events.ts";
+import { FakeClock } from "#shared/clock/index.ts";
+import type { Clock } from "#shared/clock/index.ts";
+import { OUTAGE_RETRY_MAX_MS, PodController } from "#services/vk-sandbox/pods/controller.ts";
 import { errors, FakePods, FakeProvider, FakeWriter, HttpishError, makePod, quietLog, runningStatus, until } from "./fakes.ts";
 
 let controllers: PodController[] = [];

@@ -1,8 +1,8 @@
 // Fakes for the pod controller's ports: an in-memory informer, a recording pod writer and a scripted provider.
 // Each counts what it saw so tests wait on conditions, never on time (style item 14).
 import type { V1Pod, V1PodStatus } from "@kubernetes/client-node";
-import type { PodLifecycleProvider } from "../../../../../services/vk-sandbox/pods/lifecycle-provider.ts";
-import type { PodSource, PodWriter } from "../../../../../services/vk-sandbox/pods/dependencies.ts";
+import type { PodLifecycleProvider } from "#services/vk-sandbox/pods/lifecycle-provider.ts";
+import type { PodSource, PodWriter } from "#services/vk-sandbox/pods/dependencies.ts";
 
 export class HttpishError extends Error {
   constructor(
@@ -168,4 +168,4 @@ export function makePod(name: string, extra: Partial<V1Pod["spec"]> = {}, uid = 
   };
 }
 
-export { until } from "../../../../support/wait.ts";
+export { until } from "#tests/support/wait.ts";

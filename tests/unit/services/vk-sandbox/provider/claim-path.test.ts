@@ -4,12 +4,12 @@
 // tests/e2e/vk-sandbox/claim-path.test.ts.
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { SandboxdClient } from "../../../../../shared/sandboxd/client.ts";
-import { startSandboxdSim, startSimCluster, type SandboxdSim } from "../../../../../services/sandboxd-sim/sim.ts";
-import { ClaimsFile, ClaimsStore } from "../../../../../services/vk-sandbox/claims/index.ts";
-import { claimMetadata } from "../../../../../services/vk-sandbox/provider/claim-metadata.ts";
-import { claimRequestFor } from "../../../../../services/vk-sandbox/provider/pod-contract.ts";
-import { createSandboxProvider } from "../../../../../services/vk-sandbox/provider/sandbox-provider.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
+import { startSandboxdSim, startSimCluster, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { ClaimsFile, ClaimsStore } from "#services/vk-sandbox/claims/index.ts";
+import { claimMetadata } from "#services/vk-sandbox/provider/claim-metadata.ts";
+import { claimRequestFor } from "#services/vk-sandbox/provider/pod-contract.ts";
+import { createSandboxProvider } from "#services/vk-sandbox/provider/sandbox-provider.ts";
 import { bare, captureLog, FakeClock, NODE_NAME, pod, readTable, ROOT_TOKEN, scratchDirs } from "./helpers.ts";
 
 const tmp = scratchDirs();

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ClaimsFileSchema } from "../../../../../services/vk-sandbox/claims/schema.ts";
-import { ProviderError } from "../../../../../services/vk-sandbox/provider/errors.ts";
+import { ClaimsFileSchema } from "#services/vk-sandbox/claims/schema.ts";
+import { ProviderError } from "#services/vk-sandbox/provider/errors.ts";
 import { bare, claimMetadataOf, FakeClock, harness, makeSandboxd, pod, readTable, scratchDirs } from "./helpers.ts";
 
 const tmp = scratchDirs();

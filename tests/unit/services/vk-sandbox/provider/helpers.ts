@@ -7,10 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import type { V1Pod } from "@kubernetes/client-node";
-import { ClaimsFile, ClaimsStore } from "../../../../../services/vk-sandbox/claims/index.ts";
-import { createSandboxProvider } from "../../../../../services/vk-sandbox/provider/sandbox-provider.ts";
-import type { OwnerLookup, OwnerObject, OwnerReader, OwnerTarget } from "../../../../../services/vk-sandbox/provider/types.ts";
-import { FakeClock } from "../../../../../shared/clock/index.ts";
+import { ClaimsFile, ClaimsStore } from "#services/vk-sandbox/claims/index.ts";
+import { createSandboxProvider } from "#services/vk-sandbox/provider/sandbox-provider.ts";
+import type { OwnerLookup, OwnerObject, OwnerReader, OwnerTarget } from "#services/vk-sandbox/provider/types.ts";
+import { FakeClock } from "#shared/clock/index.ts";
 import { closeSandboxds, Counter, makeSandboxd, type SandboxdDouble } from "./sandboxd-doubles.ts";
 
 /**

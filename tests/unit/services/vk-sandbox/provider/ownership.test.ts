@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import type { Claim, OwnerRef } from "../../../../../services/vk-sandbox/claims/schema.ts";
-import { adoptable, authorityOf, authorizeRelease, ownerTargetOf, pluralOf } from "../../../../../services/vk-sandbox/provider/ownership.ts";
-import type { OwnerLookup } from "../../../../../services/vk-sandbox/provider/types.ts";
+import type { Claim, OwnerRef } from "#services/vk-sandbox/claims/schema.ts";
+import { adoptable, authorityOf, authorizeRelease, ownerTargetOf, pluralOf } from "#services/vk-sandbox/provider/ownership.ts";
+import type { OwnerLookup } from "#services/vk-sandbox/provider/types.ts";
 import { bare, pod } from "./helpers.ts";
 
 const row = (o: Partial<Claim> = {}): Claim => ({ id: "sb_1", token: "t", address: "", podUID: "", authority: "", claimedAt: 1, deadline: 0, ...o });

@@ -6,8 +6,8 @@ import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { claimMetadata, METADATA_AUTHORITY, METADATA_NODE, METADATA_POD_UID } from "../../../../../services/vk-sandbox/provider/claim-metadata.ts";
-import { claimRequestFor } from "../../../../../services/vk-sandbox/provider/pod-contract.ts";
+import { claimMetadata, METADATA_AUTHORITY, METADATA_NODE, METADATA_POD_UID } from "#services/vk-sandbox/provider/claim-metadata.ts";
+import { claimRequestFor } from "#services/vk-sandbox/provider/pod-contract.ts";
 import {
   bare,
   claimMetadataOf,

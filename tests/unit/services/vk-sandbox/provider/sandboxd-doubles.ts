@@ -1,14 +1,14 @@
 // The sandboxd doubles behind the provider tests: a hand-written stub of the three consumer interfaces, and
 // the real SandboxdClient against the in-process simulator. Both offer the same knobs (SandboxdDouble), so
 // every provider test runs against either; the simulator is the default.
-import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "../../../../../shared/sandboxd/schemas.ts";
-import { toWireTime } from "../../../../../shared/sandboxd/schemas.ts";
-import { SandboxdCapacity, SandboxdForbidden, SandboxdNotFound, SandboxdServerError, SandboxdTransport } from "../../../../../shared/sandboxd/errors.ts";
-import { type ClaimOptions, SandboxdClient } from "../../../../../shared/sandboxd/client.ts";
-import type { FakeClock } from "../../../../../shared/clock/index.ts";
-import { startSandboxdSim, type SandboxdSim } from "../../../../../services/sandboxd-sim/sim.ts";
-import type { Clock } from "../../../../../shared/clock/index.ts";
-import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "../../../../../services/vk-sandbox/provider/types.ts";
+import type { ClaimReply, ClaimRequest, SandboxDetail, SandboxRow } from "#shared/sandboxd/schemas.ts";
+import { toWireTime } from "#shared/sandboxd/schemas.ts";
+import { SandboxdCapacity, SandboxdForbidden, SandboxdNotFound, SandboxdServerError, SandboxdTransport } from "#shared/sandboxd/errors.ts";
+import { type ClaimOptions, SandboxdClient } from "#shared/sandboxd/client.ts";
+import type { FakeClock } from "#shared/clock/index.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import type { Clock } from "#shared/clock/index.ts";
+import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "#services/vk-sandbox/provider/types.ts";
 
 /** A counter a test can await: `await c.until(3)`. */
 export class Counter {

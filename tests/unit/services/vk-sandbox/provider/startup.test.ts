@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ClaimsStateError } from "../../../../../services/vk-sandbox/claims/errors.ts";
+import { ClaimsStateError } from "#services/vk-sandbox/claims/errors.ts";
 import { FakeClock, FakeOwners, harness, makeSandboxd, pod, readTable, scratchDirs } from "./helpers.ts";
 
 const tmp = scratchDirs();

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { ClaimsFile, ClaimsStore } from "../../../../../services/vk-sandbox/claims/index.ts";
-import type { Claim } from "../../../../../services/vk-sandbox/claims/schema.ts";
-import { ProviderState } from "../../../../../services/vk-sandbox/provider/state.ts";
+import { ClaimsFile, ClaimsStore } from "#services/vk-sandbox/claims/index.ts";
+import type { Claim } from "#services/vk-sandbox/claims/schema.ts";
+import { ProviderState } from "#services/vk-sandbox/provider/state.ts";
 import { readTable, scratchDirs } from "./helpers.ts";
 
 const tmp = scratchDirs();

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import type { Claim } from "../../../../../services/vk-sandbox/claims/schema.ts";
-import { hostOf, runningStatus } from "../../../../../services/vk-sandbox/provider/status.ts";
-import { parseTtl } from "../../../../../services/vk-sandbox/provider/pod-contract.ts";
+import type { Claim } from "#services/vk-sandbox/claims/schema.ts";
+import { hostOf, runningStatus } from "#services/vk-sandbox/provider/status.ts";
+import { parseTtl } from "#services/vk-sandbox/provider/pod-contract.ts";
 import { pod } from "./helpers.ts";
 
 const T0 = Date.UTC(2026, 6, 27, 2, 15, 0);

@@ -1,0 +1,2 @@
+// services/sandbox-apiserver/warmpool — the folder's front door: what other folders may import from it.
+export { type WarmPoolDriverHandle, startWarmPoolDriver } from "./run.ts";
