@@ -5,6 +5,7 @@
 //   3. a live probe of every fresh node (≤16 at once, 500 ms overall) under a replica-wide token bucket
 //      (200/s, burst 400); a probe hit is admitted (and cached) only when the presented token derives from it.
 // The proxy stores no per-sandbox secret: the expected token is recomputed from the claim token.
+import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
@@ -39,12 +40,12 @@ export class OwnerCache {
   constructor(
     private readonly ttlMs = OWNER_TTL_MS,
     private readonly max = OWNER_CACHE_MAX,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = realClock,
   ) {}
   get(claimId: string): Owner | undefined {
     const e = this.entries.get(claimId);
     if (!e) return undefined;
-    if (e.until <= this.now()) {
+    if (e.until <= this.clock.now()) {
       this.entries.delete(claimId);
       return undefined;
     }
@@ -52,11 +53,11 @@ export class OwnerCache {
   }
   set(owner: Owner): void {
     if (!this.entries.has(owner.claimId) && this.entries.size >= this.max) {
-      const t = this.now();
+      const t = this.clock.now();
       for (const [k, e] of this.entries) if (e.until <= t) this.entries.delete(k);
       if (this.entries.size >= this.max) this.entries.clear();
     }
-    this.entries.set(owner.claimId, { owner, until: this.now() + this.ttlMs });
+    this.entries.set(owner.claimId, { owner, until: this.clock.now() + this.ttlMs });
   }
   drop(claimId: string): void {
     this.entries.delete(claimId);
@@ -73,13 +74,13 @@ export class TokenBucket {
   constructor(
     private readonly rate: number,
     private readonly burst: number,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = realClock,
   ) {
     this.tokens = burst;
-    this.last = now();
+    this.last = clock.monotonic();
   }
   take(): boolean {
-    const t = this.now();
+    const t = this.clock.monotonic();
     this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.rate);
     this.last = t;
     if (this.tokens < 1) return false;
@@ -95,7 +96,7 @@ export interface OwnerResolverOptions {
   /** Inventory lookups are filtered to this namespace; empty = all. Not an access boundary (probes ignore it). */
   namespace: string;
   log: Logger;
-  now?: () => number;
+  clock?: Clock;
 }
 
 export class OwnerResolver {
@@ -104,8 +105,8 @@ export class OwnerResolver {
   private readonly clients = new Map<string, SandboxdClient>();
 
   constructor(private readonly o: OwnerResolverOptions) {
-    this.cache = new OwnerCache(OWNER_TTL_MS, OWNER_CACHE_MAX, o.now);
-    this.bucket = new TokenBucket(PROBE_RATE_PER_S, PROBE_BURST, o.now);
+    this.cache = new OwnerCache(OWNER_TTL_MS, OWNER_CACHE_MAX, o.clock);
+    this.bucket = new TokenBucket(PROBE_RATE_PER_S, PROBE_BURST, o.clock);
   }
 
   client(address: string): SandboxdClient {

@@ -1,26 +1,27 @@
 // The owner cache's TTL and overflow rule, and the probe budget's token bucket, on an injected clock.
 import { describe, expect, test } from "bun:test";
-import { OwnerCache, TokenBucket } from "#shared/relay/owners.ts";
+import { FakeClock } from "#shared/clock/index.ts";
+import { OwnerCache, TokenBucket } from "#shared/relay/index.ts";
 
 const owner = (claimId: string) => ({ claimId, address: "n:1", claimToken: "t", accessToken: "a" });
 
 describe("OwnerCache", () => {
   test("an entry lives for its TTL, then is gone", () => {
-    let now = 0;
-    const c = new OwnerCache(60_000, 10, () => now);
+    const clock = new FakeClock(0);
+    const c = new OwnerCache(60_000, 10, clock);
     c.set(owner("sb_1"));
-    now = 59_999;
+    clock.advance(59_999);
     expect(c.get("sb_1")?.claimId).toBe("sb_1");
-    now = 60_000;
+    clock.advance(1); // 60_000
     expect(c.get("sb_1")).toBeUndefined();
   });
   test("when full, expired entries go first; if still full, everything is cleared", () => {
-    let now = 0;
-    const c = new OwnerCache(100, 2, () => now);
+    const clock = new FakeClock(0);
+    const c = new OwnerCache(100, 2, clock);
     c.set(owner("a"));
-    now = 50;
+    clock.advance(50);
     c.set(owner("b"));
-    now = 120; // a expired, b alive
+    clock.advance(70); // 120: a expired, b alive
     c.set(owner("c"));
     expect(c.get("a")).toBeUndefined();
     expect(c.get("b")?.claimId).toBe("b");
@@ -39,16 +40,16 @@ describe("OwnerCache", () => {
 
 describe("TokenBucket (probe budget, scenario 25)", () => {
   test("a burst of 400 then refusals until the 200/s rate refills", () => {
-    let now = 0;
-    const b = new TokenBucket(200, 400, () => now);
+    const clock = new FakeClock(0);
+    const b = new TokenBucket(200, 400, clock);
     let ok = 0;
     for (let i = 0; i < 401; i++) if (b.take()) ok++;
     expect(ok).toBe(400);
     expect(b.take()).toBe(false);
-    now = 5; // 1 token per 5 ms
+    clock.advance(5); // 1 token per 5 ms
     expect(b.take()).toBe(true);
     expect(b.take()).toBe(false);
-    now = 10_000;
+    clock.advance(9_995); // 10_000
     let refilled = 0;
     while (b.take()) refilled++;
     expect(refilled).toBe(400);
