@@ -4,6 +4,7 @@
 //   3. a live `GET /v1/sandboxes/{claimId}` on every fresh node (≤16 at once, the rest cancelled on the first hit),
 //      accepted only when the row's claim_ref puts it in the caller's namespace.
 // A miss is 404 `sandbox "<id>" not found`, the same answer as "exists in another namespace".
+import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { FleetNode, FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
@@ -49,6 +50,7 @@ export class NodeAccess {
     readonly fleet: FleetSource,
     private readonly rootToken: string,
     private readonly log: Logger,
+    private readonly clock: Clock = realClock,
   ) {}
 
   nodes(): readonly FleetNode[] {
@@ -71,7 +73,7 @@ export class NodeAccess {
   }
 
   remember(namespace: string, claimId: string, address: string, nodeName: string): void {
-    const now = Date.now();
+    const now = this.clock.now();
     // Prune on the way in, at most once per thousand inserts' worth of growth: O(1) amortised, bounded by the
     // claims made in one REMEMBER_MS window.
     if (this.remembered.size >= this.pruneAt) {
@@ -91,7 +93,7 @@ export class NodeAccess {
     const nodes = this.nodes();
     // A remembered node counts only while it is fresh: a stale node's sandboxes answer 404 everywhere.
     const mem = this.remembered.get(`${namespace}\0${claimId}`);
-    if (mem && mem.until > Date.now() && nodes.some((n) => n.name === mem.nodeName)) {
+    if (mem && mem.until > this.clock.now() && nodes.some((n) => n.name === mem.nodeName)) {
       return { claimId, publicId, address: mem.address, nodeName: mem.nodeName };
     }
     const hit = findEntry(nodes, requestedId, namespace);

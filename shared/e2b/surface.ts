@@ -2,6 +2,7 @@
 // authenticates, then calls these with the caller's namespace. Every node call uses the fleet root token and the
 // raw claim id; every reply uses the public id.
 import { createHash, randomBytes } from "node:crypto";
+import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/index.ts";
@@ -57,7 +58,7 @@ export interface E2bDeps {
   onReleased?: (claimId: string) => void;
   /** Called when a sandbox was claimed and initialised (the in-process proxy learns its owner at once). */
   onClaimed?: (claimId: string, address: string, claimToken: string) => void;
-  now?: () => number;
+  clock?: Clock;
 }
 
 /** RFC 3339 UTC, second precision (the surface's wire time). */
@@ -69,7 +70,7 @@ const isPaused = (row: { hibernated: boolean; archived?: boolean }) => row.hiber
 
 export class E2bSurface {
   readonly nodes: NodeAccess;
-  private readonly now: () => number;
+  private readonly clock: Clock;
   /** image -> its aliases, sorted; a reply's `alias` is the first. */
   private readonly imageAliases = new Map<string, string[]>();
 
@@ -77,8 +78,8 @@ export class E2bSurface {
     readonly settings: E2bSettings,
     private readonly deps: E2bDeps,
   ) {
-    this.nodes = new NodeAccess(deps.fleet, settings.rootToken, deps.log);
-    this.now = deps.now ?? Date.now;
+    this.clock = deps.clock ?? realClock;
+    this.nodes = new NodeAccess(deps.fleet, settings.rootToken, deps.log, this.clock);
     for (const [alias, t] of settings.aliases) {
       const list = this.imageAliases.get(t.image) ?? [];
       list.push(alias);
@@ -130,7 +131,7 @@ export class E2bSurface {
     memoryBytes: number | undefined;
     metadata: Record<string, string> | undefined;
   }): ListedSandbox {
-    const startedMs = o.claimedAt ?? this.now();
+    const startedMs = o.claimedAt ?? this.clock.now();
     const endMs = o.deadline ?? startedMs + this.settings.defaultTimeoutSeconds * 1000;
     const alias = this.aliasOf(o.template);
     return {
@@ -252,7 +253,7 @@ export class E2bSurface {
       if (builtTemplate) {
         // A built template keeps the user, workdir and env its build left: merge only when the caller sends envVars.
         const envVars = body.envVars && Object.keys(body.envVars).length ? { ...(await readEnvdEnv(target)), ...body.envVars } : undefined;
-        await initEnvd(target, { accessToken, ...(envVars ? { envVars } : {}), timestamp: new Date(this.now()).toISOString() });
+        await initEnvd(target, { accessToken, ...(envVars ? { envVars } : {}), timestamp: new Date(this.clock.now()).toISOString() });
       } else {
         const envVars = { ...relayEnv, ...(body.envVars ?? {}) };
         await initEnvd(target, {
@@ -260,7 +261,7 @@ export class E2bSurface {
           ...(Object.keys(envVars).length ? { envVars } : {}),
           defaultUser: "user",
           defaultWorkdir: "/home/user",
-          timestamp: new Date(this.now()).toISOString(),
+          timestamp: new Date(this.clock.now()).toISOString(),
         });
       }
     } catch (err) {
@@ -479,7 +480,7 @@ export class E2bSurface {
       }
       const ttl = body.timeout ?? this.settings.defaultTimeoutSeconds;
       const deadline = row.deadline ? parseWireTime(row.deadline) : null;
-      const left = deadline ? Math.ceil((deadline - this.now()) / 1000) : 0;
+      const left = deadline ? Math.ceil((deadline - this.clock.now()) / 1000) : 0;
       if (ttl > left || body.autoPause !== undefined) {
         const onExpire = body.autoPause === undefined ? undefined : body.autoPause ? "archive" : "destroy";
         await client.renew(loc.claimId, Math.max(ttl, left), onExpire ? { onExpire } : {});
@@ -512,7 +513,7 @@ export class E2bSurface {
       const address = nodeByAddress(this.nodes.nodes(), child.owner_addr)?.address ?? loc.address;
       const accessToken = deriveAccessToken(this.settings.envdSecret, child.token);
       await this.nodes.client(address).putInstanceMetadata(child.id, { accessTokenHash: accessTokenHash(accessToken) });
-      await initEnvd({ address, claimId: child.id, rootToken: this.settings.rootToken }, { accessToken, timestamp: new Date(this.now()).toISOString() });
+      await initEnvd({ address, claimId: child.id, rootToken: this.settings.rootToken }, { accessToken, timestamp: new Date(this.clock.now()).toISOString() });
       return address;
     });
     if (results.some((r) => r instanceof Error)) {
@@ -634,7 +635,7 @@ export class E2bSurface {
     } catch {
       throw new E2bError(500, "failed to read sandbox metrics");
     }
-    const tsMs = parsed.ts ? parsed.ts * 1000 : this.now();
+    const tsMs = parsed.ts ? parsed.ts * 1000 : this.clock.now();
     return [
       {
         timestamp: wireTime(tsMs),
