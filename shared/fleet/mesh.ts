@@ -29,7 +29,6 @@ export interface MeshFleetOptions {
   log: Logger;
   /** Test seam: the client for an address (default: a SandboxdClient with the root token). */
   clientFor?: (address: string) => SandboxdClient;
-  now?: () => number;
   clock?: Clock;
 }
 
@@ -83,7 +82,6 @@ export function nodeFromInfo(info: Info, rows: readonly SandboxRow[], publishedA
 export class MeshFleet implements FleetSource {
   private readonly o: MeshFleetOptions;
   private readonly clientFor: (address: string) => SandboxdClient;
-  private readonly now: () => number;
   private readonly clock: Clock;
   private readonly tracked = new Map<string, Tracked>();
   /** Addresses learnt from `peers` (advertise addresses of other nodes). */
@@ -101,7 +99,6 @@ export class MeshFleet implements FleetSource {
   constructor(o: MeshFleetOptions) {
     this.o = o;
     this.clock = o.clock ?? realClock;
-    this.now = o.now ?? (() => this.clock.now());
     this.clientFor = o.clientFor ?? ((address) => new SandboxdClient({ baseUrl: SandboxdClient.baseUrlFor(address), token: o.token, log: o.log, timeoutMs: POLL_TIMEOUT_MS, retry: { attempts: 1 } }));
     this.loop = new LoopRunner((signal) => this.run(signal));
   }
@@ -153,7 +150,7 @@ export class MeshFleet implements FleetSource {
   }
 
   private async run(signal: AbortSignal): Promise<void> {
-    let nextFull = this.now() + this.o.pollMs;
+    let nextFull = this.clock.now() + this.o.pollMs;
     while (!signal.aborted) {
       // Wait for the next full tick, cut short by stop() or by a changed() hint (coalesced: hints closer together
       // than MIN_EARLY_POLL_GAP_MS share one early refresh). The wait's own controller leaves no timer behind.
@@ -162,22 +159,22 @@ export class MeshFleet implements FleetSource {
       signal.addEventListener("abort", onStop, { once: true });
       this.kick = () => {
         this.kick = undefined;
-        this.clock.after(Math.max(0, this.lastPollAt + MIN_EARLY_POLL_GAP_MS - this.now()), () => wait.abort());
+        this.clock.after(Math.max(0, this.lastPollAt + MIN_EARLY_POLL_GAP_MS - this.clock.now()), () => wait.abort());
       };
       if (this.dirty.size > 0) this.kick();
-      await this.clock.sleep(Math.max(0, nextFull - this.now()), wait.signal);
+      await this.clock.sleep(Math.max(0, nextFull - this.clock.now()), wait.signal);
       signal.removeEventListener("abort", onStop);
       this.kick = undefined;
       if (signal.aborted) break;
-      if (this.now() >= nextFull || this.dirty.has("*")) {
+      if (this.clock.now() >= nextFull || this.dirty.has("*")) {
         this.dirty.clear();
         await this.pollOnce();
-        nextFull = this.now() + this.o.pollMs;
+        nextFull = this.clock.now() + this.o.pollMs;
       } else if (this.dirty.size > 0) {
         // Only the nodes we changed: one info + list each, not the whole fleet.
         const targets = [...this.dirty].filter((a) => this.tracked.has(a));
         this.dirty.clear();
-        this.lastPollAt = this.now();
+        this.lastPollAt = this.clock.now();
         await Promise.all(targets.map((a) => this.pollNode(a)));
         this.publish();
       }
@@ -186,7 +183,7 @@ export class MeshFleet implements FleetSource {
 
   /** One tick: every known node (and every seed not yet known by its advertise address) is polled. */
   async pollOnce(): Promise<void> {
-    this.lastPollAt = this.now();
+    this.lastPollAt = this.clock.now();
     const targets = new Set<string>([...this.tracked.keys(), ...this.peerAddrs]);
     for (const seed of this.o.seeds) {
       const adv = this.seedAdvertise.get(seed);
@@ -230,7 +227,7 @@ export class MeshFleet implements FleetSource {
       }
       if (this.o.seeds.includes(address)) this.seedAdvertise.set(address, info.advertise_addr);
       for (const p of info.peers ?? []) if (p && p !== info.advertise_addr) this.peerAddrs.add(p);
-      const node = nodeFromInfo(info, rows, this.now());
+      const node = nodeFromInfo(info, rows, this.clock.now());
       this.tracked.set(node.name, { node, missed: 0 });
       return node;
     } catch (err) {
