@@ -34,7 +34,8 @@ export async function startTimed(args: string[], extraEnv: Record<string, string
   const state = mkdtempSync(join(tmpdir(), "stack-bench-"));
   env.STACK_STATE_DIR = state;
   const t0 = performance.now();
-  const proc = Bun.spawn([process.execPath, "scripts/stack.ts", ...args], { cwd: REPO, env, stdout: "pipe", stderr: "ignore" });
+  const errLog = join(state, "stack-stderr.log");
+  const proc = Bun.spawn([process.execPath, "scripts/stack.ts", ...args], { cwd: REPO, env, stdout: "pipe", stderr: Bun.file(errLog) });
   const exported: Record<string, string> = {};
   const decoder = new TextDecoder();
   let buf = "";
@@ -42,7 +43,10 @@ export async function startTimed(args: string[], extraEnv: Record<string, string
   const reader = proc.stdout.getReader();
   while (!seconds) {
     const { done, value } = await reader.read();
-    if (done) throw new Error(`stack ${args.join(" ")} exited before it was ready`);
+    if (done) {
+      const tail = (await Bun.file(errLog).text().catch(() => "")).trim().split("\n").slice(-6).join(" / ");
+      throw new Error(`stack ${args.join(" ")} exited before it was ready: ${tail}`);
+    }
     buf += decoder.decode(value);
     for (const line of buf.split("\n")) {
       const m = /^export ([A-Z0-9_]+)=(.*)$/.exec(line);
