@@ -127,14 +127,14 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
     requestHeader: sources.requestHeader,
     tokenReviewer: authnClient,
     cacheTtlMs: config.authentication.tokenWebhookCacheTtl,
-    now: () => clock.now(),
+    clock,
   });
   const authorizer = new Authorizer({
     reviewer: authzClient,
     alwaysAllowPaths: config.authorization.alwaysAllowPaths,
     allowedTtlMs: config.authorization.webhookCacheAuthorizedTtl,
     deniedTtlMs: config.authorization.webhookCacheUnauthorizedTtl,
-    now: () => clock.now(),
+    clock,
   });
 
   // 11. Serve.
@@ -144,7 +144,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
     create: {
       fresh: () => fleet.fresh(),
       clients,
-      now: () => clock.now(),
+      clock,
       log: log.child({ component: "create" }),
       onClaimed: (ns, name, id, node) => {
         reader.remember({ node, entry: { id, name: `${ns}/${name}` } }, ns);

@@ -28,11 +28,12 @@ import {
 } from "./object.ts";
 import { PoolKeyError, poolKeyOf, type PodTemplateLike } from "./pool-key.ts";
 import { parseWireTime } from "#shared/sandboxd/index.ts";
+import { type Clock, realClock } from "#shared/clock/index.ts";
 
 export interface CreateDeps {
   fresh: () => readonly InventoryRecord[];
   clients: NodeClients;
-  now: () => number;
+  clock?: Clock;
   random?: () => number;
   log?: Logger;
   /** Called with the owning node of every claim (the owner index, metrics). */
@@ -121,10 +122,11 @@ interface Claimed {
 
 export async function createSandbox(deps: CreateDeps, namespace: string, obj: Sandbox): Promise<Sandbox> {
   const random = deps.random ?? Math.random;
+  const clock = deps.clock ?? realClock;
   const name = obj.metadata.name || (obj.metadata.generateName ? generatedName(obj.metadata.generateName, random) : "");
   if (!name) throw badRequest("Sandbox has neither metadata.name nor metadata.generateName");
   const key = createKeyOf(obj, name);
-  const ttl = ttlSecondsOf(obj, deps.now(), name);
+  const ttl = ttlSecondsOf(obj, clock.now(), name);
   const claimRef = `${namespace}/${name}`;
   const log = deps.log?.child({ sandbox: claimRef });
 
@@ -150,7 +152,7 @@ export async function createSandbox(deps: CreateDeps, namespace: string, obj: Sa
       name,
       namespace,
       uid: randomUUID(),
-      creationTimestamp: rfc3339Seconds(deps.now()),
+      creationTimestamp: rfc3339Seconds(clock.now()),
       resourceVersion: "",
       annotations,
     },

@@ -6,6 +6,7 @@
 //      a token the cluster rejects is a 401;
 //   4. otherwise anonymous.
 // Identity headers on any other connection are ignored: only the front proxy's cert makes them mean anything.
+import type { Clock } from "#shared/clock/index.ts";
 import type { KubeClient } from "#shared/kube/index.ts";
 import { TokenReviews } from "#shared/kube/index.ts";
 import type { PeerCert } from "./client-certs.ts";
@@ -34,7 +35,7 @@ export interface AuthenticatorOptions {
   /** TokenReview client; undefined disables bearer tokens (no --authentication-kubeconfig and no cluster). */
   tokenReviewer?: KubeClient;
   cacheTtlMs: number;
-  now: () => number;
+  clock?: Clock;
 }
 
 interface TokenReviewStatus {
@@ -47,7 +48,7 @@ export class Authenticator {
   private requestHeader: RequestHeaderConfig;
 
   constructor(private readonly o: AuthenticatorOptions) {
-    this.tokens = new TtlCache(o.now);
+    this.tokens = new TtlCache(o.clock);
     this.requestHeader = o.requestHeader;
   }
 

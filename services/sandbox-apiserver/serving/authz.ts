@@ -1,6 +1,7 @@
 // Delegated authorization (docs/serving.md "Authorization"): the always-allow paths skip it, `system:masters` is
 // always allowed, everything else is a SubjectAccessReview against the cluster, cached both ways (10 s by default).
 // A review that cannot be made is a denial (fail closed) and is not cached.
+import type { Clock } from "#shared/clock/index.ts";
 import type { KubeClient } from "#shared/kube/index.ts";
 import { SubjectAccessReviews } from "#shared/kube/index.ts";
 import { GROUP, VERSION } from "../sandboxes/index.ts";
@@ -20,7 +21,7 @@ export interface AuthorizerOptions {
   alwaysAllowPaths: string[];
   allowedTtlMs: number;
   deniedTtlMs: number;
-  now: () => number;
+  clock?: Clock;
 }
 
 interface SarStatus {
@@ -31,7 +32,7 @@ export class Authorizer {
   private readonly cache: TtlCache<AuthzDecision>;
 
   constructor(private readonly o: AuthorizerOptions) {
-    this.cache = new TtlCache(o.now);
+    this.cache = new TtlCache(o.clock);
   }
 
   /** Paths that skip authentication checks' outcome too: probes must answer an anonymous kubelet. */

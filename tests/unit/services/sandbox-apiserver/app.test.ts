@@ -12,8 +12,8 @@ const PATH = "/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes";
 
 function appWith(api: Hono) {
   return createApp({
-    authenticator: new Authenticator({ requestHeader, cacheTtlMs: 10_000, now: Date.now }),
-    authorizer: new Authorizer({ alwaysAllowPaths: ["/healthz"], allowedTtlMs: 10_000, deniedTtlMs: 10_000, now: Date.now }),
+    authenticator: new Authenticator({ requestHeader, cacheTtlMs: 10_000 }),
+    authorizer: new Authorizer({ alwaysAllowPaths: ["/healthz"], allowedTtlMs: 10_000, deniedTtlMs: 10_000 }),
     api,
     observability: new Hono(),
     metrics: new ApiserverMetrics(),

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { FakeClock } from "#shared/clock/index.ts";
 import { Authenticator, fromRequestHeaders, identityHeaderNames } from "#services/sandbox-apiserver/serving/authn.ts";
 import { forbiddenMessage, requestInfo } from "#services/sandbox-apiserver/serving/request-info.ts";
 
@@ -11,7 +12,7 @@ describe("authentication", () => {
     expect(identityHeaderNames(cfg, h).sort()).toEqual(["x-remote-extra-scopes", "x-remote-group", "x-remote-user"]);
   });
   test("identity headers count only with a front-proxy certificate whose CN is allowed; everyone authenticated joins system:authenticated", async () => {
-    const a = new Authenticator({ requestHeader: cfg, cacheTtlMs: 10_000, now: () => 0 });
+    const a = new Authenticator({ requestHeader: cfg, cacheTtlMs: 10_000, clock: new FakeClock(0) });
     const h = new Headers([["X-Remote-User", "alice"]]);
     expect(await a.authenticate(h, undefined)).toEqual({ ok: true, user: { name: "system:anonymous", groups: ["system:unauthenticated"] } });
     expect(await a.authenticate(h, { source: "requestheader", commonName: "someone-else", organizations: [] })).toMatchObject({ user: { name: "system:anonymous" } });
