@@ -7,6 +7,7 @@ import { startSimCluster, type SimCluster } from "#services/sandboxd-sim/sim.ts"
 import { parseE2bMeshFlags } from "#services/sandbox-e2b/flags.ts";
 import { startE2bMesh, type E2bMesh } from "#services/sandbox-e2b/wire.ts";
 import { createLogger } from "#shared/log/index.ts";
+import { until } from "#tests/support/wait.ts";
 import { startTestGuest, type TestGuest } from "./guest.ts";
 
 export const ROOT = "root-token-e2b-tests";
@@ -70,7 +71,7 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
   // Placement asks only nodes whose snapshot shows warm VMs: wait until the view has seen every warm pool filled
   // (the simulator fills them on timers after start, and the first poll may come before).
   const wanted = (o.pools ?? DEFAULT_POOLS).filter((p) => !p.endsWith("=0")).length;
-  await eventually(() => mesh.fleet.nodes().length === cluster.nodes.length && mesh.fleet.nodes().every((n) => n.pools.filter((p) => p.warm > 0).length >= wanted), 5_000);
+  await until(() => mesh.fleet.nodes().length === cluster.nodes.length && mesh.fleet.nodes().every((n) => n.pools.filter((p) => p.warm > 0).length >= wanted), "the mesh fleet to see every node's warm pools", 5_000, 25);
   return {
     apiUrl: `http://127.0.0.1:${mesh.e2bPort}`,
     proxyUrl: mesh.proxyPort ? `http://127.0.0.1:${mesh.proxyPort}` : undefined,
@@ -90,13 +91,4 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
 /** Connection options for the real e2b SDK against a stack. */
 export function sdkOpts(s: Stack, apiKey = KEY_A) {
   return { apiKey, apiUrl: s.apiUrl, ...(s.proxyUrl ? { sandboxUrl: s.proxyUrl } : {}), domain: DOMAIN, requestTimeoutMs: 10_000 };
-}
-
-/** Wait until `check` passes (the mesh fleet view polls every 200 ms in tests). */
-export async function eventually(check: () => Promise<boolean> | boolean, ms = 3_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error("condition not met in time");
-    await Bun.sleep(25);
-  }
 }

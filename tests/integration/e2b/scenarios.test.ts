@@ -2,7 +2,8 @@
 // after its scenario number. sandbox-e2b runs in-process on simulated sandboxd nodes (development substrate).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Sandbox } from "e2b";
-import { KEY_A, KEY_B, ROOT, SECRET, eventually, sdkOpts, startStack, type Stack } from "./harness.ts";
+import { KEY_A, KEY_B, ROOT, SECRET, sdkOpts, startStack, type Stack } from "./harness.ts";
+import { until } from "#tests/support/wait.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { deriveAccessToken } from "#shared/e2b/tokens.ts";
 import { E2bSurface } from "#shared/e2b/surface.ts";
@@ -181,7 +182,7 @@ describe("one node", () => {
 
   test("28: kill of a sandbox the node already reaped but the view still lists => 204", async () => {
     const sbx = (await create()).json;
-    await eventually(async () => (await api(s, "GET", "/sandboxes")).json.some((x: { sandboxID: string }) => x.sandboxID === sbx.sandboxID));
+    await until(async () => (await api(s, "GET", "/sandboxes")).json.some((x: { sandboxID: string }) => x.sandboxID === sbx.sandboxID), "the new sandbox in the list", 3_000, 25);
     s.cluster.nodes[0]!.vanish(raw(sbx.sandboxID));
     expect((await api(s, "DELETE", `/sandboxes/${sbx.sandboxID}`)).status).toBe(204);
   });
@@ -212,7 +213,7 @@ describe("one node", () => {
     expect(renews().at(-1)!.body).toMatchObject({ on_expire: "archive" });
     // The legacy list answers every match unpaged (limit is not its parameter), with no X-Next-Token.
     await create();
-    await eventually(async () => (await api(s, "GET", "/sandboxes")).json.length >= 2);
+    await until(async () => (await api(s, "GET", "/sandboxes")).json.length >= 2, "two sandboxes in the list", 3_000, 25);
     const legacy = await api(s, "GET", "/sandboxes?limit=1");
     expect(legacy.headers.get("x-next-token")).toBeNull();
     expect(legacy.json.length).toBeGreaterThanOrEqual(2);
@@ -275,7 +276,7 @@ describe("one node", () => {
   test("24: /v2 paging by limit returns X-Next-Token until the last page", async () => {
     const tag = `page-${Date.now()}`;
     for (let i = 0; i < 3; i++) await create({ metadata: { tag } });
-    await eventually(async () => (await api(s, "GET", `/sandboxes?metadata=${encodeURIComponent(`tag=${tag}`)}`)).json.length === 3);
+    await until(async () => (await api(s, "GET", `/sandboxes?metadata=${encodeURIComponent(`tag=${tag}`)}`)).json.length === 3, "three tagged sandboxes in the list", 3_000, 25);
     const seen: string[] = [];
     let token = "";
     for (let page = 0; page < 3; page++) {
@@ -321,7 +322,7 @@ describe("one node", () => {
     const sbx = (await create()).json;
     const client = new SandboxdClient({ baseUrl: s.cluster.nodes[0]!.url, token: ROOT });
     await client.promote(raw(sbx.sandboxID), { template: "e2b/team-a/app" });
-    await eventually(async () => ((await api(s, "GET", "/templates")).json as { templateID: string }[]).some((t) => t.templateID === "app"));
+    await until(async () => ((await api(s, "GET", "/templates")).json as { templateID: string }[]).some((t) => t.templateID === "app"), "template app in the list", 3_000, 25);
     expect((await api(s, "GET", "/templates", { key: KEY_B })).json.some((t: { templateID: string }) => t.templateID === "app")).toBe(false);
     // 52: a create naming it claims the promoted template with require_promoted, and envd /init keeps its user.
     const inits = s.guest.inits.length;

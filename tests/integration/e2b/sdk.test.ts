@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Sandbox, SandboxNotFoundError, Template } from "e2b";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
-import { DOMAIN, KEY_A, KEY_B, ROOT, SECRET, eventually, sdkOpts, startStack, type Stack } from "./harness.ts";
+import { DOMAIN, KEY_A, KEY_B, ROOT, SECRET, sdkOpts, startStack, type Stack } from "./harness.ts";
+import { until } from "#tests/support/wait.ts";
 import { deriveAccessToken } from "#shared/e2b/tokens.ts";
 
 let s: Stack;
@@ -137,7 +138,7 @@ describe("list", () => {
   test("list_filters_and_paging: metadata filter, state filter, limit + nextToken", async () => {
     const a = await Sandbox.create("base", { ...sdkOpts(s), metadata: { suite: "list", n: "1" } });
     const b = await Sandbox.create("base", { ...sdkOpts(s), metadata: { suite: "list", n: "2" } });
-    await eventually(async () => (await Sandbox.list({ ...sdkOpts(s), query: { metadata: { suite: "list" } } }).nextItems()).length === 2);
+    await until(async () => (await Sandbox.list({ ...sdkOpts(s), query: { metadata: { suite: "list" } } }).nextItems()).length === 2, "two listed sandboxes", 3_000, 25);
     const p = Sandbox.list({ ...sdkOpts(s), query: { metadata: { suite: "list" } }, limit: 1 });
     const first = await p.nextItems();
     expect(first).toHaveLength(1);
@@ -149,7 +150,7 @@ describe("list", () => {
     const only2 = await Sandbox.list({ ...sdkOpts(s), query: { metadata: { suite: "list", n: "2" } } }).nextItems();
     expect(only2.map((x) => x.sandboxId)).toEqual([b.sandboxId]);
     await a.pause();
-    await eventually(async () => (await Sandbox.list({ ...sdkOpts(s), query: { metadata: { suite: "list" }, state: ["paused"] } }).nextItems()).length === 1);
+    await until(async () => (await Sandbox.list({ ...sdkOpts(s), query: { metadata: { suite: "list" }, state: ["paused"] } }).nextItems()).length === 1, "one paused sandbox listed", 3_000, 25);
     const paused = await Sandbox.list({ ...sdkOpts(s), query: { metadata: { suite: "list" }, state: ["paused"] } }).nextItems();
     expect(paused.map((x) => x.sandboxId)).toEqual([a.sandboxId]);
     await a.kill();
@@ -168,7 +169,7 @@ describe("namespaces", () => {
     expect(await Sandbox.setTimeout(a.sandboxId, 1000, B).catch((e) => e)).toBeInstanceOf(SandboxNotFoundError);
     expect(await Sandbox.getMetrics(a.sandboxId, B).catch((e) => e)).toBeInstanceOf(SandboxNotFoundError);
     expect(await Sandbox.createSnapshot(a.sandboxId, B).catch((e) => e)).toBeInstanceOf(SandboxNotFoundError);
-    await eventually(async () => (await Sandbox.list({ ...sdkOpts(s, KEY_A), query: { metadata: { owner: "a" } } }).nextItems()).length === 1);
+    await until(async () => (await Sandbox.list({ ...sdkOpts(s, KEY_A), query: { metadata: { owner: "a" } } }).nextItems()).length === 1, "one sandbox listed for owner a", 3_000, 25);
     expect(await Sandbox.list({ ...B, query: { metadata: { owner: "a" } } }).nextItems()).toEqual([]);
     expect((await a.getInfo()).state).toBe("running");
     await a.kill();
@@ -247,7 +248,7 @@ describe("templates", () => {
   test("tags_roundtrip: assignTags / getTags / removeTags on a built template, invisible to another namespace", async () => {
     const sbx = await Sandbox.create("base", sdkOpts(s));
     await new SandboxdClient({ baseUrl: s.cluster.nodes[0]!.url, token: ROOT }).promote(sbx.sandboxId.replace("sb-", "sb_"), { template: "e2b/team-a/tagged" });
-    await eventually(async () => (await Template.exists("tagged", sdkOpts(s))) === true);
+    await until(async () => (await Template.exists("tagged", sdkOpts(s))) === true, "template tagged to exist", 3_000, 25);
     const assigned = await Template.assignTags("tagged", ["v1", "stable"], sdkOpts(s));
     expect(assigned.tags).toEqual(["v1", "stable"]);
     expect(assigned.buildId).toMatch(/^[0-9a-f-]{36}$/);

@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import http2 from "node:http2";
 import { Sandbox } from "e2b";
-import { DOMAIN, ROOT, SECRET, eventually, sdkOpts, startStack, type Stack } from "../e2b/harness.ts";
+import { DOMAIN, ROOT, SECRET, sdkOpts, startStack, type Stack } from "../e2b/harness.ts";
+import { until } from "#tests/support/wait.ts";
 import { deriveAccessToken } from "#shared/e2b/tokens.ts";
 import { fileSignature } from "#shared/sandboxd/urls.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
@@ -314,8 +315,8 @@ describe("streaming", () => {
     const reader = r.body!.getReader();
     await reader.read();
     ctl.abort();
-    await eventually(() => s.guest.openStreams() === 0);
-    await eventually(async () => (await (await call("/metrics")).text()).includes("sandbox_envd_proxy_open_tunnels 0"));
+    await until(() => s.guest.openStreams() === 0, "the guest's streams to close", 3_000, 25);
+    await until(async () => (await (await call("/metrics")).text()).includes("sandbox_envd_proxy_open_tunnels 0"), "open_tunnels 0 in /metrics", 3_000, 25);
     await sbx.kill();
   });
 });

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Sandbox } from "e2b";
 import { DOMAIN, sdkOpts, startStack, type Stack } from "../e2b/harness.ts";
+import { until } from "#tests/support/wait.ts";
 
 let s: Stack;
 let userServer: ReturnType<typeof Bun.serve>;
@@ -49,10 +50,6 @@ function open(url: string, headers: Record<string, string>, protocols?: string[]
     ws.addEventListener("error", (e) => reject(new Error(`websocket error: ${String((e as ErrorEvent).message ?? e)}`)));
   });
 }
-const until = async (f: () => boolean) => {
-  for (let i = 0; i < 200 && !f(); i++) await Bun.sleep(10);
-  expect(f()).toBe(true);
-};
 
 test("33: text and binary both ways, a 1 MiB message, the guest's close reaching the client", async () => {
   const sbx = await Sandbox.create("base", sdkOpts(s));
