@@ -4,5 +4,5 @@
 export { EnvdRelay, relayError, type RelayOptions } from "./proxy.ts";
 export { serveRelay, stopRelay, RELAY_DRAIN_MS, type RelayListen } from "./server.ts";
 export { routeFromHost, routeRequest, parsePort, isEnvdInternalPath, isSignedFileUrl } from "./route.ts";
-export { OwnerCache, TokenBucket, OwnerResolver } from "./owners.ts";
+export { OwnerCache, OwnerResolver } from "./owners.ts";
 export { type SmallReply, exchangeOverTunnel } from "./http1.ts";

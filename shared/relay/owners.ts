@@ -6,6 +6,7 @@
 //      (200/s, burst 400); a probe hit is admitted (and cached) only when the presented token derives from it.
 // The proxy stores no per-sandbox secret: the expected token is recomputed from the claim token.
 import { type Clock, realClock } from "../clock/index.ts";
+import { TokenBucket } from "../kube/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
@@ -64,28 +65,6 @@ export class OwnerCache {
   }
   get size(): number {
     return this.entries.size;
-  }
-}
-
-/** A token bucket: `rate` tokens per second, at most `burst` saved up. */
-export class TokenBucket {
-  private tokens: number;
-  private last: number;
-  constructor(
-    private readonly rate: number,
-    private readonly burst: number,
-    private readonly clock: Clock = realClock,
-  ) {
-    this.tokens = burst;
-    this.last = clock.monotonic();
-  }
-  take(): boolean {
-    const t = this.clock.monotonic();
-    this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.rate);
-    this.last = t;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
   }
 }
 
@@ -159,7 +138,7 @@ export class OwnerResolver {
     // Not published yet (or outside --namespace): probe, under the replica-wide budget. An unpublished id is never
     // confirmed to a caller without a valid token, so a signed file URL (no token to check) does not probe at all.
     if (presentedToken === undefined) return { kind: "unavailable", reason: "unknown" };
-    if (!this.bucket.take()) return { kind: "unavailable", reason: "probe-budget" };
+    if (!this.bucket.tryAcquire()) return { kind: "unavailable", reason: "probe-budget" };
     const found = await this.probe(claimId, nodes.filter((n) => n.address).map((n) => n.address));
     if (!found) return { kind: "unavailable", reason: "unknown" };
     // A mismatch on this path reads as "unknown", exactly like an id nobody holds.

@@ -1,7 +1,8 @@
-// The owner cache's TTL and overflow rule, and the probe budget's token bucket, on an injected clock.
+// The owner cache's TTL and overflow rule, and the probe budget (shared/kube's token bucket at 200/s, burst 400), on a FakeClock.
 import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
-import { OwnerCache, TokenBucket } from "#shared/relay/index.ts";
+import { TokenBucket } from "#shared/kube/index.ts";
+import { OwnerCache } from "#shared/relay/index.ts";
 
 const owner = (claimId: string) => ({ claimId, address: "n:1", claimToken: "t", accessToken: "a" });
 
@@ -43,15 +44,15 @@ describe("TokenBucket (probe budget, scenario 25)", () => {
     const clock = new FakeClock(0);
     const b = new TokenBucket(200, 400, clock);
     let ok = 0;
-    for (let i = 0; i < 401; i++) if (b.take()) ok++;
+    for (let i = 0; i < 401; i++) if (b.tryAcquire()) ok++;
     expect(ok).toBe(400);
-    expect(b.take()).toBe(false);
+    expect(b.tryAcquire()).toBe(false);
     clock.advance(5); // 1 token per 5 ms
-    expect(b.take()).toBe(true);
-    expect(b.take()).toBe(false);
+    expect(b.tryAcquire()).toBe(true);
+    expect(b.tryAcquire()).toBe(false);
     clock.advance(9_995); // 10_000
     let refilled = 0;
-    while (b.take()) refilled++;
+    while (b.tryAcquire()) refilled++;
     expect(refilled).toBe(400);
   });
 });
