@@ -11,6 +11,15 @@ import { OwnerIndex } from "./owner-index.ts";
 /** Fan-out bound over nodes. */
 export const NODE_FANOUT = 16;
 
+/** How many namespace filters keep their last sorted list. */
+const LAST_LISTS = 64;
+
+interface LastList {
+  nodes: readonly InventoryRecord[];
+  namespace: string | undefined;
+  result: Sandbox[];
+}
+
 export interface Resolved {
   sandbox: Sandbox;
   node: string;
@@ -51,22 +60,28 @@ export class SandboxReader {
     return m;
   }
 
-  /** The last list's inputs and result: the next list starts from it instead of sorting 50,000 again. */
-  private lastList: { nodes: readonly InventoryRecord[]; namespace: string | undefined; result: Sandbox[] } | undefined;
+  /**
+   * The last list's inputs and result per namespace filter (undefined: all), so the next list starts from it instead
+   * of sorting 50,000 again; kept per filter because watches of one namespace poll between lists of another.
+   * Bounded: past LAST_LISTS filters the least recently used goes.
+   */
+  private readonly lastLists = new Map<string | undefined, LastList>();
 
   /**
    * Every sandbox of every fresh node in `namespace` (all when undefined), sorted by namespace, name, then node. The
    * result may be shared with the next caller: never mutate it.
    */
   list(namespace?: string, nodes: readonly InventoryRecord[] = this.fleet.fresh()): readonly Sandbox[] {
-    const last = this.lastList;
+    const last = this.lastLists.get(namespace);
     let result: Sandbox[] | undefined;
-    if (last && last.namespace === namespace) {
-      if (last.nodes.length === nodes.length && last.nodes.every((r, i) => r === nodes[i])) return last.result;
-      result = this.updatedList(last, nodes);
+    if (last) {
+      this.lastLists.delete(namespace);
+      if (last.nodes.length === nodes.length && last.nodes.every((r, i) => r === nodes[i])) result = last.result;
+      else result = this.updatedList(last, nodes);
     }
     result ??= this.sortedList(namespace, nodes);
-    this.lastList = { nodes, namespace, result };
+    this.lastLists.set(namespace, { nodes, namespace, result });
+    if (this.lastLists.size > LAST_LISTS) this.lastLists.delete(this.lastLists.keys().next().value);
     return result;
   }
 
@@ -92,7 +107,7 @@ export class SandboxReader {
    * republishes between almost any two lists, and the full sort of 50,000 cost ~100 ms each time. Undefined when
    * most nodes changed (then sorting is as cheap).
    */
-  private updatedList(last: { nodes: readonly InventoryRecord[]; namespace: string | undefined; result: Sandbox[] }, nodes: readonly InventoryRecord[]): Sandbox[] | undefined {
+  private updatedList(last: LastList, nodes: readonly InventoryRecord[]): Sandbox[] | undefined {
     const now = new Set(nodes);
     const before = new Set(last.nodes);
     const removed = last.nodes.filter((r) => !now.has(r));

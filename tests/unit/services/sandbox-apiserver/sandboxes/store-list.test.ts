@@ -42,6 +42,8 @@ describe("list after nodes change", () => {
           else fleet.set(step.node, record(`node-${String(step.node).padStart(2, "0")}`, step.entries));
           const want = shape(readerOver(current).list(ns));
           expect(shape(incremental.list(ns))).toEqual(want);
+          // A list of everything between two lists of one namespace (a watch polling between kubectl lists).
+          expect(shape(incremental.list())).toEqual(shape(readerOver(current).list()));
         }
       }),
       { numRuns: 300 },
