@@ -1,4 +1,5 @@
-// HTTP/1.1 toward the guest, written directly on the tunnel socket (docs/envd-relay.md "Streaming"): one request
+// HTTP/1.1 toward the guest, written directly on the tunnel (a GuestWire: a Bun socket for plain-TCP nodes,
+// bun-tunnel.ts; node:net/tls for TLS nodes) (docs/envd-relay.md "Streaming"): one request
 // per connection (`Connection: close`), the request body sent as it arrives (Content-Length when the client gave
 // one, else chunked), the response head parsed here and its body streamed out as a pull-based web stream that
 // decodes chunked framing incrementally and passes Content-Length or close-delimited bodies through untouched.
@@ -54,12 +55,33 @@ export class ChunkedDecoder {
   }
 }
 
-/** Write, and when the socket's buffer is full wait for it to drain (or close). */
-function writeAll(sock: net.Socket, data: Buffer | string): Promise<void> {
-  return sock.write(data) ? Promise.resolve() : drained(sock);
+/**
+ * The byte pipe the guest leg runs on: a node:net tunnel socket (TLS nodes, openTunnel) or a Bun socket
+ * (plain-TCP nodes, bun-tunnel.ts). `write` returning false means "wait for drained()" (the bytes are kept).
+ */
+export interface GuestWire {
+  write(data: Buffer | string): boolean;
+  drained(): Promise<void>;
+  pause(): void;
+  resume(): void;
+  destroy(): void;
+  readonly destroyed: boolean;
 }
 
-async function sendBody(sock: net.Socket, body: ReadableStream<Uint8Array>, chunked: boolean, count: (n: number) => void, signal: AbortSignal): Promise<void> {
+/** What the transport reports to the guest leg. */
+export interface WireEvents {
+  data(chunk: Buffer): void;
+  end(): void;
+  error(err: Error): void;
+  close(): void;
+}
+
+/** Write, and when the wire's buffer is full wait for it to drain (or close). */
+function writeAll(w: GuestWire, data: Buffer | string): Promise<void> {
+  return w.write(data) ? Promise.resolve() : w.drained();
+}
+
+async function sendBody(w: GuestWire, body: ReadableStream<Uint8Array>, chunked: boolean, count: (n: number) => void, signal: AbortSignal): Promise<void> {
   const reader = body.getReader();
   const stop = () => void reader.cancel().catch(() => undefined);
   signal.addEventListener("abort", stop, { once: true });
@@ -70,16 +92,41 @@ async function sendBody(sock: net.Socket, body: ReadableStream<Uint8Array>, chun
       if (value.byteLength === 0) continue;
       count(value.byteLength);
       const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-      await writeAll(sock, chunked ? Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}\r\n`), buf, Buffer.from("\r\n")]) : buf);
-      if (sock.destroyed) return;
+      await writeAll(w, chunked ? Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}\r\n`), buf, Buffer.from("\r\n")]) : buf);
+      if (w.destroyed) return;
     }
-    if (chunked) await writeAll(sock, "0\r\n\r\n");
+    if (chunked) await writeAll(w, "0\r\n\r\n");
   } finally {
     signal.removeEventListener("abort", stop);
   }
 }
 
+/** The guest leg over a node:net tunnel socket (TLS nodes). */
 export function forwardHttp1Raw(sock: net.Socket, r: GuestRequest): Promise<Response> {
+  const wire: GuestWire = {
+    write: (d) => sock.write(d),
+    drained: () => drained(sock),
+    pause: () => void sock.pause(),
+    resume: () => void sock.resume(),
+    destroy: () => void sock.destroy(),
+    get destroyed() {
+      return sock.destroyed;
+    },
+  };
+  const { response, events } = startHttp1(wire, r);
+  sock.on("data", events.data);
+  sock.once("end", events.end);
+  sock.once("error", events.error);
+  sock.once("close", events.close);
+  sock.resume();
+  return response;
+}
+
+/**
+ * One HTTP/1.1 exchange on a wire: writes the head, streams the request body, and resolves with the response once
+ * its head arrives. The caller routes the wire's events to `events`.
+ */
+export function startHttp1(sock: GuestWire, r: GuestRequest): { response: Promise<Response>; events: WireEvents } {
   const teardown = () => sock.destroy();
   r.signal.addEventListener("abort", teardown, { once: true });
   const hasLength = r.headers["content-length"] !== undefined;
@@ -88,7 +135,8 @@ export function forwardHttp1Raw(sock: net.Socket, r: GuestRequest): Promise<Resp
   for (const [k, v] of Object.entries(r.headers)) if (k !== "host" && k !== "transfer-encoding" && k !== "connection") head += `${k}: ${v}\r\n`;
   head += `connection: close\r\n${chunked ? "transfer-encoding: chunked\r\n" : ""}\r\n`;
 
-  return new Promise<Response>((resolve, reject) => {
+  let events: WireEvents | undefined;
+  const response = new Promise<Response>((resolve, reject) => {
     let buf: Buffer = Buffer.alloc(0);
     let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
     let framing: Framing | undefined;
@@ -198,15 +246,17 @@ export function forwardHttp1Raw(sock: net.Socket, r: GuestRequest): Promise<Resp
         fail(err as Error);
       }
     };
-    sock.on("data", onData);
-    sock.once("end", () => {
-      if (framing?.kind === "close") finish();
-      else fail(new Error("guest closed the connection mid-response"));
-    });
-    sock.once("error", (err) => fail(err));
-    sock.once("close", () => fail(new Error("tunnel closed")));
-    sock.resume();
-    sock.write(head);
-    if (r.body) sendBody(sock, r.body, chunked, r.onBytesIn, r.signal).catch(() => teardown());
+    events = {
+      data: onData,
+      end: () => {
+        if (framing?.kind === "close") finish();
+        else fail(new Error("guest closed the connection mid-response"));
+      },
+      error: (err) => fail(err),
+      close: () => fail(new Error("tunnel closed")),
+    };
   });
+  sock.write(head);
+  if (r.body) sendBody(sock, r.body, chunked, r.onBytesIn, r.signal).catch(() => teardown());
+  return { response, events: events! };
 }

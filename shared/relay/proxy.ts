@@ -6,11 +6,12 @@ import type { Server } from "bun";
 import type { Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { forwardHttp2, HOP_BY_HOP, type GuestRequest } from "./guest.ts";
-import { forwardHttp1Raw } from "./h1.ts";
+import { BunTunnel } from "./bun-tunnel.ts";
+import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
 import { isEnvdInternalPath, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
-import { openTunnel, TunnelRefused } from "./tunnel.ts";
+import { endpointOf, openTunnel, TunnelRefused } from "./tunnel.ts";
 import { guestHandshake, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
 
 export interface RelayOptions {
@@ -88,9 +89,13 @@ export class EnvdRelay {
 
   private async relay(req: Request, url: URL, host: string, route: Route, owner: Owner, passive: boolean, server: Server<WsRelayData>): Promise<Response | undefined> {
     const started = performance.now();
-    let sock;
+    // A plain-TCP node's HTTP/1.1 leg runs on a Bun socket (bun-tunnel.ts); TLS nodes, --guest-http2 and
+    // WebSocket need a node:net socket.
+    const onBun = !this.o.guestHttp2 && !endpointOf(owner.address).secure && !isWebSocketUpgrade(req);
+    let sock: import("node:net").Socket | BunTunnel;
     try {
-      sock = await openTunnel({ address: owner.address, claimId: owner.claimId, port: route.port, token: passive ? this.o.rootToken : owner.claimToken }, { signal: req.signal });
+      const target = { address: owner.address, claimId: owner.claimId, port: route.port, token: passive ? this.o.rootToken : owner.claimToken };
+      sock = onBun ? await BunTunnel.open(target, { signal: req.signal }) : await openTunnel(target, { signal: req.signal });
     } catch (err) {
       if (err instanceof TunnelRefused) {
         if (err.status === 404) {
@@ -111,7 +116,8 @@ export class EnvdRelay {
       return relayError(502, "sandbox unreachable");
     }
     this.metrics.openTunnels.inc();
-    sock.once("close", () => this.metrics.openTunnels.dec());
+    if (sock instanceof BunTunnel) sock.onClose(() => this.metrics.openTunnels.dec());
+    else sock.once("close", () => this.metrics.openTunnels.dec());
 
     const headers: Record<string, string> = {};
     req.headers.forEach((v, k) => {
@@ -122,7 +128,7 @@ export class EnvdRelay {
     if (clientIp) headers["x-forwarded-for"] = headers["x-forwarded-for"] ? `${headers["x-forwarded-for"]}, ${clientIp}` : clientIp;
     headers["x-forwarded-host"] = host;
     headers["x-forwarded-proto"] = url.protocol === "https:" ? "https" : "http";
-    if (isWebSocketUpgrade(req)) return this.relayWebSocket(req, url, route, headers, sock, server);
+    if (!(sock instanceof BunTunnel) && isWebSocketUpgrade(req)) return this.relayWebSocket(req, url, route, headers, sock, server);
     const g: GuestRequest = {
       method: req.method,
       path: url.pathname + url.search,
@@ -134,7 +140,7 @@ export class EnvdRelay {
       signal: req.signal,
     };
     try {
-      const res = await (this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1Raw(sock, g));
+      const res = await (sock instanceof BunTunnel ? forwardOverBunTunnel(sock, g) : this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1Raw(sock, g));
       this.metrics.upstreamSeconds.observe((performance.now() - started) / 1000);
       return res;
     } catch (err) {
@@ -180,4 +186,10 @@ export class EnvdRelay {
     }
     return undefined;
   }
+}
+
+function forwardOverBunTunnel(t: BunTunnel, g: GuestRequest): Promise<Response> {
+  const { response, events } = startHttp1(t, g);
+  t.attach(events);
+  return response;
 }
