@@ -233,7 +233,10 @@ export class PodController {
     return pushStatus(key, { pods: this.o.pods, api: this.o.api, errors: this.o.errors, pushed: this.pushed });
   }
 
-  /** §3.6: pods the provider holds but the cache lacks (deleted while we were down) get DeletePod, best effort. */
+  /**
+   * §3.6: pods the provider holds but the cache lacks (deleted while we were down) get DeletePod, best effort;
+   * then the provider's own rows whose Pod the cache lacks (releaseAbsent).
+   */
   private async danglingPass(): Promise<void> {
     for (const pod of this.o.provider.getPods()) {
       const key = podKey(pod);
@@ -243,6 +246,13 @@ export class PodController {
       } catch (err) {
         this.o.log.warn({ pod: key, err: String(err) }, "dangling pod delete failed");
       }
+    }
+    // The provider's table starts empty, so rows for Pods deleted while the daemon was down are handed over here,
+    // judged against this synced cache (docs/scenarios.md, "Pods deleted while the daemon was down").
+    try {
+      await this.o.provider.releaseAbsent?.((key) => this.o.pods.get(key) !== undefined);
+    } catch (err) {
+      this.o.log.warn({ err: String(err) }, "release of rows for pods deleted while down failed");
     }
   }
 }

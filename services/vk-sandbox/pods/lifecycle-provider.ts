@@ -27,4 +27,10 @@ export interface PodLifecycleProvider {
    * without it the controller's own backoff retries get there later.
    */
   notifyRetry?(retry: (key: string) => void): void;
+  /**
+   * Called once after the pod cache synced, with a lookup of the keys the cache holds: the provider releases what
+   * it keeps for Pods deleted while the daemon was down (rows it loaded at startup, never handed over by the
+   * dangling pass because its Pod table starts empty). Optional.
+   */
+  releaseAbsent?(inCache: (key: string) => boolean): Promise<void>;
 }

@@ -61,8 +61,21 @@ async function recheckOwners(core: Core): Promise<void> {
   }
 }
 
-/** Persist pending moves, then release every durable entry with its own token. */
-export async function drainReleasing(core: Core): Promise<void> {
+/** The drain in flight per provider: drains run one after another, so no entry is released twice at once. */
+const draining = new WeakMap<Core, Promise<void>>();
+
+/**
+ * Persist pending moves, then release every durable entry with its own token. Serialised per provider: the
+ * tick, the shutdown drain and the startup pass for Pods deleted while the daemon was down (absent-pods.ts) may
+ * overlap.
+ */
+export function drainReleasing(core: Core): Promise<void> {
+  const next = (draining.get(core) ?? Promise.resolve()).then(() => drainOnce(core));
+  draining.set(core, next.catch(() => undefined));
+  return next;
+}
+
+async function drainOnce(core: Core): Promise<void> {
   const { st, log } = core;
   if (st.releasing.some((e) => !e.durable)) {
     try {

@@ -16,6 +16,7 @@ import { leaseWatchTick } from "./lease-watch.ts";
 import { orphanAuditTick } from "./orphan-audit.ts";
 import { drainReleasing, ownerRecheckTick } from "./owner-recheck.ts";
 import { podUID } from "./pod-contract.ts";
+import { releaseAbsentPods } from "./absent-pods.ts";
 import { podKey } from "#shared/kube/index.ts";
 import { Verifier } from "./verifier.ts";
 import { ProviderState } from "./state.ts";
@@ -142,6 +143,12 @@ export class SandboxProvider implements PodLifecycleProvider {
       }
       this.core.st.deleteFailed.delete(key);
     });
+  }
+
+  /** Once the pod cache synced: release bare Pods' rows whose Pod was deleted while the daemon was down. */
+  async releaseAbsent(inCache: (key: string) => boolean): Promise<void> {
+    await this.ready;
+    await releaseAbsentPods(this.core, this.locks, inCache);
   }
 
   getPod(namespace: string, name: string): V1Pod | undefined {
