@@ -17,14 +17,17 @@ function fileObject(c: Claim): Record<string, unknown> {
   if (c.authority) o.authority = c.authority;
   if (c.claimedAt) o.claimedAt = formatRfc3339Seconds(c.claimedAt);
   if (c.deadline) o.deadline = formatRfc3339Seconds(c.deadline);
-  if (c.owner) {
-    const w = c.owner;
-    const owner: Record<string, unknown> = { apiVersion: w.apiVersion, kind: w.kind, name: w.name, uid: w.uid };
-    if (w.controller !== undefined) owner.controller = w.controller;
-    if (w.blockOwnerDeletion !== undefined) owner.blockOwnerDeletion = w.blockOwnerDeletion;
-    o.owner = owner;
-  }
+  if (c.owner) o.owner = refObject(c.owner);
+  // Not in the seed's format: an addition the upstream Go daemon ignores when it reads the table.
+  if (c.controller) o.controller = refObject(c.controller);
   return o;
+}
+
+function refObject(w: OwnerRef): Record<string, unknown> {
+  const ref: Record<string, unknown> = { apiVersion: w.apiVersion, kind: w.kind, name: w.name, uid: w.uid };
+  if (w.controller !== undefined) ref.controller = w.controller;
+  if (w.blockOwnerDeletion !== undefined) ref.blockOwnerDeletion = w.blockOwnerDeletion;
+  return ref;
 }
 
 /** One row as compact JSON (no key). */
@@ -94,6 +97,7 @@ export function decodeTable(text: string, path: string, now: number): DecodedTab
   const toClaim = (r: ClaimFileRow): Claim => {
     if (r.claimedAt === undefined) claimedAtFilled++;
     const owner = r.owner ? toOwner(r.owner) : undefined;
+    const controller = r.controller ? toOwner(r.controller) : undefined;
     return {
       id: r.id,
       token: r.token,
@@ -103,6 +107,7 @@ export function decodeTable(text: string, path: string, now: number): DecodedTab
       claimedAt: r.claimedAt ?? filledAt,
       deadline: r.deadline ?? 0,
       ...(owner ? { owner } : {}),
+      ...(controller ? { controller } : {}),
     };
   };
   const claims = new Map<string, Claim>();

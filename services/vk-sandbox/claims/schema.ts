@@ -35,6 +35,11 @@ export interface Claim {
   readonly deadline: number;
   /** Set while a Pod deletion preserved the claim for a live owner; cleared by an adopting Pod. */
   readonly owner?: OwnerRef;
+  /**
+   * The holding Pod's controller ownerReference at claim or adoption time (absent for a bare Pod and in older
+   * tables). Lets the owner re-check judge an owned Pod deleted while the daemon was down (provider/absent-pods.ts).
+   */
+  readonly controller?: OwnerRef;
 }
 
 // Decoding mirrors Go's encoding/json on the original struct: a missing or null member is the zero value,
@@ -71,6 +76,7 @@ export const ClaimFileSchema = z.object({
   claimedAt: time,
   deadline: time,
   owner: OwnerRefFileSchema.nullish(),
+  controller: OwnerRefFileSchema.nullish(),
 });
 
 /** The whole file. `"claims": null` and a missing `claims` both mean an empty table. */

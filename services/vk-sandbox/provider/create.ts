@@ -8,16 +8,16 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { SandboxdAmbiguousClaim, SandboxdRedirect } from "#shared/sandboxd/index.ts";
 import type { ClaimReply, ClaimRequest } from "#shared/sandboxd/index.ts";
-import type { Claim } from "../claims/index.ts";
+import type { Claim, OwnerRef } from "../claims/index.ts";
 import { floorToSecond } from "#shared/clock/index.ts";
 import type { Core } from "./core.ts";
 import { errorMessage } from "#shared/log/index.ts";
 import { ProviderError } from "./errors.ts";
 import { byId, listedDeadline, wireDeadline } from "./listing.ts";
-import { adoptable, authorityOf } from "./ownership.ts";
+import { adoptable, authorityOf, ownerRefOf } from "./ownership.ts";
 import { claimMetadata } from "./claim-metadata.ts";
 import { reconcileLostClaim } from "./lost-reply.ts";
-import { checkRuntime, claimRequestFor, podUID, withClaimId } from "./pod-contract.ts";
+import { checkRuntime, claimRequestFor, controllerRef, podUID, withClaimId } from "./pod-contract.ts";
 import { podKey } from "#shared/kube/index.ts";
 import type { Verifier } from "./verifier.ts";
 import { pastDeadline, podWithStatus, runningStatus } from "./status.ts";
@@ -132,6 +132,7 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
     authority: authorityOf(pod),
     claimedAt,
     deadline: wireDeadline(reply.deadline),
+    ...controllerOf(pod),
   };
   // Steps 3–5 leave the key free and nothing records a row under a claiming key. Were it not free, replacing
   // the row would drop its token: detach it for release instead (step 4's rule for a row not adopted).
@@ -197,8 +198,8 @@ async function adopt(core: Core, pod: V1Pod, key: string, row: Claim): Promise<v
   const { st, log } = core;
   const now = floorToSecond(core.now());
   st.update(key, row.id, (c) => {
-    const { owner: _dropped, ...rest } = c;
-    return { ...rest, podUID: podUID(pod), authority: authorityOf(pod), claimedAt: c.claimedAt || now };
+    const { owner: _dropped, controller: _previous, ...rest } = c;
+    return { ...rest, podUID: podUID(pod), authority: authorityOf(pod), claimedAt: c.claimedAt || now, ...controllerOf(pod) };
   });
   const stored = withClaimId(pod, row.id);
   st.pods.set(key, stored);
@@ -229,4 +230,10 @@ async function undoClaim(core: Core, key: string, claim: Claim, writeErr: unknow
     { pod: key, claimId: claim.id },
     { cause: writeErr },
   );
+}
+
+/** The row's `controller` member for a Pod with a controller owner; nothing for a bare Pod. */
+function controllerOf(pod: V1Pod): { controller?: OwnerRef } {
+  const ref = controllerRef(pod);
+  return ref ? { controller: ownerRefOf(ref) } : {};
 }

@@ -12,7 +12,7 @@ import { simClaimsFor, simRequests, useE2eStack } from "./stack.ts";
 
 const env = useE2eStack();
 
-type Row = { id: string; token: string; podUID: string };
+type Row = { id: string; token: string; podUID: string; owner?: { uid: string } };
 const table = (path: string): { claims: Record<string, Row>; releasing?: Row[] } =>
   existsSync(path) ? JSON.parse(readFileSync(path, "utf8")) : { claims: {} };
 
@@ -25,11 +25,11 @@ const running = (ns: string, name: string) =>
 /** Release requests the simulator received for claim `id` (whatever their answer). */
 const releasesOf = (id: string) => env.stack.sim.requests.filter((r) => r.route === "release" && r.path.includes(id));
 
-/** Start a daemon, run a bare Pod on it, stop the daemon (SIGTERM: nothing is released on shutdown). */
-async function claimThenStop(node: string, name: string, statePath: string) {
+/** Start a daemon, run a Pod (bare unless `owner`) on it, stop the daemon (SIGTERM: nothing is released on shutdown). */
+async function claimThenStop(node: string, name: string, statePath: string, owner?: { name: string; uid: string }) {
   const first = env.stack.daemon({ node, statePath });
   await first.waitForLog(/vk-sandbox ready/);
-  await env.e2e.kube.createPod(sandboxPod(name, node));
+  await env.e2e.kube.createPod(sandboxPod(name, node, { owner }));
   const pod = await running("ns", name);
   const id = pod.metadata!.annotations!["sandbox.cocoonstack.io/claim-id"]!;
   await first.kill("SIGTERM");
@@ -58,6 +58,27 @@ describe("vk-sandbox: Pods deleted while the daemon was down", () => {
     await waitFor("the row left the claims table", async () => !table(statePath).claims["ns/gone"] && !(table(statePath).releasing ?? []).some((r) => r.id === id));
     await second.kill("SIGTERM");
   }, 90_000);
+
+  test("an owned Pod force-deleted while the daemon was down: kept while its owner lives, released by the owner re-check once the owner is gone", async () => {
+    const statePath = join(env.stack.dir, "offline-owned", "claims.json");
+    const owner = await env.e2e.kube.createSandbox("ns", "owned");
+    const { id } = await claimThenStop("vk-offline-owned", "owned", statePath, { name: "owned", uid: owner.metadata.uid });
+    await deleteWhileDown("owned");
+
+    const second = env.stack.daemon({ node: "vk-offline-owned", statePath });
+    await second.waitForLog(/vk-sandbox ready/);
+    // Preserved for the live owner (on disk, so a later restart keeps judging it); the first owner read is 10 s on.
+    await waitFor("the row preserved for its owner", async () => table(statePath).claims["ns/owned"]?.owner?.uid === owner.metadata.uid);
+    await Bun.sleep(12_000);
+    expect(releasesOf(id)).toEqual([]);
+    expect(simClaimsFor(env.stack.sim, "ns/owned").map((c) => c.id)).toEqual([id]);
+
+    await env.e2e.kube.deleteSandbox("ns", "owned");
+    await waitFor("the simulator released the VM", async () => simClaimsFor(env.stack.sim, "ns/owned").length === 0, 45_000, 250);
+    expect(releasesOf(id).map((r) => [r.auth, r.outcome])).toEqual([["sandbox", 204]]);
+    await waitFor("the row left the claims table", async () => !table(statePath).claims["ns/owned"] && !(table(statePath).releasing ?? []).some((r) => r.id === id));
+    await second.kill("SIGTERM");
+  }, 120_000);
 
   test("the Pod still exists after the restart: nothing is released, the Pod keeps its claim", async () => {
     const statePath = join(env.stack.dir, "offline-kept", "claims.json");
