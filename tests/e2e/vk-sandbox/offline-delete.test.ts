@@ -3,24 +3,18 @@
 // while the apiserver cannot be read. The daemon runs as its own process on a real kube-apiserver with the
 // sandboxd simulator. docs: services/vk-sandbox/docs/scenarios.md ("Pods deleted while the daemon was down").
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sandboxPod } from "./cluster.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { waitFor } from "../../support/wait.ts";
-import { simClaimsFor, simRequests, useE2eStack } from "./stack.ts";
+import { readClaimsTable, runningPod, simClaimsFor, simRequests, useE2eStack } from "./stack.ts";
 
 const env = useE2eStack();
 
-type Row = { id: string; token: string; podUID: string; owner?: { uid: string } };
-const table = (path: string): { claims: Record<string, Row>; releasing?: Row[] } =>
-  existsSync(path) ? JSON.parse(readFileSync(path, "utf8")) : { claims: {} };
+const table = readClaimsTable;
 
-const running = (ns: string, name: string) =>
-  waitFor(`${ns}/${name} Running`, async () => {
-    const p = await env.e2e.kube.pod(ns, name);
-    return p?.status?.phase === "Running" && p;
-  });
+const running = (ns: string, name: string) => runningPod(env.e2e.kube, ns, name);
 
 /** Release requests the simulator received for claim `id` (whatever their answer). */
 const releasesOf = (id: string) => env.stack.sim.requests.filter((r) => r.route === "release" && r.path.includes(id));

@@ -2,23 +2,16 @@
 // window, SIGKILL while pods run, and a restart while sandboxd is unreachable. The daemon runs as its own process
 // (dist/vk-sandbox when built) and authenticates with the ServiceAccount token manifests/rbac.yaml binds.
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sandboxPod } from "./cluster.ts";
 import { waitFor } from "../../support/wait.ts";
-import { providerPods, simClaimsFor, simRequests, useE2eStack } from "./stack.ts";
+import { providerPods, readClaimsTable, runningPod, simClaimsFor, simRequests, useE2eStack } from "./stack.ts";
 
 const env = useE2eStack();
 
-type Row = { id: string; token: string; podUID: string; claimedAt?: string };
-const table = (path: string): { claims: Record<string, Row>; releasing?: Row[] } =>
-  existsSync(path) ? JSON.parse(readFileSync(path, "utf8")) : { claims: {} };
+const table = readClaimsTable;
 
-const running = (ns: string, name: string) =>
-  waitFor(`${ns}/${name} Running`, async () => {
-    const p = await env.e2e.kube.pod(ns, name);
-    return p?.status?.phase === "Running" && p;
-  });
+const running = (ns: string, name: string) => runningPod(env.e2e.kube, ns, name);
 
 const requestsTo = (route: string) => simRequests(env.stack.sim, route);
 

@@ -3,13 +3,14 @@
 // (connection refused, not an error answer), a token file, a state directory, and a daemon factory with the
 // arguments a node would run with.
 import { afterAll, beforeAll } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim, type SimOptions } from "#services/sandboxd-sim/sim.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { startE2eCluster, type E2eCluster } from "./cluster.ts";
 import { Daemon } from "./daemon.ts";
+import { waitFor } from "../../support/wait.ts";
 
 export const SANDBOXD_TOKEN = "node-root-token";
 
@@ -144,4 +145,20 @@ export const simRequests = (sim: SandboxdSim, route: string) => sim.requests.fil
 /** Live (not released) sandboxes in the simulator claimed for a pod key. */
 export function simClaimsFor(sim: SandboxdSim, key: string) {
   return sim.claims().filter((c) => c.claimRef === key);
+}
+
+/** A claims table row, as the restart tests read it from the daemon's state file. */
+export type TableRow = { id: string; token: string; podUID: string; claimedAt?: string; owner?: { uid: string } };
+
+/** The claims table at `path` (an empty one while the file does not exist). */
+export function readClaimsTable(path: string): { claims: Record<string, TableRow>; releasing?: TableRow[] } {
+  return existsSync(path) ? JSON.parse(readFileSync(path, "utf8")) : { claims: {} };
+}
+
+/** Waits until the Pod is Running and returns it. */
+export function runningPod(kube: E2eCluster["kube"], ns: string, name: string) {
+  return waitFor(`${ns}/${name} Running`, async () => {
+    const p = await kube.pod(ns, name);
+    return p?.status?.phase === "Running" && p;
+  });
 }
