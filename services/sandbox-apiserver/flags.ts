@@ -23,6 +23,7 @@ import {
   type E2bOptions,
   type Env,
 } from "#shared/config/index.ts";
+import { ACCEPTED_CIPHER_SUITES, cipherSuitesProblem } from "./serving/cipher-suites.ts";
 
 export { OPERATOR_LOG_LEVEL_ENV };
 export const DEFAULT_WARM_POOL_SYNC_MS = 5_000;
@@ -91,7 +92,11 @@ const genericFlags = {
   }),
   tlsCipherSuites: listFlag({
     flag: "tls-cipher-suites",
-    help: "Comma-separated list of cipher suites for the server. If omitted, the runtime defaults are used.",
+    help:
+      "Comma-separated list of cipher suites for the server (IANA names, as Go takes them). If omitted, the " +
+      "runtime defaults are used. TLS 1.3 suites are always enabled and cannot be chosen; Go's insecure suites " +
+      `are refused. Possible values: ${ACCEPTED_CIPHER_SUITES.join(", ")}.`,
+    check: cipherSuitesProblem,
   }),
   authenticationKubeconfig: stringFlag({
     flag: "authentication-kubeconfig",
@@ -176,11 +181,13 @@ const genericFlags = {
   }),
   contentionProfiling: boolFlag({
     flag: "contention-profiling",
-    help: "Enable block profiling, if profiling is enabled (accepted for compatibility).",
+    help: "Enable block profiling, if profiling is enabled. Accepted for compatibility; no effect (Bun has no block profiler).",
   }),
   enablePriorityAndFairness: boolFlag({
     flag: "enable-priority-and-fairness",
-    help: "Enable API Priority and Fairness (accepted for compatibility; not implemented).",
+    help:
+      "Enable API Priority and Fairness. Accepted for compatibility; no effect (requests are not queued by " +
+      "priority level), hence the default false where upstream's is true.",
   }),
 } as const;
 
@@ -283,6 +290,27 @@ export function checkApiserverConfig(config: ApiserverConfig): void {
     });
   }
   if (config.enableE2bApi) checkE2bOptions(config.e2b);
+}
+
+/**
+ * Flags set to a value this server cannot honour, accepted so that upstream argument lists keep working
+ * (docs/serving.md "Accepted without effect"): one warning each at startup.
+ */
+export function inertFlagWarnings(config: ApiserverConfig): { flag: string; message: string }[] {
+  const out: { flag: string; message: string }[] = [];
+  if (config.contentionProfiling) {
+    out.push({
+      flag: "--contention-profiling",
+      message: "--contention-profiling is accepted for compatibility and has no effect: Bun has no block/contention profiler",
+    });
+  }
+  if (config.enablePriorityAndFairness) {
+    out.push({
+      flag: "--enable-priority-and-fairness",
+      message: "--enable-priority-and-fairness is accepted for compatibility and has no effect: requests are not queued by priority level",
+    });
+  }
+  return out;
 }
 
 export function apiserverHelp(): string {

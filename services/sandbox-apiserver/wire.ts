@@ -14,7 +14,7 @@ import type { Shutdown } from "#shared/lifecycle/index.ts";
 import { buildInfo } from "#shared/version.ts";
 import { apiRoutes } from "./api/index.ts";
 import { createApp } from "./app.ts";
-import type { ApiserverConfig } from "./flags.ts";
+import { type ApiserverConfig, inertFlagWarnings } from "./flags.ts";
 import { NodeClients } from "./sandboxes/index.ts";
 import { SandboxReader } from "./sandboxes/index.ts";
 import { loadAuthSources, needsLookup, watchAuthSources } from "./serving/index.ts";
@@ -69,6 +69,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
   const { config, log, env, shutdown } = o;
   const clock = o.clock ?? realClock;
   const metrics = new ApiserverMetrics();
+  for (const { flag, message } of inertFlagWarnings(config)) log.warn({ flag }, message);
 
   // 4. Kube client: service account in a cluster, KUBECONFIG outside.
   const kube = await kubeClientFrom(env, "main", log);
@@ -191,6 +192,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
       keyPem: cert.keyPem,
       verifier,
       ...(config.serving.tlsMinVersion ? { minVersion: config.serving.tlsMinVersion } : {}),
+      cipherSuites: config.serving.tlsCipherSuites,
       handler,
       log: log.child({ component: "serving" }),
     });

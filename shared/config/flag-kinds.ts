@@ -160,8 +160,8 @@ export function quantityFlag(o: Base & { default: string }): FlagSpec<Quantity> 
 }
 
 /** Comma-separated strings, as pflag's StringSlice: `a,b` → ["a","b"]; empty → []. */
-export function listFlag(o: Base & { default?: string }): FlagSpec<string[]> {
-  return kind("list", o, (raw) => (raw === "" ? [] : raw.split(",")));
+export function listFlag(o: Base & { default?: string; check?: Check<string[]> }): FlagSpec<string[]> {
+  return kind("list", o, (raw) => (raw === "" ? [] : raw.split(",")), o.check ? [o.check] : []);
 }
 
 // Semantic Versioning 2.0.0, without a leading "v" (the e2b SDK compares envd versions with semver).

@@ -9,6 +9,7 @@ import net from "node:net";
 import tls from "node:tls";
 import type { Server } from "bun";
 import type { Logger } from "pino";
+import { cipherOptions } from "./cipher-suites.ts";
 import type { ClientCertVerifier, PeerCert } from "./client-certs.ts";
 
 export interface SecureServerOptions {
@@ -19,6 +20,8 @@ export interface SecureServerOptions {
   verifier: ClientCertVerifier;
   /** `VersionTLS12`-style name, as the Go flag takes it. */
   minVersion?: string;
+  /** --tls-cipher-suites: IANA names, already checked by the flag (serving/cipher-suites.ts). */
+  cipherSuites?: readonly string[];
   handler: (req: Request, peer: PeerCert | undefined) => Response | Promise<Response>;
   log: Logger;
 }
@@ -54,6 +57,9 @@ export async function startSecureServer(o: SecureServerOptions): Promise<SecureS
   });
   const internalPort = internal.port!;
   const sockets = new Set<net.Socket>();
+  const suites = cipherOptions(o.cipherSuites ?? []);
+  // Only TLS 1.3 suite names raise the floor to TLS 1.3; otherwise --tls-min-version decides.
+  const minVersion = suites.minVersion ?? (o.minVersion ? TLS_VERSIONS[o.minVersion] : undefined);
 
   const front = tls.createServer(
     {
@@ -61,7 +67,8 @@ export async function startSecureServer(o: SecureServerOptions): Promise<SecureS
       key: o.keyPem,
       requestCert: true,
       rejectUnauthorized: false,
-      ...(o.minVersion && TLS_VERSIONS[o.minVersion] ? { minVersion: TLS_VERSIONS[o.minVersion] } : {}),
+      ...(minVersion ? { minVersion } : {}),
+      ...(suites.ciphers ? { ciphers: suites.ciphers } : {}),
     },
     (sock) => {
       sockets.add(sock);

@@ -92,6 +92,8 @@ describe("values", () => {
     [["--e2b-bind-address=8080"], "--e2b-bind-address"],
     [["--secure-port=70000"], "--secure-port"],
     [["--tls-min-version=TLS1.2"], "--tls-min-version"],
+    [["--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,ECDHE-RSA-AES128-GCM-SHA256"], "--tls-cipher-suites"],
+    [["--tls-cipher-suites=TLS_RSA_WITH_RC4_128_SHA"], "--tls-cipher-suites"],
     [["--enable-warm-pool-driver=maybe"], "--enable-warm-pool-driver"],
   ];
   for (const [argv, flag] of usage) {
@@ -139,6 +141,16 @@ describe("a real process", () => {
     const proc = run(["--inventory-stale-after=0"]);
     expect(proc.exitCode).toBe(2);
     expect(proc.stderr.toString()).toContain('invalid value "0" for flag --inventory-stale-after');
+  });
+
+  test("an unknown or insecure cipher suite exits 2 naming the flag, the value and why", () => {
+    const unknown = run(["--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,ECDHE-RSA-AES128-GCM-SHA256"]);
+    expect(unknown.exitCode).toBe(2);
+    expect(unknown.stderr.toString()).toContain("for flag --tls-cipher-suites: unknown cipher suite \"ECDHE-RSA-AES128-GCM-SHA256\"");
+    const insecure = run(["--tls-cipher-suites=TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA"]);
+    expect(insecure.exitCode).toBe(2);
+    expect(insecure.stderr.toString()).toContain('invalid value "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA" for flag --tls-cipher-suites');
+    expect(insecure.stderr.toString()).toContain("insecure cipher suite");
   });
 
   test("an unknown OPERATOR_LOG_LEVEL exits 1 with one line", () => {
