@@ -56,6 +56,44 @@ export async function createCA(cn: string, validity: Validity = defaultValidity(
   return { subject, certPem: cert.toString("pem") + "\n", keyPem: await privateKeyToPem(keys.privateKey) };
 }
 
+export interface IntermediateCAOptions {
+  /** The authority that signs the intermediate (a root from createCA, or another intermediate). */
+  parent: CertificateAuthority;
+  cn: string;
+  /** BasicConstraints pathLenConstraint: how many further intermediates may follow; unset means no limit. */
+  pathLength?: number;
+  validity?: Validity;
+}
+
+/**
+ * An intermediate CA signed by `parent`: clients present it after their leaf (leaf + intermediates), and a verifier
+ * that trusts only the root must build the chain itself. Its certPem is the intermediate alone.
+ */
+export async function createIntermediateCA(opts: IntermediateCAOptions): Promise<CertificateAuthority> {
+  const x509 = await loadX509();
+  const validity = opts.validity ?? defaultValidity();
+  const parentCert = new x509.X509Certificate(opts.parent.certPem);
+  const [parentKey, keys] = await Promise.all([importSigningKey(opts.parent.keyPem), generateKeyPair()]);
+  const subject = new x509.Name([{ CN: [opts.cn] }]).toString();
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: randomSerialHex(),
+    subject,
+    issuer: parentCert.subject,
+    notBefore: validity.notBefore,
+    notAfter: validity.notAfter,
+    signingAlgorithm: SIGNING_ALGORITHM,
+    publicKey: keys.publicKey,
+    signingKey: parentKey,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, opts.pathLength, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      await x509.AuthorityKeyIdentifierExtension.create(parentCert.publicKey),
+    ],
+  });
+  return { subject, certPem: cert.toString("pem") + "\n", keyPem: await privateKeyToPem(keys.privateKey) };
+}
+
 const ekuOf = (x509: typeof X509): Record<CertificateUsage, string[]> => ({
   server: [x509.ExtendedKeyUsage.serverAuth],
   client: [x509.ExtendedKeyUsage.clientAuth],

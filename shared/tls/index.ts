@@ -1,4 +1,12 @@
-export { type CertificateAuthority, type CertificateUsage, type IssueCertificateOptions, createCA, issueCertificate } from "./ca.ts";
+export {
+  type CertificateAuthority,
+  type CertificateUsage,
+  type IntermediateCAOptions,
+  type IssueCertificateOptions,
+  createCA,
+  createIntermediateCA,
+  issueCertificate,
+} from "./ca.ts";
 export { type CertKeyPem, generateKeyPairPem, publicKeyToPem } from "./keys.ts";
 export { KeyPairError, type LoadedKeyPair, loadKeyPair } from "./load.ts";
 export { type SelfSignedOptions, selfSignedServingCert } from "./self-signed.ts";

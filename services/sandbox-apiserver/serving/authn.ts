@@ -1,10 +1,12 @@
 // Delegated authentication (docs/serving.md "Authentication"), in kube-apiserver's order:
 //   1. a client cert from the front-proxy CA (CN in the allowed names, when any are set): the caller is whoever the
-//      X-Remote-User / X-Remote-Group / X-Remote-Extra-* headers name (how the aggregator forwards a request);
+//      X-Remote-User / X-Remote-Group / X-Remote-Extra-* headers name (how the aggregator forwards a request); a CN
+//      outside the allowed names is refused like an unverified certificate (4);
 //   2. a client cert from the client CA: CN is the user, O the groups;
 //   3. a bearer token: a TokenReview against the cluster, cached for --authentication-token-webhook-cache-ttl;
 //      a token the cluster rejects is a 401;
-//   4. otherwise anonymous.
+//   4. a client certificate that neither CA verifies (and no token) is a 401 (client-certs.ts says why);
+//   5. otherwise anonymous.
 // Identity headers on any other connection are ignored: only the front proxy's cert makes them mean anything.
 import type { Clock } from "#shared/clock/index.ts";
 import type { KubeClient } from "#shared/kube/index.ts";
@@ -69,19 +71,25 @@ export class Authenticator {
   }
 
   private async identify(headers: Headers, peer: PeerCert | undefined): Promise<AuthnResult> {
+    let refused: string | undefined;
     if (peer?.source === "requestheader") {
       const allowed = this.requestHeader.allowedNames;
       if (allowed.length === 0 || allowed.includes(peer.commonName)) {
         const user = fromRequestHeaders(headers, this.requestHeader);
         if (user) return { ok: true, user };
+      } else {
+        refused = `front-proxy client certificate CN "${peer.commonName}" is not in the allowed names (${allowed.join(", ")})`;
       }
     }
+    if (peer?.source === "rejected") refused = peer.reason;
     if (peer?.source === "client" && peer.commonName) {
       return { ok: true, user: { name: peer.commonName, groups: peer.organizations } };
     }
     const auth = headers.get("authorization");
     const m = auth ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
     if (m) return this.reviewToken(m[1]!);
+    // As kube's union authenticator: a credential that failed is a 401, never anonymous.
+    if (refused) return { ok: false, message: refused };
     return { ok: true, user: ANONYMOUS };
   }
 

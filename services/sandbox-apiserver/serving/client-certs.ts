@@ -1,38 +1,57 @@
-// Which authority signed a client certificate (docs/serving.md "Authentication"): the front-proxy CA
-// (requestheader-client-ca-file: the aggregator, whose X-Remote-* headers then carry the caller) or the client CA
+// Which authority vouches for a client's certificate chain (docs/serving.md "Client certificates"): the front-proxy
+// CA (requestheader-client-ca-file: the aggregator, whose X-Remote-* headers then carry the caller) or the client CA
 // (client-ca-file: CN is the user, O the groups). This is the whole verification: the TLS layer asks for a
 // certificate without naming or checking authorities, so the authorities can be reloaded without a restart and a
-// client never withholds its certificate because an old CA list did not name its issuer. A leaf must be signed
-// directly by one of the CAs (no intermediates) and be within its validity.
+// client never withholds its certificate because an old CA list did not name its issuer.
+//
+// As Go's x509 verification (which kube's authenticators use): the leaf and the intermediates the client sent after
+// it are chained up to one of the configured CAs; every certificate on the path must be within its validity,
+// every intermediate must be a CA (basic constraints) within its path length, and every certificate on the path that
+// restricts its extended key usage must allow client authentication. A chain that does not verify is refused with
+// the reason (authn then answers 401, as kube-apiserver does).
 import { x509 } from "#shared/tls/index.ts";
 
 export type CertSource = "requestheader" | "client";
 
-export interface PeerCert {
-  source: CertSource;
-  commonName: string;
-  organizations: string[];
-}
+export type PeerCert =
+  | { source: CertSource; commonName: string; organizations: string[] }
+  /** A certificate was presented and neither authority verifies its chain: why, for each configured authority. */
+  | { source: "rejected"; reason: string };
 
 export function parseCertBundle(pem: string): x509.X509Certificate[] {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   return blocks.map((b) => new x509.X509Certificate(b));
 }
 
-/** How many distinct certificates' verdicts are kept (the aggregator and a few admins present the same few). */
+/** How many distinct chains' verdicts are kept (the aggregator and a few admins present the same few). */
 const VERDICTS_MAX = 1024;
+/** Longest path searched (leaf + intermediates), and the most signatures checked for one chain (Go stops at 100). */
+const MAX_PATH = 10;
+const MAX_SIGNATURE_CHECKS = 100;
+
+const CLIENT_AUTH = "1.3.6.1.5.5.7.3.2";
+const ANY_EKU = "2.5.29.37.0";
+
+const AUTHORITY_FLAG: Record<CertSource, string> = {
+  requestheader: "the front-proxy CA (--requestheader-client-ca-file)",
+  client: "the client CA (--client-ca-file)",
+};
 
 interface Verdict {
-  peer: PeerCert | undefined;
+  peer: PeerCert;
+  /** The window in which the verdict holds: the intersection of the path's validity periods. */
   notBefore: Date;
   notAfter: Date;
 }
 
+const ALWAYS = { notBefore: new Date(-8.64e15), notAfter: new Date(8.64e15) };
+
 export class ClientCertVerifier {
   /**
-   * Verdicts by the certificate's DER bytes: the aggregator presents one certificate on every connection it opens,
+   * Verdicts by the chain's DER bytes: the aggregator presents one certificate on every connection it opens,
    * and parsing plus verifying it cost more CPU than the request the connection carries. The same bytes are the
-   * same certificate (the TLS handshake proved the key), so only the validity window is checked again on a hit.
+   * same chain (the TLS handshake proved the leaf's key), so a hit only checks that `now` is inside the verdict's
+   * window; outside it the chain is verified again. A refusal that depended on the time is not kept.
    * Emptied whenever the authorities change.
    */
   private readonly verdicts = new Map<string, Verdict>();
@@ -49,51 +68,157 @@ export class ClientCertVerifier {
     this.verdicts.clear();
   }
 
-  /** The verified source of a DER leaf, or undefined when neither authority signed it or it is expired. */
-  async classify(der: Uint8Array, now = new Date()): Promise<PeerCert | undefined> {
-    const key = Buffer.from(der.buffer, der.byteOffset, der.byteLength).toString("base64");
-    let v = this.verdicts.get(key);
-    if (!v) {
-      const cas = { requestHeader: this.requestHeaderCAs, client: this.clientCAs };
-      v = await this.verdictOf(der);
-      // Authorities replaced while verifying: the verdict is the old set's, so it is not kept.
-      if (cas.requestHeader === this.requestHeaderCAs && cas.client === this.clientCAs) {
-        this.verdicts.set(key, v);
-        if (this.verdicts.size > VERDICTS_MAX) this.verdicts.delete(this.verdicts.keys().next().value as string);
-      }
+  /**
+   * The verified source of a presented chain (DER, leaf first, then the intermediates in the order sent), or a
+   * refusal with its reason. A lone leaf is a chain of one.
+   */
+  async classify(chain: Uint8Array | readonly Uint8Array[], now = new Date()): Promise<PeerCert> {
+    const ders = chain instanceof Uint8Array ? [chain] : chain;
+    const key = ders.map((d) => Buffer.from(d.buffer, d.byteOffset, d.byteLength).toString("base64")).join(".");
+    const kept = this.verdicts.get(key);
+    if (kept && kept.notBefore <= now && now <= kept.notAfter) return kept.peer;
+    const cas = { requestHeader: this.requestHeaderCAs, client: this.clientCAs };
+    const { verdict, keep } = await this.verdictOf(ders, now);
+    // Authorities replaced while verifying: the verdict is the old set's, so it is not kept.
+    if (keep && cas.requestHeader === this.requestHeaderCAs && cas.client === this.clientCAs) {
+      this.verdicts.delete(key);
+      this.verdicts.set(key, verdict);
+      if (this.verdicts.size > VERDICTS_MAX) this.verdicts.delete(this.verdicts.keys().next().value as string);
     }
-    if (v.notBefore > now || v.notAfter < now) return undefined;
-    return v.peer;
+    return verdict.peer;
   }
 
-  private async verdictOf(der: Uint8Array): Promise<Verdict> {
-    let leaf: x509.X509Certificate;
+  private async verdictOf(ders: readonly Uint8Array[], now: Date): Promise<{ verdict: Verdict; keep: boolean }> {
+    let certs: x509.X509Certificate[];
     try {
-      leaf = new x509.X509Certificate(new Uint8Array(der));
-    } catch {
-      return { peer: undefined, notBefore: new Date(0), notAfter: new Date(8.64e15) };
+      certs = ders.map((d) => new x509.X509Certificate(new Uint8Array(d)));
+    } catch (e) {
+      return { verdict: { peer: { source: "rejected", reason: `unparseable certificate: ${(e as Error).message}` }, ...ALWAYS }, keep: true };
     }
-    const window = { notBefore: leaf.notBefore, notAfter: leaf.notAfter };
-    for (const [source, cas] of [["requestheader", this.requestHeaderCAs], ["client", this.clientCAs]] as const) {
-      for (const ca of cas) {
-        if (leaf.issuer !== ca.subject) continue;
-        try {
-          if (await leaf.verify({ publicKey: ca.publicKey, signatureOnly: true })) {
-            const name = leaf.subjectName;
-            return {
-              peer: {
-                source,
-                commonName: name.getField("CN")[0] ?? "",
-                organizations: name.getField("O"),
-              },
-              ...window,
-            };
-          }
-        } catch {
-          // a key of another algorithm: not this CA
-        }
+    const [leaf, ...intermediates] = certs as [x509.X509Certificate, ...x509.X509Certificate[]];
+    const reasons: string[] = [];
+    let timeDependent = false;
+    for (const [source, roots] of [["requestheader", this.requestHeaderCAs], ["client", this.clientCAs]] as const) {
+      if (roots.length === 0) continue;
+      const search = new PathSearch(roots, intermediates, now);
+      const path = await search.from(leaf);
+      if (path) {
+        const name = leaf.subjectName;
+        return {
+          verdict: {
+            peer: { source, commonName: name.getField("CN")[0] ?? "", organizations: name.getField("O") },
+            notBefore: new Date(Math.max(...path.map((c) => c.notBefore.getTime()))),
+            notAfter: new Date(Math.min(...path.map((c) => c.notAfter.getTime()))),
+          },
+          keep: true,
+        };
       }
+      timeDependent ||= search.timeDependent;
+      reasons.push(`not verified by ${AUTHORITY_FLAG[source]}: ${search.problem ?? unknownAuthority(leaf)}`);
     }
-    return { peer: undefined, ...window };
+    const reason = reasons.length ? reasons.join("; ") : "no client CA is configured";
+    return {
+      verdict: { peer: { source: "rejected", reason: `client certificate ${describe(leaf)}: ${reason}` }, ...ALWAYS },
+      keep: !timeDependent,
+    };
   }
+}
+
+/**
+ * A depth-first search for a path leaf → intermediates → one root, as Go's Certificate.Verify builds one. `problem`
+ * keeps the first specific refusal met on the way (an expired certificate, a non-CA issuer, a usage that excludes
+ * client authentication), which says more than "unknown authority" when a path almost existed.
+ */
+class PathSearch {
+  problem: string | undefined;
+  /** Some candidate was refused only for its validity period: the same chain may verify at another time. */
+  timeDependent = false;
+  private signatureChecks = 0;
+
+  constructor(
+    private readonly roots: readonly x509.X509Certificate[],
+    private readonly intermediates: readonly x509.X509Certificate[],
+    private readonly now: Date,
+  ) {}
+
+  async from(leaf: x509.X509Certificate): Promise<x509.X509Certificate[] | undefined> {
+    if (!this.current(leaf)) return undefined;
+    // A leaf that is itself one of the roots is trusted as it is (as Go does).
+    if (this.roots.some((r) => sameCert(r, leaf))) return this.usable([leaf]);
+    return this.extend([leaf]);
+  }
+
+  /** Tries every issuer of the path's last certificate: the roots first, then the client's intermediates. */
+  private async extend(path: x509.X509Certificate[]): Promise<x509.X509Certificate[] | undefined> {
+    const child = path[path.length - 1]!;
+    for (const root of this.roots) {
+      if (!(await this.signedBy(child, root))) continue;
+      if (!this.current(root) || !this.withinPathLength(root, path)) continue;
+      const full = this.usable([...path, root]);
+      if (full) return full;
+    }
+    if (path.length >= MAX_PATH) return undefined;
+    for (const inter of this.intermediates) {
+      if (path.some((c) => sameCert(c, inter))) continue;
+      if (!(await this.signedBy(child, inter))) continue;
+      const bc = inter.getExtension(x509.BasicConstraintsExtension);
+      if (!bc?.ca) {
+        this.problem ??= `${describe(inter)} is not authorized to sign other certificates (not a CA)`;
+        continue;
+      }
+      if (!this.current(inter) || !this.withinPathLength(inter, path)) continue;
+      const found = await this.extend([...path, inter]);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  private async signedBy(child: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
+    if (child.issuer !== issuer.subject || this.signatureChecks >= MAX_SIGNATURE_CHECKS) return false;
+    this.signatureChecks++;
+    try {
+      return await child.verify({ publicKey: issuer.publicKey, signatureOnly: true });
+    } catch {
+      return false; // a key of another algorithm: not this issuer
+    }
+  }
+
+  private current(cert: x509.X509Certificate): boolean {
+    if (cert.notBefore <= this.now && this.now <= cert.notAfter) return true;
+    this.timeDependent = true;
+    const when = this.now > cert.notAfter ? `expired at ${cert.notAfter.toISOString()}` : `is not valid before ${cert.notBefore.toISOString()}`;
+    this.problem ??= `${describe(cert)} ${when} (now ${this.now.toISOString()})`;
+    return false;
+  }
+
+  /** `ca`'s pathLenConstraint bounds the intermediates below it (the leaf does not count). */
+  private withinPathLength(ca: x509.X509Certificate, below: readonly x509.X509Certificate[]): boolean {
+    const max = ca.getExtension(x509.BasicConstraintsExtension)?.pathLength;
+    if (max === undefined || below.length - 1 <= max) return true;
+    this.problem ??= `${describe(ca)} allows ${max} intermediate(s) below it, the chain has ${below.length - 1}`;
+    return false;
+  }
+
+  /** Every certificate that restricts its extended key usage must allow client authentication. */
+  private usable(path: x509.X509Certificate[]): x509.X509Certificate[] | undefined {
+    for (const cert of path) {
+      const usages = cert.getExtension(x509.ExtendedKeyUsageExtension)?.usages.map(String);
+      if (!usages || usages.length === 0 || usages.includes(CLIENT_AUTH) || usages.includes(ANY_EKU)) continue;
+      this.problem ??= `${describe(cert)} is not valid for client authentication (extended key usage ${usages.join(", ")})`;
+      return undefined;
+    }
+    return path;
+  }
+}
+
+function sameCert(a: x509.X509Certificate, b: x509.X509Certificate): boolean {
+  return Buffer.from(a.rawData).equals(Buffer.from(b.rawData));
+}
+
+function describe(cert: x509.X509Certificate): string {
+  return `"${cert.subject}"`;
+}
+
+function unknownAuthority(leaf: x509.X509Certificate): string {
+  return `signed by unknown authority (issuer "${leaf.issuer}")`;
 }

@@ -76,8 +76,9 @@ export async function startSecureServer(o: SecureServerOptions): Promise<SecureS
         let peer: PeerCert | undefined;
         try {
           // Verified by the verifier itself, not by `sock.authorized` (see client-certs.ts).
-          const raw = (sock.getPeerCertificate?.() as { raw?: Uint8Array } | undefined)?.raw;
-          if (raw) peer = await o.verifier.classify(raw);
+          const chain = presentedChain(sock);
+          if (chain.length) peer = await o.verifier.classify(chain);
+          if (peer?.source === "rejected") o.log.info({ remote: sock.remoteAddress, reason: peer.reason }, "client certificate refused");
         } catch (e) {
           o.log.debug({ err: (e as Error).message }, "client certificate could not be classified; treating the connection as certless");
         }
@@ -123,4 +124,24 @@ export async function startSecureServer(o: SecureServerOptions): Promise<SecureS
       await internal.stop(true);
     },
   };
+}
+
+interface DetailedPeerCertificate {
+  raw?: Uint8Array;
+  fingerprint256?: string;
+  issuerCertificate?: DetailedPeerCertificate;
+}
+
+/** The certificates the client sent, DER, leaf first (`getPeerCertificate(true)` links them by issuerCertificate). */
+function presentedChain(sock: tls.TLSSocket): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  const seen = new Set<string>();
+  let cert = sock.getPeerCertificate?.(true) as DetailedPeerCertificate | undefined;
+  // A self-signed root links to itself: stop at the first repeat.
+  while (cert?.raw && !seen.has(cert.fingerprint256 ?? String(out.length))) {
+    seen.add(cert.fingerprint256 ?? String(out.length));
+    out.push(cert.raw);
+    cert = cert.issuerCertificate;
+  }
+  return out;
 }

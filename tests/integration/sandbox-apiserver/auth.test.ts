@@ -2,7 +2,9 @@
 // directly on the secure port (the only way to see this server's own TokenReview and SubjectAccessReview at work,
 // since kube-apiserver authorizes a proxied request before it forwards it). Scenario numbers lead the names.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createCA, issueCertificate } from "#shared/tls/index.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createCA, createIntermediateCA, issueCertificate } from "#shared/tls/index.ts";
 import { kubectl } from "../../kube/kubectl.ts";
 import { type ApiserverProcess, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
 
@@ -31,6 +33,16 @@ afterAll(async () => {
   await server?.stop();
   await stack?.stop();
 });
+
+/** The reasons the server logged for refusing client certificates. */
+const refusals = (p: ApiserverProcess): string[] =>
+  p
+    .stderr()
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as { msg?: string; reason?: string })
+    .filter((l) => l.msg === "client certificate refused")
+    .map((l) => l.reason ?? "");
 
 const direct = (path: string, init: RequestInit & { cert?: { certPem: string; keyPem: string } } = {}) =>
   fetch(`https://127.0.0.1:${server.port}${path}`, {
@@ -94,7 +106,9 @@ describe("this server's own authentication and authorization (direct connections
     const rogue = await createCA("rogue-front-proxy-ca");
     const cert = await issueCertificate({ ca: rogue, cn: stack.cluster.frontProxy.clientName, usages: "client" });
     const r = await direct("/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y", { cert, headers: { "X-Remote-User": "admin", "X-Remote-Group": "system:masters" } });
-    expect(r.status).toBe(403);
+    // A certificate neither CA verifies is a failed credential: 401, as kube-apiserver answers, with the reason logged.
+    expect(r.status).toBe(401);
+    expect(refusals(server).join("\n")).toContain(`client certificate "CN=${stack.cluster.frontProxy.clientName}": not verified by the front-proxy CA`);
   });
 
   test("32: create on sandboxes without create on sandboxes/fork is refused the fork", async () => {
@@ -186,10 +200,10 @@ subjects: [{kind: ServiceAccount, name: scraper, namespace: default}]
         headers: { "content-type": "application/merge-patch+json" },
         body: JSON.stringify({ data: { "requestheader-allowed-names": JSON.stringify(names) } }),
       });
-    // The front proxy's CN is no longer allowed: its identity headers stop counting, the caller is anonymous.
+    // The front proxy's CN is no longer allowed: its certificate is a failed credential (401, as kube-apiserver).
     await (await patch(["someone-else"])).body?.cancel();
     try {
-      await eventually(async () => ((await viaAggregator()) === 403 ? true : undefined), 10_000, "the reload to refuse the front proxy");
+      await eventually(async () => ((await viaAggregator()) === 401 ? true : undefined), 10_000, "the reload to refuse the front proxy");
     } finally {
       await (await patch(JSON.parse(cm.data["requestheader-allowed-names"]!) as string[])).body?.cancel();
     }
@@ -204,6 +218,60 @@ subjects: [{kind: ServiceAccount, name: scraper, namespace: default}]
     // A certificate from another authority with the same subject is nobody.
     const rogue = await createCA("rogue-client-ca");
     const cert = await issueCertificate({ ca: rogue, cn: "test-admin", organizations: ["system:masters"], usages: "client" });
-    expect((await direct("/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y", { cert })).status).toBe(403);
+    expect((await direct("/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y", { cert })).status).toBe(401);
   });
+
+  test("kubectl presenting leaf + intermediate is verified up to --client-ca-file; expired, server-only and unrelated chains are 401", async () => {
+    const root = await createCA("it-client-root");
+    const inter = await createIntermediateCA({ parent: root, cn: "it-client-intermediate" });
+    const caFile = join(stack.dir, "chain-client-ca.crt");
+    writeFileSync(caFile, root.certPem);
+    const chained = await stack.startServer({ args: ["--enable-warm-pool-driver=false", "--sandboxd-token=t", `--client-ca-file=${caFile}`] });
+    try {
+      /** kubectl straight to the secure port, its client certificate data being leaf + intermediate. */
+      const asChain = async (leaf: { certPem: string; keyPem: string }, name: string) => {
+        const kubeconfig = join(stack.dir, `${name}.kubeconfig`);
+        const b64 = (s: string) => Buffer.from(s).toString("base64");
+        writeFileSync(
+          kubeconfig,
+          JSON.stringify({
+            apiVersion: "v1",
+            kind: "Config",
+            clusters: [{ name: "direct", cluster: { server: `https://127.0.0.1:${chained.port}`, "certificate-authority-data": b64(stack.caPem) } }],
+            users: [{ name, user: { "client-certificate-data": b64(leaf.certPem + inter.certPem), "client-key-data": b64(leaf.keyPem) } }],
+            contexts: [{ name: "direct", context: { cluster: "direct", user: name } }],
+            "current-context": "direct",
+          }),
+        );
+        return kubectl(["get", "--raw", "/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y"], { kubeconfig });
+      };
+      const ok = await asChain(await issueCertificate({ ca: inter, cn: "chain-admin", organizations: ["system:masters"], usages: "client" }), "ok");
+      expect(ok.stderr).toBe("");
+      expect((JSON.parse(ok.stdout) as { metadata: { name: string } }).metadata.name).toBe("y");
+
+      const hour = 3_600_000;
+      const expiredLeaf = await issueCertificate({
+        ca: inter,
+        cn: "expired-admin",
+        organizations: ["system:masters"],
+        usages: "client",
+        validity: { notBefore: new Date(Date.now() - 3 * hour), notAfter: new Date(Date.now() - hour) },
+      });
+      const serverOnly = await issueCertificate({ ca: inter, cn: "server-only", organizations: ["system:masters"], usages: "server" });
+      const impostorRoot = await createCA("it-client-root");
+      const impostor = await issueCertificate({ ca: await createIntermediateCA({ parent: impostorRoot, cn: "it-client-intermediate" }), cn: "impostor", organizations: ["system:masters"], usages: "client" });
+      for (const [leaf, name, why] of [
+        [expiredLeaf, "expired", '"CN=expired-admin, O=system:masters" expired at'],
+        [serverOnly, "server-only", '"CN=server-only, O=system:masters" is not valid for client authentication'],
+        [impostor, "impostor", "signed by unknown authority"],
+      ] as const) {
+        const r = await asChain(leaf, name);
+        expect(r.code).not.toBe(0);
+        expect(r.stderr).toContain("Unauthorized");
+        expect(refusals(chained).join("\n")).toContain(why);
+      }
+    } finally {
+      await chained.stop();
+    }
+  }, 60_000);
 });

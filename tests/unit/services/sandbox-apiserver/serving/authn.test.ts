@@ -15,10 +15,19 @@ describe("authentication", () => {
     const a = new Authenticator({ requestHeader: cfg, cacheTtlMs: 10_000, clock: new FakeClock(0) });
     const h = new Headers([["X-Remote-User", "alice"]]);
     expect(await a.authenticate(h, undefined)).toEqual({ ok: true, user: { name: "system:anonymous", groups: ["system:unauthenticated"] } });
-    expect(await a.authenticate(h, { source: "requestheader", commonName: "someone-else", organizations: [] })).toMatchObject({ user: { name: "system:anonymous" } });
+    // A front-proxy certificate whose CN is not allowed is a failed credential (401), as kube-apiserver answers.
+    expect(await a.authenticate(h, { source: "requestheader", commonName: "someone-else", organizations: [] })).toEqual({
+      ok: false,
+      message: 'front-proxy client certificate CN "someone-else" is not in the allowed names (front-proxy-client)',
+    });
     expect(await a.authenticate(h, { source: "requestheader", commonName: "front-proxy-client", organizations: [] })).toEqual({ ok: true, user: { name: "alice", groups: ["system:authenticated"] } });
     expect(await a.authenticate(h, { source: "client", commonName: "bob", organizations: ["devs"] })).toEqual({ ok: true, user: { name: "bob", groups: ["devs", "system:authenticated"] } });
     expect(await a.authenticate(new Headers([["authorization", "Bearer x"]]), undefined)).toEqual({ ok: false, message: "Unauthorized" });
+  });
+  test("a refused certificate is a 401 with its reason, never anonymous", async () => {
+    const a = new Authenticator({ requestHeader: cfg, cacheTtlMs: 10_000, clock: new FakeClock(0) });
+    const refused = { source: "rejected", reason: "client certificate \"CN=x\": not verified by the client CA" } as const;
+    expect(await a.authenticate(new Headers([["X-Remote-User", "alice"]]), refused)).toEqual({ ok: false, message: refused.reason });
   });
 });
 
