@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as fsp from "node:fs/promises";
 import { ClaimsFile, type ClaimsFs } from "#services/vk-sandbox/claims/file.ts";
@@ -85,30 +85,32 @@ describe("durable claims file", () => {
 });
 
 describe("crash consistency (issue 7 safety net): the file is always the old or the new table", () => {
-  /** node:fs/promises with every call the write makes recorded in order, file handles included. */
+  /** node:fs with every call the write makes recorded in order; descriptors are named by the path they opened. */
   function recordingFs(log: string[], crashAt?: string) {
     const step = (what: string) => {
       log.push(what);
       if (crashAt && (what === crashAt || what.startsWith(`${crashAt} `))) throw new Error(`crash at ${what}`);
     };
-    const name = (p: unknown, base: string) => String(p).replace(base, "<dir>");
-    return (base: string): ClaimsFs => ({
-      readFile: fsp.readFile,
-      mkdir: (async (p: string, o: unknown) => (step(`mkdir ${name(p, base)}`), fsp.mkdir(p, o as never))) as ClaimsFs["mkdir"],
-      rename: (async (a: string, b: string) => (step(`rename ${name(a, base)} -> ${name(b, base)}`), fsp.rename(a, b))) as ClaimsFs["rename"],
-      unlink: (async (p: string) => (log.push(`unlink ${name(p, base)}`), fsp.unlink(p))) as ClaimsFs["unlink"],
-      open: (async (p: string, flags: string, mode?: number) => {
-        step(`open ${name(p, base)} ${flags}`);
-        const fh = await fsp.open(p, flags, mode);
-        const n = name(p, base);
-        return Object.assign(Object.create(fh), {
-          chmod: (m: number) => (step(`chmod ${n}`), fh.chmod(m)),
-          writeFile: (d: string, e: BufferEncoding) => (step(`write ${n}`), fh.writeFile(d, e)),
-          sync: () => (step(`fsync ${n}`), fh.sync()),
-          close: () => (log.push(`close ${n}`), fh.close()),
-        });
-      }) as ClaimsFs["open"],
-    });
+    return (base: string): ClaimsFs => {
+      const name = (p: unknown) => String(p).replace(base, "<dir>");
+      const fds = new Map<number, string>();
+      return {
+        readFile: (p, e) => fsp.readFile(p, e),
+        mkdirSync: (p, o) => (step(`mkdir ${name(p)}`), mkdirSync(p, o)),
+        openSync: (p, flags, mode) => {
+          step(`open ${name(p)} ${flags}`);
+          const fd = openSync(p, flags, mode);
+          fds.set(fd, name(p));
+          return fd;
+        },
+        fchmodSync: (fd, m) => (step(`chmod ${fds.get(fd)}`), fchmodSync(fd, m)),
+        writeFileSync: (fd, d) => (step(`write ${fds.get(fd)}`), writeFileSync(fd, d)),
+        fsync: async (fd) => (step(`fsync ${fds.get(fd)}`), fsyncSync(fd)),
+        closeSync: (fd) => (log.push(`close ${fds.get(fd)}`), closeSync(fd)),
+        renameSync: (a, b) => (step(`rename ${name(a)} -> ${name(b)}`), renameSync(a, b)),
+        unlinkSync: (p) => (log.push(`unlink ${name(p)}`), unlinkSync(p)),
+      };
+    };
   }
 
   test("write order: tmp written and fsynced, closed, renamed over the file, then the directory fsynced", async () => {
