@@ -4,7 +4,7 @@
 // a fatal error half-way still stops what already runs.
 import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
-import type { CoreV1Event, V1Pod } from "@kubernetes/client-node";
+import type { V1Pod } from "@kubernetes/client-node";
 import type { Clock } from "#shared/clock/index.ts";
 import { StartupError } from "#shared/config/index.ts";
 import { splitHostPort } from "#shared/config/index.ts";
@@ -12,10 +12,10 @@ import { KubeClient } from "#shared/kube/index.ts";
 import { bunTransport } from "#shared/kube/index.ts";
 import { loadKubeConnection } from "#shared/kube/index.ts";
 import { isConflict, isNotFound, KubeApiError } from "#shared/kube/index.ts";
-import { EventRecorder } from "#shared/kube/index.ts";
+import { EventRecorder, kubeEventSink } from "#shared/kube/index.ts";
 import { Informer } from "#shared/kube/index.ts";
 import { limiterFromFlags, rateFromFlags } from "#shared/kube/index.ts";
-import { Events, Pods } from "#shared/kube/index.ts";
+import { Pods } from "#shared/kube/index.ts";
 import type { Shutdown } from "#shared/lifecycle/index.ts";
 import type { Logger } from "#shared/log/index.ts";
 import { SandboxdClient } from "#shared/sandboxd/index.ts";
@@ -103,7 +103,7 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
 
   // Pod events: the pod controller's, and the provider's own SandboxLost warnings.
   const events = new EventRecorder({
-    sink: eventSink(kube),
+    sink: kubeEventSink(kube),
     component: `${cfg.nodeName}/pod-controller`,
     host: cfg.nodeName,
     dropNormal: cfg.disablePodEvents,
@@ -253,13 +253,6 @@ export function podWriter(kube: KubeClient): PodWriter {
   return {
     updateStatus: (pod) => kube.update<V1Pod>(Pods, pod, { namespace: pod.metadata?.namespace, subresource: "status" }),
     forceDelete: (namespace, name, uid) => kube.delete(Pods, name, { namespace, gracePeriodSeconds: 0, preconditions: { uid } }),
-  };
-}
-
-function eventSink(kube: KubeClient) {
-  return {
-    create: (namespace: string, ev: CoreV1Event) => kube.create(Events, ev, { namespace }),
-    patch: (namespace: string, name: string, patch: Partial<CoreV1Event>) => kube.patch(Events, name, patch, { namespace, type: "merge" }),
   };
 }
 

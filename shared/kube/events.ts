@@ -8,12 +8,22 @@
 import PQueue from "p-queue";
 import type { CoreV1Event, V1ObjectReference } from "@kubernetes/client-node";
 import { type Clock, formatRfc3339Seconds, realClock } from "../clock/index.ts";
+import type { KubeClient } from "./client.ts";
+import { Events } from "./resources.ts";
 
 /** The two calls the recorder makes; consumers wire them to the shared KubeClient (RBAC: events create, patch). */
 export interface EventSink {
   create(namespace: string, event: CoreV1Event): Promise<unknown>;
   /** A JSON merge patch of `count`/`lastTimestamp`; rejects with a 404-classified error if the Event is gone. */
   patch(namespace: string, name: string, patch: Partial<CoreV1Event>): Promise<unknown>;
+}
+
+/** The sink on a KubeClient: core/v1 Events, created, and merge-patched when repeated. */
+export function kubeEventSink(client: KubeClient): EventSink {
+  return {
+    create: (namespace, event) => client.create(Events, event, { namespace }),
+    patch: (namespace, name, patch) => client.patch(Events, name, patch, { namespace, type: "merge" }),
+  };
 }
 
 export type EventType = "Normal" | "Warning";

@@ -17,7 +17,7 @@ export {
   type Status,
   type StatusDetails,
 } from "./errors.ts";
-export { EventRecorder, type EventRecorderOptions, type EventSink, type EventType, type InvolvedObject } from "./events.ts";
+export { EventRecorder, type EventRecorderOptions, type EventSink, type EventType, type InvolvedObject, kubeEventSink } from "./events.ts";
 export { Informer, type InformerOptions } from "./informer.ts";
 export { type Obj, objectKey, podKey, splitKey } from "./keys.ts";
 export { DEFAULT_BURST, DEFAULT_QPS, limiterFromFlags, rateFromFlags, TokenBucket } from "./rate-limit.ts";

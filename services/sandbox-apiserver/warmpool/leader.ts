@@ -1,10 +1,11 @@
 // Leader election on a coordination.k8s.io/v1 Lease, with client-go's semantics (docs/warmpool.md "Leader
 // election"): lease 15 s, renew deadline 10 s, retry 2 s. Expiry is judged on this process's clock from when it last
 // saw the record change (never by comparing another host's renewTime with our clock), and every write carries the
-// resourceVersion it read, so two candidates cannot both win.
+// resourceVersion it read, so two candidates cannot both win. As client-go's LeaseLock, each change of leadership is
+// recorded as a Normal `LeaderElection` Event on the Lease: "<identity> became leader", "<identity> stopped leading".
 import type { Logger } from "pino";
 import type { Clock } from "#shared/clock/index.ts";
-import type { KubeClient } from "#shared/kube/index.ts";
+import type { InvolvedObject, KubeClient } from "#shared/kube/index.ts";
 import { isConflict, isNotFound } from "#shared/kube/index.ts";
 import { Leases } from "#shared/kube/index.ts";
 
@@ -24,9 +25,16 @@ interface LeaseSpec {
 interface Lease {
   apiVersion?: string;
   kind?: string;
-  metadata: { name: string; namespace: string; resourceVersion?: string };
+  metadata: { name: string; namespace: string; uid?: string; resourceVersion?: string };
   spec?: LeaseSpec;
 }
+
+/** Where leadership changes are recorded (an EventRecorder; it never blocks and only logs a failed write). */
+export interface LeaderEvents {
+  normal(obj: InvolvedObject, reason: string, message: string): void;
+}
+
+export const LEADER_ELECTION_REASON = "LeaderElection";
 
 export interface LeaderElectorOptions {
   client: KubeClient;
@@ -38,6 +46,7 @@ export interface LeaderElectorOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
+  events?: LeaderEvents;
 }
 
 /** Microsecond RFC 3339, as MicroTime marshals. */
@@ -47,6 +56,8 @@ function microTime(ms: number): string {
 
 export class LeaderElector {
   private observed: { key: string; at: number } | undefined;
+  /** The Lease as last read or written: the Events' involved object. */
+  private lease: Lease["metadata"] | undefined;
   private readonly name: string;
   private readonly leaseMs: number;
   private readonly renewDeadlineMs: number;
@@ -67,6 +78,7 @@ export class LeaderElector {
     while (!signal.aborted && !(await this.tryAcquireOrRenew())) await this.o.clock.sleep(this.retryMs, signal);
     if (signal.aborted) return;
     this.o.log.info({ lease: `${this.o.namespace}/${this.name}`, identity: this.o.identity }, "became the warm-pool driver leader");
+    this.record("became leader");
     const leading = new AbortController();
     const stopLeading = () => leading.abort();
     signal.addEventListener("abort", stopLeading, { once: true });
@@ -89,7 +101,18 @@ export class LeaderElector {
       leading.abort();
       signal.removeEventListener("abort", stopLeading);
       await renewing;
+      this.record("stopped leading");
     }
+  }
+
+  /** client-go's LeaseLock.RecordEvent: a Normal LeaderElection Event on the Lease. */
+  private record(what: string): void {
+    if (!this.o.events || !this.lease) return;
+    this.o.events.normal(
+      { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: this.lease },
+      LEADER_ELECTION_REASON,
+      `${this.o.identity} ${what}`,
+    );
   }
 
   /** One attempt: create the lease, renew ours, or take an expired one. True when we hold it afterwards. */
@@ -105,12 +128,13 @@ export class LeaderElector {
         return false;
       }
       try {
-        await this.o.client.create(Leases, {
+        const created = await this.o.client.create<Lease>(Leases, {
           apiVersion: "coordination.k8s.io/v1",
           kind: "Lease",
           metadata: { name: this.name, namespace: this.o.namespace },
           spec: { ...mine, acquireTime: microTime(now), leaseTransitions: 0 },
         });
+        this.lease = created.metadata;
         this.observe({ ...mine }, now);
         return true;
       } catch (err) {
@@ -134,6 +158,7 @@ export class LeaderElector {
     };
     try {
       const updated = await this.o.client.update<Lease>(Leases, next);
+      this.lease = updated.metadata;
       this.observe(updated.spec ?? next.spec!, now);
       return true;
     } catch (e) {

@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Env } from "#shared/config/index.ts";
+import { EventRecorder, isNotFound, kubeEventSink } from "#shared/kube/index.ts";
 import { type DriverOptions, WarmPoolDriver } from "./driver.ts";
 import { LeaderElector, leaseNamespace } from "./leader.ts";
 
@@ -25,13 +26,22 @@ export interface WarmPoolDriverHandle {
 export function startWarmPoolDriver(o: WarmPoolDriverOptions): WarmPoolDriverHandle {
   const identity = `${hostname()}_${randomUUID()}`;
   const stop = new AbortController();
+  // LeaderElection Events on the Lease (docs/warmpool.md "Leader election"); RBAC: events create, patch.
+  const events = new EventRecorder({
+    sink: kubeEventSink(o.kube),
+    component: "sandbox-apiserver",
+    host: hostname(),
+    clock: o.clock,
+    isNotFound,
+    log: o.log.child({ component: "events" }),
+  });
   let leading = false;
   let driver: WarmPoolDriver | undefined;
   let elector: LeaderElector | undefined;
   const loop = (async () => {
     const namespace = await leaseNamespace(o.env);
     while (!stop.signal.aborted) {
-      elector = new LeaderElector({ client: o.kube, namespace, identity, clock: o.clock, log: o.log });
+      elector = new LeaderElector({ client: o.kube, namespace, identity, clock: o.clock, log: o.log, events });
       try {
         await elector.run(stop.signal, async (signal) => {
           leading = true;
@@ -62,6 +72,8 @@ export function startWarmPoolDriver(o: WarmPoolDriverOptions): WarmPoolDriverHan
       stop.abort();
       await loop;
       if (wasLeading) await elector?.release();
+      // "stopped leading" is on its way: written before the process exits.
+      await events.close();
     },
   };
 }

@@ -165,6 +165,39 @@ describe("warm-pool driver", () => {
 });
 
 describe("leader election", () => {
+  test("leadership changes are LeaderElection Events on the Lease, as client-go records them, written under the chart's RBAC", async () => {
+    const s = await start();
+    await eventually(() => (s.stderr().includes("became the warm-pool driver leader") ? true : undefined), 10_000, "leadership");
+    const leaseRes = await stack.cluster.adminFetch(`/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/cocoon-warmpool-driver`);
+    const lease = (await leaseRes.json()) as { metadata: { uid: string }; spec: { holderIdentity: string } };
+    const identity = lease.spec.holderIdentity;
+    interface Ev {
+      type: string;
+      reason: string;
+      message: string;
+      involvedObject: { apiVersion: string; kind: string; name: string; namespace: string; uid: string };
+      source: { component: string };
+    }
+    const eventsOf = async (message: string) => {
+      const r = await stack.cluster.adminFetch(`/api/v1/namespaces/${NAMESPACE}/events?fieldSelector=reason%3DLeaderElection`);
+      return ((await r.json()) as { items: Ev[] }).items.filter((e) => e.message === message);
+    };
+    const became = await eventually(async () => ((await eventsOf(`${identity} became leader`))[0]), 10_000, "the became-leader Event");
+    expect(became).toMatchObject({
+      type: "Normal",
+      reason: "LeaderElection",
+      involvedObject: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", name: "cocoon-warmpool-driver", namespace: NAMESPACE, uid: lease.metadata.uid },
+      source: { component: "sandbox-apiserver" },
+    });
+    // A clean stop gives the Lease up and records the loss before the process exits.
+    expect(await s.stop("SIGTERM")).toBe(0);
+    const stopped = await eventsOf(`${identity} stopped leading`);
+    expect(stopped).toHaveLength(1);
+    expect(stopped[0]!.involvedObject.uid).toBe(lease.metadata.uid);
+    // No write was refused: the RBAC the chart renders grants events create.
+    expect(s.stderr()).not.toContain("event write failed");
+  }, 30_000);
+
   test("42: of two replicas only the Lease holder PUTs; after kill -9 the other takes over within about 15 s", async () => {
     await template("t42");
     await pool("p42", 3, "t42");

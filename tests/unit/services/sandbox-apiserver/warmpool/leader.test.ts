@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
 import { KubeClient } from "#shared/kube/client.ts";
 import { createLogger } from "#shared/log/index.ts";
+import type { InvolvedObject } from "#shared/kube/index.ts";
 import { LeaderElector } from "#services/sandbox-apiserver/warmpool/leader.ts";
 
 interface LeaseObj {
@@ -77,7 +78,9 @@ describe("leader election", () => {
   test("a leader that cannot renew for the renew deadline stops leading; a released lease is free at once", async () => {
     const api = leaseApi();
     const clock = new FakeClock();
-    const a = new LeaderElector({ client: api.client, namespace: "ns", identity: "a", clock, log });
+    const recorded: { kind?: string; name?: string; reason: string; message: string }[] = [];
+    const events = { normal: (o: InvolvedObject, reason: string, message: string) => recorded.push({ kind: o.kind, name: o.metadata?.name, reason, message }) };
+    const a = new LeaderElector({ client: api.client, namespace: "ns", identity: "a", clock, log, events });
     const stop = new AbortController();
     let leading = false;
     let ended = false;
@@ -95,6 +98,11 @@ describe("leader election", () => {
     for (let t = 0; t < 4_000; t += 2_000) await clock.tick(2_000);
     expect(ended).toBe(true);
     await run;
+    // client-go's LeaseLock events: one on winning, one on losing, both on the Lease.
+    expect(recorded).toEqual([
+      { kind: "Lease", name: "cocoon-warmpool-driver", reason: "LeaderElection", message: "a became leader" },
+      { kind: "Lease", name: "cocoon-warmpool-driver", reason: "LeaderElection", message: "a stopped leading" },
+    ]);
     api.setDown(false);
     const b = new LeaderElector({ client: api.client, namespace: "ns", identity: "b", clock, log });
     await a.release(); // a no longer holds it in its own view, but the record still names it
