@@ -1,6 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { x509 } from "#shared/tls/x509.ts";
-import { createCA, issueCertificate } from "#shared/tls/index.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createCA, createIntermediateCA, issueCertificate } from "#shared/tls/index.ts";
 import { serveHello } from "./serve-hello.ts";
 
 describe("createCA / issueCertificate", () => {
@@ -55,5 +58,35 @@ describe("createCA / issueCertificate", () => {
     const ok = await fetch(server.url, { tls: { ca: ca.certPem, cert: good.certPem, key: good.keyPem } });
     expect(ok.status).toBe(200);
     await expect(fetch(server.url, { tls: { ca: ca.certPem, cert: bad.certPem, key: bad.keyPem } })).rejects.toThrow();
+  });
+
+  // openssl verify is an independent X.509 path validator: the chain must hold for it, not only for our verifier.
+  test.skipIf(Bun.which("openssl") === null)("an intermediate CA's leaf verifies to the root only with the intermediate; pathLength is honoured", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "intermediate-ca-"));
+    try {
+      const root = await createCA("root-ca");
+      const inter = await createIntermediateCA({ parent: root, cn: "intermediate-ca", pathLength: 0 });
+      const below = await createIntermediateCA({ parent: inter, cn: "too-deep-ca" });
+      const leaf = await issueCertificate({ ca: inter, cn: "bob", usages: "client" });
+      const deep = await issueCertificate({ ca: below, cn: "carol", usages: "client" });
+      const file = (name: string, pem: string) => {
+        writeFileSync(join(dir, name), pem);
+        return join(dir, name);
+      };
+      const verify = (untrusted: string | undefined, cert: string) => {
+        const args = ["openssl", "verify", "-purpose", "sslclient", "-CAfile", file("root.pem", root.certPem)];
+        if (untrusted) args.push("-untrusted", untrusted);
+        const p = Bun.spawnSync([...args, cert]);
+        return { code: p.exitCode, out: p.stdout.toString() + p.stderr.toString() };
+      };
+      expect(new x509.X509Certificate(inter.certPem).issuer).toBe(root.subject);
+      expect(verify(file("inter.pem", inter.certPem), file("leaf.pem", leaf.certPem)).code).toBe(0);
+      expect(verify(undefined, file("leaf.pem", leaf.certPem)).code).not.toBe(0);
+      const tooDeep = verify(file("chain.pem", below.certPem + inter.certPem), file("deep.pem", deep.certPem));
+      expect(tooDeep.code).not.toBe(0);
+      expect(tooDeep.out).toContain("path length constraint exceeded");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
