@@ -1,7 +1,9 @@
 // services/sandbox-apiserver/sandboxes — the folder's front door: what other folders may import from it.
+// object.ts first: create.ts and mutations.ts import ../api, whose modules read GROUP/VERSION at load time through
+// this file, so the constants must be initialised before that cycle is entered (a test loads every index alone).
+export { ANN_NET, API_VERSION, GROUP, KIND, LIST_KIND, RESOURCE, type Sandbox, VERSION } from "./object.ts";
 export { type CreateDeps, createSandbox } from "./create.ts";
 export { type Verb, deleteSandbox, runVerb } from "./mutations.ts";
 export { NodeClients, mapBounded } from "./nodes.ts";
-export { ANN_NET, API_VERSION, GROUP, KIND, LIST_KIND, RESOURCE, type Sandbox, VERSION } from "./object.ts";
 export { type PodTemplateLike, PoolKeyError, poolKeyOf } from "./pool-key.ts";
 export { NODE_FANOUT, type Resolved, SandboxReader } from "./store.ts";

@@ -82,3 +82,29 @@ test("imports across shared/, services/, tests/ and scripts/ use the package ali
   }
   expect(offenders).toEqual([]);
 });
+
+// A folder index loaded first must evaluate on its own: an import cycle through which a module reads another's
+// constants at load time only fails when that index is the entry point (bun test loads files in varying orders, so
+// the whole suite can pass while one test file run alone throws "Cannot access X before initialization").
+test("every folder index.ts loads on its own in a fresh process", async () => {
+  const indexes = [...tsFiles(join(root, "shared")), ...tsFiles(join(root, "services"))]
+    .filter((f) => f.endsWith("/index.ts") && !f.includes("/node_modules/"))
+    .map((f) => relative(root, f));
+  expect(indexes.length).toBeGreaterThan(10);
+  const failures: string[] = [];
+  const queue = [...indexes];
+  await Promise.all(
+    [0, 1].map(async () => {
+      for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+        const proc = Bun.spawn([process.execPath, "-e", `await import(${JSON.stringify(join(root, file))})`], {
+          cwd: root,
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        const [err, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+        if (code !== 0) failures.push(`${file}: ${err.split("\n").find((l) => /Error/.test(l)) ?? `exit ${code}`}`);
+      }
+    }),
+  );
+  expect(failures).toEqual([]);
+}, 120_000);
