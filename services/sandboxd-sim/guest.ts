@@ -8,6 +8,7 @@
 //   anything else needs X-Access-Token and echoes the request as JSON
 // Signature (e2b SDK): "v1_" + base64(sha256("<path>:<read|write>:<user>:<accessToken>[:<exp>]")), no padding.
 import { createHmac } from "node:crypto";
+import { type Clock, realClock } from "#shared/clock/index.ts";
 import { fileSignature as signFile } from "#shared/sandboxd/index.ts";
 import { safeEqual } from "./auth.ts";
 
@@ -16,8 +17,8 @@ export interface FakeGuestOptions {
   accessToken?: string;
   envdSecret?: string;
   claimToken?: string;
-  /** Clock for signature expiry, in unix seconds. */
-  nowSeconds?: () => number;
+  /** Judges signature expiry; a simulated node passes its own clock, so fake-time tests cover expiry. */
+  clock?: Clock;
 }
 
 export interface GuestRequest {
@@ -45,7 +46,8 @@ export function fileSignature(path: string, op: "read" | "write", user: string, 
 
 export async function startFakeGuest(o: FakeGuestOptions = {}): Promise<FakeGuest> {
   const accessToken = o.accessToken ?? (o.envdSecret && o.claimToken ? deriveAccessToken(o.envdSecret, o.claimToken) : undefined);
-  const now = o.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
+  const clock = o.clock ?? realClock;
+  const nowSeconds = () => Math.floor(clock.now() / 1000);
   const files = new Map<string, string>();
   const requests: GuestRequest[] = [];
   const tokenOk = (req: Request) => accessToken === undefined || safeEqual(req.headers.get("x-access-token") ?? "", accessToken);
@@ -70,7 +72,7 @@ export async function startFakeGuest(o: FakeGuestOptions = {}): Promise<FakeGues
           const user = url.searchParams.get("username") ?? "user";
           const good = sig && accessToken !== undefined && safeEqual(sig, fileSignature(path, op, user, accessToken, exp));
           if (!good) return Response.json({ code: 401, message: "invalid signature" }, { status: 401 });
-          if (exp !== undefined && exp < now()) return Response.json({ code: 401, message: "signature expired" }, { status: 401 });
+          if (exp !== undefined && exp < nowSeconds()) return Response.json({ code: 401, message: "signature expired" }, { status: 401 });
         }
         if (op === "write") {
           files.set(path, body);
@@ -82,7 +84,7 @@ export async function startFakeGuest(o: FakeGuestOptions = {}): Promise<FakeGues
       if (!tokenOk(req)) return Response.json({ code: 401, message: "missing or invalid X-Access-Token" }, { status: 401 });
       if (url.pathname === "/init" && req.method === "POST") return new Response(null, { status: 204 });
       if (url.pathname === "/metrics") {
-        return Response.json({ ts: now(), cpu_count: 1, cpu_used_pct: 1.5, mem_total: 536870912, mem_used: 134217728, mem_cache: 0, disk_used: 0, disk_total: 0 });
+        return Response.json({ ts: nowSeconds(), cpu_count: 1, cpu_used_pct: 1.5, mem_total: 536870912, mem_used: 134217728, mem_cache: 0, disk_used: 0, disk_total: 0 });
       }
       return Response.json({ method: req.method, path: url.pathname, query: url.search, headers });
     },

@@ -107,7 +107,7 @@ export class SimNode {
     this.previewAdvertise = o.previewAdvertise === undefined ? DEFAULT_PREVIEW_ADVERTISE : o.previewAdvertise;
     // Not from the id source: a seeded run's ids must not shift because a node now also holds a key.
     this.previewSecret = randomBytes(16).toString("hex");
-    this.guestHost = o.guestAgents ? new GuestHost(o.guestAgents === true ? {} : o.guestAgents) : undefined;
+    this.guestHost = o.guestAgents ? new GuestHost({ clock: o.clock, ...(o.guestAgents === true ? {} : o.guestAgents) }) : undefined;
     this.pools = new Pools({ clock: o.clock, ids: o.ids, provisionLatencyMs: o.provisionLatencyMs ?? 0, refillConcurrency: o.refillConcurrency ?? 8 });
   }
 

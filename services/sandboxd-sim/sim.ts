@@ -174,7 +174,7 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
     detachGuest: (id, port) => node.detachGuest(id, port),
     attachFakeGuest: async (id, o = {}) => {
       const c = node.table.get(id);
-      const g = await startFakeGuest({ claimToken: c?.token, ...o });
+      const g = await startFakeGuest({ claimToken: c?.token, clock, ...o });
       guests.push(g);
       node.attachGuest(id, 49983, g.port);
       return g;

@@ -15,6 +15,7 @@
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type Clock, realClock } from "#shared/clock/index.ts";
 import type { Claim } from "../claims.ts";
 import { GuestSandbox } from "./sandbox.ts";
 import { FileMetadata } from "./metadata.ts";
@@ -34,6 +35,8 @@ export interface GuestHostOptions {
   dir?: string;
   /** Host the guest agents listen on (default 127.0.0.1). */
   host?: string;
+  /** The node's clock: judges signed-URL expiry in every guest (default the real clock). */
+  clock?: Clock;
 }
 
 export class GuestHost {
@@ -42,6 +45,7 @@ export class GuestHost {
   /** Checkpoint id -> the source's files (a directory) and file metadata as they were when it was taken. */
   private readonly captures = new Map<string, { dir: string; metadata: FileMetadata }>();
   private readonly host: string;
+  private readonly clock: Clock;
 
   private readonly onExit = () => {
     for (const g of this.guests.values()) g.sb.processes.killAll();
@@ -50,6 +54,7 @@ export class GuestHost {
   constructor(o: GuestHostOptions = {}) {
     this.baseDir = mkdtempSync(join(o.dir ?? tmpdir(), "sandboxd-sim-guests-"));
     this.host = o.host ?? "127.0.0.1";
+    this.clock = o.clock ?? realClock;
     process.on("exit", this.onExit);
   }
 
@@ -121,7 +126,7 @@ export class GuestHost {
       sb.defaultUser = parent.sb.defaultUser;
       sb.defaultWorkdir = parent.sb.defaultWorkdir;
     }
-    const g: Guest = { sb, server: startGuestServer(sb, this.host), paused: false };
+    const g: Guest = { sb, server: startGuestServer(sb, this.host, this.clock), paused: false };
     this.guests.set(c.id, g);
     return g;
   }

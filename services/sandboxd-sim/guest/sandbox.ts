@@ -29,7 +29,6 @@ export class GuestSandbox {
   defaultUser = "user";
   /** Guest path commands start in when they name no cwd. */
   defaultWorkdir: string;
-  readonly startedAt = Date.now();
   private destroyed = false;
   private readonly instanceMetadata: () => Record<string, unknown> | undefined;
 

@@ -19,6 +19,7 @@ import { Filesystem } from "./gen/filesystem/filesystem_pb.ts";
 import { processService } from "./process-service.ts";
 import { filesystemService, type PollingWatcher } from "./filesystem-service.ts";
 import { downloadFile, envdError, uploadFiles } from "./files-http.ts";
+import { type Clock, realClock } from "#shared/clock/index.ts";
 import { fileSignature } from "#shared/sandboxd/index.ts";
 import { safeEqual } from "../auth.ts";
 import { PathError } from "./paths.ts";
@@ -57,7 +58,8 @@ function signedFileOk(sb: GuestSandbox, url: URL, method: string, nowSeconds: nu
   return exp !== undefined && exp < nowSeconds ? "expired" : "ok";
 }
 
-export function createGuestApp(sb: GuestSandbox): Hono {
+/** `clock` judges signed-URL expiry and stamps /metrics: the node's clock, so fake-time tests move the guest too. */
+export function createGuestApp(sb: GuestSandbox, clock: Clock = realClock): Hono {
   const watchers = new Map<string, PollingWatcher>();
   const router = createConnectRouter();
   router.service(Process, processService(sb));
@@ -71,7 +73,7 @@ export function createGuestApp(sb: GuestSandbox): Hono {
     const presented = c.req.header("x-access-token");
     if (presented !== undefined && safeEqual(presented, sb.accessToken)) return next();
     if (url.pathname === "/files" && presented === undefined && url.searchParams.has("signature")) {
-      const v = signedFileOk(sb, url, c.req.method, Math.floor(Date.now() / 1000));
+      const v = signedFileOk(sb, url, c.req.method, Math.floor(clock.now() / 1000));
       if (v === "ok") return next();
       return envdError(401, v === "expired" ? "signature expired" : "invalid signature");
     }
@@ -118,7 +120,7 @@ export function createGuestApp(sb: GuestSandbox): Hono {
     }
     const total = totalmem();
     return c.json({
-      ts: Math.floor(Date.now() / 1000),
+      ts: Math.floor(clock.now() / 1000),
       cpu_count: cpus().length,
       cpu_used_pct: 0,
       mem_total: total,
@@ -142,8 +144,8 @@ export function createGuestApp(sb: GuestSandbox): Hono {
 }
 
 /** Serve one sandbox's guest agent on 127.0.0.1 and a free port. */
-export function startGuestServer(sb: GuestSandbox, host = "127.0.0.1"): GuestServer {
-  const app = createGuestApp(sb);
+export function startGuestServer(sb: GuestSandbox, host = "127.0.0.1", clock: Clock = realClock): GuestServer {
+  const app = createGuestApp(sb, clock);
   const server = Bun.serve({
     hostname: host,
     port: 0,

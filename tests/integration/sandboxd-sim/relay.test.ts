@@ -1,5 +1,6 @@
 // The ports relay (sandboxd.md §5.6): a raw byte splice to a TCP echo guest with half-close, and every error.
 import { afterEach, describe, expect, test } from "bun:test";
+import { FakeClock } from "#shared/clock/index.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { ROOT, call, claim, rawRequest, startEcho, upgradeHead, until } from "./helpers.ts";
 
@@ -73,7 +74,8 @@ describe("sandboxd-sim ports relay", () => {
 describe("sandboxd-sim fake envd guest", () => {
   test("checks X-Access-Token, accepts a valid signed /files URL and refuses a wrong or expired signature", async () => {
     const { startFakeGuest, fileSignature } = await import("../../../services/sandboxd-sim/guest.ts");
-    const g = await startFakeGuest({ accessToken: "acc", nowSeconds: () => 1_000 });
+    const clock = new FakeClock(1_000_000); // unix second 1000
+    const g = await startFakeGuest({ accessToken: "acc", clock });
     stops.push(g.stop);
     const base = `http://127.0.0.1:${g.port}`;
     expect((await fetch(`${base}/init`, { method: "POST" })).status).toBe(401);
@@ -86,5 +88,45 @@ describe("sandboxd-sim fake envd guest", () => {
     expect((await fetch(url(fileSignature("/f", "read", "user", "acc", 999), 999))).status).toBe(401);
     expect((await fetch(url(fileSignature("/f", "read", "user", "other")))).status).toBe(401);
     expect((await fetch(url(fileSignature("/f", "write", "user", "acc")))).status).toBe(401);
+  });
+
+  test("attachFakeGuest's guest judges signature_expiration on the simulated node's fake clock", async () => {
+    const { fileSignature } = await import("../../../services/sandboxd-sim/guest.ts");
+    const s = await sim();
+    const c = (await claim(s)).json;
+    const g = await s.attachFakeGuest(c.id, { accessToken: "acc" });
+    const base = `http://127.0.0.1:${g.port}`;
+    expect((await fetch(`${base}/files?path=/f`, { method: "POST", headers: { "x-access-token": "acc" }, body: "data" })).status).toBe(200);
+    // Signed to expire 60 s after the node's (fake) now: good until the node's clock moves past it.
+    const exp = Math.floor(s.clock.now() / 1000) + 60;
+    const signed = `${base}/files?path=/f&username=user&signature=${encodeURIComponent(fileSignature("/f", "read", "user", "acc", exp))}&signature_expiration=${exp}`;
+    const before = await fetch(signed);
+    expect([before.status, await before.text()]).toEqual([200, "data"]);
+    s.advance(61_000);
+    const after = await fetch(signed);
+    expect([after.status, await after.json()]).toEqual([401, { code: 401, message: "signature expired" }]);
+  });
+
+  test("the node's guest agents judge signature_expiration on the node's fake clock", async () => {
+    const { fileSignature } = await import("../../../services/sandboxd-sim/guest.ts");
+    const s = await startSandboxdSim({ rootToken: ROOT, clock: "fake", guestAgents: true });
+    sims.push(s);
+    const c = (await claim(s)).json;
+    const target = s.node.guestHost?.target(c.id, 49983);
+    if (!target) throw new Error(`no guest agent for ${c.id}`);
+    const relay = `http://${target.host}:${target.port}`;
+    expect((await fetch(`${relay}/init`, { method: "POST", body: JSON.stringify({ accessToken: "acc" }) })).status).toBe(204);
+    const form = new FormData();
+    form.append("file", new Blob(["data"]), "f");
+    expect((await fetch(`${relay}/files?path=/home/user/f`, { method: "POST", headers: { "x-access-token": "acc" }, body: form })).status).toBe(200);
+    const exp = Math.floor(s.clock.now() / 1000) + 60;
+    const sig = encodeURIComponent(fileSignature("/home/user/f", "read", "user", "acc", exp));
+    const signed = `${relay}/files?path=/home/user/f&username=user&signature=${sig}&signature_expiration=${exp}`;
+    const before = await fetch(signed);
+    expect([before.status, await before.text()]).toEqual([200, "data"]);
+    s.advance(61_000);
+    const after = await fetch(signed);
+    expect(after.status).toBe(401);
+    expect(((await after.json()) as { message: string }).message).toBe("signature expired");
   });
 });
