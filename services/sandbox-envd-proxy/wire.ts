@@ -12,8 +12,14 @@ import { EnvdRelay, serveRelay, stopRelay } from "#shared/relay/index.ts";
 import { buildInfo } from "#shared/version.ts";
 import { checkEnvdProxyConfig, type EnvdProxyConfig } from "./flags.ts";
 
-/** Test hook: shortens the 2 min wait for the NodeInventory cache. */
-export const INVENTORY_SYNC_TIMEOUT_ENV = "SANDBOX_ENVD_PROXY_INVENTORY_SYNC_TIMEOUT_MS";
+/** What a programmatic caller may set beyond the flags (the seed's flag table is the binary's whole --help). */
+export interface EnvdProxyStartOptions {
+  /**
+   * How long startup waits for the NodeInventory cache before failing with the CRD hint; default 2 min
+   * (docs/envd-relay.md "Startup"). An embedding program or a test that expects the failure shortens it.
+   */
+  inventorySyncTimeoutMs?: number;
+}
 
 export interface RunningProxy {
   port: number;
@@ -21,7 +27,13 @@ export interface RunningProxy {
   stop(): Promise<void>;
 }
 
-export async function startEnvdProxy(config: EnvdProxyConfig, log: Logger, env: Env, shutdown?: Shutdown): Promise<RunningProxy> {
+export async function startEnvdProxy(
+  config: EnvdProxyConfig,
+  log: Logger,
+  env: Env,
+  shutdown?: Shutdown,
+  options: EnvdProxyStartOptions = {},
+): Promise<RunningProxy> {
   checkEnvdProxyConfig(config);
   const envdSecret = readEnvdSecret(config.e2bEnvdSecretFile!);
   const rootToken = resolveRootToken(config.sandboxdToken, config.sandboxdTokenFile);
@@ -34,12 +46,11 @@ export async function startEnvdProxy(config: EnvdProxyConfig, log: Logger, env: 
     if (err instanceof KubeConfigError) throw new StartupError(`load kube config: ${err.message}`, {});
     throw err;
   }
-  const syncTimeout = Number(env[INVENTORY_SYNC_TIMEOUT_ENV] ?? "");
   const fleet = new InventoryFleet({
     client,
     staleAfterMs: config.inventoryStaleAfter,
     log: log.child({ component: "inventory" }),
-    ...(syncTimeout > 0 ? { syncTimeoutMs: syncTimeout } : {}),
+    ...(options.inventorySyncTimeoutMs !== undefined ? { syncTimeoutMs: options.inventorySyncTimeoutMs } : {}),
   });
   try {
     await fleet.ready();
