@@ -6,7 +6,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createCA, createIntermediateCA, issueCertificate } from "#shared/tls/index.ts";
 import { kubectl } from "../../kube/kubectl.ts";
-import { type ApiserverProcess, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
+import { type ApiserverProcess, type Stack, rfc3339, startStack } from "./fixture.ts";
+import { waitFor } from "#tests/support/wait.ts";
 
 let stack: Stack;
 let server: ApiserverProcess;
@@ -64,10 +65,10 @@ metadata: {name: sandbox-getter, namespace: a}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: sandbox-getter}
 subjects: [{kind: User, name: ${stack.cluster.user.name}}]
 `);
-    const ok = await eventually(async () => {
+    const ok = await waitFor("the Role to apply", async () => {
       const r = await kubectl(["get", "sandbox", "x", "-n", "a", "-o", "name"], { kubeconfig: userKubeconfig });
       return r.code === 0 ? r : undefined;
-    }, 10_000, "the Role to apply");
+    }, 10_000);
     expect(ok.stdout.trim()).toBe("sandbox.agents.x-k8s.io/x");
     const list = await kubectl(["get", "sandboxes", "-n", "a"], { kubeconfig: userKubeconfig });
     expect(list.code).not.toBe(0);
@@ -124,7 +125,7 @@ metadata: {name: sandbox-creator, namespace: b}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: sandbox-creator}
 subjects: [{kind: User, name: ${stack.cluster.user.name}}]
 `);
-    await eventually(async () => ((await kubectl(["get", "sandbox", "y", "-n", "b"], { kubeconfig: userKubeconfig })).code === 0 ? true : undefined));
+    await waitFor("the RoleBinding in b to apply", async () => (await kubectl(["get", "sandbox", "y", "-n", "b"], { kubeconfig: userKubeconfig })).code === 0, 10_000);
     const r = await kubectl(["create", "--raw", "/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes/y/fork", "-f", "-"], { kubeconfig: userKubeconfig, stdin: '{"count":1}' });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain("Forbidden");
@@ -162,10 +163,10 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: metrics-
 subjects: [{kind: ServiceAccount, name: scraper, namespace: default}]
 `);
     const token = await stack.cluster.serviceAccountToken("default", "scraper");
-    const text = await eventually(async () => {
+    const text = await waitFor("metrics with the scraper's token", async () => {
       const r = await direct("/metrics", { headers: { authorization: `Bearer ${token}` } });
       return r.status === 200 ? r.text() : undefined;
-    }, 15_000, "metrics with the scraper's token");
+    }, 15_000);
     expect(text).toContain("# TYPE apiserver_request_total counter");
     expect(text).toMatch(/apiserver_request_total\{[^}]*verb="GET"[^}]*resource="sandboxes"[^}]*code="200"/);
     expect(text).toContain('sandbox_inventory_nodes{state="fresh"} 1');
@@ -203,11 +204,11 @@ subjects: [{kind: ServiceAccount, name: scraper, namespace: default}]
     // The front proxy's CN is no longer allowed: its certificate is a failed credential (401, as kube-apiserver).
     await (await patch(["someone-else"])).body?.cancel();
     try {
-      await eventually(async () => ((await viaAggregator()) === 401 ? true : undefined), 10_000, "the reload to refuse the front proxy");
+      await waitFor("the reload to refuse the front proxy", async () => (await viaAggregator()) === 401, 10_000);
     } finally {
       await (await patch(JSON.parse(cm.data["requestheader-allowed-names"]!) as string[])).body?.cancel();
     }
-    await eventually(async () => ((await viaAggregator()) === 200 ? true : undefined), 10_000, "the restored names to apply");
+    await waitFor("the restored names to apply", async () => (await viaAggregator()) === 200, 10_000);
   }, 30_000);
 
   test("a client certificate from the cluster's client CA (client-ca-file from the ConfigMap) authenticates as its CN and O", async () => {

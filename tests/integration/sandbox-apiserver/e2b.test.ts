@@ -9,7 +9,8 @@ import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.t
 import { kubectl } from "../../kube/kubectl.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
-import { type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
+import { type Stack, rfc3339, startStack } from "./fixture.ts";
+import { waitFor } from "#tests/support/wait.ts";
 
 const ROOT = "root-e2b";
 const KEY = "e2b_cccccccccccccccccccccccccccccccccccccccc";
@@ -74,11 +75,11 @@ describe("46: the e2b surface in sandbox-apiserver", () => {
       const claim = sim.claims()[0]!;
       expect(claim.claimRef?.startsWith("team-e/")).toBe(true);
       await publishNode();
-      const row = await eventually(async () => {
+      const row = await waitFor("the e2b sandbox in kubectl get sandboxes", async () => {
         const r = await kubectl(["get", "sandboxes", "-n", "team-e", "-o", "json"], { kubeconfig: stack.admin });
         const items = (JSON.parse(r.stdout) as { items: { metadata: { annotations?: Record<string, string> } }[] }).items;
         return items.find((i) => i.metadata.annotations?.["sandbox.cocoonstack.io/claim-id"] === claim.id);
-      }, 10_000, "the e2b sandbox in kubectl get sandboxes");
+      }, 10_000);
       expect(row).toBeDefined();
       await sbx.kill().catch(() => undefined);
     } finally {

@@ -198,22 +198,6 @@ export function rfc3339(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
-/** Polls until `check` returns a value (not undefined), or throws after `timeoutMs` with the last error. */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000, what = "condition"): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
-    await Bun.sleep(100);
-  }
-}
-
 /**
  * Reads a watch response line by line (blank keep-alive lines skipped) until it ends, fails, or `onLine` returns
  * true. Resolves when reading stopped; `stop()` cancels it.

@@ -3,7 +3,8 @@
 // tests/integration/shared/fleet/inventory.test.ts; these prove every read and claim path honours it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
-import { type ApiserverProcess, type InventoryInput, type Stack, eventually, readLines, rfc3339, startStack } from "./fixture.ts";
+import { type ApiserverProcess, type InventoryInput, type Stack, readLines, rfc3339, startStack } from "./fixture.ts";
+import { waitFor } from "#tests/support/wait.ts";
 
 const ROOT = "root";
 const IMG = "img:1";
@@ -74,7 +75,7 @@ describe("freshness through the server (--inventory-stale-after=6s, 2 s publishe
     let publishing = [0, 1, 2];
     const stop = publisher(() => publishing);
     try {
-      await eventually(async () => ((await names()).length === 3 ? true : undefined), 10_000, "three nodes listed");
+      await waitFor("three nodes listed", async () => (await names()).length === 3, 10_000);
       const watch = await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=true");
       const events: string[] = [];
       const reading = readLines(watch, (line) => {
@@ -83,15 +84,15 @@ describe("freshness through the server (--inventory-stale-after=6s, 2 s publishe
       });
       const stoppedAt = Date.now();
       publishing = [0, 1];
-      await eventually(async () => (!(await names()).includes("s3") ? true : undefined), 12_000, "s3 to leave the list");
+      await waitFor("s3 to leave the list", async () => !(await names()).includes("s3"), 12_000);
       expect(Date.now() - stoppedAt).toBeLessThan(10_000);
-      await eventually(() => (events.includes("DELETED s3") ? true : undefined), 3000, "DELETED s3 on the watch");
+      await waitFor("DELETED s3 on the watch", () => events.includes("DELETED s3"), 3000);
       expect(await status("/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/s3")).toBe(404);
       const claimsOnN3 = sims[2]!.requests.filter((r) => r.route === "claim").length;
       for (let i = 0; i < 6; i++) expect(await createNode(`fresh-${i}`)).not.toBe("n3");
       expect(sims[2]!.requests.filter((r) => r.route === "claim").length).toBe(claimsOnN3);
       publishing = [0, 1, 2];
-      await eventually(async () => ((await names()).includes("s3") ? true : undefined), 5000, "s3 back");
+      await waitFor("s3 back", async () => (await names()).includes("s3"), 5000);
       await reading.stop();
     } finally {
       await stop();
@@ -101,7 +102,7 @@ describe("freshness through the server (--inventory-stale-after=6s, 2 s publishe
   test("28: when every node stops publishing, after 3x the window the last inventory is still served and creates still route", async () => {
     const at = rfc3339(Date.now());
     await Promise.all([0, 1, 2].map((i) => stack.publish(inv(i, at))));
-    await eventually(async () => ((await names()).length === 3 ? true : undefined), 10_000, "three nodes");
+    await waitFor("three nodes", async () => (await names()).length === 3, 10_000);
     await Bun.sleep(18_500);
     expect((await names()).sort()).toEqual(["s1", "s2", "s3"]);
     expect(["n1", "n2", "n3"]).toContain(await createNode("after-outage"));
@@ -111,11 +112,11 @@ describe("freshness through the server (--inventory-stale-after=6s, 2 s publishe
     await stack.unpublish("n3");
     await stack.publish(inv(0, null));
     await stack.publish(inv(1, rfc3339(Date.now())));
-    await eventually(async () => (JSON.stringify(await names()) === JSON.stringify(["s2"]) ? true : undefined), 5000, "only s2");
+    await waitFor("only s2", async () => JSON.stringify(await names()) === JSON.stringify(["s2"]), 5000);
     await stack.publish(inv(1, null));
-    await eventually(async () => (JSON.stringify(await names()) === JSON.stringify(["s1", "s2"]) ? true : undefined), 5000, "s1 and s2 unstamped");
+    await waitFor("s1 and s2 unstamped", async () => JSON.stringify(await names()) === JSON.stringify(["s1", "s2"]), 5000);
     await stack.publish(inv(0, rfc3339(Date.now() + 3_600_000)));
     await stack.publish(inv(1, rfc3339(Date.now())));
-    await eventually(async () => (JSON.stringify(await names()) === JSON.stringify(["s1", "s2"]) ? true : undefined), 5000, "both with n1 in the future");
+    await waitFor("both with n1 in the future", async () => JSON.stringify(await names()) === JSON.stringify(["s1", "s2"]), 5000);
   });
 });

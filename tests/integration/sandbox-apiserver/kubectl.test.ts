@@ -5,7 +5,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { kubectl, kubectlStream } from "../../kube/kubectl.ts";
-import { type ApiserverProcess, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
+import { type ApiserverProcess, type Stack, rfc3339, startStack } from "./fixture.ts";
+import { waitFor } from "#tests/support/wait.ts";
 
 const ROOT = "fleet-root-token";
 const IMG = "ghcr.io/x:1";
@@ -63,10 +64,10 @@ describe("sandbox-apiserver through the aggregator", () => {
       ],
     });
     await stack.publish({ node: "n2", address: n2.addr, publishedAt: now(), entries: [{ name: "team-a/alpha", id: "sb_alpha", phase: "Hibernated" }] });
-    const out = await eventually(async () => {
+    const out = await waitFor("3 rows", async () => {
       const r = await k(["get", "sandboxes", "-A"]);
       return r.stdout.split("\n").filter(Boolean).length === 4 ? r.stdout : undefined;
-    }, 10_000, "3 rows");
+    }, 10_000);
     const lines = out.split("\n").filter(Boolean);
     expect(lines[0]).toMatch(/^NAMESPACE\s+NAME\s+CREATED AT$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 2).join("/"))).toEqual(["default/demo", "team-a/alpha", "team-b/zeta"]);
@@ -83,10 +84,10 @@ describe("sandbox-apiserver through the aggregator", () => {
         { name: "default/sleepy", id: "sb_sleepy", phase: "Hibernated" },
       ],
     });
-    const obj = await eventually(async () => {
+    const obj = await waitFor("sandbox rich", async () => {
       const r = await k(["get", "sandbox", "rich", "-o", "json"]);
       return r.code === 0 ? JSON.parse(r.stdout) : undefined;
-    });
+    }, 10_000);
     expect(obj.metadata.labels).toEqual({
       "sandbox.cocoonstack.io/node": "n1",
       "sandbox.cocoonstack.io/phase": "Running",
@@ -108,7 +109,7 @@ describe("sandbox-apiserver through the aggregator", () => {
   test("5: -l sandbox.cocoonstack.io/node=n1 lists only n1's entries; --field-selector status.nodeName works too", async () => {
     await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), entries: [{ name: "default/one", id: "sb_1", phase: "Running" }] });
     await stack.publish({ node: "n2", address: n2.addr, publishedAt: now(), entries: [{ name: "default/two", id: "sb_2", phase: "Running" }] });
-    await eventually(async () => ((await k(["get", "sandboxes", "-o", "name"])).stdout.includes("two") ? true : undefined));
+    await waitFor("sandbox two in the list", async () => (await k(["get", "sandboxes", "-o", "name"])).stdout.includes("two"), 10_000);
     const byLabel = await k(["get", "sandboxes", "-A", "-l", "sandbox.cocoonstack.io/node=n1", "-o", "name"]);
     expect(byLabel.stdout.trim().split("\n")).toEqual(["sandbox.agents.x-k8s.io/one"]);
     const byField = await k(["get", "sandboxes", "-A", "--field-selector", "status.nodeName=n2", "-o", "name"]);
@@ -233,7 +234,7 @@ describe("create (claim) through the aggregator", () => {
     expect(c.code).not.toBe(0);
     expect(c.stderr).toContain("dry-run is not supported for sandbox mutations");
     await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 2 }), entries: [{ name: "default/dry", id: "sb_dry", phase: "Running" }] });
-    await eventually(async () => ((await k(["get", "sandbox", "dry"])).code === 0 ? true : undefined));
+    await waitFor("sandbox dry", async () => (await k(["get", "sandbox", "dry"])).code === 0, 10_000);
     const d = await k(["delete", "sandbox", "dry", "--dry-run=server"]);
     expect(d.stderr).toContain("dry-run is not supported for sandbox mutations");
     const v = await k(["create", "--raw", "/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/dry/pause?dryRun=All", "-f", "-"], "{}");
@@ -333,9 +334,9 @@ describe("reads of unpublished sandboxes, delete and verbs", () => {
     const c = await create(sandbox("eighteen"));
     const id = c.obj!.metadata.annotations!["sandbox.cocoonstack.io/claim-id"]!;
     await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [{ name: "default/eighteen", id, phase: "Running" }] });
-    await eventually(async () => ((await k(["get", "sandbox", "eighteen"])).code === 0 ? true : undefined));
+    await waitFor("sandbox eighteen", async () => (await k(["get", "sandbox", "eighteen"])).code === 0, 10_000);
     const del = kubectl(["delete", "sandbox", "eighteen", "--timeout=20s"], { kubeconfig: stack.admin, timeoutMs: 25_000 });
-    await eventually(() => (n1.requests.some((r) => r.route === "release" && r.path.includes(id)) ? true : undefined), 10_000, "release");
+    await waitFor("release", () => n1.requests.some((r) => r.route === "release" && r.path.includes(id)), 10_000);
     const rel = n1.requests.find((r) => r.route === "release" && r.path.includes(id))!;
     expect(rel.auth).toBe("root");
     // The node republishes without the entry: the pinned watch reports DELETED and kubectl returns.
@@ -356,7 +357,7 @@ describe("reads of unpublished sandboxes, delete and verbs", () => {
         { name: "default/gone", id: "sb_already_gone", phase: "Running" },
       ],
     });
-    await eventually(async () => ((await k(["get", "sandbox", "gone"])).code === 0 ? true : undefined));
+    await waitFor("sandbox gone", async () => (await k(["get", "sandbox", "gone"])).code === 0, 10_000);
     const releases = () => n1.requests.filter((r) => r.route === "release").length;
     const before = releases();
     const r = await k(["delete", "sandbox", "no-id", "--wait=false"]);
@@ -388,7 +389,7 @@ describe("reads of unpublished sandboxes, delete and verbs", () => {
     const c = await create(sandbox("twentyone"));
     const id = c.obj!.metadata.annotations!["sandbox.cocoonstack.io/claim-id"];
     await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [{ name: "default/twentyone", id, phase: "Running" }] });
-    await eventually(async () => ((await k(["get", "sandbox", "twentyone"])).code === 0 ? true : undefined));
+    await waitFor("sandbox twentyone", async () => (await k(["get", "sandbox", "twentyone"])).code === 0, 10_000);
     const p = await post("twentyone/pause", { apiVersion: "agents.x-k8s.io/v1beta1", kind: "SandboxPauseOptions" });
     expect(JSON.parse(p.stdout).kind).toBe("SandboxPauseOptions");
     const w = await post("twentyone/resume", { apiVersion: "agents.x-k8s.io/v1beta1", kind: "SandboxResumeOptions" });

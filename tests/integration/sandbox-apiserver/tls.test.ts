@@ -3,7 +3,8 @@
 // same listener. Also: the flags accepted without effect warn once at startup.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { kubectl } from "../../kube/kubectl.ts";
-import { type ApiserverProcess, type Stack, eventually, startStack } from "./fixture.ts";
+import { type ApiserverProcess, type Stack, startStack } from "./fixture.ts";
+import { waitFor } from "#tests/support/wait.ts";
 
 let stack: Stack;
 let server: ApiserverProcess;
@@ -63,10 +64,10 @@ describe("--tls-cipher-suites", () => {
   });
 
   test("the aggregator (Go crypto/tls) still reaches the server: kubectl lists sandboxes through it", async () => {
-    const r = await eventually(async () => {
+    const r = await waitFor("the APIService to serve", async () => {
       const out = await kubectl(["get", "sandboxes", "-A", "-o", "name"], { kubeconfig: stack.admin });
       return out.code === 0 ? out : undefined;
-    }, 20_000, "the APIService to serve");
+    }, 20_000);
     expect(r.stderr).toBe("");
   });
 

@@ -8,7 +8,8 @@ import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.t
 import { Daemon } from "../../e2e/vk-sandbox/daemon.ts";
 import { kubectl, kubectlStream } from "../../kube/kubectl.ts";
 import { freePorts } from "../../kube/ports.ts";
-import { type ApiserverProcess, type Stack, eventually, startStack } from "./fixture.ts";
+import { type ApiserverProcess, type Stack, startStack } from "./fixture.ts";
+import { waitFor } from "#tests/support/wait.ts";
 
 const REPO = join(import.meta.dir, "../../..");
 const ROOT = "vk-root-token";
@@ -43,11 +44,11 @@ beforeAll(async () => {
   });
   server = await stack.startServer({ args: [`--sandboxd-token=${ROOT}`, "--enable-warm-pool-driver=false"] });
   await stack.register(server.port);
-  await eventually(async () => {
+  await waitFor(`vk-sandbox to publish its NodeInventory:\n${daemon?.log()}`, async () => {
     const r = await stack.cluster.adminFetch(`/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/${NODE}`);
     await r.body?.cancel();
     return r.ok ? true : undefined;
-  }, 60_000, `vk-sandbox to publish its NodeInventory:\n${daemon?.log()}`);
+  }, 60_000);
 }, 120_000);
 
 afterAll(async () => {

@@ -3,7 +3,8 @@
 // election with takeover after kill -9, and a leader that loses its Lease keeps serving reads.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
-import { type ApiserverProcess, NAMESPACE, type Stack, eventually, rfc3339, startStack } from "./fixture.ts";
+import { type ApiserverProcess, NAMESPACE, type Stack, rfc3339, startStack } from "./fixture.ts";
+import { waitFor } from "#tests/support/wait.ts";
 
 const ROOT = "root";
 const IMG = "img:warm";
@@ -94,17 +95,17 @@ describe("warm-pool driver", () => {
     await template("t38");
     await pool("p38", 5, "t38");
     await start();
-    await eventually(() => (sims.every((s) => lastPut(s)) ? true : undefined), 10_000, "a PUT on every node");
+    await waitFor("a PUT on every node", () => sims.every((s) => lastPut(s)), 10_000);
     expect(sims.map((s) => lastPut(s)!.pools)).toEqual([
       [{ template: IMG, net: "none", size: "small", warm: 2 }],
       [{ template: IMG, net: "none", size: "small", warm: 2 }],
       [{ template: IMG, net: "none", size: "small", warm: 1 }],
     ]);
     expect(puts(sims[0]!).at(-1)!.auth).toBe("root");
-    const st = await eventually(async () => {
+    const st = await waitFor("status 5 once the nodes refilled", async () => {
       const s = await poolStatus("p38");
       return s.readyReplicas === 5 ? s : undefined;
-    }, 15_000, "status 5 once the nodes refilled");
+    }, 15_000);
     expect(st).toEqual({ replicas: 5, readyReplicas: 5, selector: "agents.x-k8s.io/warm-pool=p38" });
     await deletePool("p38");
   }, 40_000);
@@ -115,9 +116,9 @@ describe("warm-pool driver", () => {
     await pool("p39b", 3, "t39");
     await start();
     // 12 over three nodes: 4 each, one entry per node for the shared key.
-    await eventually(() => (sims.every((s) => lastPut(s)?.pools.some((p) => p.template === "img:shared" && p.warm === 4)) ? true : undefined), 10_000, "warm 4 per node");
+    await waitFor("warm 4 per node", () => sims.every((s) => lastPut(s)?.pools.some((p) => p.template === "img:shared" && p.warm === 4)), 10_000);
     expect(lastPut(sims[0]!)!.pools.filter((p) => p.template === "img:shared")).toHaveLength(1);
-    await eventually(async () => ((await poolStatus("p39a")).readyReplicas === 9 && (await poolStatus("p39b")).readyReplicas === 3 ? true : undefined), 15_000, "statuses 9 and 3");
+    await waitFor("statuses 9 and 3", async () => (await poolStatus("p39a")).readyReplicas === 9 && (await poolStatus("p39b")).readyReplicas === 3, 15_000);
     await deletePool("p39a");
     await deletePool("p39b");
   }, 40_000);
@@ -130,9 +131,9 @@ describe("warm-pool driver", () => {
       { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxWarmPool", metadata: { name: "p40-missing", namespace: "pools" }, spec: { replicas: 3, sandboxTemplateRef: { name: "no-such-template" } }, status: { replicas: 7, readyReplicas: 7 } },
     ]);
     await start();
-    await eventually(() => (sims.every((s) => lastPut(s)) ? true : undefined), 10_000, "PUTs");
+    await waitFor("PUTs", () => sims.every((s) => lastPut(s)), 10_000);
     for (const s of sims) expect(lastPut(s)!.pools.map((p) => p.template)).toEqual(["img:forty"]);
-    await eventually(async () => ((await poolStatus("p40-missing")).readyReplicas === 0 ? true : undefined), 10_000, "status 0");
+    await waitFor("status 0", async () => (await poolStatus("p40-missing")).readyReplicas === 0, 10_000);
     expect((await poolStatus("p40-missing")).replicas).toBe(0);
     await deletePool("p40-ok");
     await deletePool("p40-missing");
@@ -143,9 +144,9 @@ describe("warm-pool driver", () => {
     await template("t41");
     await pool("p41", 3, "t41");
     const s = await start();
-    await eventually(() => (sims.every((x) => lastPut(x)?.pools.length === 1) ? true : undefined), 10_000, "one key per node");
+    await waitFor("one key per node", () => sims.every((x) => lastPut(x)?.pools.length === 1), 10_000);
     await deletePool("p41");
-    await eventually(() => (sims.every((x) => lastPut(x)?.pools.length === 0) ? true : undefined), 10_000, "empty pool sets");
+    await waitFor("empty pool sets", () => sims.every((x) => lastPut(x)?.pools.length === 0), 10_000);
     // Nothing addressed the address-less node: it has no address to call, and no error mentions it.
     expect(s.stderr()).not.toContain("n0-noaddr");
     addressless = false;
@@ -157,7 +158,7 @@ describe("warm-pool driver", () => {
     for (const s of sims) s.setWarm({ template: "img:seeded", net: "none", size: "small" }, 2);
     await pool("p37", 3, "t37");
     const s = await start([]);
-    await eventually(async () => ((await poolStatus("p37")).readyReplicas === 6 ? true : undefined), 15_000, "status from inventory counts");
+    await waitFor("status from inventory counts", async () => (await poolStatus("p37")).readyReplicas === 6, 15_000);
     for (const x of sims) expect(puts(x)).toHaveLength(0);
     expect(s.stderr()).toContain("warm-pool driver has no sandboxd token; skipping pool apply (fail-closed)");
     await deletePool("p37");
@@ -202,7 +203,7 @@ describe("leader election", () => {
     await template("t42");
     await pool("p42", 3, "t42");
     const a = await start();
-    await eventually(() => (sims.every((x) => lastPut(x)) ? true : undefined), 10_000, "first PUTs");
+    await waitFor("first PUTs", () => sims.every((x) => lastPut(x)), 10_000);
     const b = await start();
     const holder = async () => {
       const r = await stack.cluster.adminFetch(`/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/cocoon-warmpool-driver`);
@@ -216,11 +217,11 @@ describe("leader election", () => {
     a.proc.kill("SIGKILL");
     await a.proc.exited;
     for (const s of sims) s.log.clear();
-    await eventually(() => (b.stderr().includes("became the warm-pool driver leader") ? true : undefined), 25_000, "takeover");
+    await waitFor("takeover", () => b.stderr().includes("became the warm-pool driver leader"), 25_000);
     expect(Date.now() - killedAt).toBeLessThan(22_000); // lease 15 s + one 2 s retry + polling slack on a loaded machine
     expect(await holder()).not.toBe(first);
     // The new leader drives: pools converge again.
-    await eventually(() => (sims.every((x) => lastPut(x)?.pools[0]?.warm === 1) ? true : undefined), 10_000, "PUTs from the new leader");
+    await waitFor("PUTs from the new leader", () => sims.every((x) => lastPut(x)?.pools[0]?.warm === 1), 10_000);
     await deletePool("p42");
   }, 60_000);
 
@@ -229,17 +230,17 @@ describe("leader election", () => {
     await pool("p43", 3, "t43");
     const s = await start();
     await stack.register(s.port);
-    await eventually(() => (s.stderr().includes("became the warm-pool driver leader") ? true : undefined), 10_000, "leadership");
+    await waitFor("leadership", () => s.stderr().includes("became the warm-pool driver leader"), 10_000);
     const binding = `/apis/rbac.authorization.k8s.io/v1/namespaces/${NAMESPACE}/rolebindings/sandbox-apiserver-leader-election`;
     const saved = (await (await stack.cluster.adminFetch(binding)).json()) as { metadata: Record<string, unknown> };
     await (await stack.cluster.adminFetch(binding, { method: "DELETE" })).body?.cancel();
     const lostAt = Date.now();
-    await eventually(() => (s.stderr().includes("could not renew the warm-pool driver lease") ? true : undefined), 20_000, "the driver to stop");
+    await waitFor("the driver to stop", () => s.stderr().includes("could not renew the warm-pool driver lease"), 20_000);
     expect(Date.now() - lostAt).toBeGreaterThanOrEqual(8_000);
     // Reads keep working through the aggregator while the driver is down.
     expect((await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/sandboxes")).status).toBe(200);
     await stack.cluster.apply([{ ...saved, metadata: { name: "sandbox-apiserver-leader-election", namespace: NAMESPACE } }]);
-    await eventually(() => (s.stderr().split("became the warm-pool driver leader").length === 3 ? true : undefined), 30_000, "leadership again");
+    await waitFor("leadership again", () => s.stderr().split("became the warm-pool driver leader").length === 3, 30_000);
     // Judged by the process's own log times: from stepping down to leading again is at least the 5 s rebuild delay.
     const times = (msg: string) =>
       s

@@ -9,6 +9,7 @@ import { FakeClock } from "#shared/clock/index.ts";
 import { InventoryFleet } from "#shared/fleet/inventory.ts";
 import { KubeClient, loadKubeConnection } from "#shared/kube/index.ts";
 import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
+import { waitFor } from "#tests/support/wait.ts";
 
 const REPO = join(import.meta.dir, "../../../..");
 const WINDOW = 90_000;
@@ -52,27 +53,15 @@ let fleet: InventoryFleet;
 
 /** Waits until the informer has seen `n` objects whose stamps match what was applied. */
 async function seen(expected: Record<string, number | undefined>): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
+  await waitFor(`the informer to see ${JSON.stringify(expected)}`, () => {
     const all = fleet.all();
     const ok = Object.entries(expected).every(([n, at]) => {
       const r = all.find((x) => x.name === n);
       return r !== undefined && r.publishedAt === at;
-    }) && all.length === Object.keys(expected).length;
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`informer never saw ${JSON.stringify(expected)}; has ${JSON.stringify(all.map((r) => [r.name, r.publishedAt]))}`);
-    await Bun.sleep(20);
-  }
-}
-
-async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error("timed out");
-    await Bun.sleep(100);
-  }
+    });
+    if (ok && all.length === Object.keys(expected).length) return true;
+    throw new Error(`has ${JSON.stringify(all.map((r) => [r.name, r.publishedAt]))}`);
+  }, 10_000, 20);
 }
 
 const freshNames = () => fleet.fresh().map((r) => r.name);
@@ -215,7 +204,7 @@ describe("an old CRD schema without publishedAt", () => {
         });
         return r.status === 201 ? ((await r.json()) as { publishedAt?: string }) : undefined;
       };
-      const n1 = await eventually(() => create("n1", now));
+      const n1 = await waitFor("the create of n1", () => create("n1", now), 10_000);
       expect(n1.publishedAt).toBeUndefined();
       await create("n2", now - 10 * WINDOW);
       await seen({ n1: undefined, n2: undefined });
