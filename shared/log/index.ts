@@ -6,7 +6,7 @@ import { StartupError } from "../config/index.ts";
 import { prettyDestination } from "./pretty.ts";
 import { REDACTED, scrubString, scrubValue, serializeError } from "./redact.ts";
 
-export { errorMessage } from "./error-message.ts";
+export { errorChain, errorMessage } from "./error-message.ts";
 
 export type Logger = pino.Logger;
 

@@ -7,7 +7,7 @@
 // The proxy stores no per-sandbox secret: the expected token is recomputed from the claim token.
 import { type Clock, realClock } from "../clock/index.ts";
 import { TokenBucket } from "../kube/index.ts";
-import type { Logger } from "../log/index.ts";
+import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
 import { findEntry } from "../fleet/index.ts";
@@ -130,7 +130,9 @@ export class OwnerResolver {
         return judge(owner, "inventory");
       } catch (err) {
         if (isSandboxdError(err) && err.status === 404) return { kind: "unavailable", reason: "unknown" };
-        this.o.log.warn({ err: (err as Error).message }, "owner read failed");
+        // The operator's only clue to a node-side fault (a TLS node whose certificate this process does not trust,
+        // a wrong name, a refused connection): the client just sees 502. Names the node, never sent to the client.
+        this.o.log.warn({ node: hit.node.name, address: hit.node.address, err: errorChain(err) }, "owner read failed");
         return { kind: "unavailable", reason: "node-read-failed" };
       }
     }

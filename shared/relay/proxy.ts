@@ -3,7 +3,7 @@
 // answers every failure with the `{code, message}` envelope. `/healthz` and `/metrics` answer only requests that
 // name no sandbox (apex host, bare address, no E2b-Sandbox-Id), so a guest path of the same name stays reachable.
 import type { Server } from "bun";
-import type { Logger } from "../log/index.ts";
+import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { forwardHttp2, HOP_BY_HOP, type GuestRequest } from "./guest.ts";
 import { BunTunnel } from "./bun-tunnel.ts";
@@ -113,6 +113,8 @@ export class EnvdRelay {
         }
       }
       this.metrics.upstreamErrors.inc({ reason: "unreachable" });
+      // The client sees only 502; the log names the node and why (TLS verification, refused, timed out).
+      this.o.log.warn({ address: owner.address, err: errorChain(err) }, "ports relay to the node failed");
       return relayError(502, "sandbox unreachable");
     }
     this.metrics.openTunnels.inc();
