@@ -168,7 +168,7 @@ describe("warm-pool driver", () => {
 describe("leader election", () => {
   test("leadership changes are LeaderElection Events on the Lease, as client-go records them, written under the chart's RBAC", async () => {
     const s = await start();
-    await eventually(() => (s.stderr().includes("became the warm-pool driver leader") ? true : undefined), 10_000, "leadership");
+    await waitFor("leadership", () => s.stderr().includes("became the warm-pool driver leader"), 10_000);
     const leaseRes = await stack.cluster.adminFetch(`/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/cocoon-warmpool-driver`);
     const lease = (await leaseRes.json()) as { metadata: { uid: string }; spec: { holderIdentity: string } };
     const identity = lease.spec.holderIdentity;
@@ -183,7 +183,7 @@ describe("leader election", () => {
       const r = await stack.cluster.adminFetch(`/api/v1/namespaces/${NAMESPACE}/events?fieldSelector=reason%3DLeaderElection`);
       return ((await r.json()) as { items: Ev[] }).items.filter((e) => e.message === message);
     };
-    const became = await eventually(async () => ((await eventsOf(`${identity} became leader`))[0]), 10_000, "the became-leader Event");
+    const became = await waitFor("the became-leader Event", async () => (await eventsOf(`${identity} became leader`))[0], 10_000);
     expect(became).toMatchObject({
       type: "Normal",
       reason: "LeaderElection",
