@@ -136,6 +136,8 @@ export class WorkQueue {
   private timer: Timer | undefined;
   private timerDue = Infinity;
   private idleWaiters: Array<() => void> = [];
+  /** Per key, the callers of whenSettled waiting for it to be neither queued nor running. */
+  private readonly settleWaiters = new Map<string, Array<() => void>>();
   private processed = 0;
   private dropped = 0;
 
@@ -185,7 +187,21 @@ export class WorkQueue {
     this.queued.delete(key);
     this.rerun.delete(key);
     this.failures.delete(key);
+    this.settle(key);
     this.maybeIdle();
+  }
+
+  /**
+   * Resolves once `key` is neither queued nor running (at once when it is neither now): its pending work ran, or
+   * was dropped, removed, or stopped. A retry keeps it queued, so this waits through the retries.
+   */
+  whenSettled(key: string): Promise<void> {
+    if (this.stopped || !this.has(key)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiting = this.settleWaiters.get(key);
+      if (waiting) waiting.push(resolve);
+      else this.settleWaiters.set(key, [resolve]);
+    });
   }
 
   has(key: string): boolean {
@@ -217,6 +233,9 @@ export class WorkQueue {
     this.timer?.cancel();
     this.timer = undefined;
     await this.pool.onIdle();
+    // Queued keys never run after a stop: nobody may wait on them forever.
+    for (const waiting of this.settleWaiters.values()) for (const w of waiting) w();
+    this.settleWaiters.clear();
     this.maybeIdle(true);
   }
 
@@ -329,8 +348,17 @@ export class WorkQueue {
         if (due !== undefined) this.place(key, due);
         this.pump();
       }
+      this.settle(key);
       this.maybeIdle();
     }
+  }
+
+  private settle(key: string): void {
+    if (this.has(key) && !this.stopped) return;
+    const waiting = this.settleWaiters.get(key);
+    if (!waiting) return;
+    this.settleWaiters.delete(key);
+    for (const w of waiting) w();
   }
 
   private maybeIdle(force = false): void {

@@ -73,6 +73,20 @@ export class PodController {
   private stopping = false;
   /** `<queue>\0<key>` -> when it was first queued since its last run (queue-wait measurement). */
   private readonly queuedAt = new Map<string, number>();
+  /**
+   * The sync handler's events. A Normal event of a Pod whose status write is pending goes out once that write has
+   * landed (or given up): sent together, the event's POST and the status PUT compete at the apiserver, and the
+   * status is what a user waits for while the event is a record (docs/performance.md, "The single-Pod path").
+   * Warnings are not held back.
+   */
+  private readonly syncEvents: Pick<EventRecorder, "normal" | "warning"> = {
+    normal: (pod, reason, message) => {
+      const key = podKey(pod);
+      if (!this.statusQueue.has(key)) return this.o.events.normal(pod, reason, message);
+      void this.statusQueue.whenSettled(key).then(() => this.o.events.normal(pod, reason, message));
+    },
+    warning: (pod, reason, message) => this.o.events.warning(pod, reason, message),
+  };
   private resolveReady!: () => void;
   /** Resolves once the cache synced, the dangling pass ran and the workers started. */
   readonly ready: Promise<void> = new Promise((r) => (this.resolveReady = r));
@@ -216,7 +230,7 @@ export class PodController {
       provider: this.o.provider,
       pods: this.o.pods,
       api: this.o.api,
-      events: this.o.events,
+      events: this.syncEvents,
       log: this.o.log,
       isTransient: this.o.isTransient ?? defaultIsTransient,
       state: this.state,

@@ -20,7 +20,8 @@ export interface SyncDeps {
   provider: PodLifecycleProvider;
   pods: PodSource;
   api: PodWriter;
-  events: EventRecorder;
+  /** Normal events may be held back until the Pod's pending status write lands (controller.ts). */
+  events: Pick<EventRecorder, "normal" | "warning">;
   log: Log;
   isTransient: (err: unknown) => boolean;
   state: SyncState;

@@ -230,6 +230,53 @@ describe("WorkQueue", () => {
     expect(runs).toBe(0);
     expect(clock.pending).toBeLessThanOrEqual(1);
   });
+
+  test("whenSettled resolves once the key's work ran, through its retries; at once for an unknown key", async () => {
+    const clock = new FakeClock(0);
+    let fail = 2;
+    let runs = 0;
+    const q = new WorkQueue({
+      name: "t",
+      clock,
+      handler: async () => {
+        runs++;
+        if (fail-- > 0) throw new Error("boom");
+      },
+    });
+    q.start();
+    let unknown = false;
+    void q.whenSettled("other").then(() => (unknown = true));
+    await settle();
+    expect(unknown).toBe(true);
+    q.enqueueAfter("k", 10);
+    let settled = false;
+    void q.whenSettled("k").then(() => (settled = true));
+    await clock.tick(10);
+    expect(runs).toBe(1);
+    expect(settled).toBe(false); // failed: queued again for its retry
+    await clock.tick(100);
+    expect(runs).toBe(3);
+    await settle();
+    expect(settled).toBe(true);
+  });
+
+  test("whenSettled resolves for a removed key and, at stop, for keys that will never run", async () => {
+    const clock = new FakeClock(0);
+    const q = new WorkQueue({ name: "t", clock, handler: async () => {} });
+    q.start();
+    q.enqueueAfter("removed", 1000);
+    q.enqueueAfter("stranded", 1000);
+    const done: string[] = [];
+    void q.whenSettled("removed").then(() => done.push("removed"));
+    void q.whenSettled("stranded").then(() => done.push("stranded"));
+    q.remove("removed");
+    await settle();
+    expect(done).toEqual(["removed"]);
+    await q.stop();
+    await settle();
+    expect(done).toEqual(["removed", "stranded"]);
+    await q.whenSettled("stranded"); // after stop: at once
+  });
 });
 
 describe("WorkQueue ordering at scale", () => {

@@ -55,6 +55,23 @@ describe("pod controller", () => {
     const write = api.statusWrites.at(-1)!;
     expect(write.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"]).toBe("sb_a");
     expect(write.metadata?.resourceVersion).toBe("1"); // the live resourceVersion at push time
+    await controller.idle();
+    expect(await reasons()).toEqual(["ProviderCreateSuccess"]);
+  });
+
+  test("issue 13: a pod's create event goes out once its Running status write has landed, not alongside it", async () => {
+    const { pods, api, controller, reasons } = setup();
+    let land!: () => void;
+    api.statusGate = new Promise((r) => (land = r));
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => api.statusWrites.length === 1, "the status write sent");
+    await new Promise((r) => setTimeout(r, 20));
+    // The PUT is in flight: the event (which would compete with it at the apiserver) waits.
+    expect(await reasons()).toEqual([]);
+    land();
+    await until(() => pods.get("ns/a")?.status?.phase === "Running", "Running");
+    await controller.idle();
     expect(await reasons()).toEqual(["ProviderCreateSuccess"]);
   });
 

@@ -72,9 +72,12 @@ export class FakeWriter implements PodWriter {
   statusWrites: V1Pod[] = [];
   deletes: Array<{ namespace: string; name: string; uid: string }> = [];
   deleteError: unknown;
+  /** While set, a status write waits for it before it lands (a slow apiserver). */
+  statusGate: Promise<void> | undefined;
   constructor(private readonly pods: FakePods) {}
   async updateStatus(pod: V1Pod): Promise<V1Pod> {
     this.statusWrites.push(structuredClone(pod));
+    if (this.statusGate) await this.statusGate;
     const k = key(pod);
     if (!this.pods.get(k)) throw new HttpishError(404);
     // Like the apiserver's status strategy: status, labels and annotations from the body, spec kept.
