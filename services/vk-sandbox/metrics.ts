@@ -1,7 +1,8 @@
 // The node daemon's own Prometheus metrics, served at `/metrics` on the kubelet API port (issue 13 item 1; the
 // upstream Go daemon has none). One registry per daemon, so two daemons in one process (tests) do not collide.
 // What an operator reads here: claims and releases by outcome with their latency, the claims-table write latency,
-// the pod queues' depth and wait, sandboxd failures by route, and the apiserver requests by verb and code.
+// the pod queues' depth and wait, sandboxd failures by route, the apiserver requests by verb and code with their
+// latency, and a Pod's whole way from informer to Running status (docs/performance.md has the hops).
 //
 // The instrumented seams are adapters around what the provider and the kube client already consume, so no module
 // of the claim path knows metrics exist: the sandboxd slices (types.ts), the claims file, the kube transport.
@@ -70,6 +71,19 @@ export class VkSandboxMetrics {
     name: "vk_sandbox_queue_wait_seconds",
     help: "Time from a key's due moment to its handler starting, by queue: the waiting that is ours.",
     labelNames: ["queue"] as const,
+    buckets: FAST,
+    registers: [this.registry],
+  });
+  readonly apiRequestSeconds = new Hist({
+    name: "vk_sandbox_apiserver_request_seconds",
+    help: "Latency of requests to the kube-apiserver, to the response headers, by verb (watches not included). The status PUT is verb update.",
+    labelNames: ["verb"] as const,
+    buckets: FAST,
+    registers: [this.registry],
+  });
+  readonly podRunningSeconds = new Hist({
+    name: "vk_sandbox_pod_running_seconds",
+    help: "From a Pod's first sight in the informer to its first Running status write landing: the sync queue, the claim, the claims-table write, the status queue and the PUT.",
     buckets: FAST,
     registers: [this.registry],
   });
@@ -148,11 +162,14 @@ export class VkSandboxMetrics {
   kubeTransport(inner: Transport): Transport {
     return async (url, init) => {
       const verb = verbOf(init.method, url);
+      const end = verb === "watch" ? undefined : this.apiRequestSeconds.startTimer({ verb });
       try {
         const res = await inner(url, init);
+        end?.();
         this.apiRequests.inc({ verb, code: String(res.status) });
         return res;
       } catch (e) {
+        end?.();
         this.apiRequests.inc({ verb, code: "0" });
         throw e;
       }

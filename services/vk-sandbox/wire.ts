@@ -197,6 +197,7 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     log: log.child({ component: "pod-controller" }),
     workers: podWorkers(),
     onQueueWait: (queue, ms) => metrics.queueWaitSeconds.observe({ queue }, ms / 1000),
+    onPodRunning: (ms) => metrics.podRunningSeconds.observe(ms / 1000),
     // The same flags, read the same way as the client's limiter: 0 → 5/10, qps < 0 → none (per-item backoff only).
     rate: rateFromFlags(cfg.kubeApiQps, cfg.kubeApiBurst),
     isTransient: isTransientForHeldClaim,

@@ -47,6 +47,11 @@ export interface PodControllerOptions {
    * a deliberate delay such as a grace period is not waiting). The daemon's queue-wait histogram (metrics.ts).
    */
   onQueueWait?: (queue: string, waitedMs: number) => void;
+  /**
+   * Called once per Pod when its first Running status write lands, with the ms since the informer first delivered
+   * it: the whole path a user waits for (the daemon's pod-running histogram, metrics.ts).
+   */
+  onPodRunning?: (ms: number) => void;
   /** How long a status push waits for its key to appear in the cache (virtual-kubelet: ~3 s in 151 ms polls). */
   notifyWaitMs?: number;
   notifyPollMs?: number;
@@ -73,6 +78,8 @@ export class PodController {
   private stopping = false;
   /** `<queue>\0<key>` -> when it was first queued since its last run (queue-wait measurement). */
   private readonly queuedAt = new Map<string, number>();
+  /** When the informer first delivered each Pod not yet written Running (pod-running measurement). */
+  private readonly firstSeen = new Map<string, number>();
   /**
    * The sync handler's events. A Normal event of a Pod whose status write is pending goes out once that write has
    * landed (or given up): sent together, the event's POST and the status PUT compete at the apiserver, and the
@@ -145,6 +152,7 @@ export class PodController {
     const key = podKey(pod);
     this.known.add(key);
     this.state.deleted.delete(key);
+    if (this.o.onPodRunning && !this.firstSeen.has(key)) this.firstSeen.set(key, this.clock.now());
     this.queue(this.syncQueue, key);
   }
 
@@ -164,6 +172,7 @@ export class PodController {
   private onDelete(pod: V1Pod): void {
     const key = podKey(pod);
     this.known.delete(key);
+    this.firstSeen.delete(key);
     // The last object seen, for the sync that decides about a claim the provider holds without a stored Pod
     // (a row loaded at startup and still quarantined when the Pod went).
     this.state.deleted.set(key, pod);
@@ -243,8 +252,13 @@ export class PodController {
     return forceDeletePod(key, { pods: this.o.pods, api: this.o.api, errors: this.o.errors, log: this.o.log, done: this.finalDeletes });
   }
 
-  private handleStatus(key: string): Promise<void> {
-    return pushStatus(key, { pods: this.o.pods, api: this.o.api, errors: this.o.errors, pushed: this.pushed });
+  private async handleStatus(key: string): Promise<void> {
+    const wrote = await pushStatus(key, { pods: this.o.pods, api: this.o.api, errors: this.o.errors, pushed: this.pushed });
+    if (!wrote || this.pushed.get(key)?.status?.phase !== "Running") return;
+    const seen = this.firstSeen.get(key);
+    if (seen === undefined) return;
+    this.firstSeen.delete(key);
+    this.o.onPodRunning?.(this.clock.now() - seen);
   }
 
   /**

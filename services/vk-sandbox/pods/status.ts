@@ -12,12 +12,13 @@ export interface StatusDeps {
   pushed: Map<string, V1Pod>;
 }
 
-export async function pushStatus(key: string, d: StatusDeps): Promise<void> {
+/** Writes the pushed status; true when a write landed. */
+export async function pushStatus(key: string, d: StatusDeps): Promise<boolean> {
   const live = d.pods.get(key);
   const pushed = d.pushed.get(key);
-  if (!live || !pushed || isTerminal(live)) return;
+  if (!live || !pushed || isTerminal(live)) return false;
   // A push for an earlier generation of this name must not land on its replacement.
-  if (pushed.metadata?.uid && live.metadata?.uid && pushed.metadata.uid !== live.metadata.uid) return;
+  if (pushed.metadata?.uid && live.metadata?.uid && pushed.metadata.uid !== live.metadata.uid) return false;
   // managedFields stay out: a PUT that carries them replaces the server's field-ownership record.
   const { managedFields: _mf, ...metadata } = pushed.metadata ?? {};
   const body: V1Pod = {
@@ -28,8 +29,9 @@ export async function pushStatus(key: string, d: StatusDeps): Promise<void> {
   };
   try {
     await d.api.updateStatus(body);
+    return true;
   } catch (err) {
-    if (d.errors.isNotFound(err)) return;
+    if (d.errors.isNotFound(err)) return false;
     // A 409 means the cache is behind the live object; the retry reads the newer resourceVersion once the watch
     // delivers it.
     throw err;

@@ -35,6 +35,11 @@ describe("issue 13: /metrics on the kubelet port (process)", () => {
     expect(m.get('vk_sandbox_apiserver_requests_total{verb="watch",code="200"}') ?? m.get('vk_sandbox_apiserver_requests_total{verb="list",code="200"}')).toBeGreaterThanOrEqual(1);
     expect(m.get('vk_sandbox_queue_wait_seconds_count{queue="sync"}')).toBeGreaterThanOrEqual(1);
     expect(m.get('vk_sandbox_queue_depth{queue="sync"}')).toBeDefined();
+    // The hops an operator reads the single-Pod path by (docs/performance.md): the status PUT's latency and the
+    // Pod's whole way from the informer to its Running write.
+    expect(m.get('vk_sandbox_apiserver_request_seconds_count{verb="update"}')).toBeGreaterThanOrEqual(1);
+    expect(m.get("vk_sandbox_pod_running_seconds_count")).toBe(1);
+    expect(m.get("vk_sandbox_pod_running_seconds_sum")).toBeGreaterThan(0);
 
     await env.e2e.kube.deletePod("ns", "measured");
     const after = await waitFor("release counted", async () => {

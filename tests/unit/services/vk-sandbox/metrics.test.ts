@@ -87,6 +87,16 @@ describe("VkSandboxMetrics", () => {
     expect(await value(m, "vk_sandbox_apiserver_requests_total", { verb: "get", code: "200" })).toBe(1);
     expect(await value(m, "vk_sandbox_apiserver_requests_total", { verb: "get", code: "404" })).toBe(1);
     expect(await value(m, "vk_sandbox_apiserver_requests_total", { verb: "update", code: "200" })).toBe(1);
+    // Each request's latency, by verb; a watch (a stream that lives for minutes) is not a latency.
+    await t("https://k/api/v1/pods?watch=1", { method: "GET", headers: {} });
+    const slow = m.kubeTransport(async () => (await Bun.sleep(30), new Response("{}")));
+    await slow("https://k/api/v1/namespaces/ns/pods/p/status", { method: "PUT", headers: {} });
+    const text = (await m.exposition()).body;
+    expect(text).toContain('vk_sandbox_apiserver_request_seconds_count{verb="update"} 2');
+    expect(text).toContain('vk_sandbox_apiserver_request_seconds_count{verb="get"} 2');
+    expect(text).not.toContain('vk_sandbox_apiserver_request_seconds_count{verb="watch"}');
+    const sum = Number(/vk_sandbox_apiserver_request_seconds_sum\{verb="update"\} (\S+)/.exec(text)?.[1]);
+    expect(sum).toBeGreaterThanOrEqual(0.025);
     const q = { name: "sync", length: 3 };
     m.watchQueues([q]);
     expect(await value(m, "vk_sandbox_queue_depth", { queue: "sync" })).toBe(3);

@@ -12,7 +12,7 @@ afterEach(async () => {
   controllers = [];
 });
 
-function setup(opts: { dropNormal?: boolean; isTransient?: (e: unknown) => boolean; isOutage?: (e: unknown) => boolean; clock?: Clock } = {}) {
+function setup(opts: { dropNormal?: boolean; isTransient?: (e: unknown) => boolean; isOutage?: (e: unknown) => boolean; clock?: Clock; onPodRunning?: (ms: number) => void } = {}) {
   const pods = new FakePods();
   const api = new FakeWriter(pods);
   const provider = new FakeProvider();
@@ -34,6 +34,7 @@ function setup(opts: { dropNormal?: boolean; isTransient?: (e: unknown) => boole
     isTransient: opts.isTransient,
     isOutage: opts.isOutage,
     clock: opts.clock,
+    onPodRunning: opts.onPodRunning,
     notifyWaitMs: 300,
     notifyPollMs: 5,
   });
@@ -73,6 +74,26 @@ describe("pod controller", () => {
     await until(() => pods.get("ns/a")?.status?.phase === "Running", "Running");
     await controller.idle();
     expect(await reasons()).toEqual(["ProviderCreateSuccess"]);
+  });
+
+  test("issue 13: a Pod's way from the informer to its landed Running write is reported once", async () => {
+    const running: number[] = [];
+    const { pods, api, provider, controller } = setup({ onPodRunning: (ms) => running.push(ms) });
+    let land!: () => void;
+    api.statusGate = new Promise((r) => (land = r));
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => api.statusWrites.length === 1, "the status write sent");
+    await new Promise((r) => setTimeout(r, 25));
+    expect(running).toEqual([]); // not before the write lands
+    land();
+    await until(() => running.length === 1, "reported");
+    expect(running[0]).toBeGreaterThanOrEqual(20);
+    // A later push (a lease lost, a label) is not a start.
+    provider.pushNow({ ...pods.get("ns/a")!, status: { ...runningStatus(), message: "again" } });
+    await until(() => api.statusWrites.length === 2, "second write");
+    await controller.idle();
+    expect(running).toHaveLength(1);
   });
 
   test("a push deep-equal to the previous one is dropped", async () => {
