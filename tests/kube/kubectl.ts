@@ -5,12 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { kubectlBinary } from "./peers.ts";
+import { run, type RunResult } from "../support/run.ts";
 
-export interface KubectlResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type KubectlResult = RunResult;
 
 export interface KubectlOptions {
   kubeconfig: string;
@@ -26,23 +23,11 @@ function argvFor(binary: string, kubeconfig: string, args: string[]): string[] {
 
 /** Runs kubectl to completion. Never throws on a non-zero exit: the caller asserts on code and output. */
 export async function kubectl(args: string[], o: KubectlOptions): Promise<KubectlResult> {
-  const proc = Bun.spawn(argvFor(await kubectlBinary(), o.kubeconfig, args), {
-    stdin: o.stdin === undefined ? "ignore" : new Blob([o.stdin]),
-    stdout: "pipe",
-    stderr: "pipe",
+  return run(argvFor(await kubectlBinary(), o.kubeconfig, args), {
     env: { ...process.env, KUBECONFIG: o.kubeconfig, ...(o.env ?? {}) },
+    timeoutMs: o.timeoutMs ?? 30_000,
+    ...(o.stdin === undefined ? {} : { stdin: o.stdin }),
   });
-  const timer = setTimeout(() => proc.kill("SIGKILL"), o.timeoutMs ?? 30_000);
-  try {
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(proc.stdout).text(),
-      new Response(proc.stderr).text(),
-      proc.exited,
-    ]);
-    return { code, stdout, stderr };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** A long-running kubectl (`get -w`): lines arrive as kubectl prints them. stop() kills it. */

@@ -13,6 +13,7 @@ import { kubectl as runKubectl } from "#tests/kube/kubectl.ts";
 import { REPO, startStack, type RunningStack } from "./run-stack.ts";
 import { sdkScenarios } from "./sdk-scenarios.ts";
 import { Sandbox } from "e2b";
+import { run } from "#tests/support/run.ts";
 
 
 const POD = join(REPO, "examples", "sandbox-pod.yaml");
@@ -81,8 +82,7 @@ describe("full stack", () => {
 
   describe("the stock e2b SDK through sandbox-apiserver's e2b surface and sandbox-envd-proxy", () => {
     test("the README example (bun examples/hello.ts) prints hello, and kubectl get sandboxes -A lists its sandbox", async () => {
-      const p = Bun.spawn(["bun", "examples/hello.ts", "--keep"], { cwd: REPO, env: { ...process.env, ...stack.env }, stdout: "pipe", stderr: "pipe" });
-      const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+      const { stdout: out, stderr: err, code } = await run(["bun", "examples/hello.ts", "--keep"], { cwd: REPO, env: { ...process.env, ...stack.env } });
       expect(err).toBe("");
       expect(code).toBe(0);
       expect(out.split("\n")).toContain("hello");

@@ -7,6 +7,7 @@ import { rmSync } from "node:fs";
 import { REPO, startStack, type RunningStack } from "./run-stack.ts";
 import { sdkScenarios } from "./sdk-scenarios.ts";
 import { Sandbox } from "e2b";
+import { run } from "#tests/support/run.ts";
 
 let stack: RunningStack;
 
@@ -28,8 +29,7 @@ describe("stack --mesh", () => {
   });
 
   test("the README example (bun examples/hello.ts) prints hello", async () => {
-    const p = Bun.spawn(["bun", "examples/hello.ts"], { cwd: REPO, env: { ...process.env, ...stack.env }, stdout: "pipe", stderr: "pipe" });
-    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    const { stdout: out, stderr: err, code } = await run(["bun", "examples/hello.ts"], { cwd: REPO, env: { ...process.env, ...stack.env } });
     expect(err).toBe("");
     expect(code).toBe(0);
     expect(out.split("\n")).toContain("hello");
@@ -54,8 +54,7 @@ test("a taken port: a message naming the port and its variable, exit 1, nothing 
   await new Promise<void>((r) => holder.listen(0, "127.0.0.1", r));
   const port = (holder.address() as net.AddressInfo).port;
   try {
-    const p = Bun.spawn(["bun", "scripts/stack.ts", "--mesh"], { cwd: REPO, env: { ...process.env, STACK_E2B_PORT: String(port) }, stdout: "pipe", stderr: "pipe" });
-    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    const { stdout: out, stderr: err, code } = await run(["bun", "scripts/stack.ts", "--mesh"], { cwd: REPO, env: { ...process.env, STACK_E2B_PORT: String(port) } });
     expect(code).toBe(1);
     expect(err).toContain(`port ${port} for the e2b API is already in use`);
     expect(err).toContain(`STACK_E2B_PORT`);

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
 import { helmBinary } from "#tests/kube/peers.ts";
+import { run, type RunResult } from "#tests/support/run.ts";
 
 export const root = join(import.meta.dir, "..", "..", "..");
 export const chartDir = join(root, "chart");
@@ -22,11 +23,7 @@ export interface KubeObject {
   [field: string]: unknown;
 }
 
-export interface HelmRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type HelmRun = RunResult;
 
 export type Values = Record<string, unknown>;
 
@@ -101,13 +98,7 @@ export async function helm(args: string[], values?: Values): Promise<HelmRun> {
       HELM_CONFIG_HOME: join(dir, "config"),
       HELM_DATA_HOME: join(dir, "data"),
     };
-    const proc = Bun.spawn([bin, ...args, ...extra], { cwd: root, env, stdout: "pipe", stderr: "pipe" });
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(proc.stdout).text(),
-      new Response(proc.stderr).text(),
-      proc.exited,
-    ]);
-    return { code, stdout, stderr };
+    return await run([bin, ...args, ...extra], { cwd: root, env });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

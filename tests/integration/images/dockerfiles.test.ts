@@ -10,6 +10,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { E2B, at, container, containerEnv, deployment, merge, render, root } from "#tests/integration/chart/helm.ts";
+import { run } from "#tests/support/run.ts";
 
 const IMAGES = ["sandbox-apiserver", "sandbox-envd-proxy", "sandbox-e2b"] as const;
 const IN_CHART = new Set(["sandbox-apiserver", "sandbox-envd-proxy"]);
@@ -122,8 +123,7 @@ async function replayBuildStage(stage: Stage, buildArgs: Record<string, string>)
       }
     } else if (op === "RUN") {
       const env = { PATH: process.env.PATH ?? "", HOME: fsRoot, ...Object.fromEntries(args) };
-      const proc = Bun.spawn(["sh", "-c", text], { cwd: inImage("."), env, stdout: "pipe", stderr: "pipe" });
-      const [o, e, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+      const { stdout: o, stderr: e, code } = await run(["sh", "-c", text], { cwd: inImage("."), env });
       log += `$ ${text}\n${o}${e}`;
       if (code !== 0) throw new Error(`RUN ${text} exited ${code}:\n${o}${e}`);
     } else if (op !== "ENV" && op !== "LABEL") {

@@ -4,6 +4,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { call, claim, until } from "./helpers.ts";
+import { run } from "#tests/support/run.ts";
 
 const MAIN = join(import.meta.dir, "../../../services/sandboxd-sim/main.ts");
 const procs: Bun.Subprocess[] = [];
@@ -12,9 +13,8 @@ afterAll(() => {
 });
 
 async function runToExit(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const p = Bun.spawn(["bun", MAIN, ...args], { stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  return { code, out, err };
+  const r = await run(["bun", MAIN, ...args]);
+  return { code: r.code, out: r.stdout, err: r.stderr };
 }
 
 describe("sandboxd-sim standalone binary", () => {

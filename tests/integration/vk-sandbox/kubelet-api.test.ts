@@ -13,6 +13,7 @@ import {
 } from "#services/vk-sandbox/kubelet-api/index.ts";
 import { selfSignedServingCert } from "#shared/tls/index.ts";
 import { peer } from "./tls-peer.ts";
+import { run } from "#tests/support/run.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "kubelet-api-"));
 const servers: KubeletServer[] = [];
@@ -36,16 +37,9 @@ async function serve(input: { nodeName: string; nodeIp?: string; tlsCert?: strin
 /** openssl s_client with one protocol version forced; resolves with whether a session was established. */
 async function opensslHandshake(port: number, flag: "-tls1_1" | "-tls1_2"): Promise<{ ok: boolean; out: string }> {
   // SECLEVEL=0 so the client side is willing to speak TLS 1.1 at all: the refusal must come from the server.
-  const p = Bun.spawn(
-    ["openssl", "s_client", "-connect", `127.0.0.1:${port}`, flag, "-cipher", "DEFAULT:@SECLEVEL=0", "-brief"],
-    { stdin: "pipe", stdout: "pipe", stderr: "pipe" },
-  );
-  p.stdin.end();
-  const timer = setTimeout(() => p.kill(), 5000);
-  const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
-  const code = await p.exited;
-  clearTimeout(timer);
-  const text = out + err;
+  const r = await run(["openssl", "s_client", "-connect", `127.0.0.1:${port}`, flag, "-cipher", "DEFAULT:@SECLEVEL=0", "-brief"], { stdin: "", timeoutMs: 5000 });
+  const { code } = r;
+  const text = r.stdout + r.stderr;
   return { ok: code === 0 && /Protocol version: TLSv1\.[23]|CONNECTION ESTABLISHED/.test(text), out: text };
 }
 
