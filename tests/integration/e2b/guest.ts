@@ -125,3 +125,24 @@ export async function startTestGuest(): Promise<TestGuest> {
   g.stop = async () => void (await server.stop(true));
   return g as TestGuest;
 }
+
+/** A request body of `size` bytes made on demand in 256 KiB chunks (never held whole), for the guest's /upload. */
+export function generatedBody(size: number, fill: number): ReadableStream<Uint8Array> {
+  const chunk = new Uint8Array(256 * 1024).fill(fill);
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(ctrl) {
+      if (sent >= size) return ctrl.close();
+      const n = Math.min(chunk.byteLength, size - sent);
+      sent += n;
+      ctrl.enqueue(n === chunk.byteLength ? chunk : chunk.subarray(0, n));
+    },
+  });
+}
+
+/** Bytes of a response body, counted as they stream (never held whole). */
+export async function countedBytes(res: Response): Promise<number> {
+  let got = 0;
+  for await (const c of res.body!) got += (c as Uint8Array).byteLength;
+  return got;
+}

@@ -1,6 +1,10 @@
 // sandbox-e2b as a real child process (bun services/sandbox-e2b/main.ts): for exit codes, startup messages and
 // measurements that must see only the server's own memory.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startSimCluster, type SimCluster } from "#services/sandboxd-sim/sim.ts";
+import { startTestGuest, type TestGuest } from "./guest.ts";
 
 const MAIN = join(import.meta.dir, "../../../services/sandbox-e2b/main.ts");
 
@@ -68,4 +72,43 @@ export async function peakRss(pid: number): Promise<number> {
 export async function currentRss(pid: number): Promise<number> {
   const status = await Bun.file(`/proc/${pid}/status`).text();
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) * 1024;
+}
+
+/**
+ * What a sandbox-e2b process with its in-process proxy serves in a test: one simulated node (pool `img`) with the
+ * shared test guest behind its ports relay, and a directory holding the envd secret and a one-key API key file.
+ * `args` are the process's flags over it, every listener on a free port.
+ */
+export interface E2bProcessFixture {
+  cluster: SimCluster;
+  guest: TestGuest;
+  args: string[];
+  stop(): Promise<void>;
+}
+
+export async function e2bProcessFixture(o: { rootToken: string; apiKey: string; domain: string }): Promise<E2bProcessFixture> {
+  const cluster = await startSimCluster(1, { rootToken: o.rootToken, pools: ["img/none/small=2"] });
+  const guest = await startTestGuest();
+  cluster.nodes[0]!.attachGuest("*", 49983, guest.port);
+  const dir = mkdtempSync(join(tmpdir(), "e2b-process-"));
+  writeFileSync(join(dir, "secret"), "secret\n");
+  writeFileSync(join(dir, "keys"), `${o.apiKey}\n`);
+  return {
+    cluster,
+    guest,
+    args: [
+      `--sandboxd-seeds=${cluster.nodes[0]!.addr}`,
+      `--sandboxd-token=${o.rootToken}`,
+      "--e2b-bind-address=127.0.0.1:0",
+      "--envd-proxy-bind-address=127.0.0.1:0",
+      `--e2b-domain=${o.domain}`,
+      `--e2b-envd-secret-file=${join(dir, "secret")}`,
+      `--e2b-api-key-file=${join(dir, "keys")}`,
+    ],
+    stop: async () => {
+      await guest.stop();
+      await cluster.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import http2 from "node:http2";
 import { Sandbox } from "e2b";
 import { DOMAIN, ROOT, SECRET, sdkOpts, startStack, type Stack } from "../e2b/harness.ts";
+import { countedBytes, generatedBody } from "../e2b/guest.ts";
 import { until } from "#tests/support/wait.ts";
 import { deriveAccessToken } from "#shared/e2b/tokens.ts";
 import { fileSignature } from "#shared/sandboxd/urls.ts";
@@ -290,21 +291,11 @@ describe("streaming", () => {
   test("22: a streamed upload without Content-Length and a large download pass through whole (memory: memory.test.ts)", async () => {
     const sbx = await create();
     const SIZE = 32 * 1024 * 1024;
-    const chunk = new Uint8Array(256 * 1024).fill(98);
-    let sent = 0;
-    const body = new ReadableStream<Uint8Array>({
-      pull(ctrl) {
-        if (sent >= SIZE) return ctrl.close();
-        sent += chunk.byteLength;
-        ctrl.enqueue(chunk);
-      },
-    });
+    const body = generatedBody(SIZE, 98);
     const up = await call("/upload", { method: "POST", body, host: hostFor(sbx.sandboxId), headers: { "x-access-token": tokenOf(sbx) } });
     expect(await up.json()).toEqual({ bytes: SIZE });
     const down = await call(`/download?size=${SIZE}`, { host: hostFor(sbx.sandboxId), headers: { "x-access-token": tokenOf(sbx) } });
-    let got = 0;
-    for await (const c of down.body!) got += (c as Uint8Array).byteLength;
-    expect(got).toBe(SIZE);
+    expect(await countedBytes(down)).toBe(SIZE);
     await sbx.kill();
   });
 

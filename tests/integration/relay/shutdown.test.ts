@@ -1,44 +1,22 @@
 // Scenario 34: SIGTERM while a long stream is open through the relay (sandbox-e2b as its own process): the listener
 // stops accepting at once, the open stream is cut after the drain window (at most 10 s), and the process exits 0.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { startSimCluster, type SimCluster } from "#services/sandboxd-sim/sim.ts";
-import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
-import { spawnE2b } from "../e2b/process.ts";
+import { e2bProcessFixture, spawnE2b, type E2bProcessFixture } from "../e2b/process.ts";
 
 const ROOT = "root-term";
 const KEY = "e2b_termtermterm";
 const DOMAIN = "term.test";
-let cluster: SimCluster;
-let guest: TestGuest;
-let dir: string;
+let fixture: E2bProcessFixture;
 
 beforeAll(async () => {
-  cluster = await startSimCluster(1, { rootToken: ROOT, pools: ["img/none/small=2"] });
-  guest = await startTestGuest();
-  cluster.nodes[0]!.attachGuest("*", 49983, guest.port);
-  dir = mkdtempSync(join(tmpdir(), "relay-term-"));
-  writeFileSync(join(dir, "secret"), "secret");
-  writeFileSync(join(dir, "keys"), `${KEY}\n`);
+  fixture = await e2bProcessFixture({ rootToken: ROOT, apiKey: KEY, domain: DOMAIN });
 });
 afterAll(async () => {
-  await guest?.stop();
-  await cluster?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await fixture?.stop();
 });
 
 test("34: SIGTERM with an open stream: no new connections, the stream is cut within 10 s, exit 0", async () => {
-  const child = spawnE2b([
-    `--sandboxd-seeds=${cluster.nodes[0]!.addr}`,
-    `--sandboxd-token=${ROOT}`,
-    "--e2b-bind-address=127.0.0.1:0",
-    "--envd-proxy-bind-address=127.0.0.1:0",
-    `--e2b-domain=${DOMAIN}`,
-    `--e2b-envd-secret-file=${join(dir, "secret")}`,
-    `--e2b-api-key-file=${join(dir, "keys")}`,
-  ]);
+  const child = spawnE2b(fixture.args);
   const api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
   const proxy = `http://127.0.0.1:${(await child.waitFor("envd proxy listening")).port}`;
   const created = await fetch(`${api}/v2/sandboxes`, { method: "POST", headers: { "x-api-key": KEY }, body: '{"templateID":"img"}' });
