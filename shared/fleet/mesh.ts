@@ -5,7 +5,7 @@
 import { StartupError } from "../config/index.ts";
 import { LoopRunner } from "../lifecycle/index.ts";
 import { type Clock, realClock } from "../clock/index.ts";
-import type { Logger } from "../log/index.ts";
+import { errorChain, type Logger } from "../log/index.ts";
 import { SandboxdClient } from "../sandboxd/index.ts";
 import { SandboxdForbidden, SandboxdUnauthorized } from "../sandboxd/index.ts";
 import { DEFAULT_NET, DEFAULT_SIZE, parseWireTime, type Info, type SandboxRow } from "../sandboxd/index.ts";
@@ -140,7 +140,7 @@ export class MeshFleet implements FleetSource {
       if (err instanceof SandboxdUnauthorized || err instanceof SandboxdForbidden) {
         throw new StartupError(`sandboxd seed ${seed} refused the root token (check --sandboxd-token / --sandboxd-token-file)`, { flag: "--sandboxd-token", seed }, err);
       }
-      failures.push(`${seed}: ${err.message}`);
+      failures.push(`${seed}: ${errorChain(err)}`); // the cause says why (a TLS seed: "unable to verify the first certificate")
     });
     if (failures.length === this.o.seeds.length) {
       throw new StartupError(`no sandboxd seed answered: ${failures.join("; ")}`, { flag: "--sandboxd-seeds" });

@@ -6,10 +6,8 @@
 // gets 502 without a node detail, and the proxy's log names the node and the TLS reason.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import tls from "node:tls";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { deriveAccessToken } from "#shared/e2b/tokens.ts";
 import { openTunnel, TunnelUnreachable } from "#shared/relay/tunnel.ts";
@@ -17,53 +15,13 @@ import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { createCA, issueCertificate } from "#shared/tls/index.ts";
 import { waitFor } from "#tests/support/wait.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
+import { startEdge, type Edge } from "../e2b/tls-edge.ts";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
 
 const ROOT = "root-proxy-tls";
 const SECRET = "proxy-secret-tls";
 const DOMAIN = "tls.test";
 const MAIN = join(import.meta.dir, "../../../services/sandbox-envd-proxy/main.ts");
-
-/** A TLS-terminating edge: every TLS connection is spliced, as bytes, to the node's plain-HTTP listener. */
-interface Edge {
-  port: number;
-  /** TLS handshakes completed so far. */
-  handshakes(): number;
-  stop(): Promise<void>;
-}
-
-function startEdge(cert: { certPem: string; keyPem: string }, upstreamPort: number): Promise<Edge> {
-  let handshakes = 0;
-  const open = new Set<net.Socket>();
-  const server = tls.createServer({ cert: cert.certPem, key: cert.keyPem, ALPNProtocols: ["http/1.1"] }, (client) => {
-    handshakes++;
-    const up = net.connect({ host: "127.0.0.1", port: upstreamPort });
-    open.add(client).add(up);
-    client.pipe(up).pipe(client);
-    const close = () => {
-      client.destroy();
-      up.destroy();
-      open.delete(client);
-      open.delete(up);
-    };
-    client.on("error", close).on("close", close);
-    up.on("error", close).on("close", close);
-  });
-  server.on("tlsClientError", () => undefined); // the refused cases end in a client-side alert
-  return new Promise((resolve) => {
-    server.listen(0, "127.0.0.1", () =>
-      resolve({
-        port: (server.address() as net.AddressInfo).port,
-        handshakes: () => handshakes,
-        stop: () =>
-          new Promise<void>((done) => {
-            for (const s of open) s.destroy();
-            server.close(() => done());
-          }),
-      }),
-    );
-  });
-}
 
 let kube: KubeFixture;
 let sim: SandboxdSim;
@@ -78,7 +36,7 @@ beforeAll(async () => {
   sim.attachGuest("*", 49983, guest.port);
   const ca = await createCA("envd-proxy-test-node-ca");
   const serving = await issueCertificate({ ca, cn: "localhost", dnsNames: ["localhost"], usages: "server" });
-  edge = await startEdge(serving, Number(new URL(sim.url).port));
+  edge = await startEdge(serving, () => Number(new URL(sim.url).port));
   dir = mkdtempSync(join(tmpdir(), "envd-proxy-tls-"));
   writeFileSync(join(dir, "secret"), SECRET);
   writeFileSync(join(dir, "token"), `${ROOT}\n`);
