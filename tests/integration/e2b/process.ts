@@ -1,12 +1,12 @@
-// sandbox-e2b as a real child process (bun services/sandbox-e2b/main.ts): for exit codes, startup messages and
-// measurements that must see only the server's own memory.
+// A binary as a real child process (bun services/<binary>/main.ts): for exit codes, startup messages, log lines and
+// measurements that must see only the server's own memory. spawnE2b is sandbox-e2b; spawnService any of the four.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimCluster, type SimCluster } from "#services/sandboxd-sim/sim.ts";
 import { startTestGuest, type TestGuest } from "./guest.ts";
 
-const MAIN = join(import.meta.dir, "../../../services/sandbox-e2b/main.ts");
+const SERVICES = join(import.meta.dir, "../../../services");
 
 export interface Child {
   proc: ReturnType<typeof Bun.spawn>;
@@ -14,12 +14,19 @@ export interface Child {
   output(): string;
   /** Resolves with the value of the first log line whose msg matches, e.g. the bound port. */
   waitFor(msg: string, ms?: number): Promise<Record<string, unknown>>;
+  /** The JSON log lines seen so far whose msg is `msg`. */
+  logLines(msg: string): Record<string, unknown>[];
   exited: Promise<number>;
   stop(): Promise<void>;
 }
 
 export function spawnE2b(args: string[], env: Record<string, string> = {}): Child {
-  const proc = Bun.spawn(["bun", MAIN, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, OPERATOR_LOG_LEVEL: "info", ...env } });
+  return spawnService("sandbox-e2b", args, env);
+}
+
+/** services/<binary>/main.ts with `args`, OPERATOR_LOG_LEVEL=info and `env` over this process's environment. */
+export function spawnService(binary: "sandbox-e2b" | "sandbox-envd-proxy" | "sandbox-apiserver", args: string[], env: Record<string, string> = {}): Child {
+  const proc = Bun.spawn(["bun", join(SERVICES, binary, "main.ts"), ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, OPERATOR_LOG_LEVEL: "info", ...env } });
   let text = "";
   const lines: Record<string, unknown>[] = [];
   const waiters: { msg: string; resolve: (v: Record<string, unknown>) => void }[] = [];
@@ -54,6 +61,7 @@ export function spawnE2b(args: string[], env: Record<string, string> = {}): Chil
         const t = setTimeout(() => reject(new Error(`no log line "${msg}" within ${ms} ms; output:\n${all}${text}`)), ms);
         waiters.push({ msg, resolve: (v) => (clearTimeout(t), resolve(v)) });
       }),
+    logLines: (msg) => lines.filter((l) => l.msg === msg),
     exited: proc.exited,
     stop: async () => {
       proc.kill("SIGTERM");

@@ -10,6 +10,7 @@ import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.t
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { deriveAccessToken } from "#shared/e2b/tokens.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
+import { spawnService, type Child } from "../e2b/process.ts";
 import { StartupError } from "#shared/config/index.ts";
 import { createLogger } from "#shared/log/index.ts";
 import { parseEnvdProxyFlags } from "#services/sandbox-envd-proxy/flags.ts";
@@ -43,21 +44,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function spawnProxy(extra: string[] = [], env: Record<string, string> = {}) {
-  const proc = Bun.spawn(
-    ["bun", MAIN, "--bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "token")}`, ...extra],
-    { stdout: "pipe", stderr: "pipe", env: { ...process.env, KUBECONFIG: kubeconfig, OPERATOR_LOG_LEVEL: "info", ...env } },
+function spawnProxy(extra: string[] = []): Child {
+  return spawnService(
+    "sandbox-envd-proxy",
+    ["--bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "token")}`, ...extra],
+    { KUBECONFIG: kubeconfig },
   );
-  let out = "";
-  const port = (async () => {
-    for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) {
-      out += new TextDecoder().decode(chunk);
-      const m = /"port":(\d+)[^\n]*"msg":"envd proxy listening"/.exec(out);
-      if (m) return Number(m[1]);
-    }
-    throw new Error(`proxy exited before listening:\n${out}`);
-  })();
-  return { proc, port, output: () => out };
 }
 
 async function publish(name: string, entries: { id: string; name: string }[], publishedAt: Date): Promise<void> {
@@ -83,7 +75,7 @@ describe("sandbox-envd-proxy on NodeInventory", () => {
     await publish("node-old", [{ id: b.id, name: "team-b/y" }], new Date(Date.now() - 600_000));
     const p = spawnProxy(["--namespace=team-a", "--inventory-stale-after=90s"]);
     try {
-      const port = await p.port;
+      const port = Number((await p.waitFor("envd proxy listening")).port);
       const ask = (id: string, token: string) =>
         fetch(`http://127.0.0.1:${port}/echo`, { headers: { host: `49983-${id.replace("sb_", "sb-")}.${DOMAIN}`, "x-access-token": token } });
       const ra = await ask(a.id, deriveAccessToken(SECRET, a.token));
@@ -103,8 +95,7 @@ describe("sandbox-envd-proxy on NodeInventory", () => {
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toContain('sandbox_envd_proxy_owner_lookups_total{result="inventory"} 1');
     } finally {
-      p.proc.kill("SIGTERM");
-      await p.proc.exited;
+      await p.stop();
     }
   }, 60_000);
 
@@ -127,13 +118,12 @@ describe("sandbox-envd-proxy on NodeInventory", () => {
       await publish("node-fresh", [], new Date());
       const p = spawnProxy();
       try {
-        const port = await p.port;
+        const port = Number((await p.waitFor("envd proxy listening")).port);
         const r = await fetch(`http://127.0.0.1:${port}/health`, { headers: { host: `49983-${c.id.replace("sb_", "sb-")}.${DOMAIN}`, "x-access-token": deriveAccessToken(SECRET, c.token) } });
         expect(await r.json()).toEqual({ code: 502, message: "sandbox unavailable" });
         expect(other.requests.filter((e) => e.route === "ports")).toHaveLength(0);
       } finally {
-        p.proc.kill("SIGTERM");
-        await p.proc.exited;
+        await p.stop();
       }
     } finally {
       await other.stop();

@@ -15,13 +15,13 @@ import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { createCA, issueCertificate } from "#shared/tls/index.ts";
 import { waitFor } from "#tests/support/wait.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
+import { spawnService, type Child } from "../e2b/process.ts";
 import { startEdge, type Edge } from "../e2b/tls-edge.ts";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
 
 const ROOT = "root-proxy-tls";
 const SECRET = "proxy-secret-tls";
 const DOMAIN = "tls.test";
-const MAIN = join(import.meta.dir, "../../../services/sandbox-envd-proxy/main.ts");
 
 let kube: KubeFixture;
 let sim: SandboxdSim;
@@ -53,36 +53,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function spawnProxy(extraCaFile: string | undefined) {
-  const env: Record<string, string | undefined> = { ...process.env, KUBECONFIG: kube.cluster.kubeconfig(), OPERATOR_LOG_LEVEL: "info" };
-  delete env.NODE_EXTRA_CA_CERTS;
-  if (extraCaFile) env.NODE_EXTRA_CA_CERTS = extraCaFile;
-  const proc = Bun.spawn(
-    ["bun", MAIN, "--bind-address=127.0.0.1:0", "--namespace=team-a", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "token")}`],
-    { stdout: "ignore", stderr: "pipe", env },
+function spawnProxy(caFile: string): Child {
+  return spawnService(
+    "sandbox-envd-proxy",
+    ["--bind-address=127.0.0.1:0", "--namespace=team-a", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "token")}`],
+    { KUBECONFIG: kube.cluster.kubeconfig(), NODE_EXTRA_CA_CERTS: caFile },
   );
-  let out = "";
-  // One reader for the process's whole life: the log is read after the port line too.
-  const { promise: port, resolve, reject } = Promise.withResolvers<number>();
-  void (async () => {
-    const dec = new TextDecoder();
-    for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) {
-      out += dec.decode(chunk, { stream: true });
-      const m = /"port":(\d+)[^\n]*"msg":"envd proxy listening"/.exec(out);
-      if (m) resolve(Number(m[1]));
-    }
-    reject(new Error(`proxy exited before listening:\n${out}`));
-  })();
-  return { proc, port, log: () => out };
-}
-
-/** The JSON log lines with this msg. */
-function lines(log: string, msg: string): Record<string, unknown>[] {
-  return log
-    .split("\n")
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .filter((l) => l.msg === msg);
 }
 
 /** Claim a sandbox on the simulator and publish it on a node whose sandboxd address is `address`. */
@@ -107,7 +83,7 @@ describe("sandbox-envd-proxy to a TLS node (https:// address, private CA)", () =
     const sb = await publishedSandbox("tls-good", `https://localhost:${edge.port}`);
     const p = spawnProxy(join(dir, "node-ca.pem"));
     try {
-      const port = await p.port;
+      const port = Number((await p.waitFor("envd proxy listening")).port);
       const relays = sim.requests.filter((r) => r.route === "ports").length;
       const before = edge.handshakes();
       const r = await waitFor("the proxy's inventory to hold tls-good", async () => {
@@ -120,11 +96,10 @@ describe("sandbox-envd-proxy to a TLS node (https:// address, private CA)", () =
       // The node is reachable only through the edge: one TLS handshake for the owner read, one for the relay.
       expect(edge.handshakes() - before).toBeGreaterThanOrEqual(2);
       expect(sim.requests.filter((x) => x.route === "ports").length).toBeGreaterThan(relays);
-      expect(lines(p.log(), "owner read failed")).toEqual([]);
-      expect(lines(p.log(), "ports relay to the node failed")).toEqual([]);
+      expect(p.logLines("owner read failed")).toEqual([]);
+      expect(p.logLines("ports relay to the node failed")).toEqual([]);
     } finally {
-      p.proc.kill("SIGTERM");
-      await p.proc.exited;
+      await p.stop();
     }
   }, 60_000);
 
@@ -132,20 +107,19 @@ describe("sandbox-envd-proxy to a TLS node (https:// address, private CA)", () =
     const sb = await publishedSandbox("tls-wrong-ca", `https://localhost:${edge.port}`);
     const p = spawnProxy(join(dir, "other-ca.pem"));
     try {
-      const port = await p.port;
+      const port = Number((await p.waitFor("envd proxy listening")).port);
       const failed = await waitFor("an owner read failure on tls-wrong-ca", async () => {
         const res = await fetch(`http://127.0.0.1:${port}/files?path=/x`, { headers: { host: sb.host, "x-access-token": sb.accessToken } });
         expect(res.status).toBe(502);
         const body = await res.json();
         expect(body).toEqual({ code: 502, message: "sandbox unavailable" }); // no node name, address or TLS detail
-        return lines(p.log(), "owner read failed").find((l) => l.node === "tls-wrong-ca");
+        return p.logLines("owner read failed").find((l) => l.node === "tls-wrong-ca");
       }, 20_000);
       expect(failed.address).toBe(`https://localhost:${edge.port}`);
       expect(String(failed.err)).toContain("unable to verify the first certificate");
       expect(guest.requests.some((g) => g.path === "/files?path=/x")).toBe(false);
     } finally {
-      p.proc.kill("SIGTERM");
-      await p.proc.exited;
+      await p.stop();
     }
   }, 60_000);
 
@@ -153,17 +127,16 @@ describe("sandbox-envd-proxy to a TLS node (https:// address, private CA)", () =
     const sb = await publishedSandbox("tls-wrong-name", `https://127.0.0.1:${edge.port}`);
     const p = spawnProxy(join(dir, "node-ca.pem"));
     try {
-      const port = await p.port;
+      const port = Number((await p.waitFor("envd proxy listening")).port);
       const failed = await waitFor("an owner read failure on tls-wrong-name", async () => {
         const res = await fetch(`http://127.0.0.1:${port}/files?path=/y`, { headers: { host: sb.host, "x-access-token": sb.accessToken } });
         expect(await res.json()).toEqual({ code: 502, message: "sandbox unavailable" });
-        return lines(p.log(), "owner read failed").find((l) => l.node === "tls-wrong-name");
+        return p.logLines("owner read failed").find((l) => l.node === "tls-wrong-name");
       }, 20_000);
       expect(String(failed.err)).toContain("ERR_TLS_CERT_ALTNAME_INVALID");
       expect(guest.requests.some((g) => g.path === "/files?path=/y")).toBe(false);
     } finally {
-      p.proc.kill("SIGTERM");
-      await p.proc.exited;
+      await p.stop();
     }
   }, 60_000);
 
