@@ -16,7 +16,7 @@ import { apiRoutes } from "./api/index.ts";
 import { createApp } from "./app.ts";
 import { type ApiserverConfig, inertFlagWarnings } from "./flags.ts";
 import { NodeClients } from "./sandboxes/index.ts";
-import { SandboxReader } from "./sandboxes/index.ts";
+import { SandboxChanges, SandboxReader } from "./sandboxes/index.ts";
 import { loadAuthSources, needsLookup, watchAuthSources } from "./serving/index.ts";
 import { Authenticator } from "./serving/index.ts";
 import { Authorizer } from "./serving/index.ts";
@@ -97,6 +97,8 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
   if (!token) log.warn("no sandboxd token: node calls carry no Authorization header; deletes and lifecycle verbs will be refused by the nodes");
   const clients = new NodeClients(token, log.child({ component: "sandboxd" }));
   const reader = new SandboxReader(fleet, clients);
+  const changes = new SandboxChanges({ fleet, sandboxesOf: (rec) => reader.sandboxesOf(rec), clock, log: log.child({ component: "watch" }) });
+  shutdown.addCloser("watch changes", async () => changes.stop());
 
   // 8. Warm-pool driver (leader-elected; rebuilt 5 s after it stops).
   let driver: WarmPoolDriverHandle | undefined;
@@ -144,6 +146,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
   const stopping = new AbortController();
   const api = apiRoutes({
     reader,
+    changes,
     create: {
       fresh: () => fleet.fresh(),
       clients,

@@ -6,7 +6,7 @@ import type { Clock } from "#shared/clock/index.ts";
 import { type CreateDeps, createSandbox } from "../sandboxes/index.ts";
 import { type Verb, deleteSandbox, runVerb } from "../sandboxes/index.ts";
 import { GROUP, type Sandbox, VERSION } from "../sandboxes/index.ts";
-import type { SandboxReader } from "../sandboxes/index.ts";
+import type { SandboxChanges, SandboxReader } from "../sandboxes/index.ts";
 import {
   AGGREGATED_DISCOVERY_V2,
   aggregatedDiscovery,
@@ -25,6 +25,8 @@ import { watchStream } from "./watch.ts";
 
 export interface ApiDeps {
   reader: SandboxReader;
+  /** The fleet's sandbox changes, computed once per inventory event for every open watch. */
+  changes: SandboxChanges;
   create: CreateDeps;
   clock: Clock;
   log?: Logger;
@@ -84,7 +86,7 @@ export function apiRoutes(deps: ApiDeps): Hono {
       const t = q.get("timeoutSeconds");
       const timeoutMs = t !== null && /^\d+$/.test(t) && Number(t) > 0 ? Number(t) * 1000 : undefined;
       const stream = watchStream(
-        { reader: deps.reader, clock: deps.clock, log: deps.log, shutdown: deps.shutdown },
+        { reader: deps.reader, changes: deps.changes, clock: deps.clock, log: deps.log, shutdown: deps.shutdown },
         { namespace, labels, fields, table, sendInitialEvents: q.get("sendInitialEvents") === "true", ...(timeoutMs ? { timeoutMs } : {}) },
         req.signal,
       );

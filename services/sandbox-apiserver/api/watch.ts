@@ -1,16 +1,18 @@
 // Watch (docs/api.md "Watch"): the current view as ADDED events (whatever resourceVersion the request names), a
-// BOOKMARK marking the end of the initial events when the client asked for a watch-list, then every second the view
-// is derived again and diffed by <ns>/<name>: new → ADDED, changed resourceVersion → MODIFIED, gone → DELETED with
-// the last known object. A pinned watch (namespace + exact metadata.name) reads only its node while it holds the
-// entry, and asks that node live before reporting DELETED, so a publish that raced the claim does not flap.
+// BOOKMARK marking the end of the initial events when the client asked for a watch-list, then, on every NodeInventory
+// event, the changed keys (sandboxes/changes.ts computes them once for every watch) as this watch's selectors see
+// them: new → ADDED, changed resourceVersion → MODIFIED, gone → DELETED with the last known object. A pinned watch
+// (namespace + exact metadata.name) prefers the node that held its entry, and asks that node live before reporting
+// DELETED, so a publish that raced the claim does not flap.
 import type { Logger } from "pino";
-import type { Clock } from "#shared/clock/index.ts";
+import type { Clock, Timer } from "#shared/clock/index.ts";
 import { API_VERSION, KIND, type Sandbox } from "../sandboxes/index.ts";
-import type { Resolved, SandboxReader } from "../sandboxes/index.ts";
+import { type ChangeBatch, type SandboxChanges, type SandboxReader, keyOf } from "../sandboxes/index.ts";
 import type { FieldSelector, LabelSelector } from "./selectors.ts";
 import { type TableRequest, toTable } from "./table.ts";
 
-export const WATCH_POLL_MS = 1000;
+/** How often a pinned watch re-asks its node while it reports an object no inventory holds (created, not yet published). */
+export const PINNED_RECHECK_MS = 1000;
 
 export interface WatchRequest {
   namespace?: string;
@@ -24,6 +26,7 @@ export interface WatchRequest {
 
 export interface WatchDeps {
   reader: SandboxReader;
+  changes: SandboxChanges;
   clock: Clock;
   log?: Logger;
   /** Aborted when shutdown begins: open watches end at once (well within the 2 s the spec allows). */
@@ -32,68 +35,34 @@ export interface WatchDeps {
 
 type EventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK";
 
-const keyOf = (s: Sandbox) => `${s.metadata.namespace}/${s.metadata.name}`;
+const utf8 = new TextEncoder();
 
 export function watchStream(deps: WatchDeps, req: WatchRequest, clientSignal: AbortSignal): ReadableStream<Uint8Array> {
-  const enc = new TextEncoder();
   const pinnedName = req.namespace !== undefined ? req.fields.exactName : undefined;
   const matches = (s: Sandbox) => req.labels.matches(s.metadata.labels) && req.fields.matches(s);
-  let pinnedNode: string | undefined;
   let headersSent = false;
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   clientSignal.addEventListener("abort", onAbort, { once: true });
   deps.shutdown.addEventListener("abort", onAbort, { once: true });
 
-  const encode = (type: EventType, obj: Sandbox): Uint8Array => {
-    let object: object = obj;
-    if (req.table && type !== "BOOKMARK") {
-      object = toTable([obj], req.table, req.table.noHeaders || headersSent);
-      headersSent = true;
-    }
-    return enc.encode(`${JSON.stringify({ type, object })}\n`);
-  };
-
-  /** The current view: pinned reads one node (or scans while holding nothing), fleet lists every fresh node. */
-  const view = (): Map<string, Sandbox> => {
-    const out = new Map<string, Sandbox>();
-    if (pinnedName !== undefined && req.namespace !== undefined) {
-      let hit: Resolved | undefined;
-      if (pinnedNode !== undefined) hit = deps.reader.inInventory(pinnedNode, req.namespace, pinnedName);
-      hit ??= deps.reader.scan(req.namespace, pinnedName);
-      pinnedNode = hit?.node ?? pinnedNode;
-      if (hit && matches(hit.sandbox)) out.set(keyOf(hit.sandbox), hit.sandbox);
-      return out;
-    }
-    for (const s of deps.reader.list(req.namespace)) if (matches(s)) out.set(keyOf(s), s);
-    return out;
+  /** One event line. Watches asking the same encoding share the bytes of a batch's event (`batch.memo`). */
+  const encode = (type: EventType, obj: Sandbox, batch?: ChangeBatch): Uint8Array => {
+    const t = req.table && type !== "BOOKMARK" ? req.table : undefined;
+    const withHeaders = t !== undefined && !t.noHeaders && !headersSent;
+    if (t) headersSent = true;
+    const make = () => utf8.encode(`${JSON.stringify({ type, object: t ? toTable([obj], t, !withHeaders) : obj })}\n`);
+    if (!batch) return make();
+    return batch.memo(obj, t ? `${type}|${t.version}|${t.includeObject}|${withHeaders}` : type, make);
   };
 
   return new ReadableStream<Uint8Array>({
-    start: async (controller) => {
-      const send = (type: EventType, obj: Sandbox) => {
-        if (!stop.signal.aborted) controller.enqueue(encode(type, obj));
+    start: (controller) => {
+      const send = (type: EventType, obj: Sandbox, batch?: ChangeBatch) => {
+        if (!stop.signal.aborted) controller.enqueue(encode(type, obj, batch));
       };
-      // Bun sends the response headers with the first body chunk. A watch with nothing to report yet must still
-      // answer at once (clients and the aggregator wait for headers), so it starts with a newline, which every
-      // JSON stream decoder skips as whitespace between objects.
-      controller.enqueue(enc.encode("\n"));
-      let last = new Map<string, Sandbox>();
-      try {
-        if (pinnedName !== undefined && req.namespace !== undefined) {
-          // The initial state of a pinned watch resolves like a Get (live lookups included): a sandbox created a
-          // moment ago on another replica is there from the first event.
-          const hit = await deps.reader.resolve(req.namespace, pinnedName).catch(() => undefined);
-          if (hit) pinnedNode = hit.node;
-          if (hit && matches(hit.sandbox)) last.set(keyOf(hit.sandbox), hit.sandbox);
-        } else {
-          last = view();
-        }
-      } catch (err) {
-        deps.log?.warn({ err: (err as Error).message }, "watch: initial view failed; starting empty");
-      }
-      for (const s of last.values()) send("ADDED", s);
-      if (req.sendInitialEvents) {
+      const bookmark = () => {
+        if (!req.sendInitialEvents) return;
         send("BOOKMARK", {
           apiVersion: API_VERSION,
           kind: KIND,
@@ -101,40 +70,108 @@ export function watchStream(deps: WatchDeps, req: WatchRequest, clientSignal: Ab
           spec: {},
           status: {},
         });
-      }
-      const deadline = req.timeoutMs !== undefined ? deps.clock.now() + req.timeoutMs : undefined;
-      while (!stop.signal.aborted) {
-        const wait = deadline === undefined ? WATCH_POLL_MS : Math.min(WATCH_POLL_MS, deadline - deps.clock.now());
-        if (wait <= 0) break;
-        await deps.clock.sleep(wait, stop.signal);
-        if (stop.signal.aborted) break;
+      };
+      // Bun sends the response headers with the first body chunk. A watch with nothing to report yet must still
+      // answer at once (clients and the aggregator wait for headers), so it starts with a newline, which every
+      // JSON stream decoder skips as whitespace between objects.
+      controller.enqueue(utf8.encode("\n"));
+
+      let unsubscribe = () => {};
+      let timeout: Timer | undefined;
+      let recheck: Timer | undefined;
+      const finish = () => {
+        unsubscribe();
+        timeout?.cancel();
+        recheck?.cancel();
+        clientSignal.removeEventListener("abort", onAbort);
+        deps.shutdown.removeEventListener("abort", onAbort);
         try {
-          const next = view();
-          for (const [k, s] of next) {
-            const prev = last.get(k);
-            if (!prev) send("ADDED", s);
-            else if (prev.metadata.resourceVersion !== s.metadata.resourceVersion) send("MODIFIED", s);
-          }
-          for (const [k, s] of last) {
-            if (next.has(k)) continue;
-            if (pinnedName !== undefined && req.namespace !== undefined && (await stillHeld(deps, req.namespace, pinnedName, s, matches))) {
-              next.set(k, s);
-              continue;
-            }
-            send("DELETED", s);
-          }
-          last = next;
-        } catch (err) {
-          deps.log?.warn({ err: (err as Error).message }, "watch: poll failed; keeping the watch open");
+          controller.close();
+        } catch {
+          // the client already went away
         }
+      };
+
+      if (pinnedName !== undefined && req.namespace !== undefined) {
+        const ns = req.namespace;
+        const key = `${ns}/${pinnedName}`;
+        let pinnedNode: string | undefined;
+        let last: Sandbox | undefined;
+        // Events are judged one at a time, in order: the initial resolve and a DELETED's live check are async.
+        let chain: Promise<void> = Promise.resolve();
+        const judge = async (holders: readonly Sandbox[], batch?: ChangeBatch) => {
+          recheck?.cancel();
+          recheck = undefined;
+          const hit = (pinnedNode !== undefined ? holders.find((s) => s.status.nodeName === pinnedNode) : undefined) ?? holders[0];
+          pinnedNode = hit?.status.nodeName ?? pinnedNode;
+          const next = hit && matches(hit) ? hit : undefined;
+          if (next) {
+            if (!last) send("ADDED", next, batch);
+            else if (last.metadata.resourceVersion !== next.metadata.resourceVersion) send("MODIFIED", next, batch);
+            last = next;
+            return;
+          }
+          if (!last) return;
+          if (await stillHeld(deps, ns, pinnedName, last, matches)) {
+            // No inventory holds it but its node does: ask again until a publish settles it either way.
+            scheduleRecheck();
+            return;
+          }
+          send("DELETED", last);
+          last = undefined;
+        };
+        const queue = (fn: () => Promise<void>) => {
+          chain = chain.then(fn).catch((err: unknown) => deps.log?.warn({ err: (err as Error).message, sandbox: key }, "watch: judging a change failed; keeping the watch open"));
+        };
+        const scheduleRecheck = () => {
+          if (stop.signal.aborted) return;
+          recheck = deps.clock.after(PINNED_RECHECK_MS, () => queue(() => judge(deps.changes.holdersOf(key))));
+        };
+        unsubscribe = deps.changes.subscribe((batch) => {
+          const c = batch.changes.get(key);
+          if (c) queue(() => judge(c.after, batch));
+        });
+        // The initial state resolves like a Get (live lookups included): a sandbox created a moment ago on another
+        // replica is there from the first event. Changes arriving meanwhile queue behind it.
+        queue(async () => {
+          const hit = await deps.reader.resolve(ns, pinnedName).catch(() => undefined);
+          if (hit) pinnedNode = hit.node;
+          if (hit && matches(hit.sandbox)) {
+            last = hit.sandbox;
+            send("ADDED", hit.sandbox);
+            if (!deps.changes.holdersOf(key).some((s) => s.status.nodeName === hit.node)) scheduleRecheck();
+          }
+          bookmark();
+        });
+      } else {
+        // Subscribing first fixes the state the first batch diffs from; the initial view is read from that same state.
+        const pick = (holders: readonly Sandbox[]): Sandbox | undefined => {
+          for (let i = holders.length - 1; i >= 0; i--) if (matches(holders[i]!)) return holders[i];
+          return undefined;
+        };
+        unsubscribe = deps.changes.subscribe((batch) => {
+          for (const c of batch.changes.values()) {
+            if (req.namespace !== undefined && c.namespace !== req.namespace) continue;
+            const prev = pick(c.before);
+            const next = pick(c.after);
+            if (next) {
+              if (!prev) send("ADDED", next, batch);
+              else if (prev.metadata.resourceVersion !== next.metadata.resourceVersion) send("MODIFIED", next, batch);
+            } else if (prev) {
+              send("DELETED", prev, batch);
+            }
+          }
+        });
+        // Duplicates across nodes: the last matching copy in node order is the one reported (as pick does).
+        const initial = new Map<string, Sandbox>();
+        for (const s of deps.reader.list(req.namespace, deps.changes.current())) if (matches(s)) initial.set(keyOf(s), s);
+        for (const s of initial.values()) send("ADDED", s);
+        bookmark();
       }
-      clientSignal.removeEventListener("abort", onAbort);
-      deps.shutdown.removeEventListener("abort", onAbort);
-      try {
-        controller.close();
-      } catch {
-        // the client already went away
-      }
+
+      if (req.timeoutMs !== undefined) timeout = deps.clock.after(req.timeoutMs, () => stop.abort());
+      if (stop.signal.aborted) finish();
+      else stop.signal.addEventListener("abort", finish, { once: true });
     },
     cancel: () => stop.abort(),
   });

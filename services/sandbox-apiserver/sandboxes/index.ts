@@ -7,3 +7,4 @@ export { type Verb, deleteSandbox, runVerb } from "./mutations.ts";
 export { NodeClients, mapBounded } from "./nodes.ts";
 export { type PodTemplateLike, PoolKeyError, poolKeyOf } from "./pool-key.ts";
 export { NODE_FANOUT, type Resolved, SandboxReader } from "./store.ts";
+export { type ChangeBatch, type SandboxChange, SandboxChanges, keyOf } from "./changes.ts";

@@ -39,7 +39,7 @@ export class SandboxReader {
 
   /**
    * Every node's sandboxes, rendered once per inventory version and grouped by namespace. The fleet source keeps
-   * the same record object while a node's resourceVersion is unchanged, so lists and every watcher's 1 s poll reuse
+   * the same record object while a node's resourceVersion is unchanged, so lists and the watch changes (changes.ts) reuse
    * the rendering instead of synthesizing the whole fleet each time. Rendered objects are shared: never mutate one.
    */
   private readonly rendered = new WeakMap<InventoryRecord, Map<string, Sandbox[]>>();
@@ -60,9 +60,14 @@ export class SandboxReader {
     return m;
   }
 
+  /** One node's sandboxes as rendered for lists: the same objects for the same record (the watch changes rely on it). */
+  *sandboxesOf(rec: InventoryRecord): Iterable<Sandbox> {
+    for (const l of this.byNamespace(rec).values()) yield* l;
+  }
+
   /**
    * The last list's inputs and result per namespace filter (undefined: all), so the next list starts from it instead
-   * of sorting 50,000 again; kept per filter because watches of one namespace poll between lists of another.
+   * of sorting 50,000 again; kept per filter because watches of one namespace start between lists of another.
    * Bounded: past LAST_LISTS filters the least recently used goes.
    */
   private readonly lastLists = new Map<string | undefined, LastList>();

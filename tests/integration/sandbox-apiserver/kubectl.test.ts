@@ -5,7 +5,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { kubectl, kubectlStream } from "../../kube/kubectl.ts";
-import { type ApiserverProcess, type Stack, rfc3339, startStack } from "./fixture.ts";
+import { type ApiserverProcess, type Stack, readLines, rfc3339, startStack } from "./fixture.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
 const ROOT = "fleet-root-token";
@@ -450,6 +450,63 @@ describe("watch", () => {
       expect(Date.now() - t).toBeLessThan(2500);
     } finally {
       await w.stop();
+    }
+  }, 30_000);
+
+  test("24b: one republish reaches 40 watches through the aggregator (namespaced, label-selected, Table, pinned, every namespace), each with exactly its own events; a republish that changes no sandbox sends none", async () => {
+    const entries = (deadline: string) => [
+      { name: "fan/a", id: "sb_fa", phase: "Running", deadline },
+      { name: "fan/b", id: "sb_fb", phase: "Hibernated" },
+    ];
+    await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: entries("2026-12-31T00:00:00Z") });
+    await waitFor("sandbox fan/b", async () => (await k(["get", "sandbox", "b", "-n", "fan"])).code === 0, 10_000);
+    const base = "/apis/agents.x-k8s.io/v1beta1";
+    const TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    const specs: { path: string; accept?: string; added: number; want: string[] }[] = [
+      ...Array.from({ length: 35 }, () => ({ path: `${base}/namespaces/fan/sandboxes?watch=true`, added: 2, want: ["MODIFIED a", "ADDED c", "DELETED b"] })),
+      { path: `${base}/namespaces/fan/sandboxes?watch=true&labelSelector=sandbox.cocoonstack.io%2Fphase%3DRunning`, added: 1, want: ["MODIFIED a", "ADDED c"] },
+      { path: `${base}/namespaces/fan/sandboxes?watch=true`, accept: TABLE, added: 2, want: ["MODIFIED a", "ADDED c", "DELETED b"] },
+      { path: `${base}/namespaces/fan/sandboxes?watch=true&fieldSelector=metadata.name%3Da`, added: 1, want: ["MODIFIED a"] },
+      { path: `${base}/namespaces/fan/sandboxes?watch=true&fieldSelector=metadata.name%3Db`, added: 1, want: ["DELETED b"] },
+      { path: `${base}/sandboxes?watch=true&fieldSelector=metadata.namespace%3Dfan`, added: 2, want: ["MODIFIED a", "ADDED c", "DELETED b"] },
+    ];
+    let armed = false;
+    const watches = await Promise.all(
+      specs.map(async (s) => {
+        const res = await stack.cluster.adminFetch(s.path, { headers: { accept: s.accept ?? "application/json" } });
+        expect(res.status).toBe(200);
+        const w = { ...s, initial: 0, seen: [] as string[], tables: 0 };
+        const reading = readLines(res, (line) => {
+          const e = JSON.parse(line) as { type: string; object: { kind: string; metadata?: { name?: string }; rows?: { object: { metadata: { name: string } } }[] } };
+          const name = e.object.kind === "Table" ? e.object.rows?.[0]?.object.metadata.name : e.object.metadata?.name;
+          if (e.object.kind === "Table") w.tables++;
+          if (armed) w.seen.push(`${e.type} ${name}`);
+          else w.initial++;
+        });
+        return { w, reading };
+      }),
+    );
+    try {
+      // Every watch past its initial ADDED events.
+      await waitFor("every watch past its initial events", () => watches.every(({ w }) => w.initial >= w.added), 10_000);
+      armed = true;
+      // A republish with a new publishedAt and the same sandboxes: no event anywhere.
+      await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: entries("2026-12-31T00:00:00Z") });
+      // Then a changes, b goes (no live row on n1 either), c comes.
+      await stack.publish({
+        node: "n1",
+        address: n1.addr,
+        publishedAt: now(),
+        pools: warm({ "none/small": 5 }),
+        entries: [entries("2027-01-01T00:00:00Z")[0]!, { name: "fan/c", id: "sb_fc", phase: "Running" }],
+      });
+      await waitFor("every watch to see the change", () => watches.every(({ w }) => w.seen.length >= w.want.length), 10_000);
+      await Bun.sleep(300); // nothing more arrives
+      for (const { w } of watches) expect(w.seen.sort()).toEqual([...w.want].sort());
+      expect(watches.find(({ w }) => w.accept)!.w.tables).toBeGreaterThan(0);
+    } finally {
+      await Promise.all(watches.map(({ reading }) => reading.stop()));
+      await stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [] });
     }
   }, 30_000);
 
