@@ -2,8 +2,16 @@
 // sockets). With a FakeClock (shared/clock) a test moves time itself and needs none of this.
 
 /**
+ * Thrown by a waitFor check to stop waiting at once, when waiting longer cannot help (the process it waits on has
+ * exited); waitFor rethrows it unchanged instead of retrying.
+ */
+export class GiveUp extends Error {
+  override name = "GiveUp";
+}
+
+/**
  * Polls `fn` every `everyMs` until it returns a truthy value, and returns that. After `timeoutMs` it throws, naming
- * `what` and the last error `fn` threw (a throwing `fn` is retried like a falsy one).
+ * `what` and the last error `fn` threw (a throwing `fn` is retried like a falsy one, except GiveUp).
  */
 export async function waitFor<T>(
   what: string,
@@ -18,6 +26,7 @@ export async function waitFor<T>(
       const v = await fn();
       if (v) return v;
     } catch (e) {
+      if (e instanceof GiveUp) throw e;
       last = e;
     }
     if (Date.now() > end) throw new Error(`timed out waiting for ${what} (${timeoutMs} ms)${last ? `: ${String(last)}` : ""}`);

@@ -4,6 +4,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { GiveUp, waitFor } from "#tests/support/wait.ts";
 
 const root = join(import.meta.dir, "..", "..", "..");
 export const DIST_BINARY = join(root, "dist", "vk-sandbox");
@@ -88,14 +89,15 @@ export class Daemon {
 
   /** Waits until the output matches, failing early if the process exits first. */
   async waitForLog(re: RegExp, timeoutMs = 30_000): Promise<void> {
-    const end = Date.now() + timeoutMs;
-    while (!re.test(this.log())) {
+    await waitFor(String(re), () => {
+      if (re.test(this.log())) return true;
       if (this.proc.exitCode !== null || this.proc.signalCode !== null) {
-        throw new Error(`daemon exited (${this.proc.exitCode ?? this.proc.signalCode}) before ${re}:\n${this.tail()}`);
+        throw new GiveUp(`daemon exited (${this.proc.exitCode ?? this.proc.signalCode}) before ${re}:\n${this.tail()}`);
       }
-      if (Date.now() > end) throw new Error(`timed out waiting for ${re}:\n${this.tail()}`);
-      await Bun.sleep(25);
-    }
+      return false;
+    }, timeoutMs, 25).catch((e: unknown) => {
+      throw e instanceof GiveUp ? e : new Error(`timed out waiting for ${re}:\n${this.tail()}`);
+    });
   }
 
   tail(lines = 40): string {

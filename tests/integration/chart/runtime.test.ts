@@ -16,6 +16,7 @@ import { createCA, issueCertificate } from "#shared/tls/index.ts";
 import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 import { freePorts } from "#tests/kube/ports.ts";
 import { E2B, NAMESPACE, POOL_FIXTURES, at, chartDir, container, containerEnv, deployment, helm, merge, render, root, type Container, type KubeObject } from "./helm.ts";
+import { GiveUp, waitFor } from "#tests/support/wait.ts";
 
 const SA_USERS = [`system:serviceaccount:${NAMESPACE}:sandbox-apiserver`, `system:serviceaccount:${NAMESPACE}:sandbox-envd-proxy`];
 
@@ -99,19 +100,16 @@ function spawn(bin: string, args: string[], env: Record<string, string>): { proc
   return { proc, stderr: () => err };
 }
 
+/** waitFor that gives up at once, with the process's stderr, when the process it waits on exits. */
 async function until<T>(what: string, check: () => Promise<T | undefined>, p: { proc: Subprocess; stderr: () => string }, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  const stderr = p.stderr;
-  for (;;) {
-    if (p.proc.exitCode !== null) throw new Error(`exited ${p.proc.exitCode} while waiting for ${what}:\n${stderr()}`);
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch {
-      // not yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${stderr()}`);
-    await Bun.sleep(200);
+  try {
+    return await waitFor(what, async () => {
+      if (p.proc.exitCode !== null) throw new GiveUp(`exited ${p.proc.exitCode} while waiting for ${what}:\n${p.stderr()}`);
+      return check();
+    }, ms, 200);
+  } catch (e) {
+    if (e instanceof GiveUp) throw e;
+    throw new Error(`${(e as Error).message}:\n${p.stderr()}`);
   }
 }
 

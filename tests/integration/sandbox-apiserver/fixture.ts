@@ -11,6 +11,7 @@ import { aggregatedServingCert, registerAggregatedApi } from "#scripts/stack/agg
 import { type KubeObject, render } from "../chart/helm.ts";
 import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
 import { freePorts } from "../../kube/ports.ts";
+import { GiveUp, waitFor } from "#tests/support/wait.ts";
 
 const REPO = join(import.meta.dir, "../../..");
 export const SERVICE = "sandbox-apiserver";
@@ -141,20 +142,15 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
           },
         };
         if (so.waitReady !== false) {
-          const deadline = Date.now() + 30_000;
-          for (;;) {
-            if (proc.exitCode !== null) throw new Error(`sandbox-apiserver exited ${proc.exitCode}:\n${err}`);
-            try {
-              const tls = so.servingCert === false ? { rejectUnauthorized: false } : { ca: ca.certPem };
-              const r = await fetch(`https://127.0.0.1:${port}/readyz`, { tls });
-              await r.body?.cancel();
-              if (r.ok) break;
-            } catch {
-              // not listening yet
-            }
-            if (Date.now() > deadline) throw new Error(`sandbox-apiserver not ready in 30 s:\n${err}`);
-            await Bun.sleep(100);
-          }
+          const tls = so.servingCert === false ? { rejectUnauthorized: false } : { ca: ca.certPem };
+          await waitFor("sandbox-apiserver /readyz", async () => {
+            if (proc.exitCode !== null) throw new GiveUp(`sandbox-apiserver exited ${proc.exitCode}:\n${err}`);
+            const r = await fetch(`https://127.0.0.1:${port}/readyz`, { tls }); // throws while not listening yet
+            await r.body?.cancel();
+            return r.ok;
+          }, 30_000).catch((e: unknown) => {
+            throw e instanceof GiveUp ? e : new Error(`sandbox-apiserver not ready in 30 s:\n${err}`);
+          });
         }
         return p;
       },
