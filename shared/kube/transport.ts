@@ -65,6 +65,12 @@ export class BearerToken {
     this.reading = undefined;
   }
 
+  /** The token when it needs no (re-)read now, else undefined: get() without a turn of the event loop. */
+  fresh(): string | undefined {
+    if (!this.conn.tokenFile) return this.cached;
+    return this.clock.monotonic() - this.readAt < this.reloadMs ? this.cached : undefined;
+  }
+
   async get(): Promise<string | undefined> {
     const file = this.conn.tokenFile;
     if (!file) return this.cached;

@@ -18,7 +18,9 @@ export interface PodLifecycleProvider {
   getPodStatus(namespace: string, name: string): V1PodStatus | undefined;
   /**
    * Register the callback the provider uses to push whole Pod objects (status, plus annotations such as
-   * sandbox.cocoonstack.io/claim-id). The callback never blocks; the machinery queues the write.
+   * sandbox.cocoonstack.io/claim-id). The callback never blocks; the machinery queues the write. A pushed object is
+   * given away: the machinery keeps it uncopied until it is written, so the provider never changes it (or anything
+   * it shares) afterwards; it builds a fresh object for every push.
    */
   notifyPods(push: (pod: V1Pod) => void): void;
   /**

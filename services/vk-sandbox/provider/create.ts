@@ -153,9 +153,11 @@ export async function createPod(core: Core, verifier: Verifier, pod: V1Pod): Pro
   }
   // The landed write cleared the tentative mark (state.ts); a concurrent release may have dropped the row.
   if (!st.holds(key, claim.id)) return;
-  plog.info({ claimId: claim.id }, "sandbox claimed");
   const stored = st.pods.get(key);
+  // The push starts the status PUT within this turn (nothing on its way awaits: pods/controller.ts, shared/kube
+  // client.ts), so the log line comes after it rather than in front of it.
   if (stored) core.push(podWithStatus(stored, claim, runningStatus(stored, claim)));
+  plog.info({ claimId: claim.id }, "sandbox claimed");
 }
 
 /**

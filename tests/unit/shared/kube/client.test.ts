@@ -225,6 +225,22 @@ test("every request, watches included, waits for the limiter", async () => {
   expect(r.seen.length).toBe(3);
 });
 
+test("issue 13: with a token in the bucket and a fresh bearer token, a request reaches the transport in the caller's own turn", async () => {
+  const clock = new FakeClock(0);
+  const r = recorder();
+  const c = new KubeClient({ server, token: "t" }, { transport: r.transport, limiter: new TokenBucket(10, 1, clock) });
+  const first = c.update(Pods, { metadata: { name: "p", namespace: "n" } }, { subresource: "status" });
+  // No await yet: the PUT already left, ahead of whatever the caller does next in this turn.
+  expect(r.seen.map((x) => x.init.method)).toEqual(["PUT"]);
+  await first;
+  // The bucket is empty now: the next request waits for its token, so it does not leave in this turn.
+  const second = c.get(Nodes, "n");
+  expect(r.seen).toHaveLength(1);
+  clock.advance(100);
+  await second;
+  expect(r.seen).toHaveLength(2);
+});
+
 test("watch builds the query and yields events from the stream", async () => {
   const body = [
     { type: "ADDED", object: { metadata: { name: "a", resourceVersion: "5" } } },
