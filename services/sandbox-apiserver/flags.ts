@@ -23,7 +23,7 @@ import {
   type E2bOptions,
   type Env,
 } from "#shared/config/index.ts";
-import { ACCEPTED_CIPHER_SUITES, cipherSuitesProblem } from "./serving/cipher-suites.ts";
+import { ACCEPTED_CIPHER_SUITES, cipherSuitesProblem } from "./serving/index.ts";
 
 export { OPERATOR_LOG_LEVEL_ENV };
 export const DEFAULT_WARM_POOL_SYNC_MS = 5_000;
