@@ -108,8 +108,9 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
     };
     for (const concurrency of [1, 32]) {
       const total = concurrency === 1 ? 600 : 2000;
-      await load(40, concurrency, directCycle); // warm-up
-      await load(40, concurrency, e2bCycle);
+      // Warm-up long enough for the JIT to settle (CPU per cycle falls for the first few hundred cycles).
+      await load(300, concurrency, directCycle);
+      await load(300, concurrency, e2bCycle);
       let cpu0 = cpuSeconds(process.pid);
       const base = await load(total, concurrency, directCycle);
       const baseCpu = cpuSeconds(process.pid) - cpu0;
@@ -121,6 +122,17 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
       // CPU per cycle is steadier than latency on a shared machine: it does not count time spent waiting for a core.
       const perCycle = (s: number) => ((s * 1000) / total).toFixed(2);
       const cpuNote = `CPU per cycle: sandbox-e2b ${perCycle(e2bCpu)} ms, bench process (simulator, guest, clients) ${perCycle(oursCpu)} ms vs ${perCycle(baseCpu)} ms on the baseline`;
+      // With `concurrency` cycles always in flight, latency = concurrency ÷ throughput (Little's law), and throughput
+      // is capped by CPU: each single-threaded process can do at most 1 s of work per second, and all of them
+      // together at most `cores` seconds. So concurrency × the largest of (bench CPU per cycle, sandbox-e2b CPU per
+      // cycle, total ÷ cores) is a floor no queueing fix can beat (docs/performance.md "The e2b surface").
+      const floorOf = (perProcess: number[]) => (concurrency * Math.max(...perProcess, perProcess.reduce((a, b) => a + b, 0) / cores) * 1000) / total;
+      const oursFloor = floorOf([oursCpu, e2bCpu]);
+      const baseFloor = floorOf([baseCpu]);
+      const floorNote =
+        concurrency > 1
+          ? `; CPU floor at concurrency ${concurrency}: ${oursFloor.toFixed(1)} ms vs ${baseFloor.toFixed(1)} ms on the baseline, so at least ${(oursFloor - baseFloor).toFixed(1)} ms of overhead on ${cores} idle cores`
+          : "";
       for (const p of [50, 99]) {
         figures.push({
           name: `e2b create->kill p${p}, concurrency ${concurrency}`,
@@ -129,7 +141,7 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
           baseline: { name: "direct sandboxd claim + release", value: +percentile(base, p).toFixed(2), unit: "ms" },
           command: COMMAND,
           cores,
-          notes: `overhead ${(percentile(ours, p) - percentile(base, p)).toFixed(2)} ms (target ≤ ${p === 50 ? 2 : 10} ms); includes envd /init through the node relay; ${total} cycles; ${cpuNote}`,
+          notes: `overhead ${(percentile(ours, p) - percentile(base, p)).toFixed(2)} ms (target ≤ ${p === 50 ? 2 : 10} ms); includes envd /init through the node relay; ${total} cycles; ${cpuNote}${floorNote}`,
         });
       }
     }
@@ -185,12 +197,27 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
     for (const op of [straight, viaProxy, fresh, reuse, inProcess]) await load(100, 1, op);
     const t = { straight: [] as number[], proxied: [] as number[], fresh: [] as number[], kept: [] as number[], inproc: [] as number[] };
     // Interleaved in blocks of 100, so a burst of foreign load on the shared machine hits every leg alike.
+    // This process's CPU on the fresh and kept legs: their difference is what one tunnel handshake costs here, both
+    // ends (the client's dial, and the simulator's accept, upgrade, route, dial of the guest and close): an upper
+    // bound on what each create's envd /init adds to this process (its client end runs in sandbox-e2b).
+    let freshCpu = 0;
+    let keptCpu = 0;
     for (let i = 0; i < N / 100; i++) {
       t.straight.push(...(await load(100, 1, straight)));
       t.proxied.push(...(await load(100, 1, viaProxy)));
+      let c0 = cpuSeconds(process.pid);
       t.fresh.push(...(await load(100, 1, fresh)));
+      freshCpu += cpuSeconds(process.pid) - c0;
+      c0 = cpuSeconds(process.pid);
       t.kept.push(...(await load(100, 1, reuse)));
+      keptCpu += cpuSeconds(process.pid) - c0;
       t.inproc.push(...(await load(100, 1, inProcess)));
+    }
+    const handshakeCpuMs = ((freshCpu - keptCpu) * 1000) / N;
+    for (const f of figures) {
+      if (f.name.startsWith("e2b create->kill") && f.name.endsWith("concurrency 32")) {
+        f.notes += `; one tunnel handshake (each create's /init opens one) costs this process ≤ ${handshakeCpuMs.toFixed(2)} ms CPU (fresh - kept tunnel legs, both ends)`;
+      }
     }
     toGuest.destroy();
     toProxy.destroy();
@@ -209,7 +236,7 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
         `added ${(p50(t.proxied) - p50(t.straight)).toFixed(3)} ms (target ≤ 0.15 ms), of which the simulator's tunnel handshake ` +
         `(fresh - kept tunnel, no proxy) is ${(p50(t.fresh) - p50(t.kept)).toFixed(3)} ms and the proxy's own (proxied - fresh tunnel) ` +
         `${(p50(t.proxied) - p50(t.fresh)).toFixed(3)} ms; p99 ${percentile(t.proxied, 99).toFixed(2)} vs ${percentile(t.straight, 99).toFixed(2)} ms; ` +
-        `${N} requests per leg, one raw keep-alive client, interleaved`,
+        `${N} requests per leg, one raw keep-alive client, interleaved; a fresh node connection per request is required (docs/envd-relay.md "Tunnel reuse"), so the simulator's handshake alone is ${((p50(t.fresh) - p50(t.kept)) / 0.15).toFixed(1)}× the target`,
     });
     figures.push({
       name: "relay small request p50, the proxy's own share",
@@ -247,7 +274,12 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
     // competes with both for CPU; the proxy runs alone in sandbox-e2b's process.
     const SIZE = 200 * 1024 * 1024;
     const request = (h: string, extra = "") => `GET /download?size=${SIZE} HTTP/1.1\r\nHost: ${h}\r\n${extra}Connection: close\r\n\r\n`;
-    const rawRead = async (open: () => Promise<net.Socket>, req: string): Promise<number> => {
+    // CPU per MB moved, of this process (guest, simulator splice, client) and of sandbox-e2b (the proxy): unlike
+    // MB/s it does not depend on how much of the shared machine the run got.
+    const cpuPerMB = { straight: [] as number[], tunnel: [] as number[], proxied: [] as number[], proxy: [] as number[] };
+    const rawRead = async (open: () => Promise<net.Socket>, req: string, leg: "straight" | "tunnel" | "proxied"): Promise<number> => {
+      const mine0 = cpuSeconds(process.pid);
+      const proxy0 = cpuSeconds(child.proc.pid);
       const t = performance.now();
       const s = await open();
       let n = 0;
@@ -260,7 +292,10 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
       });
       s.destroy();
       if (n < SIZE) throw new Error(`short body ${n}`);
-      return SIZE / 1024 / 1024 / ((performance.now() - t) / 1000);
+      const mbs = SIZE / 1024 / 1024 / ((performance.now() - t) / 1000);
+      cpuPerMB[leg].push(((cpuSeconds(process.pid) - mine0) * 1000 * 1024 * 1024) / SIZE);
+      if (leg === "proxied") cpuPerMB.proxy.push(((cpuSeconds(child.proc.pid) - proxy0) * 1000 * 1024 * 1024) / SIZE);
+      return mbs;
     };
     const dial = (port: number) => () =>
       new Promise<net.Socket>((resolve, reject) => {
@@ -272,13 +307,20 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
     const legs = { straight: [] as number[], tunnel: [] as number[], proxied: [] as number[] };
     // Interleaved rounds, median of each: the machine is shared, and a burst of foreign load should hit every leg.
     for (let round = 0; round < 3; round++) {
-      legs.straight.push(await rawRead(dial(guest.port), request(`127.0.0.1:${guest.port}`)));
-      legs.tunnel.push(await rawRead(() => openTunnel(target), request(host, token)));
-      legs.proxied.push(await rawRead(dial(proxyPort), request(host, token)));
+      legs.straight.push(await rawRead(dial(guest.port), request(`127.0.0.1:${guest.port}`), "straight"));
+      legs.tunnel.push(await rawRead(() => openTunnel(target), request(host, token), "tunnel"));
+      legs.proxied.push(await rawRead(dial(proxyPort), request(host, token), "proxied"));
     }
     const straightMBs = percentile(legs.straight, 50);
     const tunnelMBs = percentile(legs.tunnel, 50);
     const proxyMBs = percentile(legs.proxied, 50);
+    // What the CPU allows (docs/performance.md "The e2b surface"): every leg's bytes cross this process, which is
+    // single-threaded, so with two idle cores the proxied leg is bounded by the slower of this process and the
+    // proxy (ratio = straight's CPU per MB ÷ that), and with one core's worth of CPU by their sum.
+    const c = { straight: percentile(cpuPerMB.straight, 50), tunnel: percentile(cpuPerMB.tunnel, 50), proxied: percentile(cpuPerMB.proxied, 50), proxy: percentile(cpuPerMB.proxy, 50) };
+    const cpuNote =
+      `CPU per MB (ms): bench process ${c.straight.toFixed(2)} straight, ${c.tunnel.toFixed(2)} via the node relay, ${c.proxied.toFixed(2)} proxied; the proxy ${c.proxy.toFixed(2)}. ` +
+      `Bound from these: ratio ≤ ${(c.straight / Math.max(c.proxied, c.proxy)).toFixed(2)} on ${cores} idle cores, ≈ ${(c.straight / (c.proxied + c.proxy)).toFixed(2)} with one core's worth of CPU`;
     figures.push({
       name: "relay 200 MB download throughput",
       value: Math.round(proxyMBs),
@@ -286,7 +328,7 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
       baseline: { name: "straight from the guest", value: Math.round(straightMBs), unit: "MB/s" },
       command: COMMAND,
       cores,
-      notes: `ratio ${(proxyMBs / straightMBs).toFixed(2)} (target ≥ 0.8); median of 3 interleaved rounds, one raw-socket client for every leg; the path also crosses the simulator's byte splice (in the bench process, beside the guest and the client), which alone gives ${Math.round(tunnelMBs)} MB/s (ratio ${(tunnelMBs / straightMBs).toFixed(2)})`,
+      notes: `ratio ${(proxyMBs / straightMBs).toFixed(2)} (target ≥ 0.8); median of 3 interleaved rounds, one raw-socket client for every leg; the path also crosses the simulator's byte splice (in the bench process, beside the guest and the client), which alone gives ${Math.round(tunnelMBs)} MB/s (ratio ${(tunnelMBs / straightMBs).toFixed(2)}); ${cpuNote}`,
     });
     figures.push({
       name: "relay 200 MB download throughput vs the node relay alone",
