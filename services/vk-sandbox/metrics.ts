@@ -7,7 +7,7 @@
 // The instrumented seams are adapters around what the provider and the kube client already consume, so no module
 // of the claim path knows metrics exist: the sandboxd slices (types.ts), the claims file, the kube transport.
 import type { Histogram } from "prom-client";
-import { Counter, Gauge, Histogram as Hist, Registry } from "prom-client";
+import { Counter, Gauge, Histogram as Hist, Registry } from "#shared/metrics/index.ts";
 import type { ClaimsFile } from "./claims/index.ts";
 import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./provider/index.ts";
 import type { Transport } from "#shared/kube/index.ts";

@@ -1,7 +1,7 @@
 // The proxy's own Prometheus metrics (upstream's proxy has none): requests by status, bytes each way, time to the
 // guest's response head, open tunnels, owner lookups by source. One registry per proxy instance, so two proxies
 // in one process (tests) do not collide.
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "../metrics/index.ts";
 
 export class RelayMetrics {
   readonly registry = new Registry();
