@@ -2,7 +2,7 @@
 // cert, client-CA and admin cert) and by anything that wants mTLS between our own processes.
 // @peculiar/x509 is loaded on first use: importing shared/tls (for a self-signed cert or a key pair) must not pay
 // for it (idle RSS, see der.ts).
-import type { x509 as X509 } from "./x509.ts";
+import type { x509 as X509 } from "../x509/index.ts";
 import {
   type CertKeyPem,
   SIGNING_ALGORITHM,
@@ -31,7 +31,7 @@ export interface IssueCertificateOptions {
   validity?: Validity;
 }
 
-const loadX509 = async () => (await import("./x509.ts")).x509;
+const loadX509 = async () => (await import("../x509/index.ts")).x509;
 
 export async function createCA(cn: string, validity: Validity = defaultValidity()): Promise<CertificateAuthority> {
   const x509 = await loadX509();

@@ -1,6 +1,6 @@
 // The few DER (X.690) encodings a self-signed serving certificate needs, and PEM armour. Written out here so a
 // daemon that only mints its own serving certificate does not load an X.509 library (one costs ~20 MiB of idle
-// RSS in a compiled binary; tests/bench "idle RSS"). Parsing and CA work still use @peculiar/x509 (x509.ts).
+// RSS in a compiled binary; tests/bench "idle RSS"). Parsing and CA work still use @peculiar/x509 (shared/x509).
 import { isIPv4 } from "node:net";
 
 /** Bytes backed by a plain ArrayBuffer (what WebCrypto takes). */

@@ -11,4 +11,5 @@ export { type CertKeyPem, generateKeyPairPem, publicKeyToPem } from "./keys.ts";
 export { KeyPairError, type LoadedKeyPair, loadKeyPair } from "./load.ts";
 export { type SelfSignedOptions, selfSignedServingCert } from "./self-signed.ts";
 export { type Validity, defaultValidity } from "./validity.ts";
-export { x509 } from "./x509.ts";
+// @peculiar/x509 lives in shared/x509, not here: whatever imports this index would evaluate it at start-up (idle
+// RSS, docs/performance.md "Idle memory"); ca.ts loads it on first use.

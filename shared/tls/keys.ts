@@ -1,7 +1,7 @@
 // Key and PEM plumbing shared by the CA, the self-signed generator and the loader.
 // Every key we mint is ECDSA P-256: it is what Go's crypto/tls, BoringSSL (Bun.serve) and kube-apiserver all accept
 // without configuration, and it is cheap to generate (a test suite mints dozens).
-// No X.509 library here: the self-signed path must not load one (der.ts); x509.ts pins its crypto provider itself.
+// No X.509 library here: the self-signed path must not load one (der.ts); shared/x509 pins its crypto provider itself.
 import { firstPemBlock, toPem as pemOf } from "./der.ts";
 
 export const EC_ALGORITHM = { name: "ECDSA", namedCurve: "P-256" } as const;

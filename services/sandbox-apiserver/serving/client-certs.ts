@@ -9,7 +9,7 @@
 // every intermediate must be a CA (basic constraints) within its path length, and every certificate on the path that
 // restricts its extended key usage must allow client authentication. A chain that does not verify is refused with
 // the reason (authn then answers 401, as kube-apiserver does).
-import { x509 } from "#shared/tls/index.ts";
+import { x509 } from "#shared/x509/index.ts";
 
 export type CertSource = "requestheader" | "client";
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { x509 } from "#shared/tls/x509.ts";
+import { x509 } from "#shared/x509/index.ts";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

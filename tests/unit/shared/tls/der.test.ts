@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { X509Certificate } from "node:crypto";
-import { x509 } from "#shared/tls/x509.ts";
+import { x509 } from "#shared/x509/index.ts";
 import { ipBytes, oid, tlv, time, unsignedInteger } from "#shared/tls/der.ts";
 import { selfSignedServingCert } from "#shared/tls/index.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { x509 } from "#shared/tls/x509.ts";
+import { x509 } from "#shared/x509/index.ts";
 import { createCA, selfSignedServingCert } from "#shared/tls/index.ts";
 import { serveHello } from "./serve-hello.ts";
 
