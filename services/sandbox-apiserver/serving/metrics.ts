@@ -1,7 +1,8 @@
 // The process's Prometheus registry (docs/serving.md "Observability"): request counts and latencies by verb and
 // code under kube-apiserver's names, inventory freshness, claims, warm-pool driver actions, and process metrics.
 // One registry per server instance (tests run several in one process).
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import collectDefaultMetrics from "prom-client/lib/defaultMetrics.js";
+import { Counter, Gauge, Histogram, Registry } from "#shared/metrics/index.ts";
 
 export class ApiserverMetrics {
   readonly registry = new Registry();

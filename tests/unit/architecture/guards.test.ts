@@ -108,3 +108,22 @@ test("every folder index.ts loads on its own in a fresh process", async () => {
   );
   expect(failures).toEqual([]);
 }, 120_000);
+
+// package.json "sideEffects" lists the only modules of ours that do something when imported for nothing: with it
+// `bun build` leaves out a module none of whose exports a binary uses (sandbox-envd-proxy no longer carries the e2b
+// REST app and its schemas; docs/performance.md "Idle memory"). A module imported for its effect alone
+// (`import "./x.ts"`) that is not listed would silently vanish from the compiled binaries only.
+test("every module of ours imported for its side effect alone is listed in package.json sideEffects", () => {
+  const listed = new Set((JSON.parse(readFileSync(join(root, "package.json"), "utf8")).sideEffects as string[]).map((p) => p.replace(/^\.\//, "")));
+  const offenders: string[] = [];
+  for (const file of [...tsFiles(join(root, "shared")), ...tsFiles(join(root, "services"))]) {
+    const from = relative(root, file);
+    for (const m of readFileSync(file, "utf8").matchAll(/^\s*import\s+["']([^"']+)["']/gm)) {
+      const spec = m[1]!;
+      const target = spec.startsWith(".") ? relative(root, join(dirname(file), spec)) : spec.startsWith("#") ? spec.slice(1) : undefined;
+      if (target !== undefined && !listed.has(target)) offenders.push(`${from} imports ${spec} for its side effect`);
+    }
+  }
+  expect(offenders).toEqual([]);
+  for (const path of listed) expect(statSync(join(root, path)).isFile()).toBe(true);
+});
