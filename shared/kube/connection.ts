@@ -6,7 +6,6 @@
 import { readFile } from "node:fs/promises";
 import { existsSync, readFileSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
-import { parse as parseYaml } from "yaml";
 import { proxyForUrl } from "./proxy.ts";
 
 export interface KubeConnection {
@@ -86,6 +85,9 @@ function kubeconfigFiles(env: Record<string, string | undefined>): string[] {
 
 async function readKubeconfig(path: string): Promise<Kubeconfig> {
   const text = await readFile(path, "utf8");
+  // Loaded here, not at start-up: in a cluster (the service account) no YAML is ever read (idle RSS,
+  // docs/performance.md "Idle memory").
+  const { parse: parseYaml } = await import("yaml");
   let doc: unknown;
   try {
     doc = parseYaml(text);
