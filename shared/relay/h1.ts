@@ -236,7 +236,10 @@ export function startHttp1(sock: GuestWire, r: GuestRequest): { response: Promis
                 teardown();
               },
             },
-            { highWaterMark: 8 },
+            // Counted in bytes: the decoder hands over one slice per guest chunk (often 64 KiB), so a count of 8
+            // chunks paused the tunnel after about every socket read (up to 512 KiB), and each pause stalls the
+            // node's splice too (docs/performance.md "The e2b surface and the envd relay").
+            { highWaterMark: 1024 * 1024, size: (c) => c?.byteLength ?? 0 },
           );
           resolve(new Response(stream, { status, headers }));
           if (rest.length) body(Buffer.from(rest));
