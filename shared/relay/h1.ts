@@ -256,7 +256,8 @@ export function startHttp1(sock: GuestWire, r: GuestRequest): { response: Promis
         else fail(new Error("guest closed the connection mid-response"));
       },
       error: (err) => fail(err),
-      close: () => fail(new Error("tunnel closed")),
+      // Every exchange ends in a close: build the Error (a stack capture) only when it is news.
+      close: () => void (finished || fail(new Error("tunnel closed"))),
     };
   });
   sock.write(head);
