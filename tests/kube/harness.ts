@@ -16,6 +16,7 @@ import { freePorts } from "./ports.ts";
 
 export interface TestCluster {
   url: string; // https://127.0.0.1:PORT
+  pid: number; // the kube-apiserver process (etcd is embedded in it): benches read its CPU from /proc/<pid>/stat
   caPem: string; // CA that signed the serving cert
   admin: { certPem: string; keyPem: string }; // client cert, O=system:masters
   user: { name: string; token: string }; // static bearer token user with NO RBAC grants
@@ -196,6 +197,7 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
   let kubeconfigs = 0;
   const cluster: TestCluster = {
     url,
+    pid: proc.pid,
     caPem: servingCa.certPem,
     admin,
     user,

@@ -22,6 +22,8 @@ export interface ClaimsFs {
   fchmodSync(fd: number, mode: number): void;
   /** The whole body (a string is written as UTF-8). */
   writeFileSync(fd: number, data: string | Uint8Array): void;
+  /** Byte ranges written back to back at `position`; answers how many bytes went (a short write is possible). */
+  writevSync(fd: number, parts: readonly Uint8Array[], position: number): number;
   /** Waits for the disk: the one asynchronous call besides reading at startup. */
   fsync(fd: number): Promise<void>;
   closeSync(fd: number): void;
@@ -35,6 +37,7 @@ const nodeFs: ClaimsFs = {
   openSync: (path, flags, mode) => fs.openSync(path, flags, mode),
   fchmodSync: (fd, mode) => fs.fchmodSync(fd, mode),
   writeFileSync: (fd, data) => fs.writeFileSync(fd, data),
+  writevSync: (fd, parts, position) => fs.writevSync(fd, parts as NodeJS.ArrayBufferView[], position),
   fsync: (fd) => new Promise<void>((resolve, reject) => fs.fsync(fd, (e) => (e ? reject(e) : resolve()))),
   closeSync: (fd) => fs.closeSync(fd),
   renameSync: (from, to) => fs.renameSync(from, to),
@@ -81,14 +84,18 @@ export class ClaimsFile {
     return decodeTable(text, this.path, now);
   }
 
-  /** Replace the file with `text`. Rejects with ClaimsStateError("unwritable"); the old file stays intact. */
-  write(text: string): Promise<void> {
+  /**
+   * Replace the file with `text`, or with the concatenation of `parts` (the store's encoder hands the table as byte
+   * ranges, written with writev and never joined). Rejects with ClaimsStateError("unwritable"); the old file stays
+   * intact.
+   */
+  write(text: WriteBody): Promise<void> {
     const run = this.tail.then(() => this.writeNow(text));
     this.tail = run.catch(() => undefined);
     return run;
   }
 
-  private async writeNow(data: string | Uint8Array): Promise<void> {
+  private async writeNow(data: WriteBody): Promise<void> {
     const tmp = `${this.path}.tmp`;
     const dir = dirname(this.path);
     const f = this.fs;
@@ -98,14 +105,15 @@ export class ClaimsFile {
       try {
         // open() applies the mode only when it creates the file; a stale tmp from a crash keeps its own.
         f.fchmodSync(fd, 0o600);
-        f.writeFileSync(fd, data);
+        if (Array.isArray(data)) writeParts(f, fd, data);
+        else f.writeFileSync(fd, data as string | Uint8Array);
         if (this.fsync) await f.fsync(fd);
       } finally {
         f.closeSync(fd);
       }
       f.renameSync(tmp, this.path);
       if (this.fsync) await syncDir(f, dir);
-      this.written += typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
+      this.written += bodyBytes(data);
     } catch (e) {
       try {
         f.unlinkSync(tmp);
@@ -113,6 +121,34 @@ export class ClaimsFile {
         // already renamed or never created
       }
       throw new ClaimsStateError("unwritable", this.path, (e as Error).message, e);
+    }
+  }
+}
+
+/** What a write puts in the file: text (as UTF-8), bytes, or byte ranges back to back. */
+export type WriteBody = string | Uint8Array | readonly Uint8Array[];
+
+/** The bytes a write of `body` puts in the file. */
+export function bodyBytes(body: WriteBody): number {
+  if (typeof body === "string") return Buffer.byteLength(body);
+  if (Array.isArray(body)) return (body as readonly Uint8Array[]).reduce((n, p) => n + p.byteLength, 0);
+  return (body as Uint8Array).byteLength;
+}
+
+/** IOV_MAX is 1024 on Linux: longer lists go in slices. */
+const WRITEV_MAX = 512;
+
+/** Writes `parts` back to back from offset 0, finishing any short write. */
+function writeParts(f: ClaimsFs, fd: number, parts: readonly Uint8Array[]): void {
+  let position = 0;
+  for (let i = 0; i < parts.length; i += WRITEV_MAX) {
+    let slice = parts.slice(i, i + WRITEV_MAX);
+    const end = position + bodyBytes(slice);
+    for (;;) {
+      position += f.writevSync(fd, slice, position);
+      if (position >= end) break;
+      // A short write: what is left of this slice goes again.
+      slice = [Buffer.concat(slice).subarray(bodyBytes(slice) - (end - position))];
     }
   }
 }

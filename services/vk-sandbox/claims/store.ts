@@ -1,7 +1,7 @@
 // The claims table's one door: load it once at startup, then commit. Behind it are the codec (codec.ts), the
 // group commit that lets concurrent commits share one write (group-commit.ts) and the durable file (file.ts); the
 // provider keeps only its in-memory maps and says, through `source`, what a write contains.
-import { type DecodedTable, encodeTable } from "./codec.ts";
+import { type DecodedTable, TableEncoder } from "./codec.ts";
 import type { ClaimsFile } from "./file.ts";
 import { GroupCommit } from "./group-commit.ts";
 import type { TableSnapshot } from "./schema.ts";
@@ -15,6 +15,8 @@ export type TableSource = (included: ReadonlySet<string>) => { table: TableSnaps
 export class ClaimsStore {
   private readonly commits = new GroupCommit<string>((included) => this.writeBatch(included));
   private source: TableSource | undefined;
+  /** Reuses the bytes of unchanged runs of rows from one write to the next (codec.ts). */
+  private readonly encoder = new TableEncoder();
 
   constructor(private readonly file: ClaimsFile) {}
 
@@ -56,7 +58,7 @@ export class ClaimsStore {
     if (!this.source) throw new Error("claims store: commit before a source was set");
     // Snapshot and encode synchronously: nothing can change the table between these lines.
     const { table, landed } = this.source(included);
-    await this.file.write(encodeTable(table));
+    await this.file.write(this.encoder.encode(table));
     landed();
   }
 }

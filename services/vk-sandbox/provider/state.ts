@@ -120,12 +120,15 @@ export class ProviderState {
   private snapshot(included: ReadonlySet<string>): { table: TableSnapshot; landed(): void } {
     const rows: Array<readonly [string, Claim]> = [];
     const committing: Array<readonly [string, string]> = [];
-    for (const [key, c] of this.claims) {
-      if (this.tentative.has(key)) {
+    // The Map's own entry arrays go into the snapshot (no second tuple per row per write).
+    const anyTentative = this.tentative.size > 0;
+    for (const entry of this.claims) {
+      const [key, c] = entry;
+      if (anyTentative && this.tentative.has(key)) {
         if (!included.has(c.id)) continue;
         committing.push([key, c.id]);
       }
-      rows.push([key, c]);
+      rows.push(entry);
     }
     const releasing = this.releasing.slice();
     return {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import { ClaimsFileSchema, type Claim } from "#services/vk-sandbox/claims/schema.ts";
-import { decodeTable, encodeTable } from "#services/vk-sandbox/claims/codec.ts";
+import { decodeTable, encodeTable, TableEncoder } from "#services/vk-sandbox/claims/codec.ts";
 import { ClaimsStateError } from "#services/vk-sandbox/claims/errors.ts";
 import { formatRfc3339Seconds, parseGoTime } from "#shared/clock/index.ts";
 
@@ -104,5 +105,61 @@ describe("claims table loading", () => {
     expect(() => decodeTable('{"claims":{"a/b":{"id":5}}}', "/x", T0)).toThrow(/malformed.*claims\.a\/b\.id/);
     expect(() => decodeTable('{"claims":{"a/b":{"id":"x","claimedAt":"soon"}}}', "/x", T0)).toThrow(/malformed/);
     expect(() => decodeTable('{"claims":[]}', "/x", T0)).toThrow(ClaimsStateError);
+  });
+});
+
+describe("TableEncoder (the store's incremental encoder)", () => {
+  const row = (id: string, token = "t"): Claim => ({ ...full, id, token });
+  const text = (parts: Uint8Array[]) => Buffer.concat(parts).toString("utf8");
+
+  test("its bytes are encodeTable's text, for an empty table and one row", () => {
+    const enc = new TableEncoder();
+    expect(text(enc.encode({ claims: [], releasing: [] }))).toBe(encodeTable({ claims: [], releasing: [] }));
+    const one = { claims: [["a/b", row("sb_1")]] as const, releasing: [row("sb_r")] };
+    expect(text(enc.encode(one))).toBe(encodeTable(one));
+  });
+
+  test("a write after one new row re-renders only the last run: the bytes of every earlier run are the same objects", () => {
+    const enc = new TableEncoder();
+    const rows: Array<readonly [string, Claim]> = Array.from({ length: 2000 }, (_, i) => [`ns/p${i}`, row(`sb_${i}`)] as const);
+    const first = enc.encode({ claims: rows, releasing: [] });
+    rows.push(["ns/new", row("sb_new")]);
+    const second = enc.encode({ claims: rows, releasing: [] });
+    expect(text(second)).toBe(encodeTable({ claims: rows, releasing: [] }));
+    // 2000 rows at about one cut in 128 make several runs; all but the last (and the tail) are reused as they are.
+    expect(first.length).toBeGreaterThan(5);
+    expect(second.slice(1, first.length - 2)).toEqual(first.slice(1, first.length - 2));
+    // (The first run is a fresh view that drops its leading comma; the runs after it are the cached bytes.)
+    for (let i = 2; i < first.length - 2; i++) expect(second[i]).toBe(first[i]!);
+  });
+
+  // Any sequence of the changes the provider makes (a claim added, a row replaced, a row removed, a tentative row
+  // held back, the releasing list changed) yields encodeTable's text at every write.
+  test("matches encodeTable after every step of a random history", () => {
+    type Op = { kind: "add" | "replace" | "drop" | "hold" | "release"; n: number };
+    const op = fc.record({ kind: fc.constantFrom("add", "add", "add", "replace", "drop", "hold", "release"), n: fc.nat(10_000) }) as fc.Arbitrary<Op>;
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 1, maxLength: 120 }), fc.nat(400), (ops, start) => {
+        const enc = new TableEncoder();
+        const table = new Map<string, Claim>();
+        let seq = 0;
+        for (let i = 0; i < start; i++) table.set(`ns/s${i}`, row(`sb_s${i}`));
+        let held: string | undefined;
+        let releasing: Claim[] = [];
+        for (const o of ops) {
+          const keys = [...table.keys()];
+          const pick = keys.length > 0 ? keys[o.n % keys.length]! : undefined;
+          if (o.kind === "add") table.set(`ns/n${seq}`, row(`sb_n${seq++}`));
+          else if (o.kind === "replace" && pick) table.set(pick, row(table.get(pick)!.id, `t${seq++}`));
+          else if (o.kind === "drop" && pick) table.delete(pick);
+          else if (o.kind === "hold") held = pick;
+          else if (o.kind === "release") releasing = o.n % 2 === 0 ? [] : [row(`sb_r${seq++}`)];
+          const snapshot = { claims: [...table].filter(([k]) => k !== held), releasing };
+          if (text(enc.encode(snapshot)) !== encodeTable(snapshot)) return false;
+        }
+        return true;
+      }),
+      { numRuns: 150 },
+    );
   });
 });

@@ -1,8 +1,24 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writevSync } from "node:fs";
 import { join } from "node:path";
 import * as fsp from "node:fs/promises";
 import { ClaimsFile, type ClaimsFs } from "#services/vk-sandbox/claims/file.ts";
+
+/** node:fs behind the ClaimsFs seam, for a test that changes one call. */
+function realFs(): ClaimsFs {
+  return {
+    readFile: (p, e) => fsp.readFile(p, e),
+    mkdirSync: (p, o) => mkdirSync(p, o),
+    openSync: (p, flags, mode) => openSync(p, flags, mode),
+    fchmodSync: (fd, m) => fchmodSync(fd, m),
+    writeFileSync: (fd, d) => writeFileSync(fd, d),
+    writevSync: (fd, parts, pos) => writevSync(fd, parts as Uint8Array[], pos),
+    fsync: async (fd) => fsyncSync(fd),
+    closeSync: (fd) => closeSync(fd),
+    renameSync: (a, b) => renameSync(a, b),
+    unlinkSync: (p) => unlinkSync(p),
+  };
+}
 import { ClaimsStateError } from "#services/vk-sandbox/claims/errors.ts";
 import { scratchDirs } from "../provider/helpers.ts";
 
@@ -72,6 +88,24 @@ describe("durable claims file", () => {
     expect(readFileSync(path, "utf8")).toBe("{broken");
   });
 
+  test("a table in more byte ranges than one writev takes (IOV_MAX 1024) is written whole and in order", async () => {
+    const path = join(dir(), "claims.json");
+    const rows = Array.from({ length: 3000 }, (_, i) => `${i === 0 ? "" : ","}"ns/p${i}":{"id":"sb_${i}","token":"t","podUID":""}`);
+    const parts = [Buffer.from('{"claims":{'), ...rows.map((r) => Buffer.from(r)), Buffer.from("}}")];
+    const f = new ClaimsFile({ path });
+    await f.write(parts);
+    expect(readFileSync(path, "utf8")).toBe(`{"claims":{${rows.join("")}}}`);
+    // A kernel may write less than asked: the rest goes again, at the right offset.
+    const short = new ClaimsFile({
+      path: join(dir(), "short.json"),
+      fs: { ...realFs(), writevSync: (fd, p, pos) => writevSync(fd, [Buffer.concat(p as Uint8Array[]).subarray(0, 777)], pos) },
+    });
+    await short.write(parts);
+    expect(readFileSync(short.path, "utf8")).toBe(`{"claims":{${rows.join("")}}}`);
+    expect(f.bytesWritten).toBe(Buffer.concat(parts).byteLength);
+    expect((await f.load(0)).claims.size).toBe(3000);
+  });
+
   test("an empty state path is refused", () => {
     expect(() => new ClaimsFile({ path: "" })).toThrow(ClaimsStateError);
   });
@@ -105,6 +139,7 @@ describe("crash consistency (issue 7 safety net): the file is always the old or 
         },
         fchmodSync: (fd, m) => (step(`chmod ${fds.get(fd)}`), fchmodSync(fd, m)),
         writeFileSync: (fd, d) => (step(`write ${fds.get(fd)}`), writeFileSync(fd, d)),
+        writevSync: (fd, parts, pos) => (step(`write ${fds.get(fd)}`), writevSync(fd, parts as Uint8Array[], pos)),
         fsync: async (fd) => (step(`fsync ${fds.get(fd)}`), fsyncSync(fd)),
         closeSync: (fd) => (log.push(`close ${fds.get(fd)}`), closeSync(fd)),
         renameSync: (a, b) => (step(`rename ${name(a)} -> ${name(b)}`), renameSync(a, b)),
@@ -113,11 +148,16 @@ describe("crash consistency (issue 7 safety net): the file is always the old or 
     };
   }
 
-  test("write order: tmp written and fsynced, closed, renamed over the file, then the directory fsynced", async () => {
+  // The store hands the table as byte ranges (one writev); other writers pass text. Both take the same steps.
+  test.each([
+    ["text", '{"claims":{}}'],
+    ["byte ranges", [Buffer.from('{"claims":'), Buffer.from("{}}")]],
+  ] as const)("write order (%s): tmp written and fsynced, closed, renamed over the file, then the directory fsynced", async (_form, body) => {
     const base = join(dir(), "state");
     const log: string[] = [];
     const f = new ClaimsFile({ path: join(base, "claims.json"), fs: recordingFs(log)(base) });
-    await f.write('{"claims":{}}');
+    await f.write(body);
+    expect(readFileSync(join(base, "claims.json"), "utf8")).toBe('{"claims":{}}');
     expect(log).toEqual([
       "mkdir <dir>",
       "open <dir>/claims.json.tmp w",
