@@ -9,6 +9,7 @@
 import type { Histogram } from "prom-client";
 import { Counter, Gauge, Histogram as Hist, Registry } from "#shared/metrics/index.ts";
 import type { ClaimsFile } from "./claims/index.ts";
+import { bodyBytes } from "./claims/file.ts";
 import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./provider/index.ts";
 import type { Transport } from "#shared/kube/index.ts";
 
@@ -144,12 +145,12 @@ export class VkSandboxMetrics {
   /** The claims file with every write timed (the group commit calls write once per batch). */
   claimsFile(file: ClaimsFile): ClaimsFile {
     const write = file.write.bind(file);
-    file.write = async (text: string) => {
+    file.write = async (text: Parameters<ClaimsFile["write"]>[0]) => {
       const end = this.stateWriteSeconds.startTimer();
       try {
         await write(text);
         end({ outcome: "ok" });
-        this.stateWriteBytes.inc(Buffer.byteLength(text));
+        this.stateWriteBytes.inc(bodyBytes(text));
       } catch (e) {
         end({ outcome: "error" });
         throw e;
