@@ -397,6 +397,19 @@ interface ThroughputRun {
    * were busy on average (everything on the machine, other helpers' work too).
    */
   cpu: { daemonMsPerPod: number; apiserverMsPerPod: number; benchMsPerPod: number; busyCores: number };
+  /** The daemon's claims-table writes over the whole run (its /metrics): each rewrites the whole table. */
+  stateWrites: { writes: number; seconds: number; bytes: number };
+}
+
+/** The claims-table write count, total seconds and bytes from the daemon's /metrics on its kubelet port. */
+async function claimsTableWrites(port: number): Promise<{ writes: number; seconds: number; bytes: number }> {
+  const text = await (await fetch(`https://127.0.0.1:${port}/metrics`, { tls: { rejectUnauthorized: false } })).text();
+  const read = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
+  return {
+    writes: read(/^vk_sandbox_state_write_seconds_count\{outcome="ok"\} (\S+)$/m),
+    seconds: read(/^vk_sandbox_state_write_seconds_sum\{outcome="ok"\} (\S+)$/m),
+    bytes: read(/^vk_sandbox_state_write_bytes_total (\S+)$/m),
+  };
 }
 
 /**
@@ -438,6 +451,7 @@ export async function throughputRun(e2e: E2eCluster, stack: Stack, ns: string, n
     extra: [`--kube-api-qps=${QPS}`, `--kube-api-burst=${BURST}`, `--node-pods=${n + 100}`, ...(events ? [] : ["--disable-pod-events"])],
   });
   daemonPid = d.proc.pid;
+  let stateWrites: ThroughputRun["stateWrites"] = { writes: 0, seconds: 0, bytes: 0 };
   try {
     await waitFor("the first pod Running", async () => {
       if (times.length > 0 && !wallFirst) wallFirst = Date.now() - (performance.now() - times[0]!);
@@ -445,6 +459,7 @@ export async function throughputRun(e2e: E2eCluster, stack: Stack, ns: string, n
     }, 180_000, 5);
     await waitFor(`${n} Running`, async () => times.length === n, 600_000, 20);
     wallLast = Date.now() - (performance.now() - times[n - 1]!);
+    stateWrites = await claimsTableWrites(d.port);
   } finally {
     stop();
     await d.kill("SIGTERM");
@@ -469,6 +484,7 @@ export async function throughputRun(e2e: E2eCluster, stack: Stack, ns: string, n
     requestRate: inWindow.length / windowSeconds,
     allowedRate: QPS + BURST / windowSeconds,
     overall: n / ((times[n - 1]! - t0) / 1000),
+    stateWrites,
     cpu: {
       daemonMsPerPod: (cpuLast!.daemon - cpuFirst!.daemon) / (n - 1),
       apiserverMsPerPod: (cpuLast!.apiserver - cpuFirst!.apiserver) / (n - 1),
@@ -530,7 +546,9 @@ export async function throughputFigures(e2e: E2eCluster, stack: Stack, n = 10_00
       `${round(r.sustained)} pods/s; per pod: daemon ${round(r.cpu.daemonMsPerPod, 2)} ms, kube-apiserver ${round(r.cpu.apiserverMsPerPod, 2)} ms, ` +
       `bench process (watch + sandboxd simulator) ${round(r.cpu.benchMsPerPod, 2)} ms; ` +
       `at this rate they need ${round(((r.cpu.daemonMsPerPod + r.cpu.apiserverMsPerPod + r.cpu.benchMsPerPod) * r.sustained) / 1000, 2)} of ${cores} cores; ` +
-      `the machine's cores were ${round(r.cpu.busyCores, 2)} of ${cores} busy on average (other work on the machine included)`,
+      `the machine's cores were ${round(r.cpu.busyCores, 2)} of ${cores} busy on average (other work on the machine included); ` +
+      `claims-table writes over the run: ${round(r.stateWrites.writes / r.n, 2)} per pod, ${round(r.stateWrites.bytes / r.stateWrites.writes / 1024)} KiB and ` +
+      `${round((1000 * r.stateWrites.seconds) / r.stateWrites.writes, 2)} ms each on average`,
   });
   return [
     cpuFig("vk-sandbox CPU per pod in the throughput window, without events", noEvents),

@@ -7,6 +7,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Claim, TableSnapshot } from "../claims/index.ts";
 import type { ClaimsStore } from "../claims/index.ts";
+import { ClaimRows } from "./claim-rows.ts";
 
 /** A claim detached from its pod key, awaiting a confirmed release. */
 export interface ReleasingEntry {
@@ -24,7 +25,7 @@ export class ProviderState {
   /** key -> last accepted Pod (with the claim-id annotation once claimed). */
   readonly pods = new Map<string, V1Pod>();
   /** key -> claim. Includes tentative and quarantined rows. */
-  readonly claims = new Map<string, Claim>();
+  readonly claims = new ClaimRows();
   /** Keys whose row's own write has not landed: never Running, never adopted, never in another's snapshot. */
   readonly tentative = new Set<string>();
   /** Keys loaded from disk and not yet confirmed by a listing: releasable, nothing else. */
@@ -118,18 +119,16 @@ export class ProviderState {
    * releasing list. Taken synchronously when the batch starts, so nothing changes between snapshot and encode.
    */
   private snapshot(included: ReadonlySet<string>): { table: TableSnapshot; landed(): void } {
-    const rows: Array<readonly [string, Claim]> = [];
+    // The tentative rows this batch does not serve stay out; the few it serves are settled once it lands.
     const committing: Array<readonly [string, string]> = [];
-    // The Map's own entry arrays go into the snapshot (no second tuple per row per write).
-    const anyTentative = this.tentative.size > 0;
-    for (const entry of this.claims) {
-      const [key, c] = entry;
-      if (anyTentative && this.tentative.has(key)) {
-        if (!included.has(c.id)) continue;
-        committing.push([key, c.id]);
-      }
-      rows.push(entry);
+    const held: string[] = [];
+    for (const key of this.tentative) {
+      const c = this.claims.get(key);
+      if (!c) continue;
+      if (included.has(c.id)) committing.push([key, c.id]);
+      else held.push(key);
     }
+    const rows = this.claims.entriesExcept(held);
     const releasing = this.releasing.slice();
     return {
       table: { claims: rows, releasing: releasing.map((e) => e.claim) },
