@@ -96,9 +96,23 @@ export class InventoryFleet implements FleetSource {
     return this.fresh().map((r) => r.fleet);
   }
 
-  /** Fresh nodes with their raw inventory, sorted by name. Stale nodes are absent from every read path. */
-  fresh(): InventoryRecord[] {
-    return freshNodes(this.records, this.o.staleAfterMs, this.clock.now());
+  /** The last fresh() answer and the records it was computed from (see fresh()). */
+  private freshMemo?: { records: readonly InventoryRecord[]; newestStamp: number; result: readonly InventoryRecord[] };
+
+  /**
+   * Fresh nodes with their raw inventory, sorted by name. Stale nodes are absent from every read path. Shared between
+   * callers: never mutate it. The answer depends on the clock only while some stamp is ahead of it (the freshness rule
+   * caps the newest stamp by our clock), so between inventory events it is computed once, not on every claim and read.
+   */
+  fresh(): readonly InventoryRecord[] {
+    const now = this.clock.now();
+    const m = this.freshMemo;
+    if (m && m.records === this.records && m.newestStamp <= now) return m.result;
+    const result = freshNodes(this.records, this.o.staleAfterMs, now);
+    let newestStamp = Number.NEGATIVE_INFINITY;
+    for (const r of this.records) if (r.publishedAt !== undefined && r.publishedAt > newestStamp) newestStamp = r.publishedAt;
+    this.freshMemo = { records: this.records, newestStamp, result };
+    return result;
   }
 
   /** Every cached node, fresh or not (metrics, diagnostics). */
