@@ -4,6 +4,12 @@
 //
 // Overrides for release pipelines that build outside a git checkout: BUILD_VERSION, BUILD_REVISION,
 // BUILD_TIME (RFC 3339). Usage: bun run build [name ...]   (default: all binaries)
+//
+// --bytecode (which needs --format=esm for the top-level await of main.ts) ships JSC bytecode next to the source:
+// no module is parsed or compiled to bytecode at start-up, and ~3 MiB of each binary's idle RSS moves from anonymous memory to the
+// executable's own pages (shared, reclaimable), 1-1.5 MiB less in all; the file grows ~5 MB. Full --minify
+// changes nothing measurable over --minify-syntax and would mangle the names in stack traces
+// (docs/performance.md "Idle memory").
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -58,6 +64,8 @@ async function build(name: string): Promise<{ name: string; ms: number; ok: bool
       "build",
       "--compile",
       "--minify-syntax",
+      "--bytecode",
+      "--format=esm",
       `services/${name}/main.ts`,
       "--outfile",
       `dist/${name}`,

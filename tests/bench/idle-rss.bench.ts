@@ -5,7 +5,8 @@
 //   - sandbox-e2b: in the mesh stack (scripts/stack.ts --mesh);
 //   - the sandboxd simulator: alone (services/sandboxd-sim/main.ts, one pool of 20, no guest agents).
 // Baselines in the same run: an idle bun process holding one timer (for the source form) and the same one-line
-// program compiled with `bun build --compile` (for the compiled form): the floor any Bun binary pays.
+// program compiled with `bun build --compile` and the flags of scripts/build.ts (for the compiled form): the floor
+// any Bun binary pays.
 // STACK_BINARIES=dist makes the stack start dist/<name> (scripts/stack/binary.ts).
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -118,7 +119,7 @@ async function floorRss(): Promise<{ source: Mem; dist: Mem }> {
     const src = join(dir, "idle.ts");
     writeFileSync(src, "setInterval(() => {}, 1000);\n");
     const exe = join(dir, "idle");
-    const build = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", src, "--outfile", exe], { stdout: "ignore", stderr: "pipe" });
+    const build = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--bytecode", "--format=esm", src, "--outfile", exe], { stdout: "ignore", stderr: "pipe" });
     if (build.exitCode !== 0) throw new Error(`bun build --compile of the idle floor failed: ${build.stderr.toString()}`);
     const measure = async (argv: string[]) => {
       const p = Bun.spawn(argv, { stdio: ["ignore", "ignore", "ignore"] });
