@@ -7,6 +7,7 @@ export {
   createIntermediateCA,
   issueCertificate,
 } from "./ca.ts";
+export { type CertFields, certFields } from "./cert-fields.ts";
 export { type CertKeyPem, generateKeyPairPem, publicKeyToPem } from "./keys.ts";
 export { KeyPairError, type LoadedKeyPair, loadKeyPair } from "./load.ts";
 export { type SelfSignedOptions, selfSignedServingCert } from "./self-signed.ts";

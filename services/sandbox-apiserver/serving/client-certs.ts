@@ -9,7 +9,11 @@
 // every intermediate must be a CA (basic constraints) within its path length, and every certificate on the path that
 // restricts its extended key usage must allow client authentication. A chain that does not verify is refused with
 // the reason (authn then answers 401, as kube-apiserver does).
-import { x509 } from "#shared/x509/index.ts";
+//
+// node:crypto parses and checks signatures; what it does not expose (the subject's attributes, the path length) is
+// read from the DER (shared/tls/cert-fields.ts): no X.509 library in this binary (idle RSS, docs/performance.md).
+import { X509Certificate } from "node:crypto";
+import { type CertFields, certFields } from "#shared/tls/index.ts";
 
 export type CertSource = "requestheader" | "client";
 
@@ -18,9 +22,25 @@ export type PeerCert =
   /** A certificate was presented and neither authority verifies its chain: why, for each configured authority. */
   | { source: "rejected"; reason: string };
 
-export function parseCertBundle(pem: string): x509.X509Certificate[] {
+/** A parsed certificate: node:crypto's view plus the fields read from its DER. */
+export interface Cert {
+  x509: X509Certificate;
+  fields: CertFields;
+  notBefore: Date;
+  notAfter: Date;
+  /** EKU OIDs, undefined when the certificate does not restrict them. */
+  extKeyUsage: string[] | undefined;
+}
+
+function parseCert(input: string | Uint8Array): Cert {
+  const x = new X509Certificate(input);
+  const eku = x.keyUsage as string[] | undefined; // node:crypto's keyUsage is the extended key usage list
+  return { x509: x, fields: certFields(x.raw), notBefore: x.validFromDate, notAfter: x.validToDate, extKeyUsage: eku };
+}
+
+export function parseCertBundle(pem: string): Cert[] {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-  return blocks.map((b) => new x509.X509Certificate(b));
+  return blocks.map((b) => parseCert(b));
 }
 
 /** How many distinct chains' verdicts are kept (the aggregator and a few admins present the same few). */
@@ -57,12 +77,12 @@ export class ClientCertVerifier {
   private readonly verdicts = new Map<string, Verdict>();
 
   constructor(
-    private requestHeaderCAs: x509.X509Certificate[],
-    private clientCAs: x509.X509Certificate[],
+    private requestHeaderCAs: Cert[],
+    private clientCAs: Cert[],
   ) {}
 
   /** Replaces both authorities (a reloaded extension-apiserver-authentication); new connections use them. */
-  update(requestHeaderCAs: x509.X509Certificate[], clientCAs: x509.X509Certificate[]): void {
+  update(requestHeaderCAs: Cert[], clientCAs: Cert[]): void {
     this.requestHeaderCAs = requestHeaderCAs;
     this.clientCAs = clientCAs;
     this.verdicts.clear();
@@ -89,13 +109,13 @@ export class ClientCertVerifier {
   }
 
   private async verdictOf(ders: readonly Uint8Array[], now: Date): Promise<{ verdict: Verdict; keep: boolean }> {
-    let certs: x509.X509Certificate[];
+    let certs: Cert[];
     try {
-      certs = ders.map((d) => new x509.X509Certificate(new Uint8Array(d)));
+      certs = ders.map((d) => parseCert(d));
     } catch (e) {
       return { verdict: { peer: { source: "rejected", reason: `unparseable certificate: ${(e as Error).message}` }, ...ALWAYS }, keep: true };
     }
-    const [leaf, ...intermediates] = certs as [x509.X509Certificate, ...x509.X509Certificate[]];
+    const [leaf, ...intermediates] = certs as [Cert, ...Cert[]];
     const reasons: string[] = [];
     let timeDependent = false;
     for (const [source, roots] of [["requestheader", this.requestHeaderCAs], ["client", this.clientCAs]] as const) {
@@ -103,10 +123,10 @@ export class ClientCertVerifier {
       const search = new PathSearch(roots, intermediates, now);
       const path = await search.from(leaf);
       if (path) {
-        const name = leaf.subjectName;
+        const name = leaf.fields.subject;
         return {
           verdict: {
-            peer: { source, commonName: name.getField("CN")[0] ?? "", organizations: name.getField("O") },
+            peer: { source, commonName: name.find(([k]) => k === "CN")?.[1] ?? "", organizations: name.filter(([k]) => k === "O").map(([, v]) => v) },
             notBefore: new Date(Math.max(...path.map((c) => c.notBefore.getTime()))),
             notAfter: new Date(Math.min(...path.map((c) => c.notAfter.getTime()))),
           },
@@ -136,12 +156,12 @@ class PathSearch {
   private signatureChecks = 0;
 
   constructor(
-    private readonly roots: readonly x509.X509Certificate[],
-    private readonly intermediates: readonly x509.X509Certificate[],
+    private readonly roots: readonly Cert[],
+    private readonly intermediates: readonly Cert[],
     private readonly now: Date,
   ) {}
 
-  async from(leaf: x509.X509Certificate): Promise<x509.X509Certificate[] | undefined> {
+  async from(leaf: Cert): Promise<Cert[] | undefined> {
     if (!this.current(leaf)) return undefined;
     // A leaf that is itself one of the roots is trusted as it is (as Go does).
     if (this.roots.some((r) => sameCert(r, leaf))) return this.usable([leaf]);
@@ -149,7 +169,7 @@ class PathSearch {
   }
 
   /** Tries every issuer of the path's last certificate: the roots first, then the client's intermediates. */
-  private async extend(path: x509.X509Certificate[]): Promise<x509.X509Certificate[] | undefined> {
+  private async extend(path: Cert[]): Promise<Cert[] | undefined> {
     const child = path[path.length - 1]!;
     for (const root of this.roots) {
       if (!(await this.signedBy(child, root))) continue;
@@ -161,8 +181,7 @@ class PathSearch {
     for (const inter of this.intermediates) {
       if (path.some((c) => sameCert(c, inter))) continue;
       if (!(await this.signedBy(child, inter))) continue;
-      const bc = inter.getExtension(x509.BasicConstraintsExtension);
-      if (!bc?.ca) {
+      if (!inter.x509.ca) {
         this.problem ??= `${describe(inter)} is not authorized to sign other certificates (not a CA)`;
         continue;
       }
@@ -173,17 +192,17 @@ class PathSearch {
     return undefined;
   }
 
-  private async signedBy(child: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
-    if (child.issuer !== issuer.subject || this.signatureChecks >= MAX_SIGNATURE_CHECKS) return false;
+  private async signedBy(child: Cert, issuer: Cert): Promise<boolean> {
+    if (child.x509.issuer !== issuer.x509.subject || this.signatureChecks >= MAX_SIGNATURE_CHECKS) return false;
     this.signatureChecks++;
     try {
-      return await child.verify({ publicKey: issuer.publicKey, signatureOnly: true });
+      return child.x509.verify(issuer.x509.publicKey);
     } catch {
       return false; // a key of another algorithm: not this issuer
     }
   }
 
-  private current(cert: x509.X509Certificate): boolean {
+  private current(cert: Cert): boolean {
     if (cert.notBefore <= this.now && this.now <= cert.notAfter) return true;
     this.timeDependent = true;
     const when = this.now > cert.notAfter ? `expired at ${cert.notAfter.toISOString()}` : `is not valid before ${cert.notBefore.toISOString()}`;
@@ -192,17 +211,17 @@ class PathSearch {
   }
 
   /** `ca`'s pathLenConstraint bounds the intermediates below it (the leaf does not count). */
-  private withinPathLength(ca: x509.X509Certificate, below: readonly x509.X509Certificate[]): boolean {
-    const max = ca.getExtension(x509.BasicConstraintsExtension)?.pathLength;
+  private withinPathLength(ca: Cert, below: readonly Cert[]): boolean {
+    const max = ca.fields.pathLength;
     if (max === undefined || below.length - 1 <= max) return true;
     this.problem ??= `${describe(ca)} allows ${max} intermediate(s) below it, the chain has ${below.length - 1}`;
     return false;
   }
 
   /** Every certificate that restricts its extended key usage must allow client authentication. */
-  private usable(path: x509.X509Certificate[]): x509.X509Certificate[] | undefined {
+  private usable(path: Cert[]): Cert[] | undefined {
     for (const cert of path) {
-      const usages = cert.getExtension(x509.ExtendedKeyUsageExtension)?.usages.map(String);
+      const usages = cert.extKeyUsage;
       if (!usages || usages.length === 0 || usages.includes(CLIENT_AUTH) || usages.includes(ANY_EKU)) continue;
       this.problem ??= `${describe(cert)} is not valid for client authentication (extended key usage ${usages.join(", ")})`;
       return undefined;
@@ -211,14 +230,19 @@ class PathSearch {
   }
 }
 
-function sameCert(a: x509.X509Certificate, b: x509.X509Certificate): boolean {
-  return Buffer.from(a.rawData).equals(Buffer.from(b.rawData));
+function sameCert(a: Cert, b: Cert): boolean {
+  return a.x509.raw.equals(b.x509.raw);
 }
 
-function describe(cert: x509.X509Certificate): string {
-  return `"${cert.subject}"`;
+function describe(cert: Cert): string {
+  return `"${nameOf(cert.fields.subject)}"`;
 }
 
-function unknownAuthority(leaf: x509.X509Certificate): string {
-  return `signed by unknown authority (issuer "${leaf.issuer}")`;
+function unknownAuthority(leaf: Cert): string {
+  return `signed by unknown authority (issuer "${leaf.x509.issuer.split("\n").join(", ")}")`;
+}
+
+/** A distinguished name as "CN=a, O=b" (the form the refusal reasons and docs use). */
+function nameOf(attrs: Array<[string, string]>): string {
+  return attrs.map(([k, v]) => `${k}=${v}`).join(", ");
 }
