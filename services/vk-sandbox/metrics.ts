@@ -8,8 +8,7 @@
 // of the claim path knows metrics exist: the sandboxd slices (types.ts), the claims file, the kube transport.
 import type { Histogram } from "prom-client";
 import { Counter, Gauge, Histogram as Hist, Registry } from "#shared/metrics/index.ts";
-import type { ClaimsFile } from "./claims/index.ts";
-import { bodyBytes } from "./claims/file.ts";
+import { type ClaimsFile, bodyBytes } from "./claims/index.ts";
 import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./provider/index.ts";
 import type { Transport } from "#shared/kube/index.ts";
 

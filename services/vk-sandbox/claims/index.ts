@@ -4,6 +4,6 @@
 export type { Claim, OwnerRef, TableSnapshot, ClaimsFile as ClaimsFileJson } from "./schema.ts";
 export { ClaimsFileSchema, ClaimFileSchema, OwnerRefFileSchema } from "./schema.ts";
 export type { DecodedTable } from "./codec.ts";
-export { ClaimsFile, type ClaimsFileOptions } from "./file.ts";
+export { ClaimsFile, type ClaimsFileOptions, bodyBytes } from "./file.ts";
 export { ClaimsStore, type TableSource } from "./store.ts";
 export { ClaimsStateError, isClaimsStateError, type ClaimsStateProblem } from "./errors.ts";
