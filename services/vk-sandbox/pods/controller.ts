@@ -11,7 +11,7 @@ import { backoffDelay, DEFAULT_MAX_ATTEMPTS, type QueueRate, WorkQueue } from "#
 import type { PodLifecycleProvider } from "./lifecycle-provider.ts";
 import type { Log } from "#shared/log/index.ts";
 import type { ErrorClassifier, PodSource, PodWriter } from "./dependencies.ts";
-import { liveShowsPush, updateNeedsSync } from "./compare.ts";
+import { liveShowsPush, providerFieldsEqual, updateNeedsSync } from "./compare.ts";
 import { podKey } from "#shared/kube/index.ts";
 import { syncPod, type SyncState } from "./sync.ts";
 import { forceDeletePod } from "./force-delete.ts";
@@ -159,7 +159,7 @@ export class PodController {
   private onUpdate(oldPod: V1Pod, newPod: V1Pod): void {
     const key = podKey(newPod);
     this.known.add(key);
-    if (updateNeedsSync(oldPod, newPod)) this.queue(this.syncQueue, key);
+    if (updateNeedsSync(oldPod, newPod) && !this.providerHolds(newPod)) this.queue(this.syncQueue, key);
     // The provider is the only writer of pod status: if someone else changed what our dropped-as-duplicate
     // push would have written, write it again.
     const last = this.pushed.get(key);
@@ -167,6 +167,19 @@ export class PodController {
       this.skippedDuplicate.delete(key);
       this.queue(this.statusQueue, key);
     }
+  }
+
+  /**
+   * True when the provider's own copy of this Pod already shows every field the update filter compares (same UID,
+   * not being deleted). That is the echo of our own status write: the claim-id annotation the provider pushed
+   * comes back through the watch as an annotation change. Its sync would find nothing to do, but queueing it
+   * spends a sync-queue token, so under a steady stream of new Pods each cost two and the queue admitted half of
+   * --kube-api-qps (docs/performance.md, Throughput).
+   */
+  private providerHolds(pod: V1Pod): boolean {
+    if (pod.metadata?.deletionTimestamp) return false;
+    const held = this.o.provider.getPod(pod.metadata?.namespace ?? "", pod.metadata?.name ?? "");
+    return held !== undefined && held.metadata?.uid === pod.metadata?.uid && providerFieldsEqual(held, pod);
   }
 
   private onDelete(pod: V1Pod): void {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { FakeClock, settle } from "#shared/clock/index.ts";
 import { backoffDelay, WorkQueue } from "#shared/kube/work-queue.ts";
+import { TokenBucket } from "#shared/kube/rate-limit.ts";
 
 /** Wait on a condition by letting promise continuations run, never on wall time (tests/support/wait.ts polls the
  * wall clock; this queue runs on a FakeClock). Bounded so a bug fails rather than hangs. */
@@ -304,5 +305,37 @@ describe("WorkQueue ordering at scale", () => {
     await clock.tick(600);
     await q.idle();
     expect(seen).toEqual(expected);
+  });
+});
+
+// Issue 13 item 2: the daemon's limits are stacked as client-go's and virtual-kubelet's are: the sync and status
+// queues each pace plain enqueues with a token bucket from --kube-api-qps/--kube-api-burst, and the Kubernetes
+// client takes a token of its own bucket (the same flags) for every request. Buckets of one rate in series must
+// not lose rate to each other: over T seconds the pipeline completes burst + qps x T keys, as one bucket would.
+describe("stacked token buckets (sync queue -> status queue -> client limiter)", () => {
+  test("at qps 200 / burst 400, 3,000 queued Pods complete at burst + qps x T, no slower than one bucket", async () => {
+    const clock = new FakeClock(0);
+    const rate = { qps: 200, burst: 400 };
+    const client = new TokenBucket(rate.qps, rate.burst, clock);
+    const done: number[] = [];
+    const status = new WorkQueue({
+      name: "status",
+      clock,
+      workers: 16,
+      rate,
+      handler: async () => {
+        await client.acquire(); // the status PUT's token
+        done.push(clock.monotonic());
+      },
+    });
+    const sync = new WorkQueue({ name: "sync", clock, workers: 16, rate, handler: async (k) => status.enqueue(k) });
+    status.start();
+    sync.start();
+    for (let i = 0; i < 3000; i++) sync.enqueue(`ns/p${i}`);
+    for (let t = 0; t < 10_000; t += 50) await clock.tick(50);
+    const by = (ms: number) => done.filter((d) => d <= ms).length;
+    expect(by(0)).toBe(400); // the burst, at once
+    for (const s of [1, 5, 10]) expect(Math.abs(by(s * 1000) - (400 + 200 * s))).toBeLessThanOrEqual(1);
+    await Promise.all([sync.stop(), status.stop()]);
   });
 });

@@ -130,6 +130,19 @@ describe("pod controller", () => {
     expect(provider.updates).toHaveLength(0);
   });
 
+  test("issue 13: the echo of our own status write (the claim-id annotation) queues no sync, so a Pod spends one sync token", async () => {
+    const { pods, provider, controller } = setup();
+    await controller.start();
+    pods.add(makePod("a"));
+    await until(() => pods.get("ns/a")?.metadata?.annotations?.["sandbox.cocoonstack.io/claim-id"] === "sb_a", "the claim id on the Pod");
+    await controller.idle();
+    expect(controller.syncQueue.stats().processed).toBe(1);
+    // A change the provider has not seen still syncs.
+    pods.update((p) => (p.metadata!.annotations = { ...p.metadata!.annotations, user: "x" }), "ns/a");
+    await until(() => provider.updates.length === 1, "UpdatePod");
+    expect(controller.syncQueue.stats().processed).toBe(2);
+  });
+
   test("a label change reaches the provider as an update", async () => {
     const { pods, provider, controller } = setup();
     await controller.start();
