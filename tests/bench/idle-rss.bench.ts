@@ -6,11 +6,14 @@
 //   - the sandboxd simulator: alone (services/sandboxd-sim/main.ts, one pool of 20, no guest agents).
 // Baselines in the same run: an idle bun process holding one timer (for the source form) and the same one-line
 // program compiled with `bun build --compile` and the flags of scripts/build.ts (for the compiled form): the floor
-// any Bun binary pays.
+// any Bun binary pays. Two more compiled programs say which part of a binary's RSS is Bun's own and the prescribed
+// libraries': one that serves HTTPS with Bun.serve and makes one fetch over TLS to it, and the same routed by hono
+// with a zod schema and a pino log line (docs/performance.md "Idle memory").
 // STACK_BINARIES=dist makes the stack start dist/<name> (scripts/stack/binary.ts).
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { selfSignedServingCert } from "#shared/tls/index.ts";
 import { freePort } from "../e2e/stack/run-stack.ts";
 import { startTimed } from "./stack.bench.ts";
 import { cores, type Figure } from "./vk-sandbox-pods.bench.ts";
@@ -112,24 +115,58 @@ async function simRss(form: "dist" | "source"): Promise<Mem> {
   }
 }
 
-/** The floor: one idle timer, from source and compiled. */
-async function floorRss(): Promise<{ source: Mem; dist: Mem }> {
-  const dir = mkdtempSync(join(tmpdir(), "rss-floor-"));
+/** Serves HTTPS (cert and key files from the environment) and fetches itself once over TLS, then idles. */
+const TLS_PROGRAM = `
+const tls = { cert: await Bun.file(process.env.RSS_CERT).text(), key: await Bun.file(process.env.RSS_KEY).text() };
+const server = Bun.serve({ port: 0, hostname: "127.0.0.1", tls, fetch: () => new Response("ok") });
+await (await fetch(\`https://127.0.0.1:\${server.port}/\`, { tls: { rejectUnauthorized: false } })).text();
+setInterval(() => {}, 1000);
+`;
+/** The same with the libraries every binary uses: hono routes it, zod checks the reply, pino logs it. */
+const LIBRARIES_PROGRAM = `
+import { Hono } from "hono";
+import pino from "pino";
+import { z } from "zod";
+const log = pino({}, pino.destination({ dest: 2, sync: true }));
+const Reply = z.object({ ok: z.boolean(), n: z.number().int().optional() });
+const app = new Hono().get("/", (c) => c.json(Reply.parse({ ok: true })));
+const tls = { cert: await Bun.file(process.env.RSS_CERT).text(), key: await Bun.file(process.env.RSS_KEY).text() };
+const server = Bun.serve({ port: 0, hostname: "127.0.0.1", tls, fetch: app.fetch });
+log.info({ reply: await (await fetch(\`https://127.0.0.1:\${server.port}/\`, { tls: { rejectUnauthorized: false } })).json() }, "served");
+setInterval(() => {}, 1000);
+`;
+
+/** Bun's floors: one idle timer (from source and compiled), and the two programs above compiled. */
+async function floorRss(): Promise<{ source: Mem; dist: Mem; tls: Mem; libraries: Mem }> {
+  // In the repository so the library program resolves hono, zod and pino from node_modules.
+  const dir = mkdtempSync(join(REPO, ".rss-floor-"));
   try {
-    const src = join(dir, "idle.ts");
-    writeFileSync(src, "setInterval(() => {}, 1000);\n");
-    const exe = join(dir, "idle");
-    const build = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--bytecode", "--format=esm", src, "--outfile", exe], { stdout: "ignore", stderr: "pipe" });
-    if (build.exitCode !== 0) throw new Error(`bun build --compile of the idle floor failed: ${build.stderr.toString()}`);
+    const { certPem, keyPem } = await selfSignedServingCert({ cn: "rss-floor", ips: ["127.0.0.1"] });
+    writeFileSync(join(dir, "cert.pem"), certPem);
+    writeFileSync(join(dir, "key.pem"), keyPem);
+    const env = { ...process.env, RSS_CERT: join(dir, "cert.pem"), RSS_KEY: join(dir, "key.pem") };
+    const compile = (name: string, text: string) => {
+      const src = join(dir, `${name}.ts`);
+      writeFileSync(src, text);
+      const exe = join(dir, name);
+      // The flags of scripts/build.ts.
+      const build = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--bytecode", "--format=esm", src, "--outfile", exe], { stdout: "ignore", stderr: "pipe" });
+      if (build.exitCode !== 0) throw new Error(`bun build --compile of the ${name} floor failed: ${build.stderr.toString()}`);
+      return { src, exe };
+    };
+    const idle = compile("idle", "setInterval(() => {}, 1000);\n");
+    const tls = compile("tls", TLS_PROGRAM);
+    const libraries = compile("libraries", LIBRARIES_PROGRAM);
     const measure = async (argv: string[]) => {
-      const p = Bun.spawn(argv, { stdio: ["ignore", "ignore", "ignore"] });
+      const p = Bun.spawn(argv, { env, stdio: ["ignore", "ignore", "ignore"] });
       await Bun.sleep(3_000);
+      if (p.exitCode !== null) throw new Error(`${argv.join(" ")} exited ${p.exitCode} before it was measured`);
       const r = { rss: rssMiB(p.pid), ...rssSplit(p.pid) };
       p.kill();
       await p.exited;
       return r;
     };
-    return { source: await measure([process.execPath, src]), dist: await measure([exe]) };
+    return { source: await measure([process.execPath, idle.src]), dist: await measure([idle.exe]), tls: await measure([tls.exe]), libraries: await measure([libraries.exe]) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -161,6 +198,27 @@ export async function rssFigures(): Promise<Figure[]> {
   ensureBuilt();
   const floor = await floorRss();
   const figures: Figure[] = [];
+  const floorNote = (m: Mem) => `anonymous ${round(m.anon)} MiB, file-backed ${round(m.file)} MiB; compiled with the flags of scripts/build.ts, read after 3 s`;
+  figures.push(
+    {
+      name: "idle RSS: compiled Bun program serving HTTPS (Bun.serve) after one fetch over TLS (Bun's own part of a binary)",
+      value: round(floor.tls.rss),
+      unit: "MiB",
+      command: "bun run bench -- rss (tests/bench/idle-rss.bench.ts)",
+      cores,
+      baseline: { name: "compiled one-timer Bun program", value: round(floor.dist.rss), unit: "MiB" },
+      notes: floorNote(floor.tls),
+    },
+    {
+      name: "idle RSS: the same program routed by hono, with a zod schema and a pino log line (Bun's part plus the prescribed libraries)",
+      value: round(floor.libraries.rss),
+      unit: "MiB",
+      command: "bun run bench -- rss (tests/bench/idle-rss.bench.ts)",
+      cores,
+      baseline: { name: "compiled Bun program serving HTTPS after one fetch over TLS", value: round(floor.tls.rss), unit: "MiB" },
+      notes: floorNote(floor.libraries),
+    },
+  );
   for (const form of ["dist", "source"] as const) {
     const full = await stackRss([], ["vk-sandbox", "sandbox-apiserver", "sandbox-envd-proxy"], form);
     const mesh = await stackRss(["--mesh"], ["sandbox-e2b"], form);
