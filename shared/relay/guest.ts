@@ -1,7 +1,7 @@
 // The guest leg of the relay (docs/envd-relay.md "Streaming"): one request over an open tunnel socket, HTTP/1.1 by
 // default (h1.ts) or cleartext HTTP/2 by prior knowledge (--guest-http2, here). Bodies stream both ways with backpressure: the
 // client's body is pulled only as fast as the tunnel drains, the guest's body only as fast as the client reads.
-// Nothing is buffered beyond a chunk in flight. Closing either end tears the tunnel down.
+// At most GUEST_BODY_QUEUE's bytes wait for the client. Closing either end tears the tunnel down.
 import http2 from "node:http2";
 import type { IncomingHttpHeaders } from "node:http";
 import type net from "node:net";
@@ -24,6 +24,15 @@ export interface GuestRequest {
   /** Aborts when the client goes away. */
   signal: AbortSignal;
 }
+
+/** How much of the guest's body may wait for the client before the guest is held back (docs/envd-relay.md "Streaming"). */
+const GUEST_BODY_BUFFER = 1024 * 1024;
+
+/**
+ * The guest body's queue, counted in bytes: guest chunks are 16-64 KiB, so a count of a few chunks paused the tunnel
+ * after about every socket read, and each pause stalls the node's splice too. Shared by both guest legs.
+ */
+export const GUEST_BODY_QUEUE: QueuingStrategy<Uint8Array> = { highWaterMark: GUEST_BODY_BUFFER, size: (c) => c?.byteLength ?? 0 };
 
 /** Resolves when the writable drains or closes (whichever first), leaving no listener behind. */
 export function drained(sink: Writable): Promise<void> {
@@ -93,7 +102,7 @@ function webStream(src: Readable, count: (n: number) => void, onCancel: () => vo
         onCancel();
       },
     },
-    { highWaterMark: 4 },
+    GUEST_BODY_QUEUE,
   );
 }
 
@@ -111,7 +120,9 @@ const noBody = (method: string, status: number) => method === "HEAD" || status =
 
 export async function forwardHttp2(sock: net.Socket, r: GuestRequest): Promise<Response> {
   sock.resume();
-  const session = http2.connect(`http://${r.authority}`, { createConnection: () => sock });
+  // The stream's receive window matches the queue: at the 64 KiB default the guest waits for a WINDOW_UPDATE (a round
+  // trip through the node's splice) after every four frames. The guest still stops once the window is unacknowledged.
+  const session = http2.connect(`http://${r.authority}`, { createConnection: () => sock, settings: { initialWindowSize: GUEST_BODY_BUFFER } });
   const teardown = () => {
     session.destroy();
     sock.destroy();

@@ -6,7 +6,7 @@
 // Replaces node:http on the hot path: it parsed and re-emitted every chunk through JS event machinery.
 import type net from "node:net";
 import type { GuestRequest } from "./guest.ts";
-import { HOP_BY_HOP, drained } from "./guest.ts";
+import { GUEST_BODY_QUEUE, HOP_BY_HOP, drained } from "./guest.ts";
 
 const MAX_HEAD_BYTES = 64 * 1024;
 
@@ -236,10 +236,8 @@ export function startHttp1(sock: GuestWire, r: GuestRequest): { response: Promis
                 teardown();
               },
             },
-            // Counted in bytes: the decoder hands over one slice per guest chunk (often 64 KiB), so a count of 8
-            // chunks paused the tunnel after about every socket read (up to 512 KiB), and each pause stalls the
-            // node's splice too (docs/performance.md "The e2b surface and the envd relay").
-            { highWaterMark: 1024 * 1024, size: (c) => c?.byteLength ?? 0 },
+            // The decoder hands over one slice per guest chunk (often 64 KiB): a byte-counted queue, not a chunk count.
+            GUEST_BODY_QUEUE,
           );
           resolve(new Response(stream, { status, headers }));
           if (rest.length) body(Buffer.from(rest));
