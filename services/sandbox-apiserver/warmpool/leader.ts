@@ -143,7 +143,9 @@ export class LeaderElector {
       }
     }
     const spec = lease.spec ?? {};
-    this.observe(spec, now);
+    // Seen when the answer arrived, not when this attempt began: a slow read (a loaded apiserver) must not make a
+    // renewal that landed meanwhile look older and let us take over before the holder's renew deadline ran out.
+    this.observe(spec, this.o.clock.now());
     const held = !!spec.holderIdentity && spec.holderIdentity !== this.o.identity;
     const durationMs = (spec.leaseDurationSeconds ?? this.leaseMs / 1000) * 1000;
     if (held && this.observed!.at + durationMs > now) return false;

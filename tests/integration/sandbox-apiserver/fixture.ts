@@ -55,6 +55,15 @@ export interface ApiserverProcess {
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
 
+export interface StartServerOptions {
+  args?: string[];
+  env?: Record<string, string>;
+  port?: number;
+  waitReady?: boolean;
+  /** false leaves out --tls-cert-file/--tls-private-key-file (the server self-signs in --cert-dir). */
+  servingCert?: boolean;
+}
+
 export interface Stack {
   cluster: TestCluster;
   dir: string;
@@ -65,8 +74,7 @@ export interface Stack {
   certFile: string;
   keyFile: string;
   caPem: string;
-  /** `servingCert: false` leaves out --tls-cert-file/--tls-private-key-file (the server self-signs in --cert-dir). */
-  startServer(o?: { args?: string[]; env?: Record<string, string>; port?: number; waitReady?: boolean; servingCert?: boolean }): Promise<ApiserverProcess>;
+  startServer(o?: StartServerOptions): Promise<ApiserverProcess>;
   /** Points the APIService at a server's port and waits until it is Available. */
   register(port: number): Promise<void>;
   publish(inv: InventoryInput): Promise<void>;
@@ -75,6 +83,12 @@ export interface Stack {
 }
 
 const children = new Set<Subprocess>();
+const START_ATTEMPTS = 3;
+
+/** The server exited because its port was bound by someone else between freePorts and its listen. */
+class PortTaken extends GiveUp {
+  override name = "PortTaken";
+}
 process.on("exit", () => {
   for (const c of children) c.kill("SIGKILL");
 });
@@ -98,6 +112,58 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
     writeFileSync(certFile, serving.certPem);
     writeFileSync(keyFile, serving.keyPem, { mode: 0o600 });
 
+    async function spawnServer(so: StartServerOptions, port: number): Promise<ApiserverProcess> {
+      let err = "";
+      const proc = Bun.spawn(
+        [
+          process.execPath,
+          join(REPO, "services/sandbox-apiserver/main.ts"),
+          `--secure-port=${port}`,
+          "--bind-address=127.0.0.1",
+          ...(so.servingCert === false ? [] : [`--tls-cert-file=${certFile}`, `--tls-private-key-file=${keyFile}`]),
+          `--authentication-kubeconfig=${serverKubeconfig}`,
+          `--authorization-kubeconfig=${serverKubeconfig}`,
+          ...(so.args ?? []),
+        ],
+        {
+          stdio: ["ignore", "ignore", "pipe"],
+          env: { ...process.env, KUBECONFIG: serverKubeconfig, POD_NAMESPACE: NAMESPACE, ...(so.env ?? {}) },
+        },
+      );
+      children.add(proc);
+      void (async () => {
+        const dec = new TextDecoder();
+        for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) err += dec.decode(chunk);
+      })();
+      const p: ApiserverProcess = {
+        port,
+        proc,
+        stderr: () => err,
+        async stop(signal = "SIGTERM") {
+          proc.kill(signal);
+          const code = await proc.exited;
+          children.delete(proc);
+          return code;
+        },
+      };
+      if (so.waitReady !== false) {
+        const tls = so.servingCert === false ? { rejectUnauthorized: false } : { ca: ca.certPem };
+        await waitFor("sandbox-apiserver /readyz", async () => {
+          if (proc.exitCode !== null) {
+            children.delete(proc);
+            if (err.includes("EADDRINUSE")) throw new PortTaken(`sandbox-apiserver port ${port} was taken before it bound it:\n${err}`);
+            throw new GiveUp(`sandbox-apiserver exited ${proc.exitCode}:\n${err}`);
+          }
+          const r = await fetch(`https://127.0.0.1:${port}/readyz`, { tls }); // throws while not listening yet
+          await r.body?.cancel();
+          return r.ok;
+        }, 30_000).catch((e: unknown) => {
+          throw e instanceof GiveUp ? e : new Error(`sandbox-apiserver not ready in 30 s:\n${err}`);
+        });
+      }
+      return p;
+    }
+
     const stack: Stack = {
       cluster,
       dir,
@@ -107,52 +173,15 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
       keyFile,
       caPem: ca.certPem,
       async startServer(so = {}) {
-        const port = so.port ?? freePorts(1)[0]!;
-        let err = "";
-        const proc = Bun.spawn(
-          [
-            process.execPath,
-            join(REPO, "services/sandbox-apiserver/main.ts"),
-            `--secure-port=${port}`,
-            "--bind-address=127.0.0.1",
-            ...(so.servingCert === false ? [] : [`--tls-cert-file=${certFile}`, `--tls-private-key-file=${keyFile}`]),
-            `--authentication-kubeconfig=${serverKubeconfig}`,
-            `--authorization-kubeconfig=${serverKubeconfig}`,
-            ...(so.args ?? []),
-          ],
-          {
-            stdio: ["ignore", "ignore", "pipe"],
-            env: { ...process.env, KUBECONFIG: serverKubeconfig, POD_NAMESPACE: NAMESPACE, ...(so.env ?? {}) },
-          },
-        );
-        children.add(proc);
-        void (async () => {
-          const dec = new TextDecoder();
-          for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) err += dec.decode(chunk);
-        })();
-        const p: ApiserverProcess = {
-          port,
-          proc,
-          stderr: () => err,
-          async stop(signal = "SIGTERM") {
-            proc.kill(signal);
-            const code = await proc.exited;
-            children.delete(proc);
-            return code;
-          },
-        };
-        if (so.waitReady !== false) {
-          const tls = so.servingCert === false ? { rejectUnauthorized: false } : { ca: ca.certPem };
-          await waitFor("sandbox-apiserver /readyz", async () => {
-            if (proc.exitCode !== null) throw new GiveUp(`sandbox-apiserver exited ${proc.exitCode}:\n${err}`);
-            const r = await fetch(`https://127.0.0.1:${port}/readyz`, { tls }); // throws while not listening yet
-            await r.body?.cancel();
-            return r.ok;
-          }, 30_000).catch((e: unknown) => {
-            throw e instanceof GiveUp ? e : new Error(`sandbox-apiserver not ready in 30 s:\n${err}`);
-          });
+        // A port from freePorts can be taken by another process before the server binds it; a server that lost
+        // that race (EADDRINUSE) is started again on a fresh port. A port the test chose itself is not retried.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await spawnServer(so, so.port ?? freePorts(1)[0]!);
+          } catch (e) {
+            if (so.port !== undefined || attempt >= START_ATTEMPTS || !(e instanceof PortTaken)) throw e;
+          }
         }
-        return p;
       },
       async register(port) {
         await registerAggregatedApi(cluster, { group: "agents.x-k8s.io", version: "v1beta1", service: SERVICE, namespace: NAMESPACE, port, caPem: ca.certPem });

@@ -18,9 +18,12 @@ function leaseApi() {
   let lease: LeaseObj | undefined;
   let rv = 0;
   let down = false;
+  /** Runs while a GET is in flight, before it answers (a slow read; a write landing meanwhile). */
+  let duringGet: (() => Promise<void>) | undefined;
   const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
   const transport = async (_url: string, init: { method: string; body?: string }) => {
     if (down) return json(503, { kind: "Status", code: 503, reason: "ServiceUnavailable" });
+    if (init.method === "GET" && duringGet) await duringGet();
     if (init.method === "GET") return lease ? json(200, lease) : json(404, { kind: "Status", code: 404, reason: "NotFound" });
     const obj = JSON.parse(init.body!) as LeaseObj;
     if (init.method === "POST") {
@@ -40,6 +43,7 @@ function leaseApi() {
       lease = { metadata: { name: "cocoon-warmpool-driver", namespace: "ns", resourceVersion: String(++rv) }, spec: { holderIdentity: h, renewTime, leaseDurationSeconds: 15 } };
     },
     setDown: (d: boolean) => (down = d),
+    setDuringGet: (f: (() => Promise<void>) | undefined) => (duringGet = f),
   };
 }
 
@@ -71,6 +75,26 @@ describe("leader election", () => {
     await clock.tick(14_000);
     expect(await b.tryAcquireOrRenew()).toBe(false);
     await clock.tick(1_001);
+    expect(await b.tryAcquireOrRenew()).toBe(true);
+    expect(api.holder()).toBe("b");
+  });
+
+  test("a record read by a slow GET counts as seen when the answer came, not when the attempt began", async () => {
+    const api = leaseApi();
+    const clock = new FakeClock();
+    api.setHolder("a", new Date(clock.now()).toISOString());
+    const b = new LeaderElector({ client: api.client, namespace: "ns", identity: "b", clock, log });
+    // The read takes 4 s on a loaded apiserver, and the holder's last renewal lands while it is in flight.
+    api.setDuringGet(async () => {
+      await clock.tick(4_000);
+      api.setHolder("a", new Date(clock.now()).toISOString());
+    });
+    expect(await b.tryAcquireOrRenew()).toBe(false);
+    api.setDuringGet(undefined);
+    // 15 s after the attempt began is only 11 s after that renewal was seen: the holder may still be leading.
+    await clock.tick(11_001);
+    expect(await b.tryAcquireOrRenew()).toBe(false);
+    await clock.tick(4_000);
     expect(await b.tryAcquireOrRenew()).toBe(true);
     expect(api.holder()).toBe("b");
   });
