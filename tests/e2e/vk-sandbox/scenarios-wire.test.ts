@@ -310,14 +310,18 @@ describe("scenarios on the daemon's wires", () => {
     expect(Date.parse(next.publishedAt)).toBeGreaterThan(Date.parse(inv.publishedAt));
 
     // Scenario 43 (process): with /v1/sandboxes failing nothing is applied and publishedAt stalls; then it resumes.
+    const skipped = () => daemon.log().split("\n").filter((l) => l.includes("sandboxd listing or info failed; skipping this inventory publish")).length;
+    const skipped0 = skipped();
     stack.sim.listFails("500");
     try {
-      await Bun.sleep(2_000); // let a publish already past its reads land
+      // The publish loop is serial: once one publish has failed its reads, a publish already past them has landed
+      // (waiting on that, not on a fixed 2 s, which a loaded machine can outlast).
+      await waitFor("a publish skipped for the failing listing", () => skipped() > skipped0, 15_000, 50);
       const stalled = (await get()).publishedAt;
-      await Bun.sleep(3_000); // three intervals
+      await waitFor("three more skipped publishes", () => skipped() >= skipped0 + 4, 15_000, 50);
       expect((await get()).publishedAt).toBe(stalled);
     } finally {
       stack.sim.listFails(false);
     }
-  }, 60_000);
+  }, 90_000);
 });

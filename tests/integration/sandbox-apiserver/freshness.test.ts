@@ -70,6 +70,7 @@ function publisher(nodes: () => number[]) {
   };
 }
 
+// Waits for a change to show through the aggregator end at once; their deadlines are ceilings for a loaded machine.
 describe("freshness through the server (--inventory-stale-after=6s, 2 s publishes)", () => {
   test("27: n3 stops publishing: within about 8 s its sandboxes leave lists, watches see DELETED, Get is 404 and creates skip n3; its next publish restores it", async () => {
     let publishing = [0, 1, 2];
@@ -86,18 +87,18 @@ describe("freshness through the server (--inventory-stale-after=6s, 2 s publishe
       publishing = [0, 1];
       await waitFor("s3 to leave the list", async () => !(await names()).includes("s3"), 12_000);
       expect(Date.now() - stoppedAt).toBeLessThan(10_000);
-      await waitFor("DELETED s3 on the watch", () => events.includes("DELETED s3"), 3000);
+      await waitFor("DELETED s3 on the watch", () => events.includes("DELETED s3"), 15_000);
       expect(await status("/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/s3")).toBe(404);
       const claimsOnN3 = sims[2]!.requests.filter((r) => r.route === "claim").length;
       for (let i = 0; i < 6; i++) expect(await createNode(`fresh-${i}`)).not.toBe("n3");
       expect(sims[2]!.requests.filter((r) => r.route === "claim").length).toBe(claimsOnN3);
       publishing = [0, 1, 2];
-      await waitFor("s3 back", async () => (await names()).includes("s3"), 5000);
+      await waitFor("s3 back", async () => (await names()).includes("s3"), 15_000);
       await reading.stop();
     } finally {
       await stop();
     }
-  }, 60_000);
+  }, 90_000);
 
   test("28: when every node stops publishing, after 3x the window the last inventory is still served and creates still route", async () => {
     const at = rfc3339(Date.now());
@@ -112,11 +113,11 @@ describe("freshness through the server (--inventory-stale-after=6s, 2 s publishe
     await stack.unpublish("n3");
     await stack.publish(inv(0, null));
     await stack.publish(inv(1, rfc3339(Date.now())));
-    await waitFor("only s2", async () => JSON.stringify(await names()) === JSON.stringify(["s2"]), 5000);
+    await waitFor("only s2", async () => JSON.stringify(await names()) === JSON.stringify(["s2"]), 15_000);
     await stack.publish(inv(1, null));
-    await waitFor("s1 and s2 unstamped", async () => JSON.stringify(await names()) === JSON.stringify(["s1", "s2"]), 5000);
+    await waitFor("s1 and s2 unstamped", async () => JSON.stringify(await names()) === JSON.stringify(["s1", "s2"]), 15_000);
     await stack.publish(inv(0, rfc3339(Date.now() + 3_600_000)));
     await stack.publish(inv(1, rfc3339(Date.now())));
-    await waitFor("both with n1 in the future", async () => JSON.stringify(await names()) === JSON.stringify(["s1", "s2"]), 5000);
-  });
+    await waitFor("both with n1 in the future", async () => JSON.stringify(await names()) === JSON.stringify(["s1", "s2"]), 15_000);
+  }, 60_000);
 });
