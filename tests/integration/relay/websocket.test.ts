@@ -5,6 +5,9 @@ import { Sandbox } from "e2b";
 import { DOMAIN, sdkOpts, startStack, type Stack } from "../e2b/harness.ts";
 import { until } from "#tests/support/wait.ts";
 
+// Messages cross a real relay and a real socket pair (1 MiB among them): a ceiling for a loaded machine, not a budget.
+const RELAYED_MS = 15_000;
+
 let s: Stack;
 let userServer: ReturnType<typeof Bun.serve>;
 const closes: { code: number; reason: string }[] = [];
@@ -57,19 +60,19 @@ test("33: text and binary both ways, a 1 MiB message, the guest's close reaching
   const token = (sbx as unknown as { envdAccessToken: string }).envdAccessToken;
   const host = `3000-${sbx.sandboxId}.${DOMAIN}`;
   const { ws, messages, closed } = await open(`${s.proxyUrl!.replace("http", "ws")}/socket`, { host, "x-access-token": token });
-  await until(() => messages.length === 1);
+  await until(() => messages.length === 1, "message 1", RELAYED_MS);
   expect(messages[0]).toBe(`hello from ${host}`);
   ws.send("ping-1");
-  await until(() => messages.length === 2);
+  await until(() => messages.length === 2, "message 2", RELAYED_MS);
   expect(messages[1]).toBe("echo:ping-1");
   const big = new Uint8Array(1024 * 1024).fill(7);
   big.set([1, 2, 3, 4]);
   ws.send(big);
-  await until(() => messages.length === 3);
+  await until(() => messages.length === 3, "message 3", RELAYED_MS);
   expect([...new Uint8Array(messages[2] as ArrayBuffer)]).toEqual([1, 2, 3, 4, 0]);
   const longText = "x".repeat(200_000);
   ws.send(longText);
-  await until(() => messages.length === 4);
+  await until(() => messages.length === 4, "message 4", RELAYED_MS);
   expect(messages[3]).toBe(`echo:${longText}`);
   ws.send("bye");
   const ev = await closed;
@@ -85,9 +88,9 @@ test("33: a client close reaches the guest; no token => 401 before any upgrade; 
   const host = `3000-${sbx.sandboxId}.${DOMAIN}`;
   const before = closes.length;
   const { ws, messages } = await open(`${s.proxyUrl!.replace("http", "ws")}/socket`, { host, "x-access-token": token });
-  await until(() => messages.length === 1);
+  await until(() => messages.length === 1, "message 1", RELAYED_MS);
   ws.close(4100, "client done");
-  await until(() => closes.length === before + 1);
+  await until(() => closes.length === before + 1, "the close at the guest", RELAYED_MS);
   expect(closes.at(-1)).toEqual({ code: 4100, reason: "client done" });
   const refused = await open(`${s.proxyUrl!.replace("http", "ws")}/socket`, { host }).then(
     () => "opened",

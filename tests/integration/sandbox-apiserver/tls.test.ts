@@ -35,7 +35,9 @@ async function openssl(port: number, offer: { tls12Cipher: string } | { tls13Sui
     offer === "tls1_3" ? ["-tls1_3"] : "tls13Suite" in offer ? ["-tls1_3", "-ciphersuites", offer.tls13Suite] : ["-tls1_2", "-cipher", offer.tls12Cipher];
   const p = Bun.spawn(["openssl", "s_client", "-connect", `127.0.0.1:${port}`, "-brief", ...args], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
   p.stdin.end();
-  const timer = setTimeout(() => p.kill(), 5000);
+  // Only a guard against a hung peer: s_client ends by itself at stdin's EOF. Generous, since a kill reads as a
+  // failed handshake and a loaded machine can take seconds to spawn and run it.
+  const timer = setTimeout(() => p.kill(), 20_000);
   const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
   const code = await p.exited;
   clearTimeout(timer);

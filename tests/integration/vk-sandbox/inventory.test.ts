@@ -7,6 +7,7 @@ import { InventoryPublisher } from "#services/vk-sandbox/inventory/index.ts";
 import { NodeController } from "#services/vk-sandbox/node/index.ts";
 import { isNotFound } from "#shared/kube/errors.ts";
 import { Nodes } from "#shared/kube/resources.ts";
+import type { Log } from "#shared/log/index.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { type KubeFixture, nodeSpecFromFlags, quietLog, startKubeFixture } from "./kube-fixture.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -30,7 +31,7 @@ afterAll(async () => {
 type Inv = NodeInventory & { metadata: { uid?: string; managedFields?: { manager: string; operation: string }[] } };
 const getInventory = (name: string) => k.admin.get<Inv>(NodeInventories, name);
 
-async function startPublishing(nodeName: string, own: Map<string, string>) {
+async function startPublishing(nodeName: string, own: Map<string, string>, log: Log = quietLog) {
   const node = new NodeController({ client: k.daemon, spec: nodeSpecFromFlags([`--node-name=${nodeName}`]), log: quietLog, statusIntervalMs: 200 });
   running.push(node);
   await node.ensure();
@@ -43,7 +44,7 @@ async function startPublishing(nodeName: string, own: Map<string, string>) {
     ownAddresses: () => own,
     nodeGone: () => node.gone,
     intervalMs: INTERVAL_MS,
-    log: quietLog,
+    log,
   });
   running.push(publisher);
   publisher.start();
@@ -95,32 +96,43 @@ describe("NodeInventory publisher on a real apiserver", () => {
   }, 60_000);
 
   test("scenario 43: a failing /v1/sandboxes or /v1/info stalls publishedAt; recovery resumes it", async () => {
-    await startPublishing("inv-b", new Map());
+    // This publisher's own skips (the simulator is shared with the other tests' publishers).
+    const warnings: string[] = [];
+    const skipped = () => warnings.filter((m) => m.includes("sandboxd listing or info failed")).length;
+    await startPublishing("inv-b", new Map(), { ...quietLog, warn: (_fields: object, msg: string) => void warnings.push(msg) });
     const first = await waitFor("a condition", () => getInventory("inv-b").catch(() => undefined));
     for (const breakIt of [() => sim.listFails("500"), () => sim.fail("info", 500, { error: "boom" }, 1_000_000)]) {
+      const skipped0 = skipped();
       breakIt();
-      // Let any publish already past its reads land, then take the reference.
-      await Bun.sleep(INTERVAL_MS * 2);
+      // The loop is serial: once a publish has failed its reads, any publish already past them has landed (a fixed
+      // pause is not enough on a loaded machine). Then the reference must hold over five more failed publishes.
+      await waitFor("a publish skipped for the failing read", () => skipped() > skipped0, 10_000, 10);
       const stalled = (await getInventory("inv-b")).publishedAt;
-      await Bun.sleep(INTERVAL_MS * 5);
+      await waitFor("five more skipped publishes", () => skipped() >= skipped0 + 6, 15_000, 10);
       expect((await getInventory("inv-b")).publishedAt).toBe(stalled);
       sim.listFails(false);
       sim.clearFaults();
       await publishedAtAfter("inv-b", stalled!);
     }
     expect(first.node).toBe("inv-b");
-  }, 60_000);
+  }, 120_000);
 
   test("scenario 44: the Node deleted while running: no republish, and the Node is not recreated", async () => {
-    const { node } = await startPublishing("inv-c", new Map());
+    // This publisher's own refusals to publish for a deleted Node (the first from the apiserver's 404, then from the
+    // Node controller's gone flag).
+    const lines: string[] = [];
+    const record = (_fields: object, msg: string) => void lines.push(msg);
+    const declined = () => lines.filter((m) => m.includes("the Node was deleted") || m.includes("node deleted while running")).length;
+    const { node } = await startPublishing("inv-c", new Map(), { ...quietLog, warn: record, debug: record });
     await waitFor("a condition", () => getInventory("inv-c").catch(() => undefined));
     await k.admin.delete(Nodes, "inv-c");
-    // No controller-manager runs here, so GC does not remove the inventory: it must simply stop changing.
-    await Bun.sleep(INTERVAL_MS * 2);
+    // No controller-manager runs here, so GC does not remove the inventory: it must simply stop changing. The loop is
+    // serial: once a publish has declined, one already past its Node read has landed; then five more must decline.
+    await waitFor("a publish declined for the deleted Node", () => declined() > 0, 10_000, 10);
     const stalled = (await getInventory("inv-c")).publishedAt;
-    await Bun.sleep(INTERVAL_MS * 6);
+    await waitFor("five more declined publishes", () => declined() >= 6, 15_000, 10);
     expect((await getInventory("inv-c")).publishedAt).toBe(stalled);
-    await waitFor("a condition", async () => node.gone, 5_000);
+    await waitFor("the Node controller to see its Node gone", async () => node.gone, 15_000);
     let err: unknown;
     try {
       await k.admin.get(Nodes, "inv-c");
@@ -128,5 +140,5 @@ describe("NodeInventory publisher on a real apiserver", () => {
       err = e;
     }
     expect(isNotFound(err)).toBe(true);
-  }, 30_000);
+  }, 60_000);
 });
