@@ -71,7 +71,7 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
   // Placement asks only nodes whose snapshot shows warm VMs: wait until the view has seen every warm pool filled
   // (the simulator fills them on timers after start, and the first poll may come before).
   const wanted = (o.pools ?? DEFAULT_POOLS).filter((p) => !p.endsWith("=0")).length;
-  await until(() => mesh.fleet.nodes().length === cluster.nodes.length && mesh.fleet.nodes().every((n) => n.pools.filter((p) => p.warm > 0).length >= wanted), "the mesh fleet to see every node's warm pools", 5_000, 25);
+  await until(() => mesh.fleet.nodes().length === cluster.nodes.length && mesh.fleet.nodes().every((n) => n.pools.filter((p) => p.warm > 0).length >= wanted), "the mesh fleet to see every node's warm pools", 30_000, 25);
   return {
     apiUrl: `http://127.0.0.1:${mesh.e2bPort}`,
     proxyUrl: mesh.proxyPort ? `http://127.0.0.1:${mesh.proxyPort}` : undefined,
