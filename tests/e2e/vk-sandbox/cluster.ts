@@ -99,8 +99,11 @@ export interface AuditEvent {
  */
 export function auditEvents(path: string): AuditEvent[] {
   if (!existsSync(path)) return [];
-  return readFileSync(path, "utf8")
-    .split("\n")
+  // kube-apiserver appends lines while the test reads: the text after the last newline can be a line half written,
+  // so only complete lines are read (the next read sees that one whole).
+  const lines = readFileSync(path, "utf8").split("\n");
+  lines.pop();
+  return lines
     .filter(Boolean)
     .map((l) => JSON.parse(l) as AuditEvent)
     .filter((e) => e.user?.username === DAEMON_USER);
