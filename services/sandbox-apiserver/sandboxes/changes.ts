@@ -7,6 +7,7 @@
 import type { Logger } from "pino";
 import type { Clock, Timer } from "#shared/clock/index.ts";
 import type { InventoryFleet, InventoryRecord } from "#shared/fleet/index.ts";
+import { errorMessage } from "#shared/log/index.ts";
 import type { Sandbox } from "./object.ts";
 
 /**
@@ -157,7 +158,7 @@ export class SandboxChanges {
       try {
         fn(batch);
       } catch (err) {
-        this.o.log?.error({ err: (err as Error).message }, "watch: a listener failed on an inventory change");
+        this.o.log?.error({ err: errorMessage(err) }, "watch: a listener failed on an inventory change");
       }
     }
   }

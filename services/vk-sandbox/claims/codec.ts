@@ -54,10 +54,14 @@ function encodeEntry(key: string, c: Claim): string {
 export function encodeTable(t: TableSnapshot): string {
   const parts: string[] = [];
   for (const [key, row] of t.claims) parts.push(encodeEntry(key, row));
+  return `{"claims":{${parts.join(",")}${tableTail(t.releasing)}`;
+}
+
+/** What follows the last claim entry: the claims object's close, the releasing list when it has rows, the end. */
+function tableTail(releasing: Iterable<Claim>): string {
   const rel: string[] = [];
-  for (const row of t.releasing) rel.push(encodeRow(row));
-  const releasing = rel.length > 0 ? `,"releasing":[${rel.join(",")}]` : "";
-  return `{"claims":{${parts.join(",")}}${releasing}}`;
+  for (const row of releasing) rel.push(encodeRow(row));
+  return rel.length > 0 ? `},"releasing":[${rel.join(",")}]}` : "}}";
 }
 
 /** A run of consecutive rows and its rendered bytes: each entry preceded by ",". */
@@ -100,9 +104,7 @@ export class TableEncoder {
       parts.push(i === 0 ? run.bytes.subarray(1) : run.bytes);
       i += run.rows.length;
     }
-    const rel: string[] = [];
-    for (const row of t.releasing) rel.push(encodeRow(row));
-    parts.push(Buffer.from(rel.length > 0 ? `},"releasing":[${rel.join(",")}]}` : "}}"));
+    parts.push(Buffer.from(tableTail(t.releasing)));
     return parts;
   }
 
