@@ -42,6 +42,13 @@ export const vkSandboxFlags = {
   }),
   tlsCert: stringFlag({ flag: "tls-cert", env: "VK_TLS_CERT", help: "Kubelet API TLS certificate" }),
   tlsKey: stringFlag({ flag: "tls-key", env: "VK_TLS_KEY", help: "Kubelet API TLS key" }),
+  clientCaFile: stringFlag({
+    flag: "client-ca-file",
+    env: "VK_CLIENT_CA_FILE",
+    help:
+      "CA bundle that verifies kubelet API client certificates (the apiserver's --kubelet-client-certificate); " +
+      "unset: only bearer tokens (TokenReview) are accepted. Every caller also needs a SubjectAccessReview on nodes/<sub>",
+  }),
   nodeCpu: quantityFlag({
     flag: "node-cpu",
     env: "VK_NODE_CPU",
@@ -136,6 +143,8 @@ export interface VkSandboxConfig {
   listenPort: number;
   tlsCert: string | undefined;
   tlsKey: string | undefined;
+  /** Undefined when unset: the kubelet API then asks for no client certificate. */
+  clientCaFile: string | undefined;
   nodeCpu: Quantity;
   nodeMemory: Quantity;
   nodePods: Quantity;
@@ -203,6 +212,7 @@ export function parseVkSandboxFlags(argv: readonly string[], env: Env): CliOutco
       listenPort: listenPort(v.listenAddr),
       tlsCert: orUndefined(v.tlsCert),
       tlsKey: orUndefined(v.tlsKey),
+      clientCaFile: orUndefined(v.clientCaFile),
       nodeCpu: v.nodeCpu,
       nodeMemory: v.nodeMemory,
       nodePods: v.nodePods,

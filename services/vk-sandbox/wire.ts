@@ -7,14 +7,13 @@ import { availableParallelism } from "node:os";
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Clock } from "#shared/clock/index.ts";
 import { StartupError } from "#shared/config/index.ts";
-import { splitHostPort } from "#shared/config/index.ts";
 import { KubeClient } from "#shared/kube/index.ts";
 import { bunTransport } from "#shared/kube/index.ts";
 import { loadKubeConnection } from "#shared/kube/index.ts";
 import { isConflict, isNotFound, KubeApiError } from "#shared/kube/index.ts";
 import { EventRecorder, kubeEventSink } from "#shared/kube/index.ts";
 import { Informer } from "#shared/kube/index.ts";
-import { limiterFromFlags, rateFromFlags } from "#shared/kube/index.ts";
+import { limiterFromFlags, rateFromFlags, TokenBucket } from "#shared/kube/index.ts";
 import { Pods } from "#shared/kube/index.ts";
 import type { Shutdown } from "#shared/lifecycle/index.ts";
 import type { Logger } from "#shared/log/index.ts";
@@ -24,7 +23,8 @@ import { ClaimsFile, ClaimsStore } from "./claims/index.ts";
 import type { VkSandboxConfig } from "./flags.ts";
 import { InventoryPublisher } from "./inventory/index.ts";
 import { VkSandboxMetrics } from "./metrics.ts";
-import { createKubeletApp, kubeletTlsPair, serveKubeletApi } from "./kubelet-api/index.ts";
+import { createKubeletApp, guardKubeletApi, kubeletBindHost, kubeletDelegation, kubeletTlsPair, serveKubeletApi } from "./kubelet-api/index.ts";
+import { REVIEW_BURST, REVIEW_QPS } from "./kubelet-api/index.ts";
 import { LeaseController, NodeController } from "./node/index.ts";
 import { PodController } from "./pods/index.ts";
 import type { PodSource, PodWriter } from "./pods/index.ts";
@@ -135,6 +135,15 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
   const tls = await kubeletTlsPair({ tlsCert: cfg.tlsCert, tlsKey: cfg.tlsKey, nodeName: cfg.nodeName, nodeIp: cfg.nodeIp }).catch((e) => {
     throw new StartupError(`kubelet TLS: ${(e as Error).message}`);
   });
+  let clientCaPem: string | undefined;
+  if (cfg.clientCaFile) {
+    clientCaPem = await readFile(cfg.clientCaFile, "utf8").catch((e) => {
+      throw new StartupError(`--client-ca-file ${cfg.clientCaFile}: ${(e as Error).message}`);
+    });
+    if (!clientCaPem.includes("-----BEGIN CERTIFICATE-----")) throw new StartupError(`--client-ca-file ${cfg.clientCaFile}: no PEM certificate in the file`);
+  } else {
+    log.warn({}, "no --client-ca-file: the kubelet API accepts only bearer tokens, so kube-apiserver's kubectl logs/exec get 401");
+  }
 
   // 9. Capacity quantities were validated by the flag parser; the node object takes their canonical text.
   const node = new NodeController({
@@ -173,14 +182,25 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     fieldSelector: `spec.nodeName=${cfg.nodeName}`,
     log: log.child({ component: "pod-informer" }),
   });
+  // Every route behind TokenReview/client certificate and a SubjectAccessReview on nodes/<sub> (kubelet-api/guard.ts).
+  // The reviews have a client and bucket of their own (kubelet-api/delegation.ts).
+  const reviews = new KubeClient(conn, {
+    transport: metrics.kubeTransport(bunTransport(conn)),
+    limiter: new TokenBucket(REVIEW_QPS, REVIEW_BURST),
+    userAgent: `vk-sandbox/${cfg.nodeName}/kubelet-api`,
+    log: log.child({ component: "kubelet-api-reviews" }),
+  });
+  const app = createKubeletApp({ listPods: () => informer.list(), runningPods: () => handle.provider.getPods(), metrics: () => metrics.exposition() });
+  const apiLog = log.child({ component: "kubelet-api" });
   let server;
   try {
-    server = serveKubeletApi({
-      app: createKubeletApp({ listPods: () => informer.list(), runningPods: () => handle.provider.getPods(), metrics: () => metrics.exposition() }),
+    server = await serveKubeletApi({
+      handler: guardKubeletApi({ ...kubeletDelegation(reviews, cfg.nodeName), fetch: (req) => app.fetch(req), log: apiLog }),
       tls,
-      // The flag parser validated the address with the same splitter; ":10260" (empty host) means every interface.
-      hostname: splitHostPort(cfg.listenAddr).host || undefined,
+      clientCaPem,
+      hostname: kubeletBindHost(cfg.listenAddr, cfg.nodeIp),
       port: cfg.listenPort,
+      log: apiLog,
     });
   } catch (e) {
     throw new StartupError(`--listen-addr ${cfg.listenAddr}: ${(e as Error).message}`);

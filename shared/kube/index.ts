@@ -22,6 +22,19 @@ export { Informer, type InformerOptions } from "./informer.ts";
 export { type Obj, objectKey, podKey, splitKey } from "./keys.ts";
 export { DEFAULT_BURST, DEFAULT_QPS, limiterFromFlags, rateFromFlags, TokenBucket } from "./rate-limit.ts";
 export * from "./resources.ts";
+export {
+  type AccessAttributes,
+  AccessReviewer,
+  type AccessReviewerOptions,
+  type AccessVerdict,
+  accessReviewSpec,
+  REVIEW_CACHE_MAX_ENTRIES,
+  ReviewCache,
+  type ReviewedUser,
+  TokenReviewer,
+  type TokenReviewerOptions,
+  type TokenVerdict,
+} from "./reviews.ts";
 export { type Indexers, Store } from "./store.ts";
 export { BearerToken, bunTransport, type Transport, type TransportInit } from "./transport.ts";
 export {

@@ -20,6 +20,13 @@ export interface TestCluster {
   caPem: string; // CA that signed the serving cert
   admin: { certPem: string; keyPem: string }; // client cert, O=system:masters
   user: { name: string; token: string }; // static bearer token user with NO RBAC grants
+  /** The CA that verifies client certificates (--client-ca-file): what a kubelet's --client-ca-file names. */
+  clientCaPem: string;
+  /**
+   * The certificate the apiserver presents to kubelets (--kubelet-client-certificate), as kubeadm issues it: CN
+   * kube-apiserver-kubelet-client, O system:masters, signed by the client CA.
+   */
+  kubeletClient: { certPem: string; keyPem: string };
   /**
    * The front proxy (aggregation layer): the CA the apiserver's proxy client cert is signed by, which it publishes
    * as requestheader-client-ca-file in kube-system/extension-apiserver-authentication, and the client cert's CN.
@@ -43,6 +50,7 @@ const START_ATTEMPTS = 3; // a free port can be taken between probing and bindin
 export const SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local";
 const SERVICE_CIDR = "10.96.0.0/16";
 const FRONT_PROXY_CLIENT = "front-proxy-client";
+export const KUBELET_CLIENT_NAME = "kube-apiserver-kubelet-client";
 
 // Every live peer, so a test process that exits without calling stop() still kills them. A process that dies
 // by SIGKILL cannot run this; the wrapper's parent-death signal covers that case (apiserver/main.go).
@@ -89,7 +97,7 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     createCA("kube-test-front-proxy-ca"),
     generateKeyPairPem(),
   ]);
-  const [serving, admin, proxyClient] = await Promise.all([
+  const [serving, admin, proxyClient, kubeletClient] = await Promise.all([
     issueCertificate({
       ca: servingCa,
       cn: "kube-apiserver",
@@ -99,6 +107,7 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     }),
     issueCertificate({ ca: clientCa, cn: "test-admin", organizations: ["system:masters"], usages: "client" }),
     issueCertificate({ ca: frontProxyCa, cn: FRONT_PROXY_CLIENT, usages: "client" }),
+    issueCertificate({ ca: clientCa, cn: KUBELET_CLIENT_NAME, organizations: ["system:masters"], usages: "client" }),
   ]);
   const user = { name: "test-user", token: Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("hex") };
 
@@ -134,6 +143,9 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     "--requestheader-extra-headers-prefix=X-Remote-Extra-",
     `--proxy-client-cert-file=${file("front-proxy-client.crt", proxyClient.certPem)}`,
     `--proxy-client-key-file=${file("front-proxy-client.key", proxyClient.keyPem)}`,
+    // What it presents to a kubelet API (logs, exec, port-forward, node proxy); vk-sandbox verifies it.
+    `--kubelet-client-certificate=${file("kubelet-client.crt", kubeletClient.certPem)}`,
+    `--kubelet-client-key=${file("kubelet-client.key", kubeletClient.keyPem)}`,
     ...(opts.extraArgs ?? []),
   ];
   const logPath = join(dir, "apiserver.log");
@@ -201,6 +213,8 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     caPem: servingCa.certPem,
     admin,
     user,
+    clientCaPem: clientCa.certPem,
+    kubeletClient,
     frontProxy: { caPem: frontProxyCa.certPem, clientName: FRONT_PROXY_CLIENT },
     kubeconfig: (o = {}) =>
       writeKubeconfig({ url, caPem: servingCa.certPem, admin, user }, o, o.path ?? join(dir, `kubeconfig-${++kubeconfigs}.yaml`)),

@@ -1,6 +1,7 @@
 // The kubelet API's serving pair (§8.1). HTTPS only, so a certificate always exists: the given pair when both
 // files are there, else one minted in memory. Self-signing keeps every node's surface uniform without borrowing a
-// co-located vk-cocoon's certificate; the apiserver dials these routes without verifying, and they are stubs.
+// co-located vk-cocoon's certificate; the apiserver dials these routes without verifying the serving certificate.
+// Who may call them is decided per request (authn.ts, authz.ts), not by this certificate.
 import { statSync } from "node:fs";
 import { isIP } from "node:net";
 import { type CertKeyPem, loadKeyPair, selfSignedServingCert } from "#shared/tls/index.ts";

@@ -1,5 +1,6 @@
 // Scenarios 9, 10 and 45 over a real TLS socket: the certificate the kubelet API serves, the protocol floor, and the
-// routes as a client sees them.
+// routes as a client sees them. The routes are served unguarded here (the handler is the app itself): who may call
+// them is kubelet-api-auth.test.ts's subject, against a real kube-apiserver.
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,7 +30,7 @@ const app = createKubeletApp({
 
 async function serve(input: { nodeName: string; nodeIp?: string; tlsCert?: string; tlsKey?: string }) {
   const pair = await kubeletTlsPair(input);
-  const s = serveKubeletApi({ app, tls: pair, hostname: "127.0.0.1", port: 0 });
+  const s = await serveKubeletApi({ handler: (req) => app.fetch(req), tls: pair, hostname: "127.0.0.1", port: 0 });
   servers.push(s);
   return { s, pair };
 }
