@@ -79,7 +79,7 @@ export class ReviewCache<V> {
 }
 
 export interface TokenReviewerOptions {
-  client: KubeClient;
+  client: Pick<KubeClient, "create">;
   /** How long an authenticated token is trusted without asking again. */
   authenticatedTtlMs: number;
   /** How long a token the cluster rejected stays rejected. */
@@ -138,7 +138,7 @@ export class TokenReviewer {
 }
 
 export interface AccessReviewerOptions {
-  client: KubeClient;
+  client: Pick<KubeClient, "create">;
   allowedTtlMs: number;
   deniedTtlMs: number;
   clock?: Pick<Clock, "now">;

@@ -15,7 +15,7 @@ export const ACCESS_DENIED_TTL_MS = 30_000;
 export const REVIEW_QPS = 50;
 export const REVIEW_BURST = 100;
 
-export function kubeletDelegation(client: KubeClient, nodeName: string, clock?: Pick<Clock, "now">) {
+export function kubeletDelegation(client: Pick<KubeClient, "create">, nodeName: string, clock?: Pick<Clock, "now">) {
   const tokens = new TokenReviewer({ client, authenticatedTtlMs: TOKEN_AUTHENTICATED_TTL_MS, rejectedTtlMs: TOKEN_REJECTED_TTL_MS, clock });
   const access = new AccessReviewer({ client, allowedTtlMs: ACCESS_ALLOWED_TTL_MS, deniedTtlMs: ACCESS_DENIED_TTL_MS, clock });
   return { authenticator: new KubeletAuthenticator(tokens), authorizer: new KubeletAuthorizer(access, nodeName) };

@@ -5,14 +5,16 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { connect as tlsConnect } from "node:tls";
 import {
   createKubeletApp,
   kubeletTlsPair,
+  MAX_BODY_BYTES,
   NOT_IMPLEMENTED,
   serveKubeletApi,
   type KubeletServer,
 } from "#services/vk-sandbox/kubelet-api/index.ts";
-import { selfSignedServingCert } from "#shared/tls/index.ts";
+import { createCA, issueCertificate, selfSignedServingCert } from "#shared/tls/index.ts";
 import { peer } from "./tls-peer.ts";
 import { run } from "#tests/support/run.ts";
 
@@ -126,5 +128,87 @@ describe("kubelet API routes over TLS (scenario 45)", () => {
     expect(nope.status).toBe(404);
     expect(await nope.text()).toBe("404 request not found");
     expect((await at("/pods", { method: "POST" })).status).toBe(405);
+  });
+});
+
+describe("kubelet API transport: the client certificate reaches the handler, bad input gets a plain 4xx", () => {
+  /** A server whose handler reports the peer it was given (and throws on /boom), with a client CA. */
+  async function peerEcho() {
+    const ca = await createCA("kubelet-test-client-ca");
+    const pair = await kubeletTlsPair({ nodeName: "n" });
+    const s = await serveKubeletApi({
+      handler: (req, p) => {
+        const path = new URL(req.url).pathname;
+        if (path === "/boom") throw new Error("handler failed at /tmp/secret/path.ts:12");
+        return Response.json({ path, peer: p ?? null });
+      },
+      tls: pair,
+      clientCaPem: ca.certPem,
+      hostname: "127.0.0.1",
+      port: 0,
+    });
+    servers.push(s);
+    return { s, ca };
+  }
+
+  /** Raw bytes over TLS; resolves with everything the server wrote before it closed (or 3 s passed). */
+  function raw(port: number, text: string): Promise<string> {
+    return new Promise((resolve) => {
+      let out = "";
+      const sock = tlsConnect({ port, host: "127.0.0.1", rejectUnauthorized: false }, () => sock.write(text));
+      const done = () => resolve(out);
+      sock.on("data", (d) => (out += d));
+      sock.on("close", done);
+      sock.on("error", done);
+      setTimeout(() => (sock.destroy(), done()), 3000);
+    });
+  }
+
+  test("a verified certificate arrives as CN and O; another CA's as unverified; none as no peer", async () => {
+    const { s, ca } = await peerEcho();
+    const good = await issueCertificate({ ca, cn: "kube-apiserver-kubelet-client", organizations: ["system:masters", "ops"], usages: "client" });
+    const other = await issueCertificate({ ca: await createCA("other"), cn: "mallory", usages: "client" });
+    const at = (c?: { certPem: string; keyPem: string }) =>
+      fetch(`https://127.0.0.1:${s.port}/pods`, { tls: { rejectUnauthorized: false, ...(c ? { cert: c.certPem, key: c.keyPem } : {}) } }).then((r) => r.json());
+    expect(await at(good)).toEqual({ path: "/pods", peer: { verified: true, commonName: "kube-apiserver-kubelet-client", organizations: ["system:masters", "ops"] } });
+    expect(((await at(other)) as { peer: { verified: boolean } }).peer.verified).toBe(false);
+    expect(await at()).toEqual({ path: "/pods", peer: null });
+  });
+
+  test("a server certificate (no clientAuth usage) from the client CA is not a verified client", async () => {
+    const { s, ca } = await peerEcho();
+    const server = await issueCertificate({ ca, cn: "a-server", usages: "server" });
+    const r = await fetch(`https://127.0.0.1:${s.port}/pods`, { tls: { rejectUnauthorized: false, cert: server.certPem, key: server.keyPem } });
+    expect(((await r.json()) as { peer: { verified: boolean } }).peer.verified).toBe(false);
+  });
+
+  test("keep-alive: two requests on one connection are both answered", async () => {
+    const { s } = await peerEcho();
+    const out = await raw(s.port, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    expect(out.match(/HTTP\/1\.1 200/g)).toHaveLength(2);
+    expect(out).toContain('"path":"/a"');
+    expect(out).toContain('"path":"/b"');
+  });
+
+  test("CONNECT is 405, an unparsable request 400, a bad % escape routes as a path: plain text, no stack", async () => {
+    const { s } = await peerEcho();
+    const connect = await raw(s.port, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com\r\n\r\n");
+    expect(connect).toStartWith("HTTP/1.1 405");
+    expect(connect).toContain("CONNECT is not supported");
+    const garbage = await raw(s.port, "NOT HTTP AT ALL\r\n\r\n");
+    expect(garbage).toStartWith("HTTP/1.1 400");
+    const pct = await raw(s.port, "GET /pods%zz%E0%A4%A HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    expect(pct).toStartWith("HTTP/1.1 200");
+    expect(pct).toContain('"path":"/pods%zz%E0%A4%A"');
+  });
+
+  test("a handler that throws is a plain 500 without the error's text; a body over the cap is 413", async () => {
+    const { s } = await peerEcho();
+    const boom = await fetch(`https://127.0.0.1:${s.port}/boom`, { tls: { rejectUnauthorized: false } });
+    expect(boom.status).toBe(500);
+    const text = await boom.text();
+    expect(text).toBe("internal error\n");
+    const big = await fetch(`https://127.0.0.1:${s.port}/exec/ns/p/c`, { method: "POST", body: "x".repeat(MAX_BODY_BYTES + 1), tls: { rejectUnauthorized: false } });
+    expect(big.status).toBe(413);
   });
 });
