@@ -53,6 +53,8 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
       `--node-name=${node}`,
       "--node-ip=127.0.0.1",
       `--listen-addr=127.0.0.1:${kubelets[i]}`,
+      // kube-apiserver presents its kubelet client certificate for `kubectl logs`/`exec`; this CA verifies it.
+      `--client-ca-file=${cluster.clientCaFile}`,
       `--sandboxd-url=http://${addrs[i]}`,
       `--sandboxd-token-file=${files.rootTokenFile}`,
       `--state-path=${join(files.work, `state-${i}`, "claims.json")}`,

@@ -22,6 +22,8 @@ export interface TestCluster {
   user: { name: string; token: string }; // static bearer token user with NO RBAC grants
   /** The CA that verifies client certificates (--client-ca-file): what a kubelet's --client-ca-file names. */
   clientCaPem: string;
+  /** That CA as a file, for a daemon's --client-ca-file (removed with the cluster). */
+  clientCaFile: string;
   /**
    * The certificate the apiserver presents to kubelets (--kubelet-client-certificate), as kubeadm issues it: CN
    * kube-apiserver-kubelet-client, O system:masters, signed by the client CA.
@@ -109,6 +111,7 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     issueCertificate({ ca: frontProxyCa, cn: FRONT_PROXY_CLIENT, usages: "client" }),
     issueCertificate({ ca: clientCa, cn: KUBELET_CLIENT_NAME, organizations: ["system:masters"], usages: "client" }),
   ]);
+  const clientCaFile = file("client-ca.crt", clientCa.certPem);
   const user = { name: "test-user", token: Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("hex") };
 
   const [etcdClient, etcdPeer, securePort] = freePorts(3) as [number, number, number];
@@ -124,7 +127,7 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     `--cert-dir=${join(dir, "certs")}`,
     `--tls-cert-file=${file("serving.crt", serving.certPem)}`,
     `--tls-private-key-file=${file("serving.key", serving.keyPem)}`,
-    `--client-ca-file=${file("client-ca.crt", clientCa.certPem)}`,
+    `--client-ca-file=${clientCaFile}`,
     `--token-auth-file=${file("tokens.csv", `${user.token},${user.name},uid-${user.name}\n`)}`,
     "--authorization-mode=RBAC",
     `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
@@ -214,6 +217,7 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     admin,
     user,
     clientCaPem: clientCa.certPem,
+    clientCaFile,
     kubeletClient,
     frontProxy: { caPem: frontProxyCa.certPem, clientName: FRONT_PROXY_CLIENT },
     kubeconfig: (o = {}) =>

@@ -9,7 +9,9 @@ import { useE2eStack } from "./stack.ts";
 const env = useE2eStack();
 
 async function scrape(port: number): Promise<Map<string, number>> {
-  const r = await fetch(`https://127.0.0.1:${port}/metrics`, { tls: { rejectUnauthorized: false } });
+  // As a scraper holding get nodes/metrics would: here the cluster's kubelet client certificate (system:masters).
+  const { certPem, keyPem } = env.e2e.cluster.kubeletClient;
+  const r = await fetch(`https://127.0.0.1:${port}/metrics`, { tls: { rejectUnauthorized: false, cert: certPem, key: keyPem } });
   expect(r.status).toBe(200);
   expect(r.headers.get("content-type")).toContain("text/plain");
   const out = new Map<string, number>();

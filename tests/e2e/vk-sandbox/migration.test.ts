@@ -66,7 +66,7 @@ describe("issue 7 case 10: migration from the upstream Go daemon (process)", () 
     const d = env.stack.daemon({ node: NODE, statePath });
     await d.waitForLog(/vk-sandbox ready/, 60_000);
     await waitFor("both pods adopted", async () => {
-      const held = await providerPods(d.port);
+      const held = await providerPods(d.port, env.e2e.cluster.kubeletClient);
       return held.includes("u1") && held.includes("u2");
     });
     for (const name of ["u1", "u2"]) {

@@ -54,7 +54,7 @@ describe("vk-sandbox restarts", () => {
     const second = args();
     await second.waitForLog(/vk-sandbox ready/);
     await waitFor("provider adopted every pod", async () => {
-      const held = await providerPods(second.port);
+      const held = await providerPods(second.port, env.e2e.cluster.kubeletClient);
       return names.every((n) => held.includes(n));
     });
     const after = await Promise.all(names.map((n) => running("ns", n)));
@@ -89,7 +89,7 @@ describe("vk-sandbox restarts", () => {
     // Startup tolerates the failed verification listing: the node comes up with every row quarantined.
     await second.waitForLog(/vk-sandbox ready/);
     await second.waitForLog(/sandboxd unavailable; pod status left unchanged/, 30_000);
-    expect(await providerPods(second.port)).toEqual([]);
+    expect(await providerPods(second.port, env.e2e.cluster.kubeletClient)).toEqual([]);
     for (const [i, n] of names.entries()) {
       const p = await env.e2e.kube.pod("ns", n);
       // A transient outage is not evidence: the pods keep Running and their claim ids.
@@ -103,7 +103,7 @@ describe("vk-sandbox restarts", () => {
     await waitFor(
       "pods adopted on their original claims",
       async () => {
-        const held = await providerPods(second.port);
+        const held = await providerPods(second.port, env.e2e.cluster.kubeletClient);
         return names.every((n) => held.includes(n));
       },
       60_000,

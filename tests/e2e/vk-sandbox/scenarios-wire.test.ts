@@ -74,6 +74,7 @@ beforeAll(async () => {
       `--sandboxd-url=${url}`,
       `--sandboxd-token-file=${stack.tokenFile}`,
       `--state-path=${statePath}`,
+      `--client-ca-file=${e2e.cluster.clientCaFile}`,
       "--publish-inventory",
       "--publish-interval=1s",
       "--orphan-scan-interval=1s",
@@ -92,8 +93,14 @@ afterAll(async () => {
 
 const running = (name: string) => runningWithClaim(e2e.kube, "ns", name);
 const table = (): { claims: Record<string, { id: string; token: string; podUID: string }> } => JSON.parse(readFileSync(statePath, "utf8"));
+// The routes are read as kube-apiserver reads them: with its kubelet client certificate, which the daemon's
+// --client-ca-file verifies (anonymous callers get 401: tests/integration/vk-sandbox/kubelet-api-auth.test.ts).
 const kubelet = (path: string, init: RequestInit = {}) =>
-  fetch(`https://127.0.0.1:${daemon.port}${path}`, { ...init, redirect: "manual", tls: { rejectUnauthorized: false } });
+  fetch(`https://127.0.0.1:${daemon.port}${path}`, {
+    ...init,
+    redirect: "manual",
+    tls: { rejectUnauthorized: false, cert: e2e.cluster.kubeletClient.certPem, key: e2e.cluster.kubeletClient.keyPem },
+  });
 /**
  * Claim bodies for a pod key, without the `metadata` map the project adds beyond §5.2 step 7 (its recovery
  * labels, documented in docs/provider.md); every member the spec names is compared exactly.

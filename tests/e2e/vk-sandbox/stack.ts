@@ -81,6 +81,9 @@ export async function startStack(e2e: E2eCluster, simOpts: SimOptions = {}): Pro
           `--sandboxd-url=${o.direct ? sim.url : gate.url}`,
           `--sandboxd-token-file=${tokenFile}`,
           `--state-path=${o.statePath ?? statePath}`,
+          // The kubelet API verifies client certificates against the cluster's client CA: the tests read it with
+          // the apiserver's kubelet client certificate (e2e.cluster.kubeletClient).
+          `--client-ca-file=${e2e.cluster.clientCaFile}`,
           ...(o.extra ?? []),
         ],
         env: { KUBECONFIG: e2e.kubeconfig, VK_LOG_LEVEL: "debug", ...o.env },
@@ -134,9 +137,13 @@ export function useE2eStack(o: { node?: string; sim?: SimOptions; prepare?: (e2e
   };
 }
 
-/** The provider's own pod table, read through the kubelet API (/runningpods/). */
-export async function providerPods(port: number): Promise<string[]> {
-  const r = await fetch(`https://127.0.0.1:${port}/runningpods/`, { tls: { rejectUnauthorized: false } });
+/**
+ * The provider's own pod table, read through the kubelet API (/runningpods/) with a client certificate the daemon's
+ * --client-ca-file verifies (the cluster's kubelet client certificate: system:masters, so the review allows it).
+ */
+export async function providerPods(port: number, client: { certPem: string; keyPem: string }): Promise<string[]> {
+  const r = await fetch(`https://127.0.0.1:${port}/runningpods/`, { tls: { rejectUnauthorized: false, cert: client.certPem, key: client.keyPem } });
+  if (r.status !== 200) throw new Error(`GET /runningpods/: ${r.status} ${await r.text()}`);
   return ((await r.json()) as { items: { metadata: { name: string } }[] }).items.map((p) => p.metadata.name);
 }
 

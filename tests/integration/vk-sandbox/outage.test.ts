@@ -54,6 +54,7 @@ async function daemon(node = NODE) {
       `--sandboxd-url=${gate.url}`,
       `--sandboxd-token-file=${join(dir, "token")}`,
       `--state-path=${join(dir, node, "claims.json")}`,
+      `--client-ca-file=${e2e.cluster.clientCaFile}`,
     ],
     {},
   );
@@ -117,13 +118,13 @@ describe("issue 7 case 4: a 10-minute sandboxd outage (fake clock, real apiserve
       expect(p?.status?.phase).toBe("Running"); // an outage is not evidence
       expect(p?.metadata?.annotations?.[CLAIM_ID]).toBe(before.get(n)!);
     }
-    expect(await providerPods(second.vk.kubeletPort)).toEqual([]);
+    expect(await providerPods(second.vk.kubeletPort, e2e.cluster.kubeletClient)).toEqual([]);
     expect(sim.claims().some((c) => c.id === before.get("gone"))).toBe(true);
 
     // sandboxd returns after 10 minutes.
     gate.up();
     const took = await within(16_000, "pods adopted on their original claims and the deleted Pod's VM released", async () => {
-      const held = await providerPods(second.vk.kubeletPort);
+      const held = await providerPods(second.vk.kubeletPort, e2e.cluster.kubeletClient);
       return held.includes("keep1") && held.includes("keep2") && !sim.claims().some((c) => c.id === before.get("gone"));
     });
     expect(took).toBeLessThanOrEqual(16_000);
@@ -148,7 +149,7 @@ describe("issue 7 case 4: a 10-minute sandboxd outage (fake clock, real apiserve
         if (p?.status?.phase !== "Running" || !p.metadata?.annotations?.[CLAIM_ID]) return false;
         ids.set(n, p.metadata.annotations[CLAIM_ID]!);
       }
-      return (await providerPods(vk.kubeletPort)).length === 3;
+      return (await providerPods(vk.kubeletPort, e2e.cluster.kubeletClient)).length === 3;
     });
     // Out of band: an operator releases one with the root token; the others are paused and archived by sandboxd.
     const r = await fetch(`${sim.url}/v1/sandboxes/${ids.get("lost")}/release`, { method: "POST", headers: { authorization: `Bearer ${SANDBOXD_TOKEN}` } });
