@@ -192,18 +192,21 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
   });
   const app = createKubeletApp({ listPods: () => informer.list(), runningPods: () => handle.provider.getPods(), metrics: () => metrics.exposition() });
   const apiLog = log.child({ component: "kubelet-api" });
+  const bindHost = kubeletBindHost(cfg.listenAddr, cfg.nodeIp);
   let server;
   try {
     server = await serveKubeletApi({
       handler: guardKubeletApi({ ...kubeletDelegation(reviews, cfg.nodeName), fetch: (req) => app.fetch(req), log: apiLog }),
       tls,
       clientCaPem,
-      hostname: kubeletBindHost(cfg.listenAddr, cfg.nodeIp),
+      hostname: bindHost,
       port: cfg.listenPort,
       log: apiLog,
     });
   } catch (e) {
-    throw new StartupError(`--listen-addr ${cfg.listenAddr}: ${(e as Error).message}`);
+    // With no host in --listen-addr the port binds --node-ip (kubelet-api/bind.ts): name both when that fails.
+    const via = bindHost === cfg.nodeIp && !cfg.listenAddr.startsWith(`${cfg.nodeIp}:`) ? ` (bound to --node-ip ${cfg.nodeIp})` : "";
+    throw new StartupError(`--listen-addr ${cfg.listenAddr}${via}: ${(e as Error).message}`);
   }
   shutdown.addListener("kubelet-api", () => server.stop());
 

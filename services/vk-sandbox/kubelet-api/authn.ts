@@ -15,7 +15,7 @@ export type PeerCert =
 export type AuthnOutcome =
   | { ok: true; user: ReviewedUser; via: "client-certificate" | "token" }
   /** `reason` is for the log; `public` is what the 401 body says (no review internals). */
-  | { ok: false; reason: string; public: string };
+  | { ok: false; reason: string; public: string; error?: boolean };
 
 export interface TokenReview {
   review(token: string): Promise<TokenVerdict>;
@@ -55,6 +55,7 @@ export class KubeletAuthenticator {
         ok: false,
         reason: v.reason,
         public: v.error ? "the token could not be reviewed; try again" : "the token was not accepted",
+        ...(v.error ? { error: true } : {}),
       };
     }
     return refused ?? { ok: false, reason: "no credentials", public: "present a bearer token or a client certificate" };

@@ -1,7 +1,8 @@
 // Every kubelet API route behind authentication and authorization (docs/decisions.md#kubelet-api-auth): there is no
 // bare health probe on this port, so nothing skips them, unknown paths included (a stranger learns nothing, not even
 // which paths exist). 401 and 403 bodies are plain text, as the kubelet writes them; the log says why, never with a
-// credential in it.
+// credential in it: a refusal at debug (an anonymous flood must not flood the log), a 403 at info, a review that
+// could not be made at warn.
 import type { Log } from "#shared/log/index.ts";
 import type { KubeletAuthenticator, PeerCert } from "./authn.ts";
 import type { KubeletAuthorizer } from "./authz.ts";
@@ -31,13 +32,17 @@ export function guardKubeletApi(o: GuardOptions): KubeletHandler {
     const path = new URL(req.url).pathname;
     const who = await o.authenticator.authenticate(req.headers, peer);
     if (!who.ok) {
-      o.log.info({ method: req.method, path, reason: who.reason }, "kubelet API request not authenticated");
+      const line = { method: req.method, path, reason: who.reason };
+      if (who.error) o.log.warn(line, "kubelet API request not authenticated: the token review failed");
+      else o.log.debug(line, "kubelet API request not authenticated");
       return unauthorized(who.public);
     }
     const d = await o.authorizer.authorize(who.user, req.method, path);
     if (!d.allowed) {
       const a = d.attributes;
-      o.log.info({ method: req.method, path, user: who.user.name, verb: a.verb, subresource: a.subresource, reason: d.reason }, "kubelet API request forbidden");
+      const line = { method: req.method, path, user: who.user.name, verb: a.verb, subresource: a.subresource, reason: d.reason };
+      if (d.error) o.log.warn(line, "kubelet API request forbidden: the access review failed");
+      else o.log.info(line, "kubelet API request forbidden");
       const what = `Forbidden (user=${who.user.name}, verb=${a.verb}, resource=${a.resource}, subresource=${a.subresource})`;
       return forbidden(d.error ? `${what}: the authorization review could not be made; try again` : what);
     }

@@ -172,6 +172,30 @@ describe("kubelet API guard", () => {
   });
 });
 
+describe("kubelet API guard logs", () => {
+  test("a refused token, a denial and a failed review are logged by level, and no line holds the token", async () => {
+    const lines: { level: string; obj: object; msg: string }[] = [];
+    const rec = (level: string) => (obj: object, msg: string) => void lines.push({ level, obj, msg });
+    const handler = guardKubeletApi({
+      authenticator: new KubeletAuthenticator(
+        tokens({
+          "secret-token-allowed": { ok: true, user: SA },
+          "secret-token-down": { ok: false, error: true, reason: "token review failed: 503" },
+        }),
+      ),
+      authorizer: new KubeletAuthorizer({ review: async () => ({ allowed: false, reason: "no RBAC policy matched" }) }, "node-a"),
+      fetch: () => new Response("routed"),
+      log: { debug: rec("debug"), info: rec("info"), warn: rec("warn"), error: rec("error") },
+    });
+    for (const t of ["secret-token-rejected", "secret-token-down", "secret-token-allowed"]) {
+      await handler(new Request("https://kubelet.invalid/pods", { headers: { Authorization: `Bearer ${t}` } }), undefined);
+    }
+    expect(lines.map((l) => l.level)).toEqual(["debug", "warn", "info"]);
+    expect(JSON.stringify(lines)).not.toContain("secret-token");
+    expect(lines[2]!.obj).toMatchObject({ user: SA.name, verb: "get", subresource: "proxy", reason: "no RBAC policy matched" });
+  });
+});
+
 describe("kubelet API bind address", () => {
   test("the host of --listen-addr wins; else --node-ip; else every interface", () => {
     expect(kubeletBindHost("127.0.0.1:10260", "10.0.0.5")).toBe("127.0.0.1");
