@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import {
   createKubeletApp,
+  kubeletBindHost,
   kubeletTlsPair,
   MAX_BODY_BYTES,
   NOT_IMPLEMENTED,
@@ -17,6 +18,7 @@ import {
 import { createCA, issueCertificate, selfSignedServingCert } from "#shared/tls/index.ts";
 import { peer } from "./tls-peer.ts";
 import { run } from "#tests/support/run.ts";
+import { freePorts } from "../../kube/ports.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "kubelet-api-"));
 const servers: KubeletServer[] = [];
@@ -210,5 +212,28 @@ describe("kubelet API transport: the client certificate reaches the handler, bad
     expect(text).toBe("internal error\n");
     const big = await fetch(`https://127.0.0.1:${s.port}/exec/ns/p/c`, { method: "POST", body: "x".repeat(MAX_BODY_BYTES + 1), tls: { rejectUnauthorized: false } });
     expect(big.status).toBe(413);
+  });
+});
+
+describe("kubelet API bind address (issue 22: bound to --node-ip when set)", () => {
+  const reachable = (host: string, port: number) =>
+    new Promise<boolean>((resolve) => {
+      const sock = tlsConnect({ host, port, rejectUnauthorized: false }, () => (sock.destroy(), resolve(true)));
+      sock.on("error", () => resolve(false));
+    });
+
+  test("--listen-addr without a host and --node-ip 127.0.0.1: 127.0.0.1 answers, 127.0.0.2 does not", async () => {
+    const port = freePorts(1)[0]!;
+    const s = await serveKubeletApi({ handler: (req) => app.fetch(req), tls: await kubeletTlsPair({ nodeName: "n" }), hostname: kubeletBindHost(`:${port}`, "127.0.0.1"), port });
+    servers.push(s);
+    expect(await reachable("127.0.0.1", port)).toBe(true);
+    expect(await reachable("127.0.0.2", port)).toBe(false);
+  });
+
+  test("without --node-ip every interface answers, as before", async () => {
+    const port = freePorts(1)[0]!;
+    const s = await serveKubeletApi({ handler: (req) => app.fetch(req), tls: await kubeletTlsPair({ nodeName: "n" }), hostname: kubeletBindHost(`:${port}`, undefined), port });
+    servers.push(s);
+    expect(await reachable("127.0.0.2", port)).toBe(true);
   });
 });
