@@ -3,18 +3,19 @@
 // Always-allow paths (probes) skip authentication and authorization, so an anonymous kubelet gets its answer.
 import type { Hono } from "hono";
 import type { Logger } from "pino";
-import { ApiError, statusResponse } from "./api/index.ts";
+import { type ApiBindings, ApiError, statusResponse } from "./api/index.ts";
 import { type Authenticator, identityHeaderNames } from "./serving/index.ts";
 import type { Authorizer } from "./serving/index.ts";
 import type { PeerCert } from "./serving/index.ts";
 import type { ApiserverMetrics } from "./serving/index.ts";
 import { forbiddenMessage, requestInfo } from "./serving/index.ts";
-import { GROUP, VERSION } from "./sandboxes/index.ts";
+import { type Caller, GROUP, VERSION } from "./sandboxes/index.ts";
 
 export interface AppDeps {
   authenticator: Authenticator;
   authorizer: Authorizer;
-  api: Hono;
+  /** The aggregated API; each request gets the authenticated caller as its env (Pod-backed sandboxes need it). */
+  api: { fetch(req: Request, env?: ApiBindings): Response | Promise<Response> };
   observability: Hono;
   metrics: ApiserverMetrics;
   log: Logger;
@@ -52,7 +53,7 @@ export function createApp(d: AppDeps): (req: Request, peer: PeerCert | undefined
 }
 
 async function handle(d: AppDeps, req: Request, url: URL, info: ReturnType<typeof requestInfo>, peer: PeerCert | undefined): Promise<Response> {
-  const route = (r: Request) => (OBSERVABILITY.test(url.pathname) ? d.observability.fetch(r) : d.api.fetch(r));
+  const route = (r: Request, caller?: Caller) => (OBSERVABILITY.test(url.pathname) ? d.observability.fetch(r) : d.api.fetch(r, { caller }));
   if (d.authorizer.alwaysAllowed(url.pathname)) return route(req);
 
   const authn = await d.authenticator.authenticate(req.headers, peer);
@@ -72,5 +73,5 @@ async function handle(d: AppDeps, req: Request, url: URL, info: ReturnType<typeo
   // A fresh Request without the identity headers. The body is read once natively (bodies here are small JSON
   // documents): `new Request(req, …)` re-wrapped the original body stream in a JS stream on every request.
   const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
-  return route(new Request(req.url, { method: req.method, headers, body, signal: req.signal }));
+  return route(new Request(req.url, { method: req.method, headers, body, signal: req.signal }), authn.user);
 }

@@ -15,7 +15,7 @@ import { buildInfo } from "#shared/version.ts";
 import { apiRoutes } from "./api/index.ts";
 import { createApp } from "./app.ts";
 import { type ApiserverConfig, inertFlagWarnings } from "./flags.ts";
-import { NodeClients } from "./sandboxes/index.ts";
+import { NodeClients, PodGuard, kubePodGuardBackend } from "./sandboxes/index.ts";
 import { SandboxChanges, SandboxReader } from "./sandboxes/index.ts";
 import { loadAuthSources, needsLookup, watchAuthSources } from "./serving/index.ts";
 import { Authenticator } from "./serving/index.ts";
@@ -158,6 +158,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
       },
       onFailed: () => metrics.claims.inc({ surface: "aggregated", outcome: "error" }),
     },
+    podGuard: new PodGuard(kubePodGuardBackend(kube, authzClient)),
     clock,
     log: log.child({ component: "api" }),
     shutdown: stopping.signal,

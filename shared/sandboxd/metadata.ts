@@ -3,6 +3,12 @@
 // rules. The node validates these; the simulator decodes claim bodies through them.
 import { z } from "zod";
 
+// The keys vk-sandbox stamps on every claim it makes for a Pod (services/vk-sandbox/provider/claim-metadata.ts):
+// the aggregated apiserver reads the Pod UID stamp to tell a Pod-backed sandbox (sandboxes/pod-guard.ts).
+export const NODE_METADATA_KEY = "vk-sandbox.node";
+export const POD_UID_METADATA_KEY = "vk-sandbox.pod-uid";
+export const AUTHORITY_METADATA_KEY = "vk-sandbox.authority";
+
 const METADATA_KEY_RE = /^[\x21-\x7e]{1,128}$/;
 const PRINTABLE_UTF8_RE = /^[^\p{Cc}]*$/u;
 

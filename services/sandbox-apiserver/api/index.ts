@@ -1,3 +1,3 @@
 // services/sandbox-apiserver/api — the folder's front door: what other folders may import from it.
-export { apiRoutes } from "./routes.ts";
-export { ApiError, badRequest, internal, notFound, statusResponse } from "./status.ts";
+export { type ApiApp, type ApiBindings, apiRoutes } from "./routes.ts";
+export { ApiError, badRequest, forbidden, internal, notFound, statusResponse } from "./status.ts";

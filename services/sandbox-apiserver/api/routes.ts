@@ -6,7 +6,7 @@ import type { Clock } from "#shared/clock/index.ts";
 import { type CreateDeps, createSandbox } from "../sandboxes/index.ts";
 import { type Verb, deleteSandbox, runVerb } from "../sandboxes/index.ts";
 import { GROUP, type Sandbox, VERSION } from "../sandboxes/index.ts";
-import type { SandboxChanges, SandboxReader } from "../sandboxes/index.ts";
+import type { Caller, PodGuard, SandboxChanges, SandboxReader } from "../sandboxes/index.ts";
 import {
   AGGREGATED_DISCOVERY_V2,
   aggregatedDiscovery,
@@ -28,6 +28,8 @@ export interface ApiDeps {
   /** The fleet's sandbox changes, computed once per inventory event for every open watch. */
   changes: SandboxChanges;
   create: CreateDeps;
+  /** Mutations of a Pod-backed sandbox also need the pod permission (sandboxes/pod-guard.ts). */
+  podGuard: PodGuard;
   clock: Clock;
   log?: Logger;
   shutdown: AbortSignal;
@@ -53,9 +55,15 @@ function selectors(q: URLSearchParams) {
   }
 }
 
-export function apiRoutes(deps: ApiDeps): Hono {
-  const app = new Hono();
-  const mut = { reader: deps.reader, clients: deps.create.clients };
+/** What the serving layer hands each request: the authenticated caller (app.ts). */
+export interface ApiBindings {
+  caller?: Caller;
+}
+export type ApiApp = Hono<{ Bindings: ApiBindings }>;
+
+export function apiRoutes(deps: ApiDeps): ApiApp {
+  const app = new Hono<{ Bindings: ApiBindings }>();
+  const mut = { reader: deps.reader, clients: deps.create.clients, podGuard: deps.podGuard };
 
   app.onError((err) => {
     if (isApiError(err)) return statusResponse(err);
@@ -144,7 +152,7 @@ export function apiRoutes(deps: ApiDeps): Hono {
       }
       if (Array.isArray(opts.dryRun) && opts.dryRun.length > 0) throw badRequest(DRY_RUN, name);
     }
-    return c.json(await deleteSandbox(mut, ns, name));
+    return c.json(await deleteSandbox(mut, c.env?.caller, ns, name));
   });
   for (const method of ["put", "patch"] as const) {
     app[method](item, (c) => {
@@ -167,7 +175,7 @@ export function apiRoutes(deps: ApiDeps): Hono {
         throw badRequest(`the ${verb} options are not a JSON object: ${(e as Error).message}`, name);
       }
     }
-    return new Response(JSON.stringify(await runVerb(mut, ns, name, verb as Verb, body)), { status: 201, headers: JSON_HEADERS });
+    return new Response(JSON.stringify(await runVerb(mut, c.env?.caller, ns, name, verb as Verb, body)), { status: 201, headers: JSON_HEADERS });
   });
   app.on(["GET", "PUT", "PATCH", "DELETE"], `${item}/:verb`, (c) => {
     if (!VERBS.has(c.req.param("verb") as Verb)) throw notFound(`${c.req.param("name")}/${c.req.param("verb")}`);

@@ -48,6 +48,7 @@ export class ApiError extends Error {
 }
 
 export const badRequest = (msg: string, name?: string) => new ApiError(400, msg, "BadRequest", name);
+export const forbidden = (msg: string, name?: string) => new ApiError(403, msg, "Forbidden", name);
 export const notFound = (name: string) => new ApiError(404, `${RESOURCE}.${GROUP} "${name}" not found`, "NotFound", name);
 export const internal = (msg: string, name?: string, cause?: unknown) =>
   new ApiError(500, `Internal error occurred: ${msg}`, "InternalError", name, { cause });

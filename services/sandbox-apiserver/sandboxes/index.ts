@@ -4,6 +4,7 @@
 export { ANN_NET, API_VERSION, GROUP, KIND, LIST_KIND, RESOURCE, type Sandbox, VERSION } from "./object.ts";
 export { type CreateDeps, createSandbox } from "./create.ts";
 export { type Verb, deleteSandbox, runVerb } from "./mutations.ts";
+export { type Caller, POD_PERMISSION, type PodAction, PodGuard, type PodGuardBackend, kubePodGuardBackend } from "./pod-guard.ts";
 export { NodeClients, mapBounded } from "./nodes.ts";
 export { type PodTemplateLike, PoolKeyError, poolKeyOf } from "./pool-key.ts";
 export { NODE_FANOUT, type Resolved, SandboxReader } from "./store.ts";

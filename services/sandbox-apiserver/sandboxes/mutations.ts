@@ -4,6 +4,7 @@
 import { isSandboxdError, type SandboxdError } from "#shared/sandboxd/index.ts";
 import { ApiError, badRequest, internal, notFound } from "../api/index.ts";
 import type { NodeClients } from "./nodes.ts";
+import type { Caller, PodGuard } from "./pod-guard.ts";
 import { ANN_CLAIM_ID, API_VERSION, type Sandbox, rfc3339Seconds } from "./object.ts";
 import type { SandboxReader } from "./store.ts";
 import { parseWireTime } from "#shared/sandboxd/index.ts";
@@ -11,12 +12,16 @@ import { parseWireTime } from "#shared/sandboxd/index.ts";
 export interface MutationDeps {
   reader: SandboxReader;
   clients: NodeClients;
+  /** A Pod-backed sandbox also needs the matching pod permission (pod-guard.ts). */
+  podGuard: PodGuard;
 }
 
 /** Resolves a sandbox for a delete: its node must be fresh, advertise an address, and the entry carry a claim id. */
-async function owned(deps: MutationDeps, namespace: string, name: string, what: "delete" | "verb") {
+async function owned(deps: MutationDeps, caller: Caller | undefined, namespace: string, name: string, action: "delete" | Verb) {
+  const what = action === "delete" ? "delete" : "verb";
   const hit = await deps.reader.resolve(namespace, name);
   if (!hit) throw notFound(name);
+  await deps.podGuard.check(caller, namespace, name, hit, action);
   const node = hit.node;
   const id = hit.sandbox.metadata.annotations?.[ANN_CLAIM_ID] ?? "";
   if (what === "delete") {
@@ -37,8 +42,8 @@ async function owned(deps: MutationDeps, namespace: string, name: string, what: 
   return { hit, id, node, client: deps.clients.for(rec.address) };
 }
 
-export async function deleteSandbox(deps: MutationDeps, namespace: string, name: string): Promise<Sandbox> {
-  const o = await owned(deps, namespace, name, "delete");
+export async function deleteSandbox(deps: MutationDeps, caller: Caller | undefined, namespace: string, name: string): Promise<Sandbox> {
+  const o = await owned(deps, caller, namespace, name, "delete");
   try {
     await o.client.release(o.id); // 404 = already gone = success
   } catch (e) {
@@ -68,7 +73,14 @@ export interface ForkOptions {
   ttlSeconds?: number;
 }
 
-export async function runVerb(deps: MutationDeps, namespace: string, name: string, verb: Verb, body: Record<string, unknown>): Promise<object> {
+export async function runVerb(
+  deps: MutationDeps,
+  caller: Caller | undefined,
+  namespace: string,
+  name: string,
+  verb: Verb,
+  body: Record<string, unknown>,
+): Promise<object> {
   // Validate the body before resolving anything: a bad request never reaches a node.
   let count = 1;
   let ttl: number | undefined;
@@ -93,7 +105,7 @@ export async function runVerb(deps: MutationDeps, namespace: string, name: strin
     }
   }
 
-  const o = await owned(deps, namespace, name, "verb");
+  const o = await owned(deps, caller, namespace, name, verb);
   try {
     switch (verb) {
       case "pause":

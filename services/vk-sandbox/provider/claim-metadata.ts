@@ -6,19 +6,19 @@
 // every `GET /v1/sandboxes` row, so a listing can tell "delivered to this node's vk-sandbox for this Pod" and
 // the startup verification can finish the interrupted write (verifier.ts, recovery.ts).
 //
-// The key names live only here. Values follow the node's rules (value ≤ 512 B printable UTF-8; node names,
+// The key names live in shared/sandboxd/metadata.ts (the aggregated apiserver reads the Pod UID stamp). Values follow the node's rules (value ≤ 512 B printable UTF-8; node names,
 // UIDs and the authority UID always fit).
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SandboxRow } from "#shared/sandboxd/index.ts";
+import { AUTHORITY_METADATA_KEY, NODE_METADATA_KEY, POD_UID_METADATA_KEY, type SandboxRow } from "#shared/sandboxd/index.ts";
 import { authorityOf } from "./ownership.ts";
 import { podUID } from "./pod-contract.ts";
 
 /** The vk-sandbox node (`--node-name`) that made the claim. Recovery only ever considers its own node's claims. */
-export const METADATA_NODE = "vk-sandbox.node";
+export const METADATA_NODE = NODE_METADATA_KEY;
 /** The UID of the Pod the claim was made for: the recovered row's `podUID`, so that Pod adopts it. */
-export const METADATA_POD_UID = "vk-sandbox.pod-uid";
+export const METADATA_POD_UID = POD_UID_METADATA_KEY;
 /** `authorityOf(pod)` at claim time: the recovered row's `authority` (adoption rule §5.3). */
-export const METADATA_AUTHORITY = "vk-sandbox.authority";
+export const METADATA_AUTHORITY = AUTHORITY_METADATA_KEY;
 
 /** The metadata of a claim made by node `nodeName` for `pod`. */
 export function claimMetadata(nodeName: string, pod: V1Pod): Record<string, string> {

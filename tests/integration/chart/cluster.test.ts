@@ -220,6 +220,8 @@ describe("RBAC under the chart's ServiceAccounts (after the install above)", () 
       }),
     ).toBe(201);
     expect(await call("/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication")).toBe(200);
+    // A named Pod, to tell a Pod-backed sandbox (its mutations need the pod permission too): allowed, and absent.
+    expect(await call("/api/v1/namespaces/team/pods/no-such-pod")).toBe(404);
   });
 
   test("sandbox-apiserver: nothing beyond that", async () => {

@@ -93,3 +93,69 @@ test("a claim and a release made through a Pod on a real vk-sandbox node show up
     await w.stop();
   }
 }, 90_000);
+
+// Issue 22 case 3: the sandboxes API must not be a way around a Pod's RBAC. A user holding every sandboxes verb
+// in the namespace but no pod permission forked a Pod-backed sandbox and received the clone's address and token.
+test("a Pod-backed sandbox: fork needs create pods/exec, delete needs delete pods, pause needs update pods, on top of the sandboxes verbs", async () => {
+  const user = stack.cluster.user.name;
+  const userKubeconfig = stack.cluster.kubeconfig({ auth: "user-token", path: join(stack.dir, "pod-guard-user.kubeconfig") });
+  await stack.cluster.apply(`
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: sandbox-all, namespace: default}
+rules: [{apiGroups: [agents.x-k8s.io], resources: [sandboxes, sandboxes/fork, sandboxes/snapshot, sandboxes/pause, sandboxes/resume], verbs: [get, list, create, delete]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sandbox-all, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: sandbox-all}
+subjects: [{kind: User, name: ${user}}]
+`);
+  const created = await kubectl(["create", "-f", "-"], { kubeconfig: stack.admin, stdin: pod("guarded-pod") });
+  expect(created.stderr).toBe("");
+  await waitFor("the Pod's sandbox in the aggregated API", async () => {
+    const r = await kubectl(["get", "sandbox", "guarded-pod", "-o", "name"], { kubeconfig: userKubeconfig });
+    return r.code === 0 ? r : undefined;
+  }, 30_000);
+  const claimsBefore = sim.claims().length;
+  const verb = (v: string) =>
+    kubectl(["create", "--raw", `/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/guarded-pod/${v}`, "-f", "-"], { kubeconfig: userKubeconfig, stdin: "{}" });
+
+  const fork = await verb("fork");
+  expect(fork.code).not.toBe(0);
+  expect(fork.stderr).toContain("create pods/exec");
+  expect(fork.stdout).not.toContain("token");
+  const snapshot = await verb("snapshot");
+  expect(snapshot.stderr).toContain("create pods/exec");
+  const pause = await verb("pause");
+  expect(pause.stderr).toContain("update pods");
+  const del = await kubectl(["delete", "sandbox", "guarded-pod", "--wait=false"], { kubeconfig: userKubeconfig });
+  expect(del.code).not.toBe(0);
+  expect(del.stderr).toContain("delete pods");
+  // Nothing reached the node: no clone, and the Pod's VM is still claimed and running.
+  expect(sim.claims()).toHaveLength(claimsBefore);
+  expect(sim.claims().some((c) => c.claimRef === "default/guarded-pod" && c.state === "running")).toBe(true);
+
+  // With the pod permission as well, the same fork goes through.
+  await stack.cluster.apply(`
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: pod-exec, namespace: default}
+rules: [{apiGroups: [""], resources: [pods/exec], verbs: [create]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: pod-exec, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-exec}
+subjects: [{kind: User, name: ${user}}]
+`);
+  const allowed = await waitFor("fork with pods/exec granted", async () => {
+    const r = await verb("fork");
+    return r.code === 0 ? r : undefined;
+  }, 20_000);
+  const result = JSON.parse(allowed.stdout) as { kind: string; children: { sandboxID: string }[] };
+  expect(result.kind).toBe("SandboxForkResult");
+  expect(result.children).toHaveLength(1);
+  expect(sim.claims()).toHaveLength(claimsBefore + 1);
+  await kubectl(["delete", "pod", "guarded-pod", "--wait=false"], { kubeconfig: stack.admin });
+}, 120_000);
