@@ -38,8 +38,8 @@ async function api(method: string, path: string, key: string, body?: unknown): P
 }
 const node = () => s.cluster.nodes[0]!;
 /** Node calls that would change a sandbox: none may come from another tenant's request. */
-const mutatingCalls = () =>
-  node().requests.filter((e) => ["release", "renew", "hibernate", "wake", "fork", "checkpoint", "ports", "checkpoint-claim", "checkpoint-delete"].includes(e.route)).length;
+const MUTATING = new Set(["release", "renew", "hibernate", "wake", "fork", "checkpoint", "ports", "checkpoint-claim", "checkpoint-delete"]);
+const mutatingCalls = () => node().requests.filter((e) => e.route !== null && MUTATING.has(e.route)).length;
 
 /** Waits until the mesh's fleet view lists `id` (the poll runs every 200 ms), so lookups go through its entries. */
 async function listedByFleet(id: string): Promise<void> {
