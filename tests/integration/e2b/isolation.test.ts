@@ -73,6 +73,9 @@ async function expectInvisible(id: string, key: string): Promise<void> {
   }
   const listed = await api("GET", "/v2/sandboxes", key);
   expect(listed.json.map((x: { sandboxID: string }) => x.sandboxID)).not.toContain(id);
+  const many = await api("GET", `/sandboxes/metrics?sandbox_ids=${id}`, key);
+  expect(many.status).toBe(200);
+  expect(Object.keys(many.json.sandboxes)).not.toContain(id);
   expect(mutatingCalls()).toBe(before);
 }
 
@@ -84,6 +87,8 @@ describe("a key of another namespace, after the fleet lists the sandbox", () => 
     await expectInvisible(sbx.sandboxID, KEY_TB);
     await expectInvisible(sbx.sandboxID, KEY_D);
     expect((await api("GET", `/sandboxes/${sbx.sandboxID}`, KEY_T)).json.state).toBe("running");
+    // The owner's batch metrics name it: the other keys' empty answers above are not just an empty endpoint.
+    expect(Object.keys((await api("GET", `/sandboxes/metrics?sandbox_ids=${sbx.sandboxID}`, KEY_T)).json.sandboxes)).toEqual([sbx.sandboxID]);
     const own = await api("GET", "/v2/sandboxes", KEY_T);
     expect(own.json.map((x: { sandboxID: string }) => x.sandboxID)).toContain(sbx.sandboxID);
   });
