@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { ClaimsFile, ClaimsStateError, ClaimsStore, type Claim } from "#services/vk-sandbox/claims/index.ts";
 import type { ClaimsFs } from "#services/vk-sandbox/claims/file.ts";
 import { ProviderState } from "#services/vk-sandbox/provider/state.ts";
+import { VkSandboxMetrics } from "#services/vk-sandbox/metrics.ts";
 import { bare, gate, harness, readTable, scratchDirs } from "../provider/helpers.ts";
 
 const tmp = scratchDirs();
@@ -90,6 +91,22 @@ describe("a claims write the disk refuses (ENOSPC)", () => {
       expect(Object.keys(readTable(path).claims)).toEqual(["default/sb1"]);
     });
   }
+});
+
+describe("an operator sees the refused write", () => {
+  test("the timed claims file counts it under outcome error (not ok) and adds no bytes", async () => {
+    const path = join(tmp(), "claims.json");
+    const d = disk();
+    const m = new VkSandboxMetrics();
+    const f = m.claimsFile(new ClaimsFile({ path, fs: d.fs }));
+    await f.write('{"claims":{}}');
+    d.fullAt = "fsync";
+    await expect(f.write('{"claims":{"ns/a":{"id":"sb_1","token":"t","podUID":""}}}')).rejects.toThrow("ENOSPC");
+    const text = (await m.exposition()).body;
+    expect(text).toContain('vk_sandbox_state_write_seconds_count{outcome="ok"} 1');
+    expect(text).toContain('vk_sandbox_state_write_seconds_count{outcome="error"} 1');
+    expect(text).toContain(`vk_sandbox_state_write_bytes_total ${'{"claims":{}}'.length}`);
+  });
 });
 
 describe("releasing entries and the write in flight", () => {
