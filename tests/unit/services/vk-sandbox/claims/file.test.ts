@@ -119,7 +119,10 @@ describe("durable claims file", () => {
 });
 
 describe("crash consistency (issue 7 safety net): the file is always the old or the new table", () => {
-  /** node:fs with every call the write makes recorded in order; descriptors are named by the path they opened. */
+  /**
+   * node:fs with every call the write makes recorded in order, each when it has finished; descriptors are named by
+   * the path they opened.
+   */
   function recordingFs(log: string[], crashAt?: string) {
     const step = (what: string) => {
       log.push(what);
@@ -140,7 +143,14 @@ describe("crash consistency (issue 7 safety net): the file is always the old or 
         fchmodSync: (fd, m) => (step(`chmod ${fds.get(fd)}`), fchmodSync(fd, m)),
         writeFileSync: (fd, d) => (step(`write ${fds.get(fd)}`), writeFileSync(fd, d)),
         writevSync: (fd, parts, pos) => (step(`write ${fds.get(fd)}`), writevSync(fd, parts as Uint8Array[], pos)),
-        fsync: async (fd) => (step(`fsync ${fds.get(fd)}`), fsyncSync(fd)),
+        // Recorded when it finishes, a turn later like a real disk wait: a write that stopped awaiting an fsync
+        // would close (or rename) before this line is logged, which a record made at the call would hide.
+        fsync: async (fd) => {
+          const what = `fsync ${fds.get(fd)}`;
+          await new Promise((r) => setImmediate(r));
+          fsyncSync(fd);
+          step(what);
+        },
         closeSync: (fd) => (log.push(`close ${fds.get(fd)}`), closeSync(fd)),
         renameSync: (a, b) => (step(`rename ${name(a)} -> ${name(b)}`), renameSync(a, b)),
         unlinkSync: (p) => (log.push(`unlink ${name(p)}`), unlinkSync(p)),

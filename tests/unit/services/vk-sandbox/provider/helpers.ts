@@ -8,6 +8,7 @@ import { join } from "node:path";
 import pino from "pino";
 import type { V1Pod } from "@kubernetes/client-node";
 import { ClaimsFile, ClaimsStore } from "#services/vk-sandbox/claims/index.ts";
+import type { ClaimsFs } from "#services/vk-sandbox/claims/file.ts";
 import { createSandboxProvider } from "#services/vk-sandbox/provider/sandbox-provider.ts";
 import type { OwnerLookup, OwnerObject, OwnerReader, OwnerTarget } from "#services/vk-sandbox/provider/types.ts";
 import { FakeClock } from "#shared/clock/index.ts";
@@ -20,24 +21,31 @@ import { closeSandboxds, Counter, makeSandboxd, type SandboxdDouble } from "./sa
 export { FakeClock };
 export * from "./sandboxd-doubles.ts";
 
-/** Owners by name; each entry is what a GET answers. Unknown names answer a 404 naming the object. */
+/**
+ * Owners by namespace and name, as the apiserver holds them; each entry is what a GET answers. A read answers
+ * only the object of the namespace it asks (a same-named owner elsewhere is another object), and unknown objects
+ * answer a 404 naming the object. The namespace defaults to "default", where pod() puts Pods.
+ */
 export class FakeOwners {
   readonly objects = new Map<string, OwnerLookup>();
   readonly reads = new Counter();
   readonly targets: OwnerTarget[] = [];
-  alive(name: string, uid: string, extra: Partial<OwnerObject> = {}): void {
-    this.objects.set(name, { outcome: "found", object: { metadata: { uid }, ...extra } });
+  /** The namespace of each read, in order (parallel to `targets`). */
+  readonly namespaces: string[] = [];
+  alive(name: string, uid: string, extra: Partial<OwnerObject> = {}, ns = "default"): void {
+    this.objects.set(`${ns}/${name}`, { outcome: "found", object: { metadata: { uid }, ...extra } });
   }
-  set(name: string, lookup: OwnerLookup): void {
-    this.objects.set(name, lookup);
+  set(name: string, lookup: OwnerLookup, ns = "default"): void {
+    this.objects.set(`${ns}/${name}`, lookup);
   }
-  gone(name: string): void {
-    this.objects.delete(name);
+  gone(name: string, ns = "default"): void {
+    this.objects.delete(`${ns}/${name}`);
   }
-  readonly reader: OwnerReader = async (ref) => {
+  readonly reader: OwnerReader = async (ref, namespace) => {
     this.reads.inc();
     this.targets.push(ref);
-    return this.objects.get(ref.name) ?? { outcome: "not-found", detailsName: ref.name };
+    this.namespaces.push(namespace);
+    return this.objects.get(`${namespace}/${ref.name}`) ?? { outcome: "not-found", detailsName: ref.name };
   };
 }
 
@@ -128,6 +136,8 @@ export interface HarnessOpts {
   sandboxd?: SandboxdDouble;
   owners?: FakeOwners | null;
   start?: boolean;
+  /** The file-system calls behind the claims file (a test injects a failing disk); default node:fs. */
+  fs?: ClaimsFs;
 }
 
 /** A provider over a real file, a stub sandboxd and fake owners; pushes are collected. */
@@ -136,7 +146,7 @@ export async function harness(o: HarnessOpts) {
   const sandboxd = o.sandboxd ?? (await makeSandboxd(clock));
   const owners = o.owners === null ? undefined : (o.owners ?? new FakeOwners());
   const { log, lines } = captureLog();
-  const store = new ClaimsStore(new ClaimsFile({ path: o.path }));
+  const store = new ClaimsStore(new ClaimsFile({ path: o.path, ...(o.fs ? { fs: o.fs } : {}) }));
   const handle = createSandboxProvider({
     nodeName: NODE_NAME,
     claimer: sandboxd,

@@ -1,0 +1,156 @@
+// Tenant isolation on the e2b surface once the FLEET VIEW lists the sandbox (scenarios.test.ts checks the same
+// routes right after create, when only the live probe path can find it). Three namespaces: `team`, `team-b` (whose
+// name has `team` as a prefix) and `default` (the namespace a claim_ref without `<ns>/` falls into). sandbox-e2b
+// runs in-process on one simulated sandboxd node (development substrate).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startStack, type Stack } from "./harness.ts";
+import { until } from "#tests/support/wait.ts";
+import { sameSandboxId } from "#shared/e2b/ids.ts";
+
+const KEY_T = "e2b_tttttttttttttttttttttttttttttttttttttttt";
+const KEY_TB = "e2b_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+const KEY_D = "e2b_dddddddddddddddddddddddddddddddddddddddd";
+
+interface Reply {
+  status: number;
+  json: any;
+}
+let s: Stack;
+beforeAll(async () => {
+  s = await startStack({ keys: `${KEY_T} team\n${KEY_TB} team-b\n${KEY_D} default\n`, pools: ["img:1/none/small=8"] });
+});
+afterAll(() => s.stop());
+
+async function api(method: string, path: string, key: string, body?: unknown): Promise<Reply> {
+  const r = await fetch(`${s.apiUrl}${path}`, {
+    method,
+    headers: { "content-type": "application/json", "x-api-key": key },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await r.text();
+  let json: any;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = text;
+  }
+  return { status: r.status, json };
+}
+const node = () => s.cluster.nodes[0]!;
+/** Node calls that would change a sandbox: none may come from another tenant's request. */
+const MUTATING = new Set(["release", "renew", "hibernate", "wake", "fork", "checkpoint", "ports", "checkpoint-claim", "checkpoint-delete"]);
+const mutatingCalls = () => node().requests.filter((e) => e.route !== null && MUTATING.has(e.route)).length;
+
+/** Waits until the mesh's fleet view lists `id` (the poll runs every 200 ms), so lookups go through its entries. */
+async function listedByFleet(id: string): Promise<void> {
+  await until(() => s.mesh.fleet.nodes().some((n) => n.entries.some((e) => sameSandboxId(id, e.id))), `the fleet view to list ${id}`, 15_000, 20);
+}
+
+/** Every sandbox route, the destructive one last. */
+function routes(id: string): Array<[string, string, unknown?]> {
+  return [
+    ["GET", `/sandboxes/${id}`],
+    ["POST", `/sandboxes/${id}/timeout`, { timeout: 30 }],
+    ["POST", `/sandboxes/${id}/refreshes`, { duration: 30 }],
+    ["POST", `/sandboxes/${id}/pause`],
+    ["POST", `/sandboxes/${id}/resume`, {}],
+    ["POST", `/sandboxes/${id}/connect`, { timeout: 30 }],
+    ["POST", `/v2/sandboxes/${id}/connect`, { timeout: 30 }],
+    ["GET", `/sandboxes/${id}/metrics`],
+    ["GET", `/sandboxes/${id}/logs`],
+    ["GET", `/v2/sandboxes/${id}/logs`],
+    ["POST", `/sandboxes/${id}/fork`, {}],
+    ["POST", `/sandboxes/${id}/snapshots`, {}],
+    ["DELETE", `/sandboxes/${id}`],
+  ];
+}
+
+async function expectInvisible(id: string, key: string): Promise<void> {
+  const before = mutatingCalls();
+  for (const [m, p, body] of routes(id)) {
+    const r = await api(m, p, key, body);
+    expect([m, p, r.status]).toEqual([m, p, 404]);
+  }
+  const listed = await api("GET", "/v2/sandboxes", key);
+  expect(listed.json.map((x: { sandboxID: string }) => x.sandboxID)).not.toContain(id);
+  const many = await api("GET", `/sandboxes/metrics?sandbox_ids=${id}`, key);
+  expect(many.status).toBe(200);
+  expect(Object.keys(many.json.sandboxes)).not.toContain(id);
+  expect(mutatingCalls()).toBe(before);
+}
+
+describe("a key of another namespace, after the fleet lists the sandbox", () => {
+  test("gets 404 on every sandbox route and no node call changes the sandbox; its owner still sees it running", async () => {
+    const sbx = (await api("POST", "/v2/sandboxes", KEY_T, { templateID: "img:1" })).json;
+    expect(sbx.sandboxID).toBeDefined();
+    await listedByFleet(sbx.sandboxID);
+    await expectInvisible(sbx.sandboxID, KEY_TB);
+    await expectInvisible(sbx.sandboxID, KEY_D);
+    expect((await api("GET", `/sandboxes/${sbx.sandboxID}`, KEY_T)).json.state).toBe("running");
+    // The owner's batch metrics name it: the other keys' empty answers above are not just an empty endpoint.
+    expect(Object.keys((await api("GET", `/sandboxes/metrics?sandbox_ids=${sbx.sandboxID}`, KEY_T)).json.sandboxes)).toEqual([sbx.sandboxID]);
+    const own = await api("GET", "/v2/sandboxes", KEY_T);
+    expect(own.json.map((x: { sandboxID: string }) => x.sandboxID)).toContain(sbx.sandboxID);
+  });
+
+  test("fork children carry their namespace: other namespaces (default too) get 404, the owner lists them", async () => {
+    const parent = (await api("POST", "/v2/sandboxes", KEY_T, { templateID: "img:1" })).json;
+    const forked = await api("POST", `/sandboxes/${parent.sandboxID}/fork`, KEY_T, { count: 2 });
+    expect(forked.status).toBe(201);
+    const children: string[] = forked.json.map((c: { sandbox: { sandboxID: string } }) => c.sandbox.sandboxID);
+    expect(children).toHaveLength(2);
+    for (const id of children) await listedByFleet(id);
+    for (const id of children) {
+      expect(s.mesh.fleet.nodes().flatMap((n) => n.entries).find((e) => sameSandboxId(id, e.id))?.namespace).toBe("team");
+      await expectInvisible(id, KEY_D);
+      await expectInvisible(id, KEY_TB);
+    }
+    const own = await api("GET", "/v2/sandboxes", KEY_T);
+    for (const id of children) expect(own.json.map((x: { sandboxID: string }) => x.sandboxID)).toContain(id);
+    for (const id of children) expect((await api("GET", `/sandboxes/${id}`, KEY_T)).status).toBe(200);
+  });
+});
+
+describe("snapshots of a namespace whose name has another namespace's name as a prefix (team vs team-b)", () => {
+  test("team-b's snapshot is not listed for team, cannot be created from or deleted by team, and still works for team-b", async () => {
+    const sbx = (await api("POST", "/v2/sandboxes", KEY_TB, { templateID: "img:1" })).json;
+    const snap = await api("POST", `/sandboxes/${sbx.sandboxID}/snapshots`, KEY_TB, { name: "nightly" });
+    expect(snap.status).toBe(201);
+    const snapshotID: string = snap.json.snapshotID;
+
+    const listTB = await api("GET", "/snapshots", KEY_TB);
+    expect(listTB.json).toContainEqual({ snapshotID, names: ["nightly"] });
+    for (const key of [KEY_T, KEY_D]) {
+      const list = await api("GET", "/snapshots", key);
+      expect(list.status).toBe(200);
+      expect(list.json.map((x: { snapshotID: string }) => x.snapshotID)).not.toContain(snapshotID);
+      expect((await api("GET", `/snapshots?sandboxID=${sbx.sandboxID}`, key)).json).toEqual([]);
+    }
+
+    const claimsBefore = node().requests.filter((e) => e.route === "checkpoint-claim" || e.route === "claim").length;
+    for (const key of [KEY_T, KEY_D]) {
+      // Create from another namespace's snapshot id is refused before any node is asked to claim it.
+      const r = await api("POST", "/v2/sandboxes", key, { templateID: snapshotID });
+      expect(r.status).toBe(404);
+      expect(JSON.stringify(r.json)).not.toContain("nightly");
+      const del = await api("DELETE", `/templates/${snapshotID}`, key);
+      expect(del.status).toBe(404);
+    }
+    expect(node().requests.filter((e) => e.route === "checkpoint-claim" || e.route === "claim").length).toBe(claimsBefore);
+    expect(node().requests.filter((e) => e.route === "checkpoint-delete")).toHaveLength(0);
+
+    // The owner's snapshot is intact and usable.
+    expect((await api("GET", "/snapshots", KEY_TB)).json).toContainEqual({ snapshotID, names: ["nightly"] });
+    const fromSnap = await api("POST", "/v2/sandboxes", KEY_TB, { templateID: snapshotID });
+    expect(fromSnap.status).toBe(201);
+  });
+
+  test("team's snapshot stays invisible to team-b as well", async () => {
+    const sbx = (await api("POST", "/v2/sandboxes", KEY_T, { templateID: "img:1" })).json;
+    const snap = await api("POST", `/sandboxes/${sbx.sandboxID}/snapshots`, KEY_T, { name: "mine" });
+    expect(snap.status).toBe(201);
+    const list = await api("GET", "/snapshots", KEY_TB);
+    expect(list.json.map((x: { snapshotID: string }) => x.snapshotID)).not.toContain(snap.json.snapshotID);
+    expect((await api("POST", "/v2/sandboxes", KEY_TB, { templateID: snap.json.snapshotID })).status).toBe(404);
+  });
+});
