@@ -6,7 +6,7 @@
 import { parseArgs } from "node:util";
 import { readFileSync } from "node:fs";
 import { startSimCluster, poolSpec, type SimCluster } from "./sim.ts";
-import { createAdminHandler } from "./admin.ts";
+import { createAdminHandler, serveAdmin } from "./admin.ts";
 import { splitHostPort } from "./node.ts";
 import type { TenantConfig } from "./auth.ts";
 import { NAME_RE } from "#shared/sandboxd/index.ts";
@@ -193,7 +193,7 @@ export async function run(argv: string[]): Promise<number> {
   if (cfg.admin) {
     const handler = createAdminHandler((req) => cluster.nodes[Number(new URL(req.url).searchParams.get("node") ?? 0)]);
     try {
-      admin = Bun.serve({ hostname: cfg.admin[0], port: cfg.admin[1], fetch: handler });
+      admin = serveAdmin(cfg.admin[0], cfg.admin[1], handler);
     } catch (e) {
       console.error(`sandboxd-sim: --admin-listen: ${(e as Error).message}`);
       await cluster.stop();
