@@ -38,6 +38,9 @@ Usage: bun services/sandboxd-sim/main.ts [flags]
   --version                   print the build identity and exit
   --help                      this text
 
+Environment: SANDBOXD_SIM_LOG_LEVEL (debug, info, warn or error; default warn) for the structured line a listener
+logs when a handler throws.
+
 With neither --token-file nor --tenant the node is open (no credentials), as sandboxd is without api_token.
 `;
 

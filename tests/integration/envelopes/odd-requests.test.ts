@@ -4,19 +4,29 @@
 // to sandbox-e2b's REST surface and in-process relay, a simulated sandboxd node and the simulator's guest agent.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Sandbox } from "e2b";
+import { createAdminHandler, serveAdmin } from "#services/sandboxd-sim/admin.ts";
+import { startFakeGuest, type FakeGuest } from "#services/sandboxd-sim/guest.ts";
 import { DOMAIN, sdkOpts, startStack, type Stack } from "../e2b/harness.ts";
 import { ASTERISK_FORMS, envelopeOf, leaks, oddRequests, rawRequest } from "./raw.ts";
 
 let s: Stack;
 let sandboxHost: string;
 let guestAgentPort: number;
+let fakeGuest: FakeGuest;
+let admin: ReturnType<typeof Bun.serve>;
 beforeAll(async () => {
   s = await startStack({ proxy: true, guestAgents: true });
+  fakeGuest = await startFakeGuest({ accessToken: "t" });
+  admin = serveAdmin("127.0.0.1", 0, createAdminHandler(() => s.cluster.nodes[0]));
   const sbx = await Sandbox.create("base", sdkOpts(s));
   sandboxHost = `49983-${sbx.sandboxId}.${DOMAIN}`;
   guestAgentPort = s.cluster.nodes[0]!.node.guestHost!.target(sbx.sandboxId.replace("sb-", "sb_"), 49983)!.port;
 }, 60_000);
-afterAll(() => s.stop());
+afterAll(async () => {
+  await admin.stop(true);
+  await fakeGuest.stop();
+  await s.stop();
+});
 
 const port = (u: string | undefined) => Number(new URL(u!).port);
 
@@ -68,6 +78,25 @@ describe("the simulator's guest agent (envd-compatible)", () => {
   for (const [name, head] of oddRequests("127.0.0.1")) {
     test(`${name}: a 4xx envelope, no development page`, async () => {
       expectEnvelope(name, await rawRequest(guestAgentPort, `${head}\r\nConnection: close`));
+    });
+  }
+});
+
+describe("the simulator's fake envd guest (relay tests)", () => {
+  for (const [name, head] of oddRequests("127.0.0.1")) {
+    test(`${name}: a 4xx envelope, no development page`, async () => {
+      expectEnvelope(name, await rawRequest(fakeGuest.port, `${head}\r\nConnection: close`));
+    });
+  }
+});
+
+describe("the simulator's --admin-listen listener (sandboxd's {error} body)", () => {
+  for (const [name, head] of oddRequests("127.0.0.1")) {
+    test(`${name}: a 4xx {error} body, no development page`, async () => {
+      const r = await rawRequest(admin.port!, `${head.replace(/ \/(a|x)\b/, " /_sim/info")}\r\nConnection: close`);
+      expect({ name, leaks: leaks(r.raw) }).toEqual({ name, leaks: [] });
+      expect({ name, status: r.status >= 400 && r.status < 500 }).toEqual({ name, status: true });
+      expect({ name, body: typeof (JSON.parse(r.body || "null") as { error?: unknown } | null)?.error }).toEqual({ name, body: "string" });
     });
   }
 });
