@@ -6,6 +6,7 @@
 // coarse timer) are not cut. The binary's 90 s default is above the 30 s a quiet stream was asked to survive.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import net from "node:net";
+import http2 from "node:http2";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { deriveAccessToken } from "#shared/e2b/index.ts";
 import { createLogger } from "#shared/log/index.ts";
@@ -116,6 +117,21 @@ test("a response stream quiet for 4x the idle timeout is not cut, and the connec
   expect(c.closed()).toBe(false);
   await until(() => c.closed(), "the idle connection to be reaped after the stream", 20_000, 50);
 }, 40_000);
+
+test("over cleartext HTTP/2, a response stream quiet for 4x the idle timeout is not cut either", async () => {
+  const session = http2.connect(`http://127.0.0.1:${proxy.port}`);
+  session.on("error", () => undefined);
+  let body = "";
+  let ended = false;
+  const stream = session.request({ ":path": "/quiet-stream", ":authority": host, "x-access-token": token });
+  stream.on("data", (d: Buffer) => (body += d.toString()));
+  stream.on("end", () => (ended = true));
+  stream.on("error", () => (ended = true));
+  await until(() => body.includes("first"), "the first chunk over h2", 10_000, 10);
+  await until(() => ended, "the h2 stream to end", QUIET_MS + 10_000, 50);
+  expect(body).toBe("first\nafter the quiet\n");
+  session.close();
+}, 30_000);
 
 test("a guest that takes 4x the idle timeout to send its response head is waited for", async () => {
   const c = await connection();
