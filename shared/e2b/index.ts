@@ -9,7 +9,9 @@ import { splitHostPort } from "../config/index.ts";
 import { StartupError } from "../config/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import type { Logger } from "../log/index.ts";
+import { guardRequests, uncaughtErrorHandler } from "../http/index.ts";
 import { createE2bApp } from "./app.ts";
+import { errorResponse } from "./errors.ts";
 import { readAliasFile, readEnvdSecret, readKeyFile } from "./files.ts";
 import { E2bSurface } from "./surface.ts";
 
@@ -76,7 +78,15 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
     envdSecret,
     serve(address) {
       const { host, port } = splitHostPort(address);
-      return Bun.serve({ hostname: host === "" ? "0.0.0.0" : host, port: Number(port), fetch: app.fetch, idleTimeout: 255 });
+      return Bun.serve({
+        hostname: host === "" ? "0.0.0.0" : host,
+        port: Number(port),
+        idleTimeout: 255,
+        // Never Bun's development page: odd request targets get the e2b envelope before hono, a throw one log line.
+        development: false,
+        error: uncaughtErrorHandler(o.log.child({ component: "e2b" }), errorResponse),
+        fetch: guardRequests(errorResponse, (req: Request) => app.fetch(req)),
+      });
     },
   };
 }

@@ -1,7 +1,8 @@
 // The envd relay (docs/envd-relay.md): route -> envd-internal path guard -> credential choice -> owner
 // resolution -> tunnel -> guest leg. It translates nothing, reveals no node name, address, claim id or token, and
-// answers every failure with the `{code, message}` envelope. `/healthz` and `/metrics` answer only requests that
-// name no sandbox (apex host, bare address, no E2b-Sandbox-Id), so a guest path of the same name stays reachable.
+// answers every failure with the `{code, message}` envelope. `/healthz` answers only requests that name no sandbox
+// (apex host, bare address, no E2b-Sandbox-Id), so a guest path of the same name stays reachable; `/metrics` is
+// served on its own listener (shared/http serveMetrics), never here.
 import type { Server } from "bun";
 import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
@@ -61,7 +62,6 @@ export class EnvdRelay {
     if (!routed.ok) {
       if (!routed.namesSandbox && (req.method === "GET" || req.method === "HEAD")) {
         if (url.pathname === "/healthz") return new Response(null, { status: 204 });
-        if (url.pathname === "/metrics") return new Response(await this.metrics.registry.metrics(), { headers: { "content-type": this.metrics.registry.contentType } });
       }
       return relayError(400, "no sandbox in the request host or headers");
     }
@@ -175,7 +175,8 @@ export class EnvdRelay {
     } catch (err) {
       sock.destroy();
       const status = (err as { status?: number }).status;
-      if (status && Number.isInteger(status)) return relayError(status, `the guest refused the WebSocket upgrade (${status})`);
+      // Only a status a Response can carry is passed on (99, 600 or a 1xx other than 101 would throw): else 502.
+      if (status && Number.isInteger(status) && status >= 200 && status <= 599) return relayError(status, `the guest refused the WebSocket upgrade (${status})`);
       return relayError(502, "sandbox unreachable");
     }
     const upgraded = server.upgrade(req, {

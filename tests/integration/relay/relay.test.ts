@@ -12,7 +12,7 @@ import { SandboxdClient } from "#shared/sandboxd/client.ts";
 
 let s: Stack;
 beforeAll(async () => {
-  s = await startStack({ proxy: true });
+  s = await startStack({ proxy: true, extraFlags: ["--metrics-bind-address=127.0.0.1:0"] });
 });
 afterAll(async () => {
   await s.stop();
@@ -312,7 +312,8 @@ describe("streaming", () => {
     await reader.read();
     ctl.abort();
     await until(() => s.guest.openStreams() === 0, "the guest's streams to close", 15_000, 25);
-    await until(async () => (await (await call("/metrics")).text()).includes("sandbox_envd_proxy_open_tunnels 0"), "open_tunnels 0 in /metrics", 15_000, 25);
+    const metrics = () => fetch(`http://127.0.0.1:${s.mesh.metricsPort}/metrics`).then((r) => r.text());
+    await until(async () => (await metrics()).includes("sandbox_envd_proxy_open_tunnels 0"), "open_tunnels 0 in /metrics", 15_000, 25);
     await sbx.kill();
   });
 });
