@@ -3,6 +3,6 @@
 // proxy.ts (the pipeline and failure mapping), metrics.ts, server.ts (the listener).
 export { EnvdRelay, relayError, type RelayOptions } from "./proxy.ts";
 export { serveRelay, stopRelay, RELAY_DRAIN_MS, type RelayListen } from "./server.ts";
-export { routeFromHost, routeRequest, parsePort, isEnvdInternalPath, isSignedFileUrl } from "./route.ts";
+export { routeFromHost, routeRequest, parsePort, isEnvdInternalPath, envdPathVerdict, isSignedFileUrl } from "./route.ts";
 export { OwnerCache, OwnerResolver } from "./owners.ts";
 export { type SmallReply, exchangeOverTunnel } from "./http1.ts";
