@@ -111,3 +111,21 @@ describe("request headers and paths (case 10)", () => {
     expect(guest.heads.length).toBe(before);
   });
 });
+
+describe("request bodies to the e2b surface", () => {
+  test("an endless chunked body is refused at the 1 MiB cap like a declared one, not buffered to its end", async () => {
+    let pulled = 0;
+    const chunk = new Uint8Array(64 * 1024).fill(0x20);
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        pulled += chunk.length;
+        c.enqueue(chunk);
+      },
+    });
+    const r = await fetch(`${s.apiUrl}/v2/sandboxes`, { method: "POST", headers: { "x-api-key": KEY_A, "content-type": "application/json" }, body, duplex: "half" } as RequestInit);
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { message: string }).message).toBe("invalid request body: larger than 1048576 bytes");
+    expect(pulled).toBeLessThan(8 * 1024 * 1024);
+    await expectResponsive();
+  });
+});
