@@ -1,5 +1,6 @@
 // shared/relay — the envd relay (docs/envd-relay.md): route.ts (host/header routing), owners.ts (owner cache,
-// inventory lookup, probes), tunnel.ts + bun-tunnel.ts (the node's ports relay), guest.ts + http1.ts (the streaming guest leg),
+// inventory lookup, probes), tunnel.ts + bun-tunnel.ts (the node's ports relay), guest.ts + h1.ts (the streaming guest leg),
+// http1.ts (the envd client's small exchanges), framing/ (the HTTP/1.1 parser for every guest byte),
 // proxy.ts (the pipeline and failure mapping), metrics.ts, server.ts (the listener).
 export { EnvdRelay, relayError, type RelayOptions } from "./proxy.ts";
 export { serveRelay, stopRelay, RELAY_DRAIN_MS, type RelayListen } from "./server.ts";
