@@ -119,6 +119,8 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
   const response = new Promise<Response>((resolve, reject) => {
     const headReader = new ResponseHeadReader(r.method);
     let headTimer: Timer | undefined;
+    let interimSeen = 0;
+    const onHeadDeadline = () => fail(new FramingError(`no complete response head within ${headDeadlineMs} ms`, "head"));
     let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
     let decoder: BodyDecoder | undefined;
     let finished = false;
@@ -160,9 +162,17 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
       if (finished) return;
       try {
         if (decoder) return body(c);
-        headTimer ??= clock.after(headDeadlineMs, () => fail(new FramingError(`no complete response head within ${headDeadlineMs} ms`, "head")));
+        headTimer ??= clock.after(headDeadlineMs, onHeadDeadline);
         const got = headReader.feed(c);
-        if (!got) return;
+        if (!got) {
+          // A complete interim head (100 Continue before a long upload) restarts the clock for the next head.
+          if (headReader.interimHeads !== interimSeen) {
+            interimSeen = headReader.interimHeads;
+            headTimer.cancel();
+            headTimer = headReader.started ? clock.after(headDeadlineMs, onHeadDeadline) : undefined;
+          }
+          return;
+        }
         headTimer.cancel();
         const { status, framing } = got.head;
         const headers = clientHeaders(got.head.headers);

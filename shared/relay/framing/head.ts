@@ -88,6 +88,16 @@ export class ResponseHeadReader {
 
   constructor(private readonly method: string) {}
 
+  /** Bytes of a head not yet complete have arrived (a deadline on finishing the head runs while this holds). */
+  get started(): boolean {
+    return this.len > 0;
+  }
+
+  /** Interim (1xx) heads read so far: each one complete restarts a head deadline. */
+  get interimHeads(): number {
+    return this.interim;
+  }
+
   feed(chunk: Buffer): HeadDone | undefined {
     let data: Buffer;
     if (this.len === 0) {

@@ -90,6 +90,22 @@ test("a head started and not finished within the head deadline rejects (slowlori
   expect(await (await fine.response).text()).toBe("ok");
 });
 
+test("each complete interim head restarts the head deadline: 100 Continue, then a long upload, then the answer", async () => {
+  const clock = new FakeClock();
+  const x = exchange({ clock, headDeadlineMs: 10_000 });
+  x.send("HTTP/1.1 100 Continue\r\n\r\n");
+  clock.advance(60_000);
+  x.send("HTTP/1.1 200 OK\r\n");
+  clock.advance(5_000);
+  x.send("content-length: 2\r\n\r\nok");
+  expect(await (await x.response).text()).toBe("ok");
+
+  const stalled = exchange({ clock, headDeadlineMs: 10_000 });
+  stalled.send("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n");
+  clock.advance(10_000);
+  expect(await stalled.response.catch((e: unknown) => e)).toBeInstanceOf(FramingError);
+});
+
 test("response headers named by the guest's Connection header and hop-by-hop ones do not reach the client", async () => {
   const x = exchange();
   x.send("HTTP/1.1 200 OK\r\nconnection: close, x-internal\r\nx-internal: secret\r\nkeep-alive: 5\r\nx-public: 1\r\ncontent-length: 0\r\n\r\n");
