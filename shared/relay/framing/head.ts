@@ -21,11 +21,12 @@ export interface HeadDone {
   rest: Buffer;
 }
 
+const EMPTY = Buffer.alloc(0);
 const CR = 0x0d;
 const LF = 0x0a;
 const STATUS_LINE = /^HTTP\/1\.([01]) ([0-9]{3})(?: [\t\x20-\x7e\x80-\xff]*)?$/;
-const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$/;
-const BAD_VALUE_BYTE = /[\x00-\x08\x0a-\x1f\x7f]/;
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const CONTROL = /[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]/;
 const fail = (message: string) => new FramingError(message, "head");
 
 /** Status codes a final response may carry (RFC 9110 §15: three digits, 100..599; 1xx are interim). */
@@ -39,8 +40,12 @@ export function parseContentLength(text: string): number {
 
 /** The body framing a final head declares; conflicting or unsupported framing is refused rather than guessed. */
 export function framingOf(method: string, status: number, headers: readonly [string, string][]): BodyFraming {
-  const lengths = headers.filter(([k]) => k === "content-length").map(([, v]) => v);
-  const encodings = headers.filter(([k]) => k === "transfer-encoding").map(([, v]) => v);
+  const lengths: string[] = [];
+  const encodings: string[] = [];
+  for (const [k, v] of headers) {
+    if (k === "content-length") lengths.push(v);
+    else if (k === "transfer-encoding") encodings.push(v);
+  }
   if (lengths.length > 1) throw fail("duplicate Content-Length");
   if (encodings.length > 1) throw fail("duplicate Transfer-Encoding");
   if (lengths.length && encodings.length) throw fail("both Content-Length and Transfer-Encoding");
@@ -52,7 +57,18 @@ export function framingOf(method: string, status: number, headers: readonly [str
   return { kind: "close" };
 }
 
+/** Drop optional whitespace (SP, HTAB) around a field value. */
+function trimOws(v: string): string {
+  let a = 0;
+  let b = v.length;
+  while (a < b && (v.charCodeAt(a) === 0x20 || v.charCodeAt(a) === 0x09)) a++;
+  while (b > a && (v.charCodeAt(b - 1) === 0x20 || v.charCodeAt(b - 1) === 0x09)) b--;
+  return v.slice(a, b);
+}
+
 function parseHead(text: string): { status: number; headers: [string, string][] } {
+  // CR, LF and NUL were checked by the scan; any other control character anywhere in the head is refused.
+  if (CONTROL.test(text)) throw fail("control character in the response head");
   const lines = text.split("\r\n");
   const m = STATUS_LINE.exec(lines[0]!);
   if (!m) throw fail("the status line is not HTTP/1.x NNN");
@@ -61,10 +77,10 @@ function parseHead(text: string): { status: number; headers: [string, string][] 
   const headers: [string, string][] = [];
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!;
-    const h = HEADER_LINE.exec(line);
-    if (!h) throw fail(line.startsWith(" ") || line.startsWith("\t") ? "obs-fold header continuation" : "malformed header line");
-    if (BAD_VALUE_BYTE.test(h[2]!)) throw fail("control character in a header value");
-    headers.push([h[1]!.toLowerCase(), h[2]!]);
+    const colon = line.indexOf(":");
+    const name = colon > 0 ? line.slice(0, colon) : "";
+    if (!TOKEN.test(name)) throw fail(line.startsWith(" ") || line.startsWith("\t") ? "obs-fold header continuation" : "malformed header line");
+    headers.push([name.toLowerCase(), trimOws(line.slice(colon + 1))]);
   }
   return { status, headers };
 }
@@ -75,7 +91,7 @@ function parseHead(text: string): { status: number; headers: [string, string][] 
  * costs linear time). Throws FramingError as soon as a violation or a bound is reached.
  */
 export class ResponseHeadReader {
-  private store: Buffer = Buffer.alloc(0);
+  private store: Buffer = EMPTY;
   private len = 0;
   /** Bytes of `store` already scanned. */
   private scanned = 0;
@@ -112,7 +128,8 @@ export class ResponseHeadReader {
         if (data === chunk) this.keep(chunk);
         return undefined;
       }
-      const { status, headers } = parseHead(data.subarray(0, end - 4).toString("latin1"));
+      // (A head that is only its blank line, end = 2, has an empty status line.)
+      const { status, headers } = parseHead(data.subarray(0, Math.max(0, end - 4)).toString("latin1"));
       const rest = data.subarray(end);
       if (status >= 200) {
         this.len = 0;
@@ -140,8 +157,9 @@ export class ResponseHeadReader {
   private scan(data: Buffer): number {
     let prev = this.prev;
     let lineLen = this.lineLen;
+    const limit = MAX_HEAD_BYTES - this.consumed;
     for (let i = this.scanned; i < data.length; i++) {
-      if (this.consumed + i >= MAX_HEAD_BYTES) throw fail(`response head larger than ${MAX_HEAD_BYTES} bytes`);
+      if (i >= limit) throw fail(`response head larger than ${MAX_HEAD_BYTES} bytes`);
       const b = data[i]!;
       if (b === 0) throw fail("NUL in the response head");
       if (prev === CR && b !== LF) throw fail("bare CR in the response head");

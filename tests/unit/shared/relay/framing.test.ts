@@ -114,6 +114,7 @@ describe("the response head", () => {
     ["HTTP/2 200 OK\r\n\r\n", "status line"],
     ["HTTP/1.1 20x OK\r\n\r\n", "status line"],
     ["ICY 200 OK\r\n\r\n", "status line"],
+    ["\r\n\x01\0", "status line"],
     ["HTTP/1.1 200 OK\r\nx: a\r\n folded\r\n\r\n", "obs-fold"],
     ["HTTP/1.1 200 OK\nx: a\r\n\r\n", "bare LF"],
     ["HTTP/1.1 200 OK\r\nx: a\n\n", "bare LF"],
@@ -195,7 +196,8 @@ describe("properties", () => {
     const seed = Date.now() | 0;
     const r = await inWorker({ kind: "fuzz", runs: 3000, seed }, 60_000);
     expect(r.kind === "fuzz" && r.failure).toBeNull();
-    // Each input is at most a few KiB: any one taking longer than this is super-linear work, not load.
-    expect(r.kind === "fuzz" && r.slowestMs).toBeLessThan(1000);
+    // Each input is at most a few KiB and parses in microseconds: the slowest one, timed again, taking longer than
+    // this is super-linear work, not load.
+    expect(r.kind === "fuzz" && r.slowestMs).toBeLessThan(100);
   }, 90_000);
 });
