@@ -10,6 +10,7 @@ const REPLIES: Record<string, { wire: string; close: boolean }> = {
   "/status-600": { wire: "HTTP/1.1 600 High\r\ncontent-length: 2\r\n\r\nhi", close: false },
   "/short-body": { wire: "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhello", close: true },
   "/unterminated": { wire: "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n", close: true },
+  "/init": { wire: "HTTP/1.1 204 No Content\r\ncontent-length: 0\r\ncontent-length: 1\r\n\r\n", close: false },
   "/metrics": { wire: "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\nZ\r\n-6\r\nQ", close: false },
   "/ok": { wire: "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", close: true },
 };

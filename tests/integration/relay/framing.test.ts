@@ -92,6 +92,27 @@ describe("the envd client of the e2b surface (case 2)", () => {
   });
 });
 
+describe("the envd client of the e2b surface (case 2): a fork child's /init", () => {
+  test("envd answering /init with conflicting Content-Lengths fails the fork (500, children released) at once", async () => {
+    const node = s.cluster.nodes[0]!;
+    const releases = () => node.requests.filter((e) => e.route === "release").length;
+    const r0 = releases();
+    node.attachGuest("*", 49983, guest.port);
+    try {
+      const t0 = performance.now();
+      const r = await fetch(`${s.apiUrl}/sandboxes/${sbx.sandboxId}/fork`, { method: "POST", headers: { "x-api-key": KEY_A, "content-type": "application/json" }, body: JSON.stringify({ count: 1 }) });
+      expect(r.status).toBe(500);
+      expect(await r.json()).toEqual({ code: 500, message: "failed to fork the sandbox" });
+      // Not the 5 s /init budget: the reply was refused as it was read.
+      expect(performance.now() - t0).toBeLessThan(RESPONSIVE_MS);
+      expect(releases()).toBe(r0 + 1);
+    } finally {
+      node.attachGuest("*", 49983, s.guest.port);
+    }
+    await expectResponsive();
+  });
+});
+
 describe("request headers and paths (case 10)", () => {
   test("headers named in Connection and Proxy-Authorization do not reach the guest", async () => {
     const r = await relayed("/echo", 3000, { connection: "x-hop", "x-hop": "secret", "proxy-authorization": "Basic dTpw", "x-kept": "1" });
