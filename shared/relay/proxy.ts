@@ -6,12 +6,12 @@
 import type { Server } from "bun";
 import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
-import { forwardHttp2, HOP_BY_HOP, type GuestRequest } from "./guest.ts";
+import { forwardHttp2, guestRequestHeaders, type GuestRequest } from "./guest.ts";
 import { BunTunnel } from "./bun-tunnel.ts";
 import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
-import { isEnvdInternalPath, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
+import { envdPathVerdict, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
 import { endpointOf, openTunnel, TunnelRefused } from "./tunnel.ts";
 import { guestHandshake, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
 
@@ -66,7 +66,9 @@ export class EnvdRelay {
       return relayError(400, "no sandbox in the request host or headers");
     }
     const route = routed.route;
-    if (isEnvdInternalPath(url.pathname)) return relayError(404, "not found");
+    const verdict = envdPathVerdict(url.pathname);
+    if (verdict === "undecodable") return relayError(400, "request path has an invalid percent-encoding");
+    if (verdict === "internal") return relayError(404, "not found");
 
     const presented = (req.headers.get("x-access-token") ?? "").trim();
     const signed = presented === "" && isSignedFileUrl(route.port, req.method, url);
@@ -121,11 +123,7 @@ export class EnvdRelay {
     if (sock instanceof BunTunnel) sock.onClose(() => this.metrics.openTunnels.dec());
     else sock.once("close", () => this.metrics.openTunnels.dec());
 
-    const headers: Record<string, string> = {};
-    req.headers.forEach((v, k) => {
-      if (HOP_BY_HOP.has(k) || k === "x-api-key" || k.startsWith(":")) return;
-      headers[k] = v;
-    });
+    const headers = guestRequestHeaders(req.headers);
     const clientIp = server.requestIP(req)?.address;
     if (clientIp) headers["x-forwarded-for"] = headers["x-forwarded-for"] ? `${headers["x-forwarded-for"]}, ${clientIp}` : clientIp;
     headers["x-forwarded-host"] = host;
