@@ -126,9 +126,13 @@ describe("request headers and paths (case 10)", () => {
     const before = guest.heads.length;
     const internal = await fetch(`${s.proxyUrl}/%69nit`, { method: "POST", headers: { host: `3000-${sbx.sandboxId}.${DOMAIN}`, "x-access-token": token() } });
     expect(internal.status).toBe(404);
+    // A malformed escape is refused at the listener's entry; a well-formed one that is not UTF-8 at the path guard.
     const bad = await relayed("/files/%zz");
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ code: 400, message: "request path has an invalid percent-encoding" });
+    expect(await bad.json()).toEqual({ code: 400, message: "malformed percent escape in the request path" });
+    const notUtf8 = await relayed("/files/%ff");
+    expect(notUtf8.status).toBe(400);
+    expect(await notUtf8.json()).toEqual({ code: 400, message: "request path has an invalid percent-encoding" });
     expect(guest.heads.length).toBe(before);
   });
 });
