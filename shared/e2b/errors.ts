@@ -7,6 +7,8 @@ export class E2bError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** Extra response headers (Retry-After on a 429). */
+    readonly headers?: Record<string, string>,
   ) {
     super(message);
     this.name = "E2bError";
