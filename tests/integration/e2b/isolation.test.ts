@@ -1,0 +1,201 @@
+// Issue 17 cases 6, 7, 9 and 10 against the real sandbox-e2b and the simulator: the probe path cannot be starved by
+// callers without a credential; namespaces are DNS-1123 labels and a claim without a `<ns>/` prefix reaches no key;
+// per-namespace quotas answer 429 + Retry-After (the SDK's RateLimitError) and show on /metrics.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { RateLimitError, Sandbox } from "e2b";
+import { DOMAIN, KEY_A, KEY_B, ROOT, SECRET, sdkOpts, startStack, type Stack } from "./harness.ts";
+import { spawnE2b, spawnService } from "./process.ts";
+import { createLogger } from "#shared/log/index.ts";
+import { EnvdRelay, serveRelay } from "#shared/relay/index.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { until } from "#tests/support/wait.ts";
+
+const KEY_C = "e2b_cccccccccccccccccccccccccccccccccccccccc";
+const KEY_D = "e2b_dddddddddddddddddddddddddddddddddddddddd";
+const hex = (bytes: number) => randomBytes(bytes).toString("hex");
+
+async function api(s: Stack, method: string, path: string, key: string, body?: unknown) {
+  const r = await fetch(`${s.apiUrl}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const text = await r.text();
+  return { status: r.status, headers: r.headers, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+}
+
+describe("case 6: the probe path under anonymous junk", () => {
+  let s: Stack;
+  beforeAll(async () => {
+    s = await startStack({ pools: ["img:1/none/small=24"] });
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  test("a standalone proxy whose view lists nothing yet: 20 fresh sandboxes all work on first use while junk lookups run, and no junk reaches a node", async () => {
+    // The chart's sandbox-apiserver + sandbox-envd-proxy: the proxy shares only the envd secret and the fleet, and a
+    // new sandbox is not in its inventory yet (here: never), so every first request needs a probe.
+    const unlisted = { nodes: () => s.mesh.fleet.nodes().map((n) => ({ ...n, entries: [] })), ready: () => Promise.resolve(), stop: () => Promise.resolve() };
+    const relay = new EnvdRelay({ domain: DOMAIN, fleet: unlisted, envdSecret: SECRET, rootToken: ROOT, namespace: "", guestHttp2: false, log: createLogger({ level: "error", name: "proxy" }) });
+    const server = serveRelay(relay, { address: "127.0.0.1:0" });
+    const proxy = `http://127.0.0.1:${server.port}`;
+    const ask = (id: string, token: string) => fetch(`${proxy}/health`, { headers: { host: `49983-${id}.${DOMAIN}`, "x-access-token": token } });
+    const junkIds = new Set<string>();
+    let junkSent = 0;
+    let stop = false;
+    // Anonymous junk: well-formed ids with well-formed tokens (64 and 96 hex digits), and malformed ones, 16 at once.
+    const junk = async () => {
+      while (!stop) {
+        const id = `sb_${hex(8)}`;
+        junkIds.add(id);
+        const token = junkSent % 3 === 0 ? hex(32) : junkSent % 3 === 1 ? hex(48) : "not-a-token";
+        junkSent++;
+        await ask(id.replace("sb_", "sb-"), token).then((r) => r.arrayBuffer()).catch(() => undefined);
+      }
+    };
+    const loops = Array.from({ length: 16 }, junk);
+    try {
+      await until(() => junkSent > 500, "the junk loop to get going", 20_000, 10);
+      const made = await Promise.all(Array.from({ length: 20 }, () => api(s, "POST", "/sandboxes", KEY_A, { templateID: "base" })));
+      expect(made.map((m) => m.status)).toEqual(Array(20).fill(201));
+      const firsts = await Promise.all(made.map((m) => ask(String(m.json!.sandboxID), String(m.json!.envdAccessToken)).then((r) => r.status)));
+      expect(firsts).toEqual(Array(20).fill(204));
+      expect(junkSent).toBeGreaterThan(500);
+    } finally {
+      stop = true;
+      await Promise.all(loops);
+      server.stop(true);
+    }
+    // Not one root read for a junk id reached the node (the old path fanned each out to every node).
+    const junkReads = s.cluster.nodes[0]!.requests.filter((e) => e.route === "get" && [...junkIds].some((id) => e.path.includes(id)));
+    expect(junkReads).toHaveLength(0);
+  }, 120_000);
+});
+
+describe("case 7: namespaces are DNS-1123 labels, checked at startup", () => {
+  let sim: SandboxdSim;
+  let dir: string;
+  beforeAll(async () => {
+    sim = await startSandboxdSim({ rootToken: ROOT });
+    dir = mkdtempSync(join(tmpdir(), "e2b-ns-"));
+    writeFileSync(join(dir, "secret"), "s\n");
+    writeFileSync(join(dir, "keys"), "k1 team\n");
+    writeFileSync(join(dir, "slashed"), "# keys\nk1 team\nk2 team/x\n");
+  });
+  afterAll(async () => {
+    await sim?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const base = (keys = "keys") => [`--sandboxd-seeds=${sim.addr}`, `--sandboxd-token=${ROOT}`, "--e2b-bind-address=127.0.0.1:0", "--e2b-domain=sb.test", `--e2b-envd-secret-file=${join(dir, "secret")}`, `--e2b-api-key-file=${join(dir, keys)}`];
+  const outcome = async (child: ReturnType<typeof spawnE2b>) => ({ code: await child.exited, out: child.output().replace(/\\"/g, '"') });
+
+  for (const bad of ["", "team/x", "Team"]) {
+    test(`sandbox-e2b --e2b-namespace=${JSON.stringify(bad)} is a usage error (exit 2) naming the flag`, async () => {
+      const r = await outcome(spawnE2b([...base(), `--e2b-namespace=${bad}`]));
+      expect(r.code).toBe(2);
+      expect(r.out).toContain("e2b-namespace");
+    });
+  }
+  test("sandbox-apiserver shares the flag: --e2b-namespace= exits 2 naming it", async () => {
+    const child = spawnService("sandbox-apiserver", ["--enable-e2b-api", "--e2b-namespace="]);
+    const r = await outcome(child);
+    expect(r.code).toBe(2);
+    expect(r.out).toContain("e2b-namespace");
+  });
+  test("a key-file namespace with a slash exits 1 naming the file and the line", async () => {
+    const r = await outcome(spawnE2b(base("slashed")));
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(`namespace "team/x"`);
+    expect(r.out).toContain(`on line 3 of ${join(dir, "slashed")}`);
+  });
+});
+
+describe("case 10: a claim without a <ns>/ claim_ref reaches no key", () => {
+  let s: Stack;
+  beforeAll(async () => {
+    s = await startStack({ keys: `${KEY_A} team-a\n${KEY_D}\n` });
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+  });
+  test("listed by the fleet as `default`, it is 404 and unlisted for a default-namespace key", async () => {
+    const loose = await new SandboxdClient({ baseUrl: s.cluster.nodes[0]!.url, token: ROOT }).claim({ template: "img:1", claim_ref: "k8s-user-claim" });
+    const pub = loose.id.replace("sb_", "sb-");
+    await until(() => s.mesh.fleet.nodes().some((n) => n.entries.some((e) => e.id === loose.id)), "the fleet to list the loose claim", 15_000, 25);
+    for (const path of [`/sandboxes/${pub}`, `/sandboxes/${pub}/connect`]) {
+      const r = await api(s, path.endsWith("connect") ? "POST" : "GET", path, KEY_D, path.endsWith("connect") ? {} : undefined);
+      expect(r.status).toBe(404);
+      expect(JSON.stringify(r.json)).not.toContain("envdAccessToken");
+    }
+    const list = await api(s, "GET", "/sandboxes", KEY_D);
+    expect(JSON.stringify(list.json)).not.toContain(pub);
+  }, 60_000);
+});
+
+describe("case 9: per-namespace quotas", () => {
+  let s: Stack;
+  beforeAll(async () => {
+    s = await startStack({
+      pools: ["img:1/none/small=8"],
+      keys: `${KEY_A} team-a max-sandboxes=2\n${KEY_B} team-b max-sandboxes=0 creates-per-second=0.2\n${KEY_C} team-c\n`,
+      extraFlags: ["--e2b-default-max-sandboxes=1"],
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  test("max-sandboxes: the third create and a fork are 429 with Retry-After and the e2b body; a kill frees the slot; /metrics counts", async () => {
+    const a1 = await api(s, "POST", "/sandboxes", KEY_A, { templateID: "base" });
+    const a2 = await api(s, "POST", "/sandboxes", KEY_A, { templateID: "base" });
+    expect([a1.status, a2.status]).toEqual([201, 201]);
+    const claimsBefore = s.cluster.nodes[0]!.requests.filter((e) => e.route === "claim" || e.route === "fork").length;
+    const a3 = await api(s, "POST", "/sandboxes", KEY_A, { templateID: "base" });
+    expect(a3.status).toBe(429);
+    expect(a3.json).toEqual({ code: 429, message: expect.stringContaining("max-sandboxes") });
+    expect(Number(a3.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    const fork = await api(s, "POST", `/sandboxes/${a1.json!.sandboxID}/fork`, KEY_A, { count: 1 });
+    expect(fork.status).toBe(429);
+    expect(fork.headers.get("retry-after")).not.toBeNull();
+    // Refused before any claim: the node saw no claim or fork for them.
+    expect(s.cluster.nodes[0]!.requests.filter((e) => e.route === "claim" || e.route === "fork").length).toBe(claimsBefore);
+    const metrics = await (await fetch(`${s.apiUrl}/metrics`)).text();
+    expect(metrics).toContain('e2b_namespace_sandboxes{namespace="team-a"} 2');
+    expect(metrics).toContain('e2b_namespace_quota_max_sandboxes{namespace="team-a"} 2');
+    expect(metrics).toMatch(/e2b_quota_rejections_total\{namespace="team-a",quota="max-sandboxes"\} 2/);
+    // The default flag applies to a namespace whose line sets nothing.
+    expect(metrics).toContain('e2b_namespace_quota_max_sandboxes{namespace="team-c"} 1');
+    expect((await api(s, "DELETE", `/sandboxes/${a2.json!.sandboxID}`, KEY_A)).status).toBe(204);
+    expect((await api(s, "POST", "/sandboxes", KEY_A, { templateID: "base" })).status).toBe(201);
+  }, 60_000);
+
+  test("creates-per-second: the second create within the second is 429 with Retry-After; a line's max-sandboxes=0 lifts the default", async () => {
+    const b1 = await api(s, "POST", "/sandboxes", KEY_B, { templateID: "base" });
+    expect(b1.status).toBe(201);
+    const b2 = await api(s, "POST", "/sandboxes", KEY_B, { templateID: "base" });
+    expect(b2.status).toBe(429);
+    expect(b2.json).toEqual({ code: 429, message: expect.stringContaining("creates-per-second") });
+    expect(b2.headers.get("retry-after")).toBe("5");
+    const metrics = await (await fetch(`${s.apiUrl}/metrics`)).text();
+    expect(metrics).toContain('e2b_quota_rejections_total{namespace="team-b",quota="creates-per-second"} 1');
+    expect(metrics).toContain('e2b_namespace_quota_max_sandboxes{namespace="team-b"} 0');
+  }, 60_000);
+
+  test("the e2b SDK sees the 429 as its RateLimitError", async () => {
+    await Sandbox.create("base", { ...sdkOpts(s, KEY_C), requestTimeoutMs: 3_000 });
+    const err = await Sandbox.create("base", { ...sdkOpts(s, KEY_C), requestTimeoutMs: 3_000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RateLimitError);
+  }, 60_000);
+});
+
+describe("--help names the quota flags in both binaries that serve the surface", () => {
+  for (const binary of ["sandbox-e2b", "sandbox-apiserver"] as const) {
+    test(binary, async () => {
+      const child = spawnService(binary, ["--help"]);
+      expect(await child.exited).toBe(0);
+      for (const flag of ["--e2b-default-max-sandboxes", "--e2b-default-creates-per-second", "max-sandboxes=N"]) expect(child.output()).toContain(flag);
+    });
+  }
+});
