@@ -237,7 +237,10 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
 
   app.notFound((c) => errorResponse(404, `no route ${c.req.method} ${c.req.path}`));
   app.onError((err, c) => {
-    if (err instanceof E2bError) return errorResponse(err.status, err.message, err.headers);
+    if (err instanceof E2bError) {
+      if (err.detail) log.warn({ status: err.status, detail: err.detail, method: c.req.method, path: c.req.path }, "node refused an e2b request");
+      return errorResponse(err.status, err.message, err.headers);
+    }
     log.error({ err, method: c.req.method, path: c.req.path }, "e2b request failed");
     return errorResponse(500, "internal error");
   });

@@ -8,7 +8,7 @@ import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/index.ts";
 import { advertisesImage, claimCandidates, nodeByAddress } from "../fleet/index.ts";
 import { COLD_CLAIM_TIMEOUT_MS, SandboxdClient } from "../sandboxd/index.ts";
-import { isSandboxdError, provablyUndelivered } from "../sandboxd/index.ts";
+import { isSandboxdError, metadataProblem, provablyUndelivered } from "../sandboxd/index.ts";
 import {
   CHECKPOINT_ID_RE,
   parseWireTime,
@@ -133,6 +133,9 @@ export class E2bSurface {
     if (templateID.startsWith(BUILT_PREFIX)) throw templateNotFound(templateID);
     if (body.timeout !== undefined && body.timeout < 0) throw badRequest("timeout must be >= 0");
     refuseOptions(body);
+    // The node's own rules, checked here so the client gets our words for them, not the node's text.
+    const metaProblem = body.metadata ? metadataProblem(body.metadata) : null;
+    if (metaProblem) throw badRequest(metaProblem);
     // Admission before any claim (a snapshot restore and a built template included); the reservation holds until
     // the claim is remembered or released.
     const settle = this.quotas.admit(ns, "create");
@@ -560,8 +563,10 @@ function refuseOptions(b: NewSandbox): void {
 
 /** A claim that was delivered but failed: the node's 400/409 pass through; anything else is a fixed 500. */
 function claimFailure(err: unknown): E2bError {
-  if (isSandboxdError(err) && (err.status === 400 || err.status === 409)) return new E2bError(err.status, err.serverMessage || "the node refused the claim");
-  return new E2bError(500, "failed to claim a sandbox");
+  if (isSandboxdError(err) && (err.status === 400 || err.status === 409)) {
+    return new E2bError(err.status, err.status === 400 ? "the node refused the claim as invalid" : "the node refused the claim: the template or snapshot is not claimable now", undefined, err.serverMessage);
+  }
+  return new E2bError(500, "failed to claim a sandbox", undefined, isSandboxdError(err) ? err.serverMessage || err.message : undefined);
 }
 
 /** envd `GET /envs` (a built template's environment), for merging a create's envVars over it. */

@@ -3,11 +3,22 @@
 // sandboxd template labels `{tag: contentDigest}` on every holder.
 import { createHash } from "node:crypto";
 import { FANOUT_CONCURRENCY, advertisesImage, mapLimit } from "../fleet/index.ts";
-import { SIZE_TIERS } from "../sandboxd/index.ts";
+import { SIZE_TIERS, metadataProblem } from "../sandboxd/index.ts";
 import { E2bError, badRequest, templateNotFound } from "./errors.ts";
 import type { NodeAccess } from "./nodes.ts";
 import { BUILT_PREFIX, NAME_BUDGET, wireTime } from "./render.ts";
 import type { AliasTarget } from "./files.ts";
+
+/** A tag is a node label key (printable ASCII, 1-128 bytes, no `=` or `&`) and never holds `:` (target syntax). */
+const TAG_RE = /^[\x21-\x7e]{1,128}$/;
+
+function checkTags(tags: string[]): void {
+  if (tags.length === 0) throw badRequest("tags: give at least one non-empty tag");
+  for (const t of tags) {
+    if (t.trim() === "") throw badRequest("tags: give at least one non-empty tag");
+    if (!TAG_RE.test(t) || /[=&:]/.test(t)) throw badRequest(`tags: invalid tag ${JSON.stringify(t.slice(0, 140))}: 1-128 printable ASCII characters without spaces, '=', '&' or ':'`);
+  }
+}
 
 export class TemplateCatalog {
   constructor(
@@ -148,7 +159,7 @@ export class TemplateCatalog {
 
   /** `POST /templates/tags {target: "name" | "name:tag", tags}` -> 201 `{tags, buildID}`. */
   async assignTags(ns: string, target: string, tags: string[]): Promise<{ tags: string[]; buildID: string }> {
-    if (tags.length === 0 || tags.some((t) => t.trim() === "")) throw badRequest("tags: give at least one non-empty tag");
+    checkTags(tags);
     const colon = target.lastIndexOf(":");
     const name = colon > 0 ? target.slice(0, colon) : target;
     const fromTag = colon > 0 ? target.slice(colon + 1) : "default";
@@ -161,13 +172,16 @@ export class TemplateCatalog {
     }
     const next = { ...labels };
     for (const tag of tags) next[tag] = digest;
+    // Tags are node template labels: the node's limits (16 pairs, 4 KiB) answered 500 before.
+    const problem = metadataProblem(next);
+    if (problem) throw badRequest(`tags: the template would carry too many tags (${problem.replace(/^metadata: /, "")})`);
     await this.writeLabels(holders, next);
     return { tags, buildID: buildIdOf(digest) };
   }
 
   /** `DELETE /templates/tags {name, tags}` -> 204. */
   async removeTags(ns: string, name: string, tags: string[]): Promise<void> {
-    if (tags.length === 0 || tags.some((t) => t.trim() === "")) throw badRequest("tags: give at least one non-empty tag");
+    checkTags(tags);
     const { holders, labels } = await this.tagState(ns, name);
     const next = { ...labels };
     for (const tag of tags) delete next[tag];

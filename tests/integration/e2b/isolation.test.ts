@@ -199,3 +199,51 @@ describe("--help names the quota flags in both binaries that serve the surface",
     });
   }
 });
+
+describe("case 10: tags, node error texts, /openapi.json", () => {
+  let s: Stack;
+  beforeAll(async () => {
+    s = await startStack({ pools: ["img:1/none/small=4"] });
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  test("tag names the node would refuse are 400 naming the field, not 500; 17 tags on one template are a 400", async () => {
+    const sbx = await api(s, "POST", "/sandboxes", KEY_A, { templateID: "base" });
+    await new SandboxdClient({ baseUrl: s.cluster.nodes[0]!.url, token: ROOT }).promote(String(sbx.json!.sandboxID).replace("sb-", "sb_"), { template: "e2b/team-a/tagged" });
+    await until(() => s.mesh.fleet.nodes().some((n) => n.templates.some((t) => t.template === "e2b/team-a/tagged")), "the built template in the view", 15_000, 25);
+    for (const tag of ["a=b", "with space", "x".repeat(129), "a&b", "v:1"]) {
+      const r = await api(s, "POST", "/templates/tags", KEY_A, { target: "tagged", tags: [tag] });
+      expect(r.status).toBe(400);
+      expect(String(r.json!.message)).toStartWith("tags:");
+    }
+    const many = Array.from({ length: 17 }, (_, i) => `t${i}`);
+    const r = await api(s, "POST", "/templates/tags", KEY_A, { target: "tagged", tags: many });
+    expect(r.status).toBe(400);
+    expect(String(r.json!.message)).toStartWith("tags:");
+    expect((await api(s, "POST", "/templates/tags", KEY_A, { target: "tagged", tags: ["v1"] })).status).toBe(201);
+  }, 60_000);
+
+  test("a node's own error text never reaches the client: a 409 keeps its status with a generic message", async () => {
+    const sbx = await api(s, "POST", "/sandboxes", KEY_A, { templateID: "base" });
+    const node = s.cluster.nodes[0]!;
+    node.fail("renew", 409, { error: "tenant team-secret holds 12 of 12 claims on node-7" }, 1);
+    const r = await api(s, "POST", `/sandboxes/${sbx.json!.sandboxID}/timeout`, KEY_A, { timeout: 60 });
+    expect(r.status).toBe(409);
+    expect(JSON.stringify(r.json)).not.toContain("team-secret");
+    expect(JSON.stringify(r.json)).not.toContain("node-7");
+    expect(r.json).toEqual({ code: 409, message: expect.stringContaining("failed to extend the sandbox lease") });
+  }, 60_000);
+
+  test("/openapi.json is built once: the same bytes every time, and a repeat costs far less than the first build", async () => {
+    const t0 = performance.now();
+    const first = await (await fetch(`${s.apiUrl}/openapi.json`)).text();
+    const firstMs = performance.now() - t0;
+    const t1 = performance.now();
+    for (let i = 0; i < 20; i++) expect(await (await fetch(`${s.apiUrl}/openapi.json`)).text()).toBe(first);
+    const repeatMs = (performance.now() - t1) / 20;
+    expect(JSON.parse(first).paths["/sandboxes"]).toBeDefined();
+    expect(repeatMs).toBeLessThan(firstMs);
+  });
+});
