@@ -90,7 +90,7 @@ export class E2bSurface {
     this.quotas = new NamespaceQuotas({
       limits: settings.quotas ?? new Map(),
       defaults: settings.defaultQuota ?? { maxSandboxes: 0, createsPerSecond: 0 },
-      namespaces: settings.namespaces ?? [],
+      namespaces: settings.namespaces ?? [settings.namespace],
       live: (ns) => this.nodes.liveCount(ns),
       clock: this.clock,
     });
