@@ -47,7 +47,8 @@ export class Renderer {
     return this.imageAliases.get(image)?.[0];
   }
 
-  sandboxReply(o: { claimId: string; nodeName: string; template: string; claimToken: string }): SandboxReply {
+  /** `accessToken`: the token the sandbox's envd holds when it is not the current form (token-forms.ts). */
+  sandboxReply(o: { claimId: string; nodeName: string; template: string; claimToken: string; accessToken?: string }): SandboxReply {
     const templateID = this.displayTemplate(o.template);
     const alias = this.aliasOf(o.template);
     return {
@@ -55,7 +56,7 @@ export class Renderer {
       sandboxID: publicSandboxId(o.claimId),
       clientID: opaqueClientId(o.nodeName),
       envdVersion: this.settings.envdVersion,
-      envdAccessToken: envdAccessToken(this.settings.envdSecret, o.claimId, o.claimToken),
+      envdAccessToken: o.accessToken ?? envdAccessToken(this.settings.envdSecret, o.claimId, o.claimToken),
       domain: this.settings.domain,
       ...(alias ? { alias } : {}),
     };

@@ -27,6 +27,7 @@ import { NamespaceQuotas } from "./quotas.ts";
 import { BUILT_PREFIX, NAME_BUDGET, Renderer, isPaused, wireTime } from "./render.ts";
 import { Snapshots } from "./snapshots.ts";
 import { TemplateCatalog } from "./templates.ts";
+import { TokenForms } from "./token-forms.ts";
 import {
   EnvdMetrics,
   type ListQuery,
@@ -70,6 +71,7 @@ export class E2bSurface {
   readonly snapshots: Snapshots;
   readonly quotas: NamespaceQuotas;
   private readonly render: Renderer;
+  private readonly tokenForms: TokenForms;
   private readonly clock: Clock;
 
   constructor(
@@ -87,6 +89,7 @@ export class E2bSurface {
     this.render = new Renderer(settings, imageAliases, this.clock);
     this.catalog = new TemplateCatalog(this.nodes, settings.aliases, imageAliases, settings.envdVersion);
     this.snapshots = new Snapshots(this.nodes);
+    this.tokenForms = new TokenForms(settings.envdSecret, settings.rootToken, this.clock);
     this.quotas = new NamespaceQuotas({
       limits: settings.quotas ?? new Map(),
       defaults: settings.defaultQuota ?? { maxSandboxes: 0, createsPerSecond: 0 },
@@ -434,7 +437,8 @@ export class E2bSurface {
       throw fromNode(err, id, fixed);
     }
     if (!row.token) throw new E2bError(500, fixed);
-    return { status, sandbox: this.render.sandboxReply({ claimId: loc.claimId, nodeName: loc.nodeName, template: row.key.template, claimToken: row.token }) };
+    const accessToken = await this.tokenForms.accessTokenFor(loc.address, loc.claimId, row.token, claimedAtOf(row));
+    return { status, sandbox: this.render.sandboxReply({ claimId: loc.claimId, nodeName: loc.nodeName, template: row.key.template, claimToken: row.token, accessToken }) };
   }
 
   // ------------------------------------------------------------------------------------------------------------
@@ -498,7 +502,7 @@ export class E2bSurface {
     try {
       reply = await envdCall(
         { address: loc.address, claimId: loc.claimId, rootToken: this.settings.rootToken },
-        { method: "GET", path: "/metrics", headers: { "x-access-token": envdAccessToken(this.settings.envdSecret, loc.claimId, row.token) }, timeoutMs: METRICS_TIMEOUT_MS, maxBytes: METRICS_MAX_BYTES },
+        { method: "GET", path: "/metrics", headers: { "x-access-token": await this.tokenForms.accessTokenFor(loc.address, loc.claimId, row.token, claimedAtOf(row)) }, timeoutMs: METRICS_TIMEOUT_MS, maxBytes: METRICS_MAX_BYTES },
       );
     } catch (err) {
       // Paused between the read and the relay: the node refuses the passive relay with 409.
@@ -547,6 +551,11 @@ export class E2bSurface {
     await this.locateLive(ns, id, "failed to read the sandbox");
   }
 
+}
+
+function claimedAtOf(row: SandboxDetail): number | undefined {
+  const t = row.claimed_at ? parseWireTime(row.claimed_at) : null;
+  return t ?? undefined;
 }
 
 function refuseOptions(b: NewSandbox): void {

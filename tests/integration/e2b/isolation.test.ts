@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { RateLimitError, Sandbox } from "e2b";
 import { DOMAIN, KEY_A, KEY_B, ROOT, SECRET, sdkOpts, startStack, type Stack } from "./harness.ts";
 import { spawnE2b, spawnService } from "./process.ts";
-import { envdAccessToken } from "#shared/e2b/tokens.ts";
+import { initEnvd } from "#shared/e2b/envd.ts";
+import { deriveAccessToken, envdAccessToken } from "#shared/e2b/tokens.ts";
 import { createLogger } from "#shared/log/index.ts";
 import { EnvdRelay, serveRelay } from "#shared/relay/index.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
@@ -98,18 +99,24 @@ describe("case 6: the probe path under anonymous junk", () => {
     const probeReads = (ids: string[]) => node.requests.filter((e) => e.route === "get" && ids.some((id) => e.path.includes(id))).length;
     try {
       // Tokens that verify for their ids (as the surface would issue them) for ids no node holds, from 127.0.0.2.
-      const ghosts = Array.from({ length: 300 }, () => `sb_${hex(8)}`);
+      const ghosts = Array.from({ length: 600 }, () => `sb_${hex(8)}`);
+      const t0 = performance.now();
       const statuses = await Promise.all(ghosts.map((id) => askFrom("127.0.0.2", port, id.replace("sb_", "sb-"), envdAccessToken(SECRET, id, hex(16)))));
-      expect(statuses.every((st) => st === 502)).toBe(true);
-      // Per-client burst 100 (plus what the 50/s refill adds while the flood runs): far from all 300.
+      const seconds = (performance.now() - t0) / 1000;
+      expect(statuses.filter((st) => st !== 502)).toEqual([]);
+      // Per-client burst 100 plus the 50/s refill over the flood's duration, whatever the machine's speed.
       const probed = ghosts.filter((id) => probeReads([id]) > 0).length;
       expect(probed).toBeGreaterThanOrEqual(100);
-      expect(probed).toBeLessThan(300);
-      // The same ghost again: every node answered 404, so the miss is cached and nothing reaches the node.
-      const probedGhost = ghosts.find((id) => probeReads([id]) > 0)!;
-      const before = probeReads([probedGhost]);
-      expect(await askFrom("127.0.0.2", port, probedGhost.replace("sb_", "sb-"), envdAccessToken(SECRET, probedGhost, hex(16)))).toBe(502);
-      expect(probeReads([probedGhost])).toBe(before);
+      expect(probed).toBeLessThanOrEqual(100 + Math.ceil(50 * seconds) + 1);
+      // A ghost asked twice: every node answered 404 the first time, so the miss is cached and the second read
+      // nothing from the node.
+      // (From an address with its budget intact, so the second ask is not simply refused by the budget.)
+      const ghost = `sb_${hex(8)}`;
+      const askGhost = () => askFrom("127.0.0.3", port, ghost.replace("sb_", "sb-"), envdAccessToken(SECRET, ghost, hex(16)));
+      expect(await askGhost()).toBe(502);
+      expect(probeReads([ghost])).toBe(1);
+      expect(await askGhost()).toBe(502);
+      expect(probeReads([ghost])).toBe(1);
       // A fresh sandbox's first use from another address is not behind that flood.
       const made = await api(s, "POST", "/sandboxes", KEY_A, { templateID: "base" });
       expect(await askFrom("127.0.0.1", port, String(made.json!.sandboxID), String(made.json!.envdAccessToken))).toBe(204);
@@ -279,5 +286,33 @@ describe("case 10: tags and node error texts (/openapi.json: tests/unit/shared/e
     expect(JSON.stringify(r.json)).not.toContain("team-secret");
     expect(JSON.stringify(r.json)).not.toContain("node-7");
     expect(r.json).toEqual({ code: 409, message: expect.stringContaining("failed to extend the sandbox lease") });
+  }, 60_000);
+});
+
+describe("tokens across the upgrade to lane tags", () => {
+  let s: Stack;
+  beforeAll(async () => {
+    s = await startStack({ guestAgents: true, proxy: true });
+  }, 60_000);
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  test("a sandbox whose envd holds the untagged token (made before tags) gets that token back from connect, and the proxy admits it; a new one gets the tagged form", async () => {
+    const node = s.cluster.nodes[0]!;
+    const old = await new SandboxdClient({ baseUrl: node.url, token: ROOT }).claim({ template: "img:1", claim_ref: "team-a/e2b-before-tags" });
+    const untagged = deriveAccessToken(SECRET, old.token);
+    await initEnvd({ address: node.addr, claimId: old.id, rootToken: ROOT }, { accessToken: untagged, timestamp: new Date().toISOString() });
+    const pub = old.id.replace("sb_", "sb-");
+    const connected = await api(s, "POST", `/sandboxes/${pub}/connect`, KEY_A, {});
+    expect(connected.status).toBe(200);
+    expect(connected.json!.envdAccessToken).toBe(untagged);
+    await until(() => s.mesh.fleet.nodes().some((n) => n.entries.some((e) => e.id === old.id)), "the fleet to list the old sandbox", 15_000, 25);
+    const r = await fetch(`${s.proxyUrl}/envs`, { headers: { host: `49983-${pub}.${DOMAIN}`, "x-access-token": untagged } });
+    expect(r.status).toBe(200);
+    const made = await api(s, "POST", "/sandboxes", KEY_A, { templateID: "base" });
+    const again = await api(s, "POST", `/sandboxes/${made.json!.sandboxID}/connect`, KEY_A, {});
+    expect(again.json!.envdAccessToken).toBe(made.json!.envdAccessToken);
+    expect(String(made.json!.envdAccessToken)).toHaveLength(96);
   }, 60_000);
 });
