@@ -5,7 +5,12 @@
 import { StartupError } from "./errors.ts";
 import type { EnvOnlySetting } from "./help.ts";
 import { listenAddressCheck } from "./host-port.ts";
-import { boolFlag, durationFlag, intFlag, semverFlag, stringFlag, type DurationValue } from "./flag-kinds.ts";
+import { boolFlag, durationFlag, floatFlag, intFlag, semverFlag, stringFlag, type DurationValue, type FlagSpec } from "./flag-kinds.ts";
+
+/** A float row that refuses negative values at parse time (a usage error, like an int row's min). */
+function nonNegative(spec: FlagSpec<number>): FlagSpec<number> {
+  return { ...spec, schema: spec.schema.refine((v) => v >= 0, { message: "must not be negative" }) };
+}
 
 /** The log-level variable of the operator binaries (sandbox-apiserver, sandbox-envd-proxy, sandbox-e2b). */
 export const OPERATOR_LOG_LEVEL_ENV = "OPERATOR_LOG_LEVEL";
@@ -116,17 +121,18 @@ export const e2bFlags = {
       "Sandboxes, running or paused, a namespace may hold through the e2b surface when its key-file line sets no " +
       "max-sandboxes; a create, fork or snapshot restore beyond it answers 429 with Retry-After.",
   }),
-  // A decimal rate (0.5 = one start every 2 s); parsed here so a negative or non-number is a usage error (exit 2).
-  e2bDefaultCreatesPerSecond: stringFlag({
-    flag: "e2b-default-creates-per-second",
-    default: "0",
-    check: (v) => (/^\d{1,6}(\.\d{1,6})?$/.test(v.trim()) ? undefined : "must be a number >= 0, such as 2 or 0.5"),
-    defaultLabel: "0 (no limit)",
-    help:
-      "Sandbox starts per second (creates, fork children, snapshot restores, resumes) a namespace may make " +
-      "through the e2b surface when its key-file line sets no creates-per-second; bursts up to one second's " +
-      "worth, then 429 with Retry-After.",
-  }),
+  // A decimal rate (0.5 = one start every 2 s); a negative one is a usage error (exit 2).
+  e2bDefaultCreatesPerSecond: nonNegative(
+    floatFlag({
+      flag: "e2b-default-creates-per-second",
+      default: "0",
+      defaultLabel: "0 (no limit)",
+      help:
+        "Sandbox starts per second (creates, fork children, snapshot restores, resumes) a namespace may make " +
+        "through the e2b surface when its key-file line sets no creates-per-second; bursts up to one second's " +
+        "worth, then 429 with Retry-After.",
+    }),
+  ),
   e2bAllowAnonymous: boolFlag({
     flag: "e2b-allow-anonymous",
     help:
@@ -246,7 +252,7 @@ export function e2bOptionsFrom(v: {
   e2bTemplateAliasFile: string;
   e2bEnvdSecretFile: string;
   e2bDefaultMaxSandboxes: number;
-  e2bDefaultCreatesPerSecond: string;
+  e2bDefaultCreatesPerSecond: number;
   e2bBuilds: boolean;
   e2bBuildParallel: number;
   e2bBuildTimeout: DurationValue;
@@ -269,7 +275,7 @@ export function e2bOptionsFrom(v: {
     allowAnonymous: v.e2bAllowAnonymous,
     templateAliasFile: orUndefined(v.e2bTemplateAliasFile),
     envdSecretFile: orUndefined(v.e2bEnvdSecretFile),
-    defaultQuota: { maxSandboxes: v.e2bDefaultMaxSandboxes, createsPerSecond: Number(v.e2bDefaultCreatesPerSecond.trim()) },
+    defaultQuota: { maxSandboxes: v.e2bDefaultMaxSandboxes, createsPerSecond: v.e2bDefaultCreatesPerSecond },
     builds: {
       enabled: v.e2bBuilds,
       parallel: v.e2bBuildParallel,
