@@ -2,7 +2,8 @@
 //   files.ts    alias / envd secret files (startup checks); keys.ts the key file (namespaces, quota fields)
 //   app.ts      routes, auth, /openapi.json, /metrics (schemas.ts, body.ts)
 //   surface.ts  what each sandbox endpoint does; templates.ts templates and tags; snapshots.ts snapshots;
-//               quotas.ts per-namespace quotas; render.ts replies; nodes.ts owner lookup; envd.ts /init and
+//               quotas.ts per-namespace quotas; placement.ts claim placement; render.ts replies; token-forms.ts
+//               which token an old sandbox's envd holds; nodes.ts owner lookup; envd.ts /init and
 //               envd /metrics; list.ts list paging
 //   ids.ts, tokens.ts, errors.ts  id forms, access tokens, the {code,message} envelope
 import type { OpenAPIHono } from "@hono/zod-openapi";

@@ -6,15 +6,14 @@ import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/index.ts";
-import { advertisesImage, claimCandidates, nodeByAddress } from "../fleet/index.ts";
-import { COLD_CLAIM_TIMEOUT_MS, SandboxdClient } from "../sandboxd/index.ts";
+import { advertisesImage, nodeByAddress } from "../fleet/index.ts";
+import { COLD_CLAIM_TIMEOUT_MS } from "../sandboxd/index.ts";
 import { isSandboxdError, metadataProblem, provablyUndelivered } from "../sandboxd/index.ts";
 import {
   CHECKPOINT_ID_RE,
   parseWireTime,
   type ClaimReply,
   type ClaimRequest,
-  type PoolKey,
   type SandboxDetail,
 } from "../sandboxd/index.ts";
 import { E2bError, badRequest, fromNode, templateNotFound } from "./errors.ts";
@@ -26,6 +25,7 @@ import { NodeAccess, entriesIn, type Located } from "./nodes.ts";
 import { NamespaceQuotas } from "./quotas.ts";
 import { BUILT_PREFIX, NAME_BUDGET, Renderer, isPaused, wireTime } from "./render.ts";
 import { Snapshots } from "./snapshots.ts";
+import { claimFailure, placeClaim } from "./placement.ts";
 import { TemplateCatalog } from "./templates.ts";
 import { TokenForms } from "./token-forms.ts";
 import {
@@ -174,7 +174,7 @@ export class E2bSurface {
         ...common,
         ...(body.allow_internet_access === false ? { egress: false } : {}),
       };
-      const hit = await this.place({ template: pool.image, net, size: pool.size }, req);
+      const hit = await placeClaim(this.nodes, this.log, { template: pool.image, net, size: pool.size }, req);
       if (hit) placed = { reply: hit.reply, template: pool.image, calledAddress: hit.calledAddress };
       else {
         // Only the no-capacity branch looks for a built template (pool images pay nothing for the lookup).
@@ -223,52 +223,6 @@ export class E2bSurface {
     }
     this.deps.onClaimed?.(reply.id, address, reply.token);
     return this.render.sandboxReply({ claimId: reply.id, nodeName, template: placed.template, claimToken: reply.token });
-  }
-
-  /**
-   * Claim on the fleet: candidates are fresh nodes whose pool of the key has warm VMs in the snapshot; sample two,
-   * take the warmer. Undelivered outcomes drop the node and re-sample; other errors end the create. Undefined = no
-   * node delivered.
-   *
-   * When the snapshot shows no warm VM anywhere, nodes whose pool for the key has a warm TARGET are asked anyway
-   * (docs/e2b.md "Create"): the snapshot lags refills by up to a poll tick or an inventory publish, and a burst that
-   * drained the pool for a moment would otherwise answer 503 for that whole lag. A pool configured with no warm VMs
-   * (target 0) is never asked, so an unpooled image still answers 503 rather than cold-booting.
-   */
-  private async place(key: PoolKey, req: ClaimRequest): Promise<{ reply: ClaimReply; calledAddress: string } | undefined> {
-    const nodes = this.nodes.nodes();
-    let cands = claimCandidates(nodes, key);
-    if (cands.length === 0) {
-      cands = nodes
-        .filter((n) => n.address && n.pools.some((p) => p.template === key.template && p.net === key.net && p.size === key.size && p.target > 0))
-        .map((node) => ({ node, warm: 0 }));
-      for (const c of cands) this.deps.fleet.changed?.(c.node.address);
-    }
-    const resolveTarget = (addr: string): SandboxdClient | undefined => {
-      const n = nodeByAddress(this.nodes.nodes(), addr);
-      return n ? this.nodes.client(n.address) : undefined;
-    };
-    while (cands.length > 0) {
-      const i = Math.floor(Math.random() * cands.length);
-      let pick = i;
-      if (cands.length > 1) {
-        let j = Math.floor(Math.random() * (cands.length - 1));
-        if (j >= i) j++;
-        pick = cands[j]!.warm > cands[i]!.warm ? j : i;
-      }
-      const node = cands[pick]!.node;
-      try {
-        return { reply: await this.nodes.client(node.address).claim(req, { resolveTarget }), calledAddress: node.address };
-      } catch (err) {
-        if (provablyUndelivered(err)) {
-          this.log.debug({ node: node.name, err }, "claim not delivered; trying another node");
-          cands = cands.filter((_, k) => k !== pick);
-          continue;
-        }
-        throw claimFailure(err);
-      }
-    }
-    return undefined;
   }
 
   /**
@@ -568,14 +522,6 @@ function refuseOptions(b: NewSandbox): void {
   if (b.autoResume?.enabled === false) throw badRequest("autoResume: {enabled: false} is not supported: data-plane traffic with a valid token always wakes a paused sandbox here");
   if (nonEmpty(b.mcp)) throw badRequest("mcp is not supported");
   if (nonEmpty(b.iam)) throw badRequest("iam is not supported");
-}
-
-/** A claim that was delivered but failed: the node's 400/409 pass through; anything else is a fixed 500. */
-function claimFailure(err: unknown): E2bError {
-  if (isSandboxdError(err) && (err.status === 400 || err.status === 409)) {
-    return new E2bError(err.status, err.status === 400 ? "the node refused the claim as invalid" : "the node refused the claim: the template or snapshot is not claimable now", undefined, err.serverMessage);
-  }
-  return new E2bError(500, "failed to claim a sandbox", undefined, isSandboxdError(err) ? err.serverMessage || err.message : undefined);
 }
 
 /** envd `GET /envs` (a built template's environment), for merging a create's envVars over it. */
