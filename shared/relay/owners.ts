@@ -7,7 +7,7 @@
 //      surface issued for that id gets here), under a budget per client address (50/s, burst 100) and a
 //      replica-wide one (200/s, burst 400), with a negative cache of probe misses (10 s); a probe hit is admitted
 //      (and cached) only when the presented token derives from it.
-// Before any of it, the id and the token must have the shapes the surface issues (sb_<hex>; 64 or 96 hex digits):
+// Before any of it, the id and the token must have the shapes the surface issues (sb_ + 16 hex; 64 or 96 hex digits):
 // a caller with no valid credential never costs a node read beyond one per listed id (then cached), and never a
 // probe. The proxy stores no per-sandbox secret: the expected token is recomputed from the claim token.
 import { type Clock, realClock } from "../clock/index.ts";
@@ -17,7 +17,7 @@ import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
 import { findEntry } from "../fleet/index.ts";
 import { SandboxdClient } from "../sandboxd/index.ts";
-import { isSandboxdError } from "../sandboxd/index.ts";
+import { SANDBOX_ID_RE, isSandboxdError } from "../sandboxd/index.ts";
 import { claimIdOf } from "../e2b/index.ts";
 import { accessTokenMatches, carriesLaneTag, envdAccessToken } from "../e2b/index.ts";
 
@@ -32,8 +32,6 @@ export const PROBE_PER_CLIENT_BURST = 100;
 export const NEGATIVE_TTL_MS = 10_000;
 const CLIENTS_MAX = 4096;
 
-/** The claim ids sandboxd issues. */
-export const CLAIM_ID_RE = /^sb_[0-9a-f]{8,64}$/;
 /** Access tokens the e2b surface issues: lane-tagged (96 hex digits), or untagged from before tags (64). */
 export const ACCESS_TOKEN_RE = /^(?:[0-9a-f]{32})?[0-9a-f]{64}$/;
 const READ_TIMEOUT_MS = 5_000;
@@ -179,7 +177,7 @@ export class OwnerResolver {
   async resolve(requestedId: string, presentedToken: string | undefined, ctx: ResolveContext = {}): Promise<Resolution> {
     const claimId = claimIdOf(requestedId);
     // Shapes first: no id or token the surface could have issued costs nothing (not even a cache probe).
-    if (!CLAIM_ID_RE.test(claimId)) return { kind: "unavailable", reason: "unknown" };
+    if (!SANDBOX_ID_RE.test(claimId)) return { kind: "unavailable", reason: "unknown" };
     if (presentedToken !== undefined && !ACCESS_TOKEN_RE.test(presentedToken)) return { kind: "unavailable", reason: "unknown" };
     const judge = (owner: Owner, source: "cache" | "inventory" | "probe"): Resolution =>
       presentedToken === undefined || this.matches(owner, presentedToken) ? { kind: "ok", owner, source } : { kind: "bad-token" };
