@@ -74,7 +74,7 @@ export class EnvdRelay {
     const signed = presented === "" && isSignedFileUrl(route.port, req.method, url);
     if (presented === "" && !signed) return relayError(401, "missing X-Access-Token");
 
-    const r = await this.owners.resolve(route.id, signed ? undefined : presented);
+    const r = await this.owners.resolve(route.id, signed ? undefined : presented, { client: server.requestIP(req)?.address });
     if (r.kind === "bad-token") {
       this.metrics.lookups.inc({ result: "bad_token" });
       return relayError(401, "invalid sandbox access token");

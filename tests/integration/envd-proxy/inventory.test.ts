@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
-import { deriveAccessToken } from "#shared/e2b/tokens.ts";
+import { deriveAccessToken, envdAccessToken } from "#shared/e2b/tokens.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
 import { spawnService, type Child } from "../e2b/process.ts";
 import { StartupError } from "#shared/config/index.ts";
@@ -87,7 +87,7 @@ describe("sandbox-envd-proxy on NodeInventory", () => {
       const wrong = await ask(b.id, "0".repeat(64));
       expect(await wrong.json()).toEqual({ code: 502, message: "sandbox unavailable" });
       const g = gets();
-      const rb = await ask(b.id, deriveAccessToken(SECRET, b.token));
+      const rb = await ask(b.id, envdAccessToken(SECRET, b.id, b.token));
       expect(rb.status).toBe(200);
       expect(gets()).toBeGreaterThan(g);
       const health = await fetch(`http://127.0.0.1:${port}/healthz`);

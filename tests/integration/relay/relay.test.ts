@@ -6,7 +6,7 @@ import { Sandbox } from "e2b";
 import { DOMAIN, ROOT, SECRET, sdkOpts, startStack, type Stack } from "../e2b/harness.ts";
 import { countedBytes, generatedBody } from "../e2b/guest.ts";
 import { until } from "#tests/support/wait.ts";
-import { deriveAccessToken } from "#shared/e2b/tokens.ts";
+import { deriveAccessToken, envdAccessToken } from "#shared/e2b/tokens.ts";
 import { fileSignature } from "#shared/sandboxd/urls.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 
@@ -148,7 +148,7 @@ describe("routing and admission", () => {
   test("23 + 24: a sandbox another replica claimed (unpublished here) is found by the probe; a second request within 60 s makes no probe; a wrong token on the probe path => 502, nothing cached", async () => {
     const direct = await new SandboxdClient({ baseUrl: node().url, token: ROOT }).claim({ template: "img:1", claim_ref: "team-a/elsewhere" });
     const id = direct.id.replace("sb_", "sb-");
-    const token = deriveAccessToken(SECRET, direct.token);
+    const token = envdAccessToken(SECRET, direct.id, direct.token);
     // Wrong token first: the probe finds it, admission is refused, and it reads as unknown.
     const wrong = await call("/echo", { host: hostFor(id), headers: { "x-access-token": "1".repeat(64) } });
     expect(await wrong.json()).toEqual({ code: 502, message: "sandbox unavailable" });
