@@ -9,6 +9,7 @@ import type { GuestRequest } from "./guest.ts";
 import { GUEST_BODY_QUEUE, HOP_BY_HOP, drained } from "./guest.ts";
 
 const MAX_HEAD_BYTES = 64 * 1024;
+const QUEUE_BYTES = GUEST_BODY_QUEUE.highWaterMark ?? 0;
 
 type Framing = { kind: "none" } | { kind: "length"; left: number } | { kind: "chunked" } | { kind: "close" };
 
@@ -146,6 +147,8 @@ export function startHttp1(sock: GuestWire, r: GuestRequest): { response: Promis
       if (slice.length === 0) return;
       r.onBytesOut(slice.length);
       ctrl!.enqueue(new Uint8Array(slice.buffer, slice.byteOffset, slice.byteLength));
+      // relay bounds (limits.ts): report what waits for the client.
+      r.queued?.(QUEUE_BYTES - (ctrl!.desiredSize ?? 0));
     };
     const finish = () => {
       if (finished) return;
@@ -229,6 +232,7 @@ export function startHttp1(sock: GuestWire, r: GuestRequest): { response: Promis
                 ctrl = c;
               },
               pull() {
+                r.queued?.(QUEUE_BYTES - (ctrl!.desiredSize ?? 0)); // relay bounds (limits.ts)
                 sock.resume();
               },
               cancel() {
