@@ -21,6 +21,7 @@ import {
   type E2bOptions,
   type Env,
 } from "#shared/config/index.ts";
+import { envdProxyRelayLimitFlags, relayLimitsFrom, type RelayLimitOptions } from "#shared/relay/index.ts";
 
 export { OPERATOR_LOG_LEVEL_ENV };
 
@@ -54,6 +55,7 @@ export const e2bMeshFlags = {
     flag: "envd-proxy-guest-http2",
     help: "Forward to the guest over cleartext HTTP/2 from the in-process proxy.",
   }),
+  ...envdProxyRelayLimitFlags,
 } as const;
 
 export interface E2bMeshConfig {
@@ -66,7 +68,7 @@ export interface E2bMeshConfig {
   e2b: E2bOptions;
   /** Undefined: no in-process proxy. Its domain is --e2b-domain. */
   envdProxy:
-    | { bindAddress: string; tlsCertFile: string | undefined; tlsPrivateKeyFile: string | undefined; guestHttp2: boolean }
+    | { bindAddress: string; tlsCertFile: string | undefined; tlsPrivateKeyFile: string | undefined; guestHttp2: boolean; limits: RelayLimitOptions }
     | undefined;
 }
 
@@ -87,6 +89,13 @@ export function parseE2bMeshFlags(argv: readonly string[], env: Env): CliOutcome
             tlsCertFile: orUndefined(v.envdProxyTlsCertFile),
             tlsPrivateKeyFile: orUndefined(v.envdProxyTlsPrivateKeyFile),
             guestHttp2: v.envdProxyGuestHttp2,
+            limits: relayLimitsFrom({
+              maxRelays: v.envdProxyMaxRelays,
+              maxRelaysPerSandbox: v.envdProxyMaxRelaysPerSandbox,
+              maxRelaysPerClient: v.envdProxyMaxRelaysPerClient,
+              relayBufferMax: v.envdProxyRelayBufferMax,
+              guestHandshakeTimeout: v.envdProxyGuestHandshakeTimeout,
+            }),
           },
   }));
 }

@@ -1,5 +1,6 @@
 // sandbox-envd-proxy's flags (seed 003): the e2b data plane's listener, domain, TLS pair, guest leg,
-// the envd secret the access tokens are verified against, the fleet root token and the inventory window.
+// the envd secret the access tokens are verified against, the fleet root token, the inventory window and the
+// relay's bounds (caps on concurrent relays, the buffer budget, the guest deadline).
 import {
   OPERATOR_LOG_LEVEL_ENV,
   StartupError,
@@ -16,6 +17,7 @@ import {
   type CliOutcome,
   type Env,
 } from "#shared/config/index.ts";
+import { relayLimitFlags, relayLimitsFrom, type RelayLimitOptions } from "#shared/relay/index.ts";
 
 export { OPERATOR_LOG_LEVEL_ENV };
 
@@ -56,6 +58,7 @@ export const envdProxyFlags = {
   }),
   ...sandboxdTokenFlags,
   ...inventoryStaleAfterFlag,
+  ...relayLimitFlags,
 } as const;
 
 export interface EnvdProxyConfig {
@@ -72,6 +75,8 @@ export interface EnvdProxyConfig {
   sandboxdTokenFile: string | undefined;
   /** Milliseconds, always positive. */
   inventoryStaleAfter: number;
+  /** Relay caps, buffer budget and guest deadline (docs/envd-relay.md "Bounds"). */
+  limits: RelayLimitOptions;
 }
 
 const orUndefined = (value: string): string | undefined => (value === "" ? undefined : value);
@@ -88,6 +93,7 @@ export function parseEnvdProxyFlags(argv: readonly string[], env: Env): CliOutco
     sandboxdToken: v.sandboxdToken,
     sandboxdTokenFile: orUndefined(v.sandboxdTokenFile),
     inventoryStaleAfter: v.inventoryStaleAfter.ms,
+    limits: relayLimitsFrom(v),
   }));
 }
 

@@ -1,8 +1,11 @@
 // shared/relay — the envd relay (docs/envd-relay.md): route.ts (host/header routing), owners.ts (owner cache,
 // inventory lookup, probes), tunnel.ts + bun-tunnel.ts (the node's ports relay), guest.ts + http1.ts (the streaming guest leg),
-// proxy.ts (the pipeline and failure mapping), metrics.ts, server.ts (the listener).
+// proxy.ts (the pipeline and failure mapping), limits.ts + limit-flags.ts (caps, budget, deadlines), metrics.ts,
+// websocket.ts + ws-frames.ts (the WebSocket leg), server.ts (the listener).
 export { EnvdRelay, relayError, type RelayOptions } from "./proxy.ts";
 export { serveRelay, stopRelay, RELAY_DRAIN_MS, type RelayListen } from "./server.ts";
 export { routeFromHost, routeRequest, parsePort, isEnvdInternalPath, isSignedFileUrl } from "./route.ts";
 export { OwnerCache, OwnerResolver } from "./owners.ts";
 export { type SmallReply, exchangeOverTunnel } from "./http1.ts";
+export { BufferBudget, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
+export { envdProxyRelayLimitFlags, relayLimitFlags, relayLimitsFrom } from "./limit-flags.ts";

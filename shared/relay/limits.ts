@@ -13,8 +13,6 @@ export interface RelayLimitOptions {
   bufferBytes: number;
   /** How long a guest may take to answer a request head or a WebSocket upgrade (ms). */
   guestHandshakeMs: number;
-  /** Largest WebSocket message either way, and what one WebSocket may hold queued each way (bytes). */
-  websocketMessageBytes: number;
 }
 
 /** Safe for the chart's 512 Mi limit (docs/envd-relay.md "Bounds" has the arithmetic). */
@@ -24,7 +22,6 @@ export const DEFAULT_RELAY_LIMITS: RelayLimitOptions = {
   maxRelaysPerClient: 0,
   bufferBytes: 128 * 1024 * 1024,
   guestHandshakeMs: 30_000,
-  websocketMessageBytes: 16 * 1024 * 1024,
 };
 
 /** Why a relay was refused a slot: its HTTP status follows (429 for a sandbox or client, 503 for the process). */

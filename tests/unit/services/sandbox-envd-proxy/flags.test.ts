@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { UsageError } from "#shared/config/index.ts";
+import { DEFAULT_RELAY_LIMITS } from "#shared/relay/index.ts";
 import {
   checkEnvdProxyConfig,
   envdProxyFlags,
@@ -29,7 +30,14 @@ describe("envd-proxy flags", () => {
       sandboxdToken: "",
       sandboxdTokenFile: undefined,
       inventoryStaleAfter: 90_000,
+      limits: DEFAULT_RELAY_LIMITS,
     });
+  });
+
+  test("the relay's bounds are flags: caps, budget and the guest deadline", () => {
+    const c = config(["--max-relays=10", "--max-relays-per-sandbox=3", "--max-relays-per-client=2", "--relay-buffer-max=1048576", "--guest-handshake-timeout=5s"]);
+    expect(c.limits).toEqual({ maxRelays: 10, maxRelaysPerSandbox: 3, maxRelaysPerClient: 2, bufferBytes: 1048576, guestHandshakeMs: 5000 });
+    expect(envdProxyHelp()).toContain("--max-relays-per-sandbox");
   });
 
   test("an empty namespace means every namespace", () => {
@@ -40,6 +48,9 @@ describe("envd-proxy flags", () => {
     [["--inventory-stale-after=0"], "--inventory-stale-after"],
     [["--bind-address=8443"], "--bind-address"],
     [["--guest-http2=on"], "--guest-http2"],
+    [["--max-relays=0"], "--max-relays"],
+    [["--relay-buffer-max=0"], "--relay-buffer-max"],
+    [["--guest-handshake-timeout=0s"], "--guest-handshake-timeout"],
     [["--bogus"], "--bogus"],
   ];
   for (const [argv, flag] of usage) {
