@@ -106,9 +106,14 @@ export interface RawWsClient {
 }
 
 export function rawWsClient(port: number, host: string, token: string, path = "/ws"): Promise<RawWsClient> {
-  return new Promise((resolve, reject) => {
-    const sock = net.connect({ host: "127.0.0.1", port });
-    const c: RawWsClient = { sock, messages: [], closeCode: undefined, status: 0 };
+  return dialRawWs(port, host, token, path).answered;
+}
+
+/** The client at once (its socket, to drop it early) and a promise of the proxy's answer to the upgrade. */
+export function dialRawWs(port: number, host: string, token: string, path = "/ws"): { client: RawWsClient; answered: Promise<RawWsClient> } {
+  const sock = net.connect({ host: "127.0.0.1", port });
+  const c: RawWsClient = { sock, messages: [], closeCode: undefined, status: 0 };
+  const answered = new Promise<RawWsClient>((resolve, reject) => {
     const reader = new FrameReader(Number.MAX_SAFE_INTEGER);
     let head = Buffer.alloc(0);
     let upgraded = false;
@@ -138,6 +143,7 @@ export function rawWsClient(port: number, host: string, token: string, path = "/
         `Sec-WebSocket-Key: ${Buffer.from("0123456789abcdef").toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
     );
   });
+  return { client: c, answered };
 }
 
 /** One gauge or counter sample from a Prometheus text page (the first series of that name). */
