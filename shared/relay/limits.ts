@@ -17,10 +17,10 @@ export interface RelayLimitOptions {
 
 /** Safe for the chart's 512 Mi limit (docs/envd-relay.md "Bounds" has the arithmetic). */
 export const DEFAULT_RELAY_LIMITS: RelayLimitOptions = {
-  maxRelays: 1024,
-  maxRelaysPerSandbox: 128,
+  maxRelays: 128,
+  maxRelaysPerSandbox: 64,
   maxRelaysPerClient: 0,
-  bufferBytes: 128 * 1024 * 1024,
+  bufferBytes: 64 * 1024 * 1024,
   guestHandshakeMs: 30_000,
 };
 
@@ -123,6 +123,10 @@ export class BufferShare {
       this.budget.add(bytes - this.held);
       this.held = bytes;
     }
+    return this.mayRead();
+  }
+
+  mayRead(): boolean {
     return this.held < SHARE_FLOOR_BYTES || !this.budget.over();
   }
 

@@ -145,8 +145,10 @@ export class EnvdRelay {
       share.release();
       slot.release();
     };
-    if (sock instanceof BunTunnel) sock.onClose(closed);
-    else sock.once("close", closed);
+    if (sock instanceof BunTunnel) {
+      sock.onClose(closed);
+      sock.gate = () => share.mayRead();
+    } else sock.once("close", closed);
 
     const headers: Record<string, string> = {};
     req.headers.forEach((v, k) => {
