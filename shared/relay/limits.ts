@@ -76,6 +76,7 @@ function dec(m: Map<string, number>, k: string): void {
 export class BufferBudget {
   private used = 0;
   private waiters: Array<() => void> = [];
+  private overdraft: object | undefined;
 
   constructor(readonly limit: number) {}
 
@@ -89,14 +90,35 @@ export class BufferBudget {
 
   add(delta: number): void {
     this.used += delta;
-    if (delta < 0 && this.waiters.length && this.used < this.limit) {
-      const ws = this.waiters;
-      this.waiters = [];
-      for (const w of ws) w();
-    }
+    if (delta < 0 && this.waiters.length && this.used < this.limit) this.wake();
   }
 
-  /** Run `fn` once the total is under the budget (at once when it is): for streams paused where no client read wakes them. */
+  /**
+   * One WebSocket at a time may finish the frame it is reading while the budget is over: pausing mid-frame frees
+   * nothing, and a frame as large as the budget would otherwise wait for itself. The others wait their turn.
+   */
+  takeOverdraft(owner: object): boolean {
+    if (this.overdraft !== undefined && this.overdraft !== owner) return false;
+    this.overdraft = owner;
+    return true;
+  }
+
+  releaseOverdraft(owner: object): void {
+    if (this.overdraft !== owner) return;
+    this.overdraft = undefined;
+    if (this.waiters.length) this.wake();
+  }
+
+  private wake(): void {
+    const ws = this.waiters;
+    this.waiters = [];
+    for (const w of ws) w();
+  }
+
+  /**
+   * Run `fn` once the total is under the budget or the overdraft is free (at once when under): for streams paused
+   * where no client read wakes them. `fn` checks again and may wait again.
+   */
   whenUnder(fn: () => void): void {
     if (this.used < this.limit) fn();
     else this.waiters.push(fn);
@@ -130,7 +152,7 @@ export class BufferShare {
     return this.held < SHARE_FLOOR_BYTES || !this.budget.over();
   }
 
-  /** Run `fn` once when the budget has room again (one pending call per share, however often it is asked). */
+  /** Run `fn` once when the budget may have room again (one pending call per share, however often it is asked). */
   whenUnder(fn: () => void): void {
     if (this.waiting) return;
     this.waiting = true;
@@ -140,7 +162,17 @@ export class BufferShare {
     });
   }
 
+  /** May this stream go on reading the frame it is in the middle of, over the budget? (See BufferBudget.takeOverdraft.) */
+  takeOverdraft(): boolean {
+    return this.budget.takeOverdraft(this);
+  }
+
+  releaseOverdraft(): void {
+    this.budget.releaseOverdraft(this);
+  }
+
   release(): void {
     this.set(0);
+    this.releaseOverdraft();
   }
 }

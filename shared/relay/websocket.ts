@@ -228,7 +228,14 @@ export class WsPump {
   private account(): void {
     if (!this.share || this.done) return;
     const held = this.reader.partialBytes + this.fragBytes + (this.backlog?.length ?? 0) + this.ws.getBufferedAmount() + this.sock.writableLength;
-    if (this.share.set(held) || this.budgetHeld) return;
+    const mid = this.reader.midFrame;
+    if (this.share.set(held)) {
+      if (!mid) this.share.releaseOverdraft();
+      return;
+    }
+    if (!mid) this.share.releaseOverdraft();
+    else if (this.share.takeOverdraft()) return;
+    if (this.budgetHeld) return;
     this.budgetHeld = true;
     this.sock.pause();
     this.ws.pause();

@@ -50,9 +50,14 @@ export class FrameReader {
 
   constructor(private readonly maxFrameBytes: number) {}
 
-  /** Bytes allocated for the frame being read (its declared size), 0 between frames. */
+  /** Bytes of the frame being read received so far (what it holds in memory), 0 between frames. */
   get partialBytes(): number {
-    return this.payload?.length ?? 0;
+    return this.payload ? this.filled : 0;
+  }
+
+  /** Inside a frame: its header or part of its payload has been read. */
+  get midFrame(): boolean {
+    return this.payload !== undefined || this.headLen > 0;
   }
 
   /**
