@@ -103,8 +103,8 @@ function webStream(src: Readable, r: GuestRequest, onCancel: () => void): Readab
         src.pause();
       },
       pull() {
-        r.queued?.(GUEST_BODY_BUFFER - (ctrl.desiredSize ?? 0));
-        src.resume();
+        // Over the relay's budget a stream still holding much stays paused; the next pull asks again.
+        if (r.queued?.(GUEST_BODY_BUFFER - (ctrl.desiredSize ?? 0)) !== false) src.resume();
       },
       cancel() {
         src.destroy();

@@ -26,11 +26,12 @@ beforeAll(async () => {
   proxyPort = Number((await child.waitFor("envd proxy listening")).port);
   proxyUrl = `http://127.0.0.1:${proxyPort}`;
 });
+// Guests first: their sockets close the tunnels, so the proxy has no open stream to drain on SIGTERM.
 afterAll(async () => {
+  await silent?.stop();
   await child?.stop();
   await fixture?.stop();
-  await silent?.stop();
-});
+}, 30_000);
 
 test("50 silent WebSocket handshakes: the 25 clients that leave close their tunnels at once, the rest get 504 at the deadline; nothing stays open", async () => {
   const sbx = await createSandbox(api, KEY);

@@ -29,10 +29,11 @@ beforeAll(async () => {
   proxyPort = Number((await child.waitFor("envd proxy listening")).port);
   proxyUrl = `http://127.0.0.1:${proxyPort}`;
 });
+// Guests first: their sockets close the tunnels, so the proxy has no open stream to drain on SIGTERM.
 afterAll(async () => {
   await child?.stop();
   await fixture?.stop();
-});
+}, 30_000);
 
 interface Stalled {
   sock: net.Socket;

@@ -28,12 +28,13 @@ beforeAll(async () => {
   proxyPort = Number((await child.waitFor("envd proxy listening")).port);
   proxyUrl = `http://127.0.0.1:${proxyPort}`;
 });
+// Guests first: their sockets close the tunnels, so the proxy has no open stream to drain on SIGTERM.
 afterAll(async () => {
-  await child?.stop();
-  await fixture?.stop();
   await deaf?.stop();
   await talker?.stop();
-});
+  await child?.stop();
+  await fixture?.stop();
+}, 30_000);
 
 async function sandboxWith(guest: HostileGuest): Promise<{ host: string; token: string }> {
   const sbx = await createSandbox(api, KEY);
