@@ -25,7 +25,7 @@ export const DEFAULT_RELAY_LIMITS: RelayLimitOptions = {
 };
 
 /** Why a relay was refused a slot: its HTTP status follows (429 for a sandbox or client, 503 for the process). */
-export type SlotRefusal = { status: 429 | 503; message: string };
+export type SlotRefusal = { status: 429 | 503; cap: "sandbox" | "client" | "global"; message: string };
 
 /** Counts open relays; `acquire` either takes a slot (and returns its release) or says which cap is reached. */
 export class RelaySlots {
@@ -40,12 +40,12 @@ export class RelaySlots {
   }
 
   acquire(sandbox: string, client: string | undefined): { release: () => void } | SlotRefusal {
-    if (this.total >= this.o.maxRelays) return { status: 503, message: "the proxy is at its relay capacity; retry later" };
+    if (this.total >= this.o.maxRelays) return { status: 503, cap: "global", message: "the proxy is at its relay capacity; retry later" };
     const s = this.bySandbox.get(sandbox) ?? 0;
-    if (s >= this.o.maxRelaysPerSandbox) return { status: 429, message: `too many concurrent requests to this sandbox (limit ${this.o.maxRelaysPerSandbox})` };
+    if (s >= this.o.maxRelaysPerSandbox) return { status: 429, cap: "sandbox", message: `too many concurrent requests to this sandbox (limit ${this.o.maxRelaysPerSandbox})` };
     const perClient = this.o.maxRelaysPerClient > 0 && client !== undefined;
     const c = perClient ? (this.byClient.get(client) ?? 0) : 0;
-    if (perClient && c >= this.o.maxRelaysPerClient) return { status: 429, message: `too many concurrent requests from this client (limit ${this.o.maxRelaysPerClient})` };
+    if (perClient && c >= this.o.maxRelaysPerClient) return { status: 429, cap: "client", message: `too many concurrent requests from this client (limit ${this.o.maxRelaysPerClient})` };
     this.total++;
     this.bySandbox.set(sandbox, s + 1);
     if (perClient) this.byClient.set(client, c + 1);

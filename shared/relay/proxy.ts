@@ -104,7 +104,7 @@ export class EnvdRelay {
     const clientIp = server.requestIP(req)?.address;
     const slot = this.slots.acquire(owner.claimId, clientIp);
     if ("status" in slot) {
-      this.metrics.refused.inc({ cap: slot.status === 503 ? "global" : slot.message.includes("client") ? "client" : "sandbox" });
+      this.metrics.refused.inc({ cap: slot.cap });
       const res = relayError(slot.status, slot.message);
       res.headers.set("retry-after", "1");
       return res;

@@ -7,10 +7,10 @@ test("slots: the per-sandbox cap answers 429, the global cap 503, and a release 
   const slots = new RelaySlots({ maxRelays: 3, maxRelaysPerSandbox: 2, maxRelaysPerClient: 0 });
   const a1 = slots.acquire("a", "1.1.1.1");
   const a2 = slots.acquire("a", "1.1.1.1");
-  expect(slots.acquire("a", "2.2.2.2")).toEqual({ status: 429, message: "too many concurrent requests to this sandbox (limit 2)" });
+  expect(slots.acquire("a", "2.2.2.2")).toEqual({ status: 429, cap: "sandbox", message: "too many concurrent requests to this sandbox (limit 2)" });
   const b1 = slots.acquire("b", undefined);
   expect("release" in b1).toBe(true);
-  expect(slots.acquire("c", undefined)).toEqual({ status: 503, message: "the proxy is at its relay capacity; retry later" });
+  expect(slots.acquire("c", undefined)).toEqual({ status: 503, cap: "global", message: "the proxy is at its relay capacity; retry later" });
   expect(slots.active).toBe(3);
   if (!("release" in a1) || !("release" in a2)) throw new Error("expected slots");
   a1.release();
@@ -23,7 +23,7 @@ test("slots: the per-sandbox cap answers 429, the global cap 503, and a release 
 test("slots: the per-client cap (when set) answers 429 naming the client, and other clients are unaffected", () => {
   const slots = new RelaySlots({ maxRelays: 10, maxRelaysPerSandbox: 10, maxRelaysPerClient: 1 });
   expect("release" in slots.acquire("a", "1.1.1.1")).toBe(true);
-  expect(slots.acquire("b", "1.1.1.1")).toEqual({ status: 429, message: "too many concurrent requests from this client (limit 1)" });
+  expect(slots.acquire("b", "1.1.1.1")).toEqual({ status: 429, cap: "client", message: "too many concurrent requests from this client (limit 1)" });
   expect("release" in slots.acquire("b", "2.2.2.2")).toBe(true);
   // No address known: no per-client count.
   expect("release" in slots.acquire("c", undefined)).toBe(true);
