@@ -17,6 +17,8 @@ export const WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 export const WS_MAX_CLIENT_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** What may wait toward the guest on one WebSocket: past it the client is closed 1008 (it is paused long before). */
 export const WS_MAX_TOWARD_GUEST_BYTES = 2 * WS_MAX_CLIENT_MESSAGE_BYTES;
+/** A paused client socket reads nothing, so it would never see its client leave: it is pinged this often. */
+export const WS_PAUSED_PING_MS = 2_000;
 
 export function isWebSocketUpgrade(req: Request): boolean {
   const upgrade = (req.headers.get("upgrade") ?? "").toLowerCase();
@@ -110,6 +112,7 @@ export class WsPump {
   /** Over the global buffer budget: both sides are paused until it has room. */
   private budgetHeld = false;
   private done = false;
+  private pinger: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly ws: ServerWebSocket<WsRelayData>,
@@ -191,7 +194,7 @@ export class WsPump {
     const payload = typeof message === "string" ? Buffer.from(message, "utf8") : message;
     if (!this.sock.write(encodeFrame(typeof message === "string" ? OP.text : OP.binary, payload)) && !this.guestFull) {
       this.guestFull = true;
-      this.ws.pause();
+      this.pauseClient();
       this.sock.once("drain", this.onGuestDrain);
     }
     if (this.sock.writableLength > WS_MAX_TOWARD_GUEST_BYTES) return this.close(1008, "the guest is not reading");
@@ -213,7 +216,7 @@ export class WsPump {
 
   private resumeFree(): void {
     if (this.done || this.budgetHeld) return;
-    if (!this.guestFull && this.ws.isPaused) this.ws.resume();
+    if (!this.guestFull && this.ws.isPaused) this.resumeClient();
     if (this.clientFull) return;
     const b = this.backlog;
     if (b) {
@@ -238,16 +241,29 @@ export class WsPump {
     if (this.budgetHeld) return;
     this.budgetHeld = true;
     this.sock.pause();
-    this.ws.pause();
+    this.pauseClient();
     this.share.whenUnder(() => {
       this.budgetHeld = false;
       this.resumeFree();
     });
   }
 
+  private pauseClient(): void {
+    this.ws.pause();
+    this.pinger ??= setInterval(() => this.ws.ping(), WS_PAUSED_PING_MS);
+    this.pinger.unref?.();
+  }
+
+  private resumeClient(): void {
+    clearInterval(this.pinger);
+    this.pinger = undefined;
+    this.ws.resume();
+  }
+
   close(code: number, reason: string): void {
     if (this.done) return;
     this.done = true;
+    clearInterval(this.pinger);
     this.backlog = undefined;
     this.fragments = [];
     this.share?.release();
@@ -257,6 +273,7 @@ export class WsPump {
   /** The client side closed (or was closed): tell the guest, then drop the tunnel. */
   closed(code: number, reason: string): void {
     this.done = true;
+    clearInterval(this.pinger);
     this.backlog = undefined;
     this.fragments = [];
     this.share?.release();

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { encodeFrame } from "#shared/relay/ws-frames.ts";
 import { e2bProcessFixture, peakRss, spawnE2b, type Child, type E2bProcessFixture } from "../e2b/process.ts";
 import { waitFor } from "#tests/support/wait.ts";
-import { cpuSeconds, createSandbox, rawWsClient, serverFrameHead, startHostileGuest, writeAll, type HostileGuest } from "./hostile.ts";
+import { cpuSeconds, createSandbox, gauge, rawWsClient, serverFrameHead, startHostileGuest, writeAll, type HostileGuest } from "./hostile.ts";
 
 const ROOT = "root-wsb";
 const DOMAIN = "wsb.test";
@@ -160,3 +160,19 @@ test("a client that stops reading loses no message: every message arrives in ord
   else expect(indices.at(-1)).toBe(N - 1);
   c.sock.destroy();
 }, 120_000);
+
+// The deaf guest's client left while the proxy had it paused (a paused socket reads nothing, so it sees no close
+// until the proxy pings it).
+test("once the WebSocket clients are gone, every gauge is back at idle (tunnels, relays, buffered bytes)", async () => {
+  await waitFor(
+    "idle gauges",
+    async () =>
+      (await gauge(proxyUrl, "sandbox_envd_proxy_open_tunnels")) === 0 &&
+      (await gauge(proxyUrl, "sandbox_envd_proxy_active_relays")) === 0 &&
+      (await gauge(proxyUrl, "sandbox_envd_proxy_buffered_bytes")) === 0,
+    15_000,
+    100,
+  );
+  // The node's side too (the deaf guest's own socket is paused, so only the talking guest can tell).
+  await waitFor("the talking guest's connections closed", () => talker.open() === 0, 5_000, 20);
+});
