@@ -26,6 +26,8 @@ export interface GuestRequest {
    * limits.ts). False: hold the guest back until the client reads again.
    */
   queued?(bytes: number): boolean;
+  /** False while the relay's budget holds this stream back: a resume waits for the next pull (limits.ts). */
+  mayRead?(): boolean;
   /** Aborts when the client goes away. */
   signal: AbortSignal;
 }

@@ -108,7 +108,7 @@ export function forwardHttp1Raw(sock: net.Socket, r: GuestRequest): Promise<Resp
     write: (d) => sock.write(d),
     drained: () => drained(sock),
     pause: () => void sock.pause(),
-    resume: () => void sock.resume(),
+    resume: () => void (r.mayRead?.() !== false && sock.resume()), // relay bounds (limits.ts)
     destroy: () => void sock.destroy(),
     get destroyed() {
       return sock.destroyed;

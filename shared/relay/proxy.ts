@@ -174,6 +174,7 @@ export class EnvdRelay {
       onBytesOut: (n) => this.metrics.bytes.inc({ direction: "out" }, n),
       // The h2 leg pauses its own stream on false; an HTTP/1.1 leg's wire is paused here (its next pull resumes it).
       queued: this.o.guestHttp2 ? (n) => share.set(n) : (n) => share.set(n) || (wire.pause(), false),
+      mayRead: () => share.mayRead(),
       signal: req.signal,
     };
     try {
