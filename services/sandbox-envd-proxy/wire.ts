@@ -68,6 +68,7 @@ export async function startEnvdProxy(
     rootToken,
     namespace: config.namespace,
     guestHttp2: config.guestHttp2,
+    limits: config.limits,
     log: log.child({ component: "relay" }),
   });
   let server: ReturnType<typeof Bun.serve>;

@@ -422,6 +422,11 @@ describe("envd proxy Deployment", () => {
       "--domain=sandbox.example.com",
       "--e2b-envd-secret-file=/etc/sandbox-envd-proxy/e2b-envd-secret/secret",
       "--sandboxd-token-file=/etc/sandbox-envd-proxy/sandboxd-token/token",
+      "--max-relays=128",
+      "--max-relays-per-sandbox=64",
+      "--max-relays-per-client=0",
+      "--relay-buffer-max=67108864",
+      "--guest-handshake-timeout=30s",
       "--metrics-bind-address=:9090",
     ]);
     expect(c.ports).toEqual([
@@ -438,6 +443,18 @@ describe("envd proxy Deployment", () => {
     const volumes = d.template.spec.volumes!;
     expect(volumes.find((v) => v.name === "sandboxd-token")?.secret?.secretName).toBe("sandboxd-token");
     expect(volumes.find((v) => v.name === "e2b-envd-secret")?.secret?.secretName).toBe("e2b-envd-secret");
+  });
+
+  test("envdProxy.relay sets the relay's bounds", async () => {
+    const objects = await render(merge(E2B, at("envdProxy.relay", { maxRelays: 512, maxRelaysPerSandbox: 100, maxRelaysPerClient: 20, bufferMax: 268435456, guestHandshakeTimeout: "1m" })));
+    const args = container(objects, "sandbox-envd-proxy").args!;
+    expect(args.filter((a) => /^--(max-relays|relay-buffer-max|guest-handshake-timeout)/.test(a))).toEqual([
+      "--max-relays=512",
+      "--max-relays-per-sandbox=100",
+      "--max-relays-per-client=20",
+      "--relay-buffer-max=268435456",
+      "--guest-handshake-timeout=1m",
+    ]);
   });
 
   test("envdProxy.domain and namespace win", async () => {

@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { UsageError } from "#shared/config/index.ts";
+import { DEFAULT_RELAY_LIMITS } from "#shared/relay/index.ts";
 import {
   checkEnvdProxyConfig,
   envdProxyFlags,
@@ -30,12 +31,19 @@ describe("envd-proxy flags", () => {
       sandboxdTokenFile: undefined,
       inventoryStaleAfter: 90_000,
       metricsBindAddress: undefined,
+      limits: DEFAULT_RELAY_LIMITS,
     });
   });
 
   test("--metrics-bind-address opens the separate metrics listener; it is off by default", () => {
     expect(config(["--metrics-bind-address=:9090"]).metricsBindAddress).toBe(":9090");
     expect(config(["--metrics-bind-address="]).metricsBindAddress).toBeUndefined();
+  });
+
+  test("the relay's bounds are flags: caps, budget and the guest deadline", () => {
+    const c = config(["--max-relays=10", "--max-relays-per-sandbox=3", "--max-relays-per-client=2", "--relay-buffer-max=1048576", "--guest-handshake-timeout=5s"]);
+    expect(c.limits).toEqual({ maxRelays: 10, maxRelaysPerSandbox: 3, maxRelaysPerClient: 2, bufferBytes: 1048576, guestHandshakeMs: 5000 });
+    expect(envdProxyHelp()).toContain("--max-relays-per-sandbox");
   });
 
   test("an empty namespace means every namespace", () => {
@@ -47,6 +55,9 @@ describe("envd-proxy flags", () => {
     [["--bind-address=8443"], "--bind-address"],
     [["--metrics-bind-address=9090"], "--metrics-bind-address"],
     [["--guest-http2=on"], "--guest-http2"],
+    [["--max-relays=0"], "--max-relays"],
+    [["--relay-buffer-max=0"], "--relay-buffer-max"],
+    [["--guest-handshake-timeout=0s"], "--guest-handshake-timeout"],
     [["--bogus"], "--bogus"],
   ];
   for (const [argv, flag] of usage) {
