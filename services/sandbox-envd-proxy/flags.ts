@@ -6,6 +6,7 @@ import {
   boolFlag,
   formatHelp,
   inventoryStaleAfterFlag,
+  inventoryTrustedNetworksFlag,
   kubeconfigHelp,
   listenAddressCheck,
   mapOutcome,
@@ -56,6 +57,7 @@ export const envdProxyFlags = {
   }),
   ...sandboxdTokenFlags,
   ...inventoryStaleAfterFlag,
+  ...inventoryTrustedNetworksFlag,
 } as const;
 
 export interface EnvdProxyConfig {
@@ -72,6 +74,8 @@ export interface EnvdProxyConfig {
   sandboxdTokenFile: string | undefined;
   /** Milliseconds, always positive. */
   inventoryStaleAfter: number;
+  /** CIDRs, already checked (--inventory-trusted-networks). */
+  inventoryTrustedNetworks: string[];
 }
 
 const orUndefined = (value: string): string | undefined => (value === "" ? undefined : value);
@@ -88,6 +92,7 @@ export function parseEnvdProxyFlags(argv: readonly string[], env: Env): CliOutco
     sandboxdToken: v.sandboxdToken,
     sandboxdTokenFile: orUndefined(v.sandboxdTokenFile),
     inventoryStaleAfter: v.inventoryStaleAfter.ms,
+    inventoryTrustedNetworks: v.inventoryTrustedNetworks,
   }));
 }
 

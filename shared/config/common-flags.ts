@@ -5,7 +5,8 @@
 import { StartupError } from "./errors.ts";
 import type { EnvOnlySetting } from "./help.ts";
 import { listenAddressCheck } from "./host-port.ts";
-import { boolFlag, durationFlag, intFlag, semverFlag, stringFlag, type DurationValue } from "./flag-kinds.ts";
+import { boolFlag, durationFlag, intFlag, listFlag, semverFlag, stringFlag, type DurationValue } from "./flag-kinds.ts";
+import { cidrProblem } from "./cidr.ts";
 
 /** The log-level variable of the operator binaries (sandbox-apiserver, sandbox-envd-proxy, sandbox-e2b). */
 export const OPERATOR_LOG_LEVEL_ENV = "OPERATOR_LOG_LEVEL";
@@ -43,6 +44,23 @@ export const inventoryStaleAfterFlag = {
       "Drop a node from this process's inventory reads once its NodeInventory publishedAt trails the newest " +
       "publish in the fleet by more than this; set the same value on every binary that reads inventory. " +
       "An inventory without publishedAt is stale.",
+  }),
+} as const;
+
+export const inventoryTrustedNetworksFlag = {
+  // Issue 22 case 2: the root token goes only to an address of the Node an inventory names, or to these networks.
+  inventoryTrustedNetworks: listFlag({
+    flag: "inventory-trusted-networks",
+    help:
+      "Comma-separated CIDRs (10.0.0.0/8,fd00::/8). A NodeInventory is called only when its Node exists and its " +
+      "address host is one of that Node's status.addresses or lies in one of these networks; others are ignored.",
+    check: (cidrs) => {
+      for (const c of cidrs) {
+        const problem = cidrProblem(c);
+        if (problem) return `"${c}": ${problem}`;
+      }
+      return undefined;
+    },
   }),
 } as const;
 

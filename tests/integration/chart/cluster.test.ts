@@ -23,6 +23,8 @@ const RESOURCES: Record<string, [string, string, boolean]> = {
   Deployment: ["/apis/apps/v1", "deployments", true],
   PodDisruptionBudget: ["/apis/policy/v1", "poddisruptionbudgets", true],
   APIService: ["/apis/apiregistration.k8s.io/v1", "apiservices", false],
+  ValidatingAdmissionPolicy: ["/apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicies", false],
+  ValidatingAdmissionPolicyBinding: ["/apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings", false],
 };
 const NOT_IN_TEST_CLUSTER = /^(cert-manager\.io|monitoring\.coreos\.com)\//;
 
@@ -119,7 +121,7 @@ describe("helm install on the real apiserver", () => {
     expect(r.stdout).toContain(`E2B_API_URL=http://sandbox-apiserver-e2b.${NAMESPACE}.svc`);
     expect(r.stdout).toContain("E2B_DOMAIN=sandbox.example.com");
     const expected = await render(values);
-    expect(expected).toHaveLength(23 - 4); // certManager off drops the four cert-manager objects
+    expect(expected).toHaveLength(25 - 4); // certManager off drops the four cert-manager objects
     for (const o of expected) {
       const [gv, plural, namespaced] = RESOURCES[o.kind]!;
       const got = await cluster.adminFetch(`${gv}${namespaced ? `/namespaces/${o.metadata.namespace}` : ""}/${plural}/${o.metadata.name}`);

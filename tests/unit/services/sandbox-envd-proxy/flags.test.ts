@@ -29,6 +29,7 @@ describe("envd-proxy flags", () => {
       sandboxdToken: "",
       sandboxdTokenFile: undefined,
       inventoryStaleAfter: 90_000,
+      inventoryTrustedNetworks: [],
     });
   });
 
@@ -38,6 +39,7 @@ describe("envd-proxy flags", () => {
 
   const usage: [string[], string][] = [
     [["--inventory-stale-after=0"], "--inventory-stale-after"],
+    [["--inventory-trusted-networks=10.0.0.0"], "--inventory-trusted-networks"],
     [["--bind-address=8443"], "--bind-address"],
     [["--guest-http2=on"], "--guest-http2"],
     [["--bogus"], "--bogus"],
