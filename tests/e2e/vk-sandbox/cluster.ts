@@ -49,6 +49,8 @@ export interface E2eCluster {
    * at install. Synchronous (kubectl, run to completion), so a daemon can be started with it in one call.
    */
   nodeKubeconfig(node: string): string;
+  /** The bearer token in nodeKubeconfig(node). */
+  nodeToken(node: string): string;
   auditPath: string;
   kube: Kube;
   stop(): Promise<void>;
@@ -89,8 +91,8 @@ export async function startE2eCluster(): Promise<E2eCluster> {
     for (const d of docs) await cluster.apply(d);
     await cluster.apply([SANDBOX_CRD]);
     await cluster.createNamespace("ns");
-    const nodeKubeconfig = nodeKubeconfigs(cluster, await kubectlBinary());
-    return { cluster, kubeconfig: nodeKubeconfig(DEFAULT_NODE), nodeKubeconfig, auditPath, kube: new Kube(cluster), stop: () => cluster.stop() };
+    const { kubeconfig: nodeKubeconfig, token: nodeToken } = nodeIdentities(cluster, await kubectlBinary());
+    return { cluster, kubeconfig: nodeKubeconfig(DEFAULT_NODE), nodeKubeconfig, nodeToken, auditPath, kube: new Kube(cluster), stop: () => cluster.stop() };
   } catch (e) {
     await cluster.stop();
     throw e;
@@ -107,25 +109,26 @@ export interface AuditEvent {
   responseStatus?: { code?: number };
 }
 
-/** nodeKubeconfig of E2eCluster: one ServiceAccount and token per node name, cached. */
-function nodeKubeconfigs(cluster: TestCluster, kubectl: string): (node: string) => string {
+/** nodeKubeconfig and nodeToken of E2eCluster: one ServiceAccount and token per node name, cached. */
+function nodeIdentities(cluster: TestCluster, kubectl: string): { kubeconfig(node: string): string; token(node: string): string } {
   const admin = cluster.kubeconfig({ auth: "admin-cert" });
-  const made = new Map<string, string>();
+  const made = new Map<string, { path: string; token: string }>();
   const run = (args: string[]) => {
     const r = Bun.spawnSync([kubectl, `--kubeconfig=${admin}`, "--namespace", NODE_SA_NAMESPACE, ...args], { stdout: "pipe", stderr: "pipe" });
     return { ok: r.exitCode === 0, out: r.stdout.toString().trim(), err: r.stderr.toString().trim() };
   };
-  return (node) => {
+  const identity = (node: string) => {
     const known = made.get(node);
     if (known) return known;
     const sa = run(["create", "serviceaccount", node]);
     if (!sa.ok && !/AlreadyExists/.test(sa.err)) throw new Error(`create ServiceAccount ${NODE_SA_NAMESPACE}/${node}: ${sa.err}`);
     const token = run(["create", "token", node, "--duration=7200s"]);
     if (!token.ok) throw new Error(`token for ${NODE_SA_NAMESPACE}/${node}: ${token.err}`);
-    const path = cluster.kubeconfig({ auth: "token", token: token.out });
-    made.set(node, path);
-    return path;
+    const made1 = { path: cluster.kubeconfig({ auth: "token", token: token.out }), token: token.out };
+    made.set(node, made1);
+    return made1;
   };
+  return { kubeconfig: (node) => identity(node).path, token: (node) => identity(node).token };
 }
 
 /**

@@ -3,8 +3,6 @@
 // Lease, NodeInventory, Pod or Event is refused by kube-apiserver (RBAC or the node admission policy), as are the
 // warm-pool driver's Lease and a kube-system Lease, while both daemons run with no request refused.
 import { beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { parse } from "yaml";
 import { waitFor } from "../../support/wait.ts";
 import { auditEvents, nodeUser, sandboxPod, runningWithClaim } from "./cluster.ts";
 import { useE2eStack } from "./stack.ts";
@@ -53,8 +51,7 @@ beforeAll(async () => {
     for (const node of [A, B]) if ((await e2e.kube.req("GET", `${inventories}/${node}`)).status !== 200) return false;
     return true;
   }, 60_000);
-  const kc = parse(readFileSync(e2e.nodeKubeconfig(A), "utf8")) as { users: { user: { token: string } }[] };
-  tokenA = kc.users[0]!.user.token;
+  tokenA = e2e.nodeToken(A);
 }, 90_000);
 
 describe("issue 22 case 2: a node writes only its own NodeInventory", () => {
