@@ -3,8 +3,10 @@
 // Node's own name, and its address host is one of that Node's status.addresses (or lies in a network the operator
 // trusts through --inventory-trusted-networks). Pure: the Node comes from the caller's lister.
 import { BlockList, isIP } from "node:net";
-import { cidrProblem } from "../config/index.ts";
+import { addressHost, cidrProblem } from "../config/index.ts";
 import type { NodeInventory } from "../inventory/index.ts";
+
+export { addressHost };
 
 /** The part of a Node this check reads. */
 export interface NodeAddresses {
@@ -33,18 +35,6 @@ export class TrustedNetworks {
   has(host: string): boolean {
     const family = isIP(host);
     return family !== 0 && this.list.check(host, family === 6 ? "ipv6" : "ipv4");
-  }
-}
-
-/** The host of an inventory address (`host:port`, `[v6]:port` or an origin), lower-cased; undefined when none. */
-export function addressHost(address: string): string | undefined {
-  if (!address) return undefined;
-  try {
-    const u = new URL(address.includes("://") ? address : `http://${address}`);
-    const host = u.hostname.replace(/^\[|\]$/g, "").toLowerCase();
-    return host || undefined;
-  } catch {
-    return undefined;
   }
 }
 

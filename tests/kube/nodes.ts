@@ -2,7 +2,7 @@
 // inventory unless a Node of its name exists with the address host among its status.addresses, so a test that
 // publishes an inventory by hand registers the Node as vk-sandbox would have.
 import { isIP } from "node:net";
-import { addressHost } from "#shared/fleet/trust.ts";
+import { addressHost } from "#shared/config/index.ts";
 import type { TestCluster } from "./harness.ts";
 
 /** Creates Node `name` (once) and sets its addresses so that `address`'s host is one of them. */
