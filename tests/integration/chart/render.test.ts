@@ -304,6 +304,16 @@ describe("RBAC", () => {
 });
 
 describe("apiserver Deployment", () => {
+  test("inventory.trustedNetworks: --inventory-trusted-networks on both inventory readers, joined by commas; absent by default", async () => {
+    const objects = await render(merge(E2B, at("inventory.trustedNetworks", ["10.0.0.0/8", "fd00::/8"])));
+    for (const name of ["sandbox-apiserver", "sandbox-envd-proxy"]) {
+      expect(container(objects, name).args).toContain("--inventory-trusted-networks=10.0.0.0/8,fd00::/8");
+    }
+    for (const name of ["sandbox-apiserver", "sandbox-envd-proxy"]) {
+      expect((container(await render(E2B), name).args ?? []).some((a) => a.startsWith("--inventory-trusted-networks"))).toBe(false);
+    }
+  });
+
   test("default args are exactly the first four, no token volume", async () => {
     const objects = await render();
     const c = container(objects, "sandbox-apiserver");
