@@ -189,7 +189,7 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
       },
       async publish(inv) {
         // The readers call an inventory only when its Node vouches for the address (shared/fleet/trust.ts).
-        if (inv.address) await vouchingNode(cluster, inv.node, inv.address);
+        await vouchingNode(cluster, inv.node, inv.address);
         const publishedAt = inv.publishedAt === undefined ? new Date().toISOString().replace(/\.\d{3}Z$/, "Z") : inv.publishedAt;
         await cluster.apply([
           {

@@ -38,7 +38,11 @@ describe("inventoryTrust", () => {
       trusted: false,
       reason: 'address host 127.0.0.1 is none of Node "a"\'s addresses and in no trusted network',
     });
-    expect(inventoryTrust({ metadata: { name: "a" }, node: "a" }, node("a", "10.0.0.1"), none)).toEqual({ trusted: false, reason: "no address host" });
+    expect(inventoryTrust(inv("a", "http://"), node("a", "10.0.0.1"), none)).toEqual({ trusted: false, reason: "no address host" });
+  });
+  test("an inventory without an address (no reader calls it) counts under its Node, never without one", () => {
+    expect(inventoryTrust({ metadata: { name: "a" }, node: "a" }, node("a", "10.0.0.1"), none)).toEqual({ trusted: true });
+    expect(inventoryTrust({ metadata: { name: "a" }, node: "a", address: "" }, undefined, none).trusted).toBe(false);
   });
   test("a trusted network admits any address in it for a known Node, IPv4 and IPv6", () => {
     const nets = new TrustedNetworks(["10.8.0.0/16", "fd00::/8"]);
