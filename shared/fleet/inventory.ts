@@ -65,11 +65,16 @@ export class InventoryFleet implements FleetSource {
     this.informer = new Informer<RawInventory>(o.client, NodeInventories, { log: o.log });
     this.nodeInformer = new Informer(o.client, Nodes, { log: o.log });
     const rebuild = () => this.rebuild();
-    for (const inf of [this.informer, this.nodeInformer] as const) {
-      inf.onAdd(rebuild);
-      inf.onUpdate(rebuild);
-      inf.onDelete(rebuild);
-    }
+    this.informer.onAdd(rebuild);
+    this.informer.onUpdate(rebuild);
+    this.informer.onDelete(rebuild);
+    // A Node's status changes with every heartbeat; only its coming, going or addresses can change a verdict, so
+    // only those rebuild (and so wake the warm-pool driver and the watchers).
+    this.nodeInformer.onAdd(rebuild);
+    this.nodeInformer.onDelete(rebuild);
+    this.nodeInformer.onUpdate((a, b) => {
+      if (addressesKey(a) !== addressesKey(b)) rebuild();
+    });
   }
 
   async ready(signal?: AbortSignal): Promise<void> {
@@ -156,7 +161,7 @@ export class InventoryFleet implements FleetSource {
       seen.add(name);
       const node = this.nodeInformer.get(typeof raw.node === "string" ? raw.node : "");
       // The record depends on its Node too: a Node that loses the address, or goes away, withdraws its trust.
-      const rv = `${raw.metadata?.resourceVersion ?? ""}/${node?.metadata?.resourceVersion ?? "-"}`;
+      const rv = `${raw.metadata?.resourceVersion ?? ""}/${node ? addressesKey(node) : "-"}`;
       const cached = this.built.get(name);
       if (cached && cached.rv === rv) {
         next.push(cached.record);
@@ -195,6 +200,11 @@ export class InventoryFleet implements FleetSource {
       }
     }
   }
+}
+
+/** What of a Node the trust verdict reads: its addresses, in order. */
+function addressesKey(node: NodeAddresses): string {
+  return JSON.stringify((node.status?.addresses ?? []).map((a) => a.address ?? ""));
 }
 
 export function recordOf(inv: NodeInventory): InventoryRecord {

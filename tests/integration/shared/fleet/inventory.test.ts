@@ -325,6 +325,30 @@ describe("trust (issue 22 case 2): the root token goes only to an address of a N
     }
   });
 
+  test("a Node heartbeat that leaves the addresses alone wakes no listener; an address change does", async () => {
+    // Both Nodes known to the fleet (their inventories trusted) before counting.
+    await publish("beat", clock.now());
+    await publish("other", clock.now());
+    await seen({ beat: clock.now(), other: clock.now() });
+    let changes = 0;
+    const off = fleet.onChange(() => changes++);
+    try {
+      const r = await cluster.adminFetch("/api/v1/nodes/beat/status", {
+        method: "PATCH",
+        headers: { "content-type": "application/merge-patch+json" },
+        body: JSON.stringify({ status: { conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", lastHeartbeatTime: iso(Date.now()) }] } }),
+      });
+      expect(r.status).toBe(200);
+      await r.body?.cancel();
+      // Same informer stream, later event: once it is handled, the heartbeat before it was too.
+      await ensureNode("other", "10.1.1.1");
+      await waitFor("the address change to withdraw other", () => fleet.all().every((r) => r.name !== "other"), 10_000, 20);
+      expect(changes).toBe(1);
+    } finally {
+      off();
+    }
+  });
+
   test("a node of the upstream Go daemon (its own name, its InternalIP as the address host, any port) is served", async () => {
     await ensureNode("go-node", "10.20.0.4");
     await cluster.apply([raw("go-node", "go-node", "10.20.0.4:7777")]);
