@@ -46,8 +46,8 @@ export class InventoryFleet implements FleetSource {
   private readonly informer: Informer<RawInventory>;
   private readonly nodeInformer: Informer<NodeAddresses & { metadata?: { name?: string; resourceVersion?: string } }>;
   private readonly networks: TrustedNetworks;
-  /** Per inventory name: the last refusal logged, so a refused object is logged once per change, not per event. */
-  private readonly refused = new Map<string, string>();
+  /** Per inventory name: the version refused and why, so it is neither re-parsed nor re-logged until it changes. */
+  private readonly refused = new Map<string, { rv: string; reason: string }>();
   private readonly clock: Clock;
   private readonly log?: Logger;
   /** Sorted by name; replaced (never mutated) on every event, so a reader may hold one. */
@@ -91,7 +91,7 @@ export class InventoryFleet implements FleetSource {
           new Error(
             this.informer.hasSynced()
               ? `kubeinventory: node cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
-                  `(may this identity get, list and watch nodes?)`
+                  `(may this identity list and watch nodes?)`
               : `kubeinventory: node inventory cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
                   `(is the NodeInventory.sandbox.cocoonstack.io CRD installed?)`,
           ),
@@ -167,6 +167,7 @@ export class InventoryFleet implements FleetSource {
         next.push(cached.record);
         continue;
       }
+      if (this.refused.get(name)?.rv === rv) continue;
       const parsed = NodeInventory.safeParse(raw);
       if (!parsed.success) {
         // One malformed object must not take the fleet down: skip it, say which and why.
@@ -177,8 +178,9 @@ export class InventoryFleet implements FleetSource {
       const verdict = inventoryTrust(parsed.data, node, this.networks);
       if (!verdict.trusted) {
         this.built.delete(name);
-        if (this.refused.get(name) !== verdict.reason) {
-          this.refused.set(name, verdict.reason);
+        const before = this.refused.get(name)?.reason;
+        this.refused.set(name, { rv, reason: verdict.reason });
+        if (before !== verdict.reason) {
           this.log?.warn({ nodeInventory: name, address: parsed.data.address, reason: verdict.reason }, "ignoring a NodeInventory that no known Node vouches for");
         }
         continue;

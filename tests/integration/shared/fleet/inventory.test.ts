@@ -258,6 +258,23 @@ describe("the informer", () => {
     }
   }, 60_000);
 
+  test("ready() names the Node permission when only the Node cache cannot sync (an identity without list/watch nodes)", async () => {
+    await cluster.apply([
+      { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "inventory-only" }, rules: [{ apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["list", "watch"] }] },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: "inventory-only" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "inventory-only" },
+        subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: cluster.user.name }],
+      },
+    ]);
+    const asUser = new KubeClient(await loadKubeConnection({ KUBECONFIG: cluster.kubeconfig({ auth: "user-token" }) }));
+    const f = new InventoryFleet({ client: asUser, staleAfterMs: WINDOW, syncTimeoutMs: 1_500 });
+    await expect(f.ready()).rejects.toThrow("kubeinventory: node cache did not sync within 1.5s (may this identity list and watch nodes?)");
+    await f.stop();
+  }, 30_000);
+
   test("entries without an id stay in the raw inventory (the aggregated API lists them) but not in the e2b fleet view", async () => {
     await ensureNode("ok");
     await cluster.apply([
