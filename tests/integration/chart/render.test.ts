@@ -1,6 +1,7 @@
 // What `helm template` puts in a cluster, configuration by configuration (chart/README.md "Objects"): the exact
 // kinds, names and namespaces, the counts seed 003 fixes, and the fields an operator relies on.
 import { describe, expect, test } from "bun:test";
+import { LEASE_NAME } from "#services/sandbox-apiserver/warmpool/leader.ts";
 import {
   E2B,
   NAMESPACE,
@@ -264,7 +265,7 @@ describe("RBAC", () => {
     ]);
     // Issue 22 case 4: GET and PUT of its own Lease only; create cannot carry resourceNames, the policy narrows it.
     expect(find(objects, "Role", "sandbox-apiserver-leader-election").rules).toEqual([
-      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: ["cocoon-warmpool-driver"], verbs: ["get", "update"] },
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: [LEASE_NAME], verbs: ["get", "update"] },
       { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
       { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
     ]);
@@ -273,7 +274,7 @@ describe("RBAC", () => {
       validations: { expression: string }[];
     };
     expect(policy.matchConditions[0]!.expression).toBe(`request.userInfo.username == "system:serviceaccount:${NS}:sandbox-apiserver"`);
-    expect(policy.validations[0]!.expression).toBe('object.metadata.name == "cocoon-warmpool-driver"');
+    expect(policy.validations[0]!.expression).toBe(`object.metadata.name == "${LEASE_NAME}"`);
   });
 
   test("every binding's subject is the apiserver's ServiceAccount in the release namespace", async () => {
