@@ -7,6 +7,7 @@ import {
   boolFlag,
   formatHelp,
   inventoryStaleAfterFlag,
+  inventoryTrustedNetworksFlag,
   kubeconfigHelp,
   listenAddressCheck,
   mapOutcome,
@@ -65,6 +66,7 @@ export const envdProxyFlags = {
     check: (v) => (v === "" ? undefined : listenAddressCheck()(v)),
   }),
   ...relayLimitFlags,
+  ...inventoryTrustedNetworksFlag,
 } as const;
 
 export interface EnvdProxyConfig {
@@ -85,6 +87,8 @@ export interface EnvdProxyConfig {
   metricsBindAddress: string | undefined;
   /** Relay caps, buffer budget and guest deadline (docs/envd-relay.md "Bounds"). */
   limits: RelayLimitOptions;
+  /** CIDRs, already checked (--inventory-trusted-networks). */
+  inventoryTrustedNetworks: string[];
 }
 
 const orUndefined = (value: string): string | undefined => (value === "" ? undefined : value);
@@ -103,6 +107,7 @@ export function parseEnvdProxyFlags(argv: readonly string[], env: Env): CliOutco
     inventoryStaleAfter: v.inventoryStaleAfter.ms,
     metricsBindAddress: orUndefined(v.metricsBindAddress),
     limits: relayLimitsFrom(v),
+    inventoryTrustedNetworks: v.inventoryTrustedNetworks,
   }));
 }
 

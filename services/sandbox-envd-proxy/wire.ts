@@ -52,6 +52,7 @@ export async function startEnvdProxy(
   const fleet = new InventoryFleet({
     client,
     staleAfterMs: config.inventoryStaleAfter,
+    trustedNetworks: config.inventoryTrustedNetworks,
     log: log.child({ component: "inventory" }),
     ...(options.inventorySyncTimeoutMs !== undefined ? { syncTimeoutMs: options.inventorySyncTimeoutMs } : {}),
   });

@@ -32,6 +32,7 @@ describe("envd-proxy flags", () => {
       inventoryStaleAfter: 90_000,
       metricsBindAddress: undefined,
       limits: DEFAULT_RELAY_LIMITS,
+      inventoryTrustedNetworks: [],
     });
   });
 
@@ -52,6 +53,7 @@ describe("envd-proxy flags", () => {
 
   const usage: [string[], string][] = [
     [["--inventory-stale-after=0"], "--inventory-stale-after"],
+    [["--inventory-trusted-networks=10.0.0.0"], "--inventory-trusted-networks"],
     [["--bind-address=8443"], "--bind-address"],
     [["--metrics-bind-address=9090"], "--metrics-bind-address"],
     [["--guest-http2=on"], "--guest-http2"],
