@@ -17,7 +17,8 @@ export type Reason =
   | "InternalError"
   | "Timeout"
   | "Gone"
-  | "RequestEntityTooLarge";
+  | "RequestEntityTooLarge"
+  | "Expired";
 
 const REASON_BY_CODE: Record<number, Reason> = {
   400: "BadRequest",
