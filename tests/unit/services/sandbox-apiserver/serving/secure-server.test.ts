@@ -10,6 +10,7 @@ import pino from "pino";
 import { createCA, issueCertificate, selfSignedServingCert } from "#shared/tls/index.ts";
 import { Authenticator, ClientCertVerifier, type PeerCert, parseCertBundle, startSecureServer } from "#services/sandbox-apiserver/serving/index.ts";
 import { borrowIdentity, curlUnixAsNobody, unixListeners } from "#tests/integration/sandbox-apiserver/internal-listener.ts";
+import { parseResponses, rawExchange } from "#tests/integration/sandbox-apiserver/raw-http.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
 const cfg = { allowedNames: ["front-proxy-client"], usernameHeaders: ["X-Remote-User"], groupHeaders: ["X-Remote-Group"], extraHeaderPrefixes: ["X-Remote-Extra-"] };
@@ -49,62 +50,8 @@ afterAll(async () => {
   await server?.stop();
 });
 
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** Splits a byte stream of HTTP/1.1 responses (Content-Length or chunked bodies). */
-function parseResponses(raw: string): Answer[] {
-  const out: Answer[] = [];
-  let rest = raw;
-  while (rest.startsWith("HTTP/1.1 ")) {
-    const end = rest.indexOf("\r\n\r\n");
-    const lines = rest.slice(0, end).split("\r\n");
-    const headers: Record<string, string> = {};
-    for (const l of lines.slice(1)) headers[l.slice(0, l.indexOf(":")).toLowerCase()] = l.slice(l.indexOf(":") + 1).trim();
-    rest = rest.slice(end + 4);
-    let body = "";
-    if (headers["content-length"] !== undefined) {
-      const n = Number(headers["content-length"]);
-      body = rest.slice(0, n);
-      rest = rest.slice(n);
-    } else if (headers["transfer-encoding"] === "chunked") {
-      for (;;) {
-        const lf = rest.indexOf("\r\n");
-        const size = parseInt(rest.slice(0, lf), 16);
-        rest = rest.slice(lf + 2);
-        if (size === 0) {
-          rest = rest.slice(2);
-          break;
-        }
-        body += rest.slice(0, size);
-        rest = rest.slice(size + 2);
-      }
-    }
-    out.push({ status: Number(lines[0]!.split(" ")[1]), headers, body });
-  }
-  return out;
-}
-
-/** Writes raw bytes over TLS (with the front proxy's certificate unless told otherwise) and reads until the server closes. */
-function exchange(raw: string, opts: { cert?: boolean } = {}): Promise<Answer[]> {
-  return new Promise((resolve, reject) => {
-    const sock = tls.connect({
-      host: "127.0.0.1",
-      port: server.port,
-      rejectUnauthorized: false,
-      ...(opts.cert === false ? {} : { cert: proxyCert.certPem, key: proxyCert.keyPem }),
-    });
-    let got = "";
-    sock.setEncoding("latin1");
-    sock.on("data", (d: string) => (got += d));
-    sock.on("error", reject);
-    sock.on("close", () => resolve(parseResponses(got)));
-    sock.once("secureConnect", () => sock.write(Buffer.from(raw, "latin1")));
-  });
-}
+/** Raw bytes over TLS (with the front proxy's certificate unless told otherwise), read until the server closes. */
+const exchange = (raw: string, opts: { cert?: boolean } = {}) => rawExchange(server.port, raw, opts.cert === false ? undefined : proxyCert);
 
 const aggregatorHead = "X-Remote-User: alice\r\nX-Remote-Group: team";
 
