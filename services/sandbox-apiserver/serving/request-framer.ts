@@ -41,7 +41,11 @@ export class RequestFramer {
   private state: State = { at: "head" };
   private pending: Buffer = Buffer.alloc(0);
 
-  constructor(private readonly o: FramerOptions) {}
+  private readonly connectionLine: Buffer;
+
+  constructor(private readonly o: FramerOptions) {
+    this.connectionLine = Buffer.from(`${CONNECTION_HEADER}: ${o.secret}\r\n`, "latin1");
+  }
 
   /** True once a refusal was forwarded or the body framing broke: nothing more goes upstream. */
   get done(): boolean {
@@ -72,12 +76,17 @@ export class RequestFramer {
           break;
         }
         const head = this.rewriteHead(buf.subarray(0, end).toString("latin1"));
-        buf = buf.subarray(end + 4);
         if ("code" in head) {
           out.push(this.refuse(head));
           break;
         }
-        out.push(Buffer.from(head.text, "latin1"));
+        if (head.text === undefined) {
+          // Nothing to change but the added line: the head's own bytes around it, no re-encoding.
+          out.push(buf.subarray(0, head.requestLineEnd), this.connectionLine, buf.subarray(head.requestLineEnd, end + 4));
+        } else {
+          out.push(Buffer.from(head.text, "latin1"));
+        }
+        buf = buf.subarray(end + 4);
         this.state = head.chunked ? { at: "chunk-size" } : head.length > 0 ? { at: "body", left: head.length } : { at: "head" };
       } else if (s.at === "body" || s.at === "chunk-data" || s.at === "chunk-crlf") {
         const n = Math.min(s.left, buf.length);
@@ -129,7 +138,11 @@ export class RequestFramer {
     return Buffer.from(`GET / HTTP/1.1\r\nhost: localhost\r\n${CONNECTION_HEADER}: ${this.o.secret}\r\n${REFUSED_HEADER}: ${msg}\r\nconnection: close\r\n\r\n`, "latin1");
   }
 
-  private rewriteHead(head: string): { text: string; length: number; chunked: boolean } | Refusal {
+  /**
+   * The head's framing, and its rewritten text when a line had to change (`text` undefined: only the connection line
+   * is added, after the request line, which ends at byte `requestLineEnd` including its CRLF).
+   */
+  private rewriteHead(head: string): { text?: string; requestLineEnd: number; length: number; chunked: boolean } | Refusal {
     // Bare CR or LF, NUL, and folded lines are where two HTTP parsers start to disagree: refused outright.
     if (/[\0]|\r(?!\n)|(?<!\r)\n|\n[ \t]/.test(head)) return { code: 400, message: "malformed request head" };
     const lines = head.split("\r\n");
@@ -141,31 +154,43 @@ export class RequestFramer {
     if (method === "CONNECT") return { code: 405, message: "CONNECT is not supported" };
     if (target === "*") return { code: 400, message: `the asterisk form ("${method} *") is not supported` };
     if (!target.startsWith("/") && !/^https?:\/\//i.test(target)) return { code: 400, message: "the request target must be an absolute path" };
-    const kept: string[] = [requestLine, `${CONNECTION_HEADER}: ${this.o.secret}`];
+    /** Built only once a line changes (most heads need none: their bytes are reused as they are). */
+    let kept: string[] | undefined;
+    const change = (i: number) => (kept ??= [requestLine, `${CONNECTION_HEADER}: ${this.o.secret}`, ...lines.slice(1, i)]);
     let length: number | undefined;
     let te: string | undefined;
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i]!;
       const colon = line.indexOf(":");
-      if (colon <= 0 || /[\s]/.test(line.slice(0, colon))) return { code: 400, message: "malformed header line" };
-      const name = line.slice(0, colon).toLowerCase();
-      const value = line.slice(colon + 1).trim();
-      if (INTERNAL_HEADERS.has(name)) continue;
+      if (colon <= 0) return { code: 400, message: "malformed header line" };
+      const raw = line.slice(0, colon);
+      if (raw.indexOf(" ") >= 0 || raw.indexOf("\t") >= 0) return { code: 400, message: "malformed header line" };
+      const name = raw.toLowerCase();
+      if (INTERNAL_HEADERS.has(name)) {
+        change(i);
+        continue;
+      }
       if (name === "content-length") {
+        const value = line.slice(colon + 1).trim();
         if (!/^\d{1,15}$/.test(value)) return { code: 400, message: `invalid Content-Length "${value.slice(0, 32)}"` };
         const n = Number(value);
         if (length !== undefined && length !== n) return { code: 400, message: "conflicting Content-Length headers" };
         length = n;
       } else if (name === "transfer-encoding") {
-        te = te === undefined ? value.toLowerCase() : `${te}, ${value.toLowerCase()}`;
+        const value = line.slice(colon + 1).trim().toLowerCase();
+        te = te === undefined ? value : `${te}, ${value}`;
+      } else if (this.o.isIdentityHeader(name) && (line.indexOf(",", colon) >= 0 || line.indexOf("%", colon) >= 0)) {
+        change(i).push(`${raw}: ${escapeHeaderValue(line.slice(colon + 1).trim())}`);
+        continue;
       }
-      kept.push(this.o.isIdentityHeader(name) ? `${line.slice(0, colon)}: ${escapeHeaderValue(value)}` : line);
+      kept?.push(line);
     }
     if (te !== undefined && length !== undefined) return { code: 400, message: "both Transfer-Encoding and Content-Length are set" };
     if (te !== undefined && te !== "chunked") return { code: 501, message: `unsupported Transfer-Encoding "${te.slice(0, 32)}"` };
     if (length !== undefined && length > this.o.maxBodyBytes) {
       return { code: 413, message: `the request body is ${length} bytes, over the limit of ${this.o.maxBodyBytes} bytes` };
     }
-    return { text: `${kept.join("\r\n")}\r\n\r\n`, length: length ?? 0, chunked: te === "chunked" };
+    const framing = { requestLineEnd: requestLine.length + 2, length: length ?? 0, chunked: te === "chunked" };
+    return kept ? { ...framing, text: `${kept.join("\r\n")}\r\n\r\n` } : framing;
   }
 }
