@@ -10,7 +10,6 @@ import { CONNECTION_HEADER, INTERNAL_HEADERS, REFUSED_HEADER, escapeHeaderValue 
 /** A head larger than this is refused: Bun's own limit is 16 KiB, and the front's additions must still fit under it. */
 export const MAX_HEAD_BYTES = 15 * 1024;
 const MAX_CHUNK_LINE = 4096;
-const CRLF = Buffer.from("\r\n");
 const CRLFCRLF = Buffer.from("\r\n\r\n");
 
 export interface FramerOptions {
@@ -27,18 +26,20 @@ export interface Refusal {
   message: string;
 }
 
-type State =
-  | { at: "head" }
-  | { at: "body"; left: number }
-  | { at: "chunk-size" }
-  | { at: "chunk-data"; left: number }
-  | { at: "chunk-crlf"; left: number }
-  | { at: "trailer" }
-  | { at: "refused" }
-  | { at: "broken" };
+type At = "head" | "body" | "chunk-size" | "chunk-data" | "chunk-crlf" | "trailer" | "refused" | "broken";
+
+/** A hex digit's value, or -1. */
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  if (c >= 0x41 && c <= 0x46) return c - 0x37;
+  return -1;
+}
 
 export class RequestFramer {
-  private state: State = { at: "head" };
+  private at: At = "head";
+  /** Bytes left in the body, the chunk's data, or the chunk's CRLF. */
+  private left = 0;
   private pending: Buffer = Buffer.alloc(0);
 
   private readonly connectionLine: Buffer;
@@ -49,91 +50,125 @@ export class RequestFramer {
 
   /** True once a refusal was forwarded or the body framing broke: nothing more goes upstream. */
   get done(): boolean {
-    return this.state.at === "refused" || this.state.at === "broken";
+    return this.at === "refused" || this.at === "broken";
   }
 
   /** True when the body framing broke after its head went upstream: the connection must be dropped. */
   get broken(): boolean {
-    return this.state.at === "broken";
+    return this.at === "broken";
   }
 
-  /** The bytes to send upstream for this chunk from the client (possibly empty). */
+  /**
+   * The bytes to send upstream for this chunk from the client (possibly empty). A cursor walks the bytes once; body
+   * bytes are passed as slices of the input, and only an unfinished head or chunk line is kept for the next chunk.
+   */
   feed(chunk: Buffer): Buffer {
-    let buf = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    const buf = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
     this.pending = Buffer.alloc(0);
     const out: Buffer[] = [];
-    while (buf.length > 0 && !this.done) {
-      const s = this.state;
-      if (s.at === "head") {
-        const end = buf.indexOf(CRLFCRLF);
-        if (end < 0) {
-          if (buf.length > MAX_HEAD_BYTES) out.push(this.refuse({ code: 431, message: `request header fields exceed ${MAX_HEAD_BYTES} bytes` }));
-          else this.pending = buf;
-          break;
-        }
-        if (end + 4 > MAX_HEAD_BYTES) {
+    let pos = 0;
+    /** Start of the bytes passed through unchanged since the last head or kept line. */
+    let from = 0;
+    const flush = () => {
+      if (pos > from) out.push(buf.subarray(from, pos));
+      from = pos;
+    };
+    const keep = () => {
+      flush();
+      this.pending = buf.subarray(pos);
+      pos = from = buf.length;
+    };
+    while (pos < buf.length && !this.done) {
+      const at = this.at;
+      if (at === "head") {
+        const end = buf.indexOf(CRLFCRLF, pos);
+        if (end < 0 || end + 4 - pos > MAX_HEAD_BYTES) {
+          if (end < 0 && buf.length - pos <= MAX_HEAD_BYTES) {
+            keep();
+            break;
+          }
+          flush();
           out.push(this.refuse({ code: 431, message: `request header fields exceed ${MAX_HEAD_BYTES} bytes` }));
           break;
         }
-        const head = this.rewriteHead(buf.subarray(0, end).toString("latin1"));
+        flush();
+        const head = this.rewriteHead(buf.subarray(pos, end).toString("latin1"));
         if ("code" in head) {
           out.push(this.refuse(head));
           break;
         }
         if (head.text === undefined) {
           // Nothing to change but the added line: the head's own bytes around it, no re-encoding.
-          out.push(buf.subarray(0, head.requestLineEnd), this.connectionLine, buf.subarray(head.requestLineEnd, end + 4));
+          out.push(buf.subarray(pos, pos + head.requestLineEnd), this.connectionLine, buf.subarray(pos + head.requestLineEnd, end + 4));
         } else {
           out.push(Buffer.from(head.text, "latin1"));
         }
-        buf = buf.subarray(end + 4);
-        this.state = head.chunked ? { at: "chunk-size" } : head.length > 0 ? { at: "body", left: head.length } : { at: "head" };
-      } else if (s.at === "body" || s.at === "chunk-data" || s.at === "chunk-crlf") {
-        const n = Math.min(s.left, buf.length);
-        const piece = buf.subarray(0, n);
-        if (s.at === "chunk-crlf" && !CRLF.subarray(2 - s.left, 2 - s.left + n).equals(piece)) {
-          this.state = { at: "broken" };
+        pos = from = end + 4;
+        if (head.chunked) this.at = "chunk-size";
+        else if (head.length > 0) {
+          this.at = "body";
+          this.left = head.length;
+        }
+      } else if (at === "body" || at === "chunk-data") {
+        const n = Math.min(this.left, buf.length - pos);
+        pos += n;
+        this.left -= n;
+        if (this.left === 0) {
+          this.at = at === "body" ? "head" : "chunk-crlf";
+          this.left = 2;
+        }
+      } else if (at === "chunk-crlf") {
+        if (buf[pos] !== (this.left === 2 ? 0x0d : 0x0a)) {
+          this.at = "broken";
           break;
         }
-        out.push(piece);
-        buf = buf.subarray(n);
-        const left = s.left - n;
-        if (left > 0) this.state = { ...s, left };
-        else this.state = s.at === "body" ? { at: "head" } : s.at === "chunk-data" ? { at: "chunk-crlf", left: 2 } : { at: "chunk-size" };
-      } else if (s.at === "chunk-size" || s.at === "trailer") {
-        const lf = buf.indexOf(0x0a);
+        pos++;
+        if (--this.left === 0) this.at = "chunk-size";
+      } else {
+        // chunk-size or trailer: one CRLF-terminated line.
+        const lf = buf.indexOf(0x0a, pos);
         if (lf < 0) {
-          if (buf.length > MAX_CHUNK_LINE) this.state = { at: "broken" };
-          else this.pending = buf;
+          if (buf.length - pos > MAX_CHUNK_LINE) this.at = "broken";
+          else keep();
           break;
         }
-        const line = buf.subarray(0, lf + 1).toString("latin1");
-        if (!line.endsWith("\r\n")) {
-          this.state = { at: "broken" };
+        if (lf === pos || buf[lf - 1] !== 0x0d || lf - pos > MAX_CHUNK_LINE) {
+          this.at = "broken";
           break;
         }
-        out.push(buf.subarray(0, lf + 1));
-        buf = buf.subarray(lf + 1);
-        if (s.at === "trailer") {
-          if (line === "\r\n") this.state = { at: "head" };
+        if (at === "trailer") {
+          if (lf === pos + 1) this.at = "head"; // the empty line ends the body
+          pos = lf + 1;
           continue;
         }
-        const m = /^([0-9a-fA-F]{1,12})(;[^\r\n]*)?\r\n$/.exec(line);
-        if (!m) {
-          this.state = { at: "broken" };
+        let size = 0;
+        let i = pos;
+        for (; i < lf - 1; i++) {
+          const v = hexValue(buf[i]!);
+          if (v < 0) break;
+          size = size * 16 + v;
+        }
+        const digits = i - pos;
+        // Hex digits (at most 12), then the line's end or a chunk extension.
+        if (digits === 0 || digits > 12 || (i < lf - 1 && buf[i] !== 0x3b)) {
+          this.at = "broken";
           break;
         }
-        const size = parseInt(m[1]!, 16);
-        this.state = size === 0 ? { at: "trailer" } : { at: "chunk-data", left: size };
-      } else {
-        break;
+        pos = lf + 1;
+        if (size === 0) this.at = "trailer";
+        else {
+          this.at = "chunk-data";
+          this.left = size;
+        }
       }
     }
+    if (!this.done) flush();
+    else if (this.at === "broken") out.length = 0;
     return out.length === 1 ? out[0]! : Buffer.concat(out);
   }
 
   private refuse(r: Refusal): Buffer {
-    this.state = { at: "refused" };
+    this.at = "refused";
     const msg = `${r.code} ${r.message}`.replace(/[^\x20-\x7e]/g, "?");
     return Buffer.from(`GET / HTTP/1.1\r\nhost: localhost\r\n${CONNECTION_HEADER}: ${this.o.secret}\r\n${REFUSED_HEADER}: ${msg}\r\nconnection: close\r\n\r\n`, "latin1");
   }
