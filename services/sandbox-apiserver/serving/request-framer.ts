@@ -11,6 +11,8 @@ import { CONNECTION_HEADER, INTERNAL_HEADERS, REFUSED_HEADER, escapeHeaderValue 
 export const MAX_HEAD_BYTES = 15 * 1024;
 const MAX_CHUNK_LINE = 4096;
 const CRLFCRLF = Buffer.from("\r\n\r\n");
+/** Name lengths of the headers the front reads or drops: content-length, transfer-encoding, the internal ones. */
+const SPECIAL_NAME_LENGTHS: ReadonlySet<number> = new Set(["content-length", "transfer-encoding", ...INTERNAL_HEADERS].map((h) => h.length));
 
 export interface FramerOptions {
   /** The connection's secret (added to every forwarded head). */
@@ -200,6 +202,13 @@ export class RequestFramer {
       if (colon <= 0) return { code: 400, message: "malformed header line" };
       const raw = line.slice(0, colon);
       if (raw.indexOf(" ") >= 0 || raw.indexOf("\t") >= 0) return { code: 400, message: "malformed header line" };
+      // Only a line whose name has the length of a framing or internal header, or whose value holds `,` or `%`, can
+      // matter: every other line is kept as it is without lower-casing its name (the common case, per line).
+      const escapable = line.indexOf(",", colon) >= 0 || line.indexOf("%", colon) >= 0;
+      if (!escapable && !SPECIAL_NAME_LENGTHS.has(colon)) {
+        kept?.push(line);
+        continue;
+      }
       const name = raw.toLowerCase();
       if (INTERNAL_HEADERS.has(name)) {
         change(i);
@@ -214,7 +223,7 @@ export class RequestFramer {
       } else if (name === "transfer-encoding") {
         const value = line.slice(colon + 1).trim().toLowerCase();
         te = te === undefined ? value : `${te}, ${value}`;
-      } else if (this.o.isIdentityHeader(name) && (line.indexOf(",", colon) >= 0 || line.indexOf("%", colon) >= 0)) {
+      } else if (escapable && this.o.isIdentityHeader(name)) {
         change(i).push(`${raw}: ${escapeHeaderValue(line.slice(colon + 1).trim())}`);
         continue;
       }
