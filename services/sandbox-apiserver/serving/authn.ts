@@ -12,7 +12,7 @@ import type { Clock } from "#shared/clock/index.ts";
 import type { KubeClient } from "#shared/kube/index.ts";
 import { TokenReviews } from "#shared/kube/index.ts";
 import type { PeerCert } from "./client-certs.ts";
-import { headerLines } from "./internal-headers.ts";
+import { headerLines } from "#shared/secure-front/index.ts";
 import { TtlCache } from "./ttl-cache.ts";
 
 export interface UserInfo {
