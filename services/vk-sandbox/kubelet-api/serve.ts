@@ -38,6 +38,8 @@ export interface ServeKubeletOptions {
 
 export interface KubeletServer {
   readonly port: number;
+  /** The internal Bun.serve's Unix socket (in a 0700 directory; only the TLS front connects to it). */
+  readonly internalSocket: string;
   stop(): Promise<void>;
 }
 
