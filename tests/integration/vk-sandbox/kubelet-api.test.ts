@@ -3,7 +3,6 @@
 // them is kubelet-api-auth.test.ts's subject, against a real kube-apiserver.
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
@@ -17,7 +16,7 @@ import {
   type KubeletServer,
 } from "#services/vk-sandbox/kubelet-api/index.ts";
 import { createCA, issueCertificate, selfSignedServingCert } from "#shared/tls/index.ts";
-import { curlUnixAsNobody, unixListeners } from "#tests/integration/sandbox-apiserver/internal-listener.ts";
+import { curlUnixAsNobody, rawOverUnix, unixListeners } from "#tests/integration/sandbox-apiserver/internal-listener.ts";
 import { peer } from "./tls-peer.ts";
 import { run } from "#tests/support/run.ts";
 import { freePorts } from "../../kube/ports.ts";
@@ -247,14 +246,7 @@ describe("kubelet API behind the shared TLS front (Bun.serve on a 0700 Unix sock
     expect(unixListeners(process.pid)).toContain(s.internalSocket);
     expect(statSync(dirname(s.internalSocket)).mode & 0o777).toBe(0o700);
     expect(await curlUnixAsNobody(s.internalSocket)).toBe(7);
-    const raw = await new Promise<string>((resolve, reject) => {
-      const c = netConnect({ path: s.internalSocket });
-      let got = "";
-      c.on("data", (d) => (got += d.toString("latin1")));
-      c.on("close", () => resolve(got));
-      c.on("error", reject);
-      c.write("GET /pods HTTP/1.1\r\nhost: x\r\nx-vk-sandbox-kubelet-connection: guessed\r\nconnection: close\r\n\r\n");
-    });
+    const raw = await rawOverUnix(s.internalSocket, "GET /pods HTTP/1.1\r\nhost: x\r\nx-vk-sandbox-kubelet-connection: guessed\r\nconnection: close\r\n\r\n");
     expect(raw).toStartWith("HTTP/1.1 403");
     expect(raw).not.toContain("PodList");
     // Through the front, the same route answers.
