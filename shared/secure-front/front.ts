@@ -83,6 +83,9 @@ export async function startSecureFront<P>(o: SecureFrontOptions<P>): Promise<Sec
         const [code = "400", ...words] = refused.split(" ");
         return o.errorResponse(Number(code), words.join(" "));
       }
+      // A Host that makes no URL with the target (`Host: evil/x#`) leaves Bun's req.url relative, and a handler's
+      // `new URL(req.url)` would throw: a 400 here, as Go's server answers a malformed Host.
+      if (!URL.canParse(req.url)) return o.errorResponse(400, "the request target and Host do not form a valid URL");
       for (const h of names.all) req.headers.delete(h);
       return o.handler(req, peer);
     },

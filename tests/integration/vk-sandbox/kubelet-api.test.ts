@@ -205,6 +205,13 @@ describe("kubelet API transport: the client certificate reaches the handler, bad
     expect(pct).toContain('"path":"/pods%zz%E0%A4%A"');
   });
 
+  test("a Host that makes no URL with the target is a plain 400, not a handler's 500 (Go's server answers 400 too)", async () => {
+    const { s } = await peerEcho();
+    const bad = await raw(s.port, "GET /pods HTTP/1.1\r\nHost: evil/pods#\r\nConnection: close\r\n\r\n");
+    expect(bad).toStartWith("HTTP/1.1 400");
+    expect(bad).toContain("the request target and Host do not form a valid URL\n");
+  });
+
   test("a handler that throws is a plain 500 without the error's text; a body over the cap is 413", async () => {
     const { s } = await peerEcho();
     const boom = await fetch(`https://127.0.0.1:${s.port}/boom`, { tls: { rejectUnauthorized: false } });

@@ -30,8 +30,9 @@ beforeAll(async () => {
     },
     handler(req, peer) {
       handled++;
-      const path = new URL(req.url).pathname;
+      const path = URL.canParse(req.url) ? new URL(req.url).pathname : req.url;
       if (path === "/boom") throw new Error("failed at /srv/secret/handler.ts:12");
+      if (path === "/host") return Response.json({ host: new URL(req.url).host });
       return Response.json({ path, peer, forged: req.headers.get("x-front-test-connection") });
     },
     errorResponse: (code, message) => new Response(`rendered ${code}: ${message}`, { status: code }),
@@ -73,6 +74,17 @@ describe("shared secure front", () => {
     });
     expect(got).toBe("");
     expect(handled).toBe(before);
+  });
+
+  test("a Host that makes no URL with the target is the renderer's 400, before the handler", async () => {
+    const before = handled;
+    for (const host of ["evil/pods#", "x:1/../y", "a b"]) {
+      const [r] = await exchange(`GET /host HTTP/1.1\r\nhost: ${host}\r\nconnection: close\r\n\r\n`);
+      expect({ host, status: r?.status, body: r?.body }).toEqual({ host, status: 400, body: "rendered 400: the request target and Host do not form a valid URL" });
+    }
+    expect(handled).toBe(before);
+    const [ok] = await exchange("GET /host HTTP/1.1\r\nhost: kubelet.example:10250\r\nconnection: close\r\n\r\n");
+    expect(JSON.parse(ok!.body)).toEqual({ host: "kubelet.example:10250" });
   });
 
   test("a silent connection is closed after idleTimeoutMs", async () => {
