@@ -9,6 +9,7 @@ import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/index.ts";
 import { advertisesImage, nodeByAddress } from "../fleet/index.ts";
 import { COLD_CLAIM_TIMEOUT_MS } from "../sandboxd/index.ts";
 import { isSandboxdError, metadataProblem, provablyUndelivered } from "../sandboxd/index.ts";
+
 import {
   CHECKPOINT_ID_RE,
   parseWireTime,
@@ -16,12 +17,12 @@ import {
   type ClaimRequest,
   type SandboxDetail,
 } from "../sandboxd/index.ts";
-import { E2bError, badRequest, fromNode, templateNotFound } from "./errors.ts";
+import { E2bError, badRequest, fromNode, sandboxNotFound, templateNotFound } from "./errors.ts";
 import { INIT_TIMEOUT_MS, METRICS_MAX_BYTES, METRICS_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd } from "./envd.ts";
 import type { AliasTarget } from "./files.ts";
 import type { QuotaLimits } from "./keys.ts";
 import { matches, page, parseFilters, parsePaging } from "./list.ts";
-import { NodeAccess, entriesIn, type Located } from "./nodes.ts";
+import { NodeAccess, entriesIn, rowBelongs, type Located } from "./nodes.ts";
 import { NamespaceQuotas } from "./quotas.ts";
 import { BUILT_PREFIX, NAME_BUDGET, Renderer, isPaused, wireTime } from "./render.ts";
 import { Snapshots } from "./snapshots.ts";
@@ -37,6 +38,9 @@ import {
   type SandboxReply,
 } from "./schemas.ts";
 import { accessTokenHash, envdAccessToken } from "./tokens.ts";
+
+/** The metadata keys vk-sandbox stamps on a Pod's claim (shared/sandboxd/metadata.ts) all start with this. */
+const RESERVED_METADATA_PREFIX = "vk-sandbox.";
 
 export interface E2bSettings {
   namespace: string;
@@ -111,12 +115,19 @@ export class E2bSurface {
   private async locateLive(ns: string, id: string, fixed: string): Promise<{ loc: Located; row: SandboxDetail }> {
     const loc = await this.nodes.locate(ns, id);
     if (loc.row) return { loc, row: loc.row };
+    let row: SandboxDetail;
     try {
-      return { loc, row: await this.nodes.client(loc.address).get(loc.claimId) };
+      row = await this.nodes.client(loc.address).get(loc.claimId);
     } catch (err) {
       if (isSandboxdError(err) && err.status === 404) this.nodes.forget(ns, loc.claimId);
       throw fromNode(err, id, fixed);
     }
+    // The live row is the last word: a Pod's microVM (stamped after the view last saw it) is not found here.
+    if (!rowBelongs(row, ns)) {
+      this.nodes.forget(ns, loc.claimId);
+      throw sandboxNotFound(id);
+    }
+    return { loc, row };
   }
 
   private resolvePool(templateID: string): { image: string; size: AliasTarget["size"] } {
@@ -139,6 +150,9 @@ export class E2bSurface {
     // The node's own rules, checked here so the client gets our words for them, not the node's text.
     const metaProblem = body.metadata ? metadataProblem(body.metadata) : null;
     if (metaProblem) throw badRequest(metaProblem);
+    // vk-sandbox's stamps mark a Pod's microVM (and its node, its authority): a key may not forge them.
+    const reserved = Object.keys(body.metadata ?? {}).find((k) => k.startsWith(RESERVED_METADATA_PREFIX));
+    if (reserved !== undefined) throw badRequest(`metadata: key ${JSON.stringify(reserved)} is reserved (prefix "${RESERVED_METADATA_PREFIX}")`);
     // Admission before any claim (a snapshot restore and a built template included); the reservation holds until
     // the claim is remembered or released.
     const settle = this.quotas.admit(ns, "create");
