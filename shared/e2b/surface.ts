@@ -4,6 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
+import type { Registry } from "../metrics/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/index.ts";
 import { advertisesImage, nodeByAddress } from "../fleet/index.ts";
@@ -66,6 +67,8 @@ export interface E2bDeps {
   /** Called when a sandbox was claimed and initialised (the in-process proxy learns its owner at once). */
   onClaimed?: (claimId: string, address: string, claimToken: string) => void;
   clock?: Clock;
+  /** Where the quota series register (the process's metrics registry); default: a registry of their own. */
+  metricsRegistry?: Registry;
 }
 
 
@@ -100,6 +103,7 @@ export class E2bSurface {
       namespaces: settings.namespaces ?? [settings.namespace],
       live: (ns) => this.nodes.liveCount(ns),
       clock: this.clock,
+      ...(deps.metricsRegistry ? { registry: deps.metricsRegistry } : {}),
     });
   }
 
