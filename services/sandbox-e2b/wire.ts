@@ -68,11 +68,12 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
     shutdown?.addListener("envd-proxy", () => stopRelay(ps));
     log.info({ address: p.bindAddress, port: ps.port, tls: Boolean(p.tlsCertFile) }, "envd proxy listening");
   }
-  // One metrics listener for the process: the in-process proxy's registry (the e2b surface keeps none of its own).
+  // One metrics listener for the process: the e2b surface's quota series (fleet-wide namespace names and counts, so
+  // never on the keyless e2b listener) and the in-process proxy's.
   let metricsServer: ReturnType<typeof Bun.serve> | undefined;
   if (config.metricsBindAddress !== undefined) {
     try {
-      metricsServer = serveMetrics({ address: config.metricsBindAddress, registries: relay ? [relay.metrics.registry] : [], log: log.child({ component: "metrics" }) });
+      metricsServer = serveMetrics({ address: config.metricsBindAddress, registries: [e2b.surface.quotas.registry, ...(relay ? [relay.metrics.registry] : [])], log: log.child({ component: "metrics" }) });
     } catch (err) {
       await proxyServer?.stop(true);
       await server.stop(true);
