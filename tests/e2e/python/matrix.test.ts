@@ -2,7 +2,8 @@
 // its default HTTP version and with E2B_HTTP_VERSION=1.1, against both stacks: the sandbox-e2b mesh (in process, a
 // guest agent per sandbox speaking envd's protocol) and the full stack as `bash scripts/stack.sh` runs it (a real
 // kube-apiserver, sandbox-apiserver, sandbox-envd-proxy). Each variant lives one sandbox's life
-// (tests/e2e/python/lifecycle.py); every call is judged against e2b cloud and the verdicts become docs/sdk-matrix.md.
+// (tests/e2e/python/lifecycle.py), then makes every other sandbox call (tests/e2e/python/calls.py); every call is
+// judged against e2b cloud (tests/support/python/verdicts.ts) and the verdicts become docs/sdk-matrix.md.
 // A wire tap in front of each URL records which HTTP version the SDK really spoke.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
@@ -12,7 +13,8 @@ import { REPO, startStack as startScriptStack, type RunningStack } from "#tests/
 import { E2B_DOMAIN as SCRIPT_DOMAIN } from "#scripts/stack/mesh.ts";
 import { kubectlBinary } from "#tests/kube/peers.ts";
 import { run } from "#tests/support/run.ts";
-import { cellsFor, renderSection, writeSection, type Cell } from "#tests/support/python/matrix.ts";
+import { renderSection, writeSection, type Cell } from "#tests/support/python/matrix.ts";
+import { cellsFor } from "#tests/support/python/verdicts.ts";
 import { runPythonScenario, step, type PythonTarget } from "#tests/support/python/scenario.ts";
 import { ensurePythonSdk, pinnedE2bVersion } from "#tests/support/python/venv.ts";
 import { startWireTap, type WireTap } from "#tests/support/python/wire-tap.ts";
@@ -46,7 +48,7 @@ afterAll(() => {
     "sync (`Sandbox`) and async (`AsyncSandbox`), with the SDK's default HTTP version and with `E2B_HTTP_VERSION=1.1`,",
     "pointed at each stack by `E2B_API_KEY`, `E2B_API_URL`, `E2B_SANDBOX_URL` and `E2B_DOMAIN` (2.63 deprecates the two URLs",
     "but still honours them; its only other scheme is `https://api.<domain>`). Suite: tests/e2e/python/matrix.test.ts,",
-    "scenario: tests/e2e/python/lifecycle.py.",
+    "scenarios: tests/e2e/python/lifecycle.py and calls.py. Regenerate with `bun test tests/e2e/python/matrix.test.ts`.",
   ].join("\n");
   writeSection(join(REPO, "docs", "sdk-matrix.md"), "e2b-python", renderSection(`e2b (Python) ${pinnedE2bVersion()}`, intro, [MESH, FULL], cells));
 });
@@ -69,23 +71,26 @@ interface Under {
 
 function matrix(stackName: string, under: () => Under) {
   for (const v of VARIANTS) {
-    test(`${label(v)}: create, commands.run, files.write/read, set_timeout, get_info, list, kill, gone`, async () => {
+    test(`${label(v)}: lifecycle (create, run, files, set_timeout, list, kill) and every other sandbox call`, async () => {
       const u = under();
       const [a0, s0] = [u.api.connections().length, u.sandbox.connections().length];
-      const rec = await runPythonScenario("lifecycle", u.target, { args: [v.mode], ...(v.http === "1.1" ? { httpVersion: "1.1" } : {}) });
+      const opts = { args: [v.mode], ...(v.http === "1.1" ? { httpVersion: "1.1" as const } : {}) };
+      const life = await runPythonScenario("lifecycle", u.target, opts);
+      const calls = await runPythonScenario("calls", u.target, opts);
       const seen = [...u.api.connections().slice(a0), ...u.sandbox.connections().slice(s0)];
-      const mine = cellsFor(stackName, label(v), rec, { requested: v.http, seen });
+      const mine = cellsFor(stackName, label(v), { ...life, steps: [...life.steps, ...calls.steps] }, { requested: v.http, seen });
       cells.push(...mine);
       // This run's figures (lag, connection counts) go to the log; the doc keeps verdicts and reasons.
       for (const c of mine.filter((x) => x.verdict !== "ok")) console.log(`${stackName.split(" (")[0]}, ${label(v)}, ${c.call}: ${c.verdict}: ${c.detail}`);
-      expect([rec.version, rec.mode, rec.http_version]).toEqual([pinnedE2bVersion(), v.mode, v.http]);
-      expect(step(rec, "commands.run")).toMatchObject({ status: "ok", value: { stdout: "hello\n", exit_code: 0 } });
-      expect(step(rec, "files.read")).toMatchObject({ status: "ok", value: "written by the Python SDK" });
-      expect(step(rec, "kill")).toMatchObject({ status: "ok", value: true });
+      for (const rec of [life, calls]) expect([rec.version, rec.mode, rec.http_version]).toEqual([pinnedE2bVersion(), v.mode, v.http]);
+      expect(step(life, "commands.run")).toMatchObject({ status: "ok", value: { stdout: "hello\n", exit_code: 0 } });
+      expect(step(life, "files.read")).toMatchObject({ status: "ok", value: "written by the Python SDK" });
+      expect(step(life, "kill")).toMatchObject({ status: "ok", value: true });
+      expect(step(calls, "Sandbox.connect (resume)")).toMatchObject({ status: "ok", value: { state: "running", kept: "kept\n" } });
       // Every call is either e2b cloud's behaviour or a difference the matrix names with its reason.
       expect(mine.filter((c) => c.verdict === "fails").map((c) => `${c.call}: ${c.detail}`)).toEqual([]);
       expect(mine.map((c) => c.call)).toContain("HTTP version on the wire");
-    }, 120_000);
+    }, 240_000);
   }
 }
 
