@@ -9,8 +9,9 @@ import { join } from "node:path";
 import { renderSection, writeSection } from "#tests/support/python/matrix.ts";
 import { cellsFor, judgeStep, judgeWire, REASONS } from "#tests/support/python/verdicts.ts";
 import type { ScenarioRecord, ScenarioStep } from "#tests/support/python/scenario.ts";
-import { startWireTap } from "#tests/support/python/wire-tap.ts";
+import { startWireTap, type WireProtocol } from "#tests/support/python/wire-tap.ts";
 import { waitFor } from "#tests/support/wait.ts";
+import { createCA, issueCertificate } from "#shared/tls/index.ts";
 
 const ok = (call: string, value: unknown): ScenarioStep => ({ call, status: "ok", value, ms: 1 });
 const raised = (call: string, type: string): ScenarioStep => ({ call, status: "error", error: { type, message: "m", where: "w" }, ms: 1 });
@@ -61,17 +62,40 @@ describe("the guest's known differences (issue 18, issue 20) are named, anything
 });
 
 describe("judgeWire", () => {
-  test("HTTP/2 asked and HTTP/1.1 spoken differs with its reason; h2c is ok; 1.1 asked must be 1.1", () => {
-    expect(judgeWire("2", ["http/1.1", "http/1.1"])).toEqual(["differs", "connections: 2 × http/1.1", REASONS.plainHttp]);
-    expect(judgeWire("2", ["h2c"])[0]).toBe("ok");
-    expect(judgeWire("1.1", ["http/1.1"])[0]).toBe("ok");
-    expect(judgeWire("1.1", ["h2c"])[0]).toBe("fails");
-    expect(judgeWire("2", [])[0]).toBe("fails");
-    expect(judgeWire("1.1", ["http/1.1", "other"])[0]).toBe("fails");
+  const plain = (requested: "1.1" | "2", api: WireProtocol[], sandbox: WireProtocol[] = []) => judgeWire({ requested, tls: false, api, sandbox });
+  test("HTTP/2 asked and HTTP/1.1 spoken on plain http differs with its reason; h2c is ok; 1.1 asked must be 1.1", () => {
+    expect(plain("2", ["http/1.1"], ["http/1.1"])).toEqual(["differs", "API: 1 × http/1.1; sandbox URL: 1 × http/1.1", REASONS.plainHttp]);
+    expect(plain("2", ["h2c"])[0]).toBe("ok");
+    expect(plain("1.1", ["http/1.1"])[0]).toBe("ok");
+    expect(plain("1.1", ["h2c"])[0]).toBe("fails");
+    expect(plain("2", [])[0]).toBe("fails");
+    expect(plain("1.1", ["http/1.1"], ["other"])[0]).toBe("fails");
+  });
+
+  test("behind a TLS edge the HTTP/2 default must reach h2 on the sandbox URL", () => {
+    const edge = (api: WireProtocol[], sandbox: WireProtocol[]) => judgeWire({ requested: "2", tls: true, api, sandbox });
+    expect(edge(["http/1.1 (TLS)"], ["h2 (TLS)", "http/1.1 (TLS)"])[0]).toBe("ok");
+    expect(edge(["http/1.1 (TLS)"], ["http/1.1 (TLS)"])[0]).toBe("fails");
+    expect(edge(["http/1.1"], ["h2 (TLS)"])[0]).toBe("fails");
   });
 });
 
 describe("wire tap", () => {
+  test("as a TLS edge: notes the ALPN protocol negotiated and forwards the cleartext", async () => {
+    const ca = await createCA("tap-test-ca");
+    const cert = await issueCertificate({ ca, cn: "127.0.0.1", ips: ["127.0.0.1"], usages: "server" });
+    const target = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("through tls") });
+    const tap = await startWireTap(`http://127.0.0.1:${target.port}`, { tls: { ...cert, alpn: ["http/1.1"] } });
+    try {
+      expect(tap.url).toStartWith("https://127.0.0.1:");
+      expect(await (await fetch(`${tap.url}/x`, { tls: { ca: ca.certPem } })).text()).toBe("through tls");
+      expect(tap.connections()).toEqual(["http/1.1 (TLS)"]);
+    } finally {
+      await tap.stop();
+      await target.stop(true);
+    }
+  });
+
   test("forwards bytes both ways and tells an HTTP/1.1 request from an h2c preface", async () => {
     const target = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("through") });
     const tap = await startWireTap(`http://127.0.0.1:${target.port}`);
@@ -95,13 +119,13 @@ describe("the doc", () => {
   const dir = mkdtempSync(join(tmpdir(), "sdk-matrix-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  const rec = (steps: ScenarioStep[]): ScenarioRecord => ({ client: "e2b (Python)", version: "2.63.0", mode: "sync", http_version: "2", steps });
+  const rec = (steps: ScenarioStep[]): ScenarioRecord => ({ client: "e2b (Python)", version: "2.63.0", mode: "sync", http_version: "2", steps, abortedAtExit: false });
 
   test("one note per reason, shared by every cell that has it; figures of the run stay out", () => {
     const lag = ok("Sandbox.list", { at_once: false, agreed: true, after_ms: 123 });
     const cells = [
-      ...cellsFor("mesh", "sync", rec([lag]), { requested: "2", seen: ["http/1.1"] }),
-      ...cellsFor("mesh", "async", rec([lag]), { requested: "1.1", seen: ["http/1.1"] }),
+      ...cellsFor("mesh", "sync", rec([lag]), { requested: "2", tls: false, api: ["http/1.1"], sandbox: [] }),
+      ...cellsFor("mesh", "async", rec([lag]), { requested: "1.1", tls: false, api: ["http/1.1"], sandbox: [] }),
     ];
     const md = renderSection("e2b (Python) 2.63.0", "intro", ["mesh", "full"], cells);
     expect(md).toContain("| `Sandbox.list` | differs [1] | differs [1] |");

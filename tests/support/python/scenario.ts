@@ -16,6 +16,8 @@ export interface PythonTarget {
   /** E2B_SANDBOX_URL: every envd call goes here with E2b-Sandbox-Id/-Port headers. */
   sandboxUrl: string;
   domain: string;
+  /** PEM file the SDK's transport trusts (SSL_CERT_FILE), for a target behind a TLS edge with a test CA. */
+  caFile?: string;
 }
 
 export interface ScenarioOptions {
@@ -42,14 +44,23 @@ const Record = z.object({
   http_version: z.string(),
   steps: z.array(Step),
 });
-export type ScenarioRecord = z.infer<typeof Record>;
+export type ScenarioRecord = z.infer<typeof Record> & {
+  /**
+   * The async client's Rust transport (pyqwest) now and then aborts the interpreter at exit, after the script's last
+   * line ran, with no Python frame on the stack: seen on plain http and TLS alike, on REST-only scripts too (1 in
+   * 8 to 1 in 30 runs under load, none in 40 unloaded). Not a server answer, so the record stands and the abort is noted.
+   */
+  abortedAtExit: boolean;
+};
 
 export async function runPythonScenario(name: string, target: PythonTarget, o: ScenarioOptions = {}): Promise<ScenarioRecord> {
   const { python } = await ensurePythonSdk();
   // Only what a user's shell would carry: none of this process's E2B_* leak in, so the record is the target's.
   const env: Record<string, string | undefined> = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("E2B_")));
-  Object.assign(env, { E2B_API_KEY: target.apiKey, E2B_API_URL: target.apiUrl, E2B_SANDBOX_URL: target.sandboxUrl, E2B_DOMAIN: target.domain, PYTHONUNBUFFERED: "1" }, o.env);
+  // PYTHONFAULTHANDLER: an abort names the Python frame it happened in, or says there was none (interpreter exit).
+  Object.assign(env, { E2B_API_KEY: target.apiKey, E2B_API_URL: target.apiUrl, E2B_SANDBOX_URL: target.sandboxUrl, E2B_DOMAIN: target.domain, PYTHONUNBUFFERED: "1", PYTHONFAULTHANDLER: "1" }, o.env);
   if (o.httpVersion) env.E2B_HTTP_VERSION = o.httpVersion;
+  if (target.caFile) env.SSL_CERT_FILE = target.caFile;
   const script = join(scripts, `${name}.py`);
   const r = await run([python, script, ...(o.args ?? [])], { env, timeoutMs: o.timeoutMs ?? 120_000 });
   const last = r.stdout.trim().split("\n").at(-1) ?? "";
@@ -61,8 +72,9 @@ export async function runPythonScenario(name: string, target: PythonTarget, o: S
   }
   const rec = Record.safeParse(parsed);
   if (!rec.success) throw new Error(`${name}.py printed a record of the wrong shape: ${rec.error.message}\n${last.slice(0, 2000)}`);
-  if (r.code !== 0) throw new Error(`${name}.py exited ${r.code} after its record:\n${r.stderr.slice(-4000)}`);
-  return rec.data;
+  const abortedAtExit = r.code === 134 && /Fatal Python error: Aborted/.test(r.stderr) && /<no Python frame>/.test(r.stderr) && !/File "/.test(r.stderr);
+  if (r.code !== 0 && !abortedAtExit) throw new Error(`${name}.py exited ${r.code} after its record:\n${r.stderr.slice(-4000)}`);
+  return { ...rec.data, abortedAtExit };
 }
 
 /** The step named `call`; throws naming the calls there are when it is missing. */

@@ -1,12 +1,12 @@
 // Makes and caches the venv holding the Python e2b SDK the tests drive (requirements.txt, every version pinned), the
 // way tests/kube/peers.ts caches the Go-built peers: under $SANDBOX_CACHE, keyed by a hash of the pins and of the
 // interpreter the venv is bound to, so a second run is instant and a changed pin makes a new venv beside the old.
-// A venv is complete once its marker exists: an interrupted install is removed and redone, never used.
+// A venv is made in a work dir and renamed into place with its marker: an interrupted install is never used.
 //
 //   bun run tests/support/python/venv.ts ensure     make it if missing, print where and how long it took
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { cacheRoot } from "#tests/kube/peers.ts";
 import { run } from "#tests/support/run.ts";
 
@@ -49,6 +49,24 @@ function venvKey(py: { exe: string; version: string }): string {
   return `${pinnedE2bVersion()}-${h.digest("hex").slice(0, 12)}`;
 }
 
+/** Work dirs of installs whose process is gone (killed mid-install). */
+function removeAbandoned(dir: string): void {
+  const parent = dirname(dir);
+  const prefix = `${basename(dir)}.tmp-`;
+  for (const name of existsSync(parent) ? readdirSync(parent) : []) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = Number(name.slice(prefix.length));
+    let alive = false;
+    try {
+      process.kill(pid, 0);
+      alive = true;
+    } catch {
+      // no such process
+    }
+    if (!alive) rmSync(join(parent, name), { recursive: true, force: true });
+  }
+}
+
 let pending: Promise<PythonSdk> | undefined;
 
 /** The venv with the pinned SDK, made first if this key has never been made here. One install per process. */
@@ -67,16 +85,29 @@ async function make(): Promise<PythonSdk> {
   const python = join(dir, "bin", "python");
   const result = (built: boolean): PythonSdk => ({ python, e2bVersion: pinnedE2bVersion(), built, seconds: (performance.now() - started) / 1000 });
   if (existsSync(join(dir, MARKER))) return result(false);
-  rmSync(dir, { recursive: true, force: true });
+  rmSync(dir, { recursive: true, force: true }); // an install from before the marker existed, or a broken one
+  removeAbandoned(dir);
+  // Made beside its final place and renamed into it once complete, so a second process (bootstrap and a test run
+  // at once) never sees a half-made venv; only bin/python is used, which finds its venv by its own location.
+  const work = `${dir}.tmp-${process.pid}`;
+  const workPython = join(work, "bin", "python");
   const step = async (what: string, cmd: string[]) => {
     const r = await run(cmd, { timeoutMs: 300_000 });
     if (r.code !== 0) throw new Error(`${what} failed (exit ${r.code}): ${cmd.join(" ")}\n${(r.stdout + r.stderr).slice(-4000)}`);
   };
-  await step("making the Python SDK venv", [py.exe, "-m", "venv", dir]);
-  // --no-deps with every transitive pin listed: pip installs exactly the file, resolving nothing.
-  await step("installing the pinned Python SDK from PyPI", [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "-r", requirements]);
-  await step("importing the installed SDK", [python, "-c", "import e2b"]);
-  writeFileSync(join(dir, MARKER), `${pinnedE2bVersion()}\n`);
+  try {
+    await step("making the Python SDK venv", [py.exe, "-m", "venv", work]);
+    // --no-deps with every transitive pin listed: pip installs exactly the file, resolving nothing.
+    await step("installing the pinned Python SDK from PyPI", [workPython, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "-r", requirements]);
+    await step("importing the installed SDK", [workPython, "-c", "import e2b"]);
+    writeFileSync(join(work, MARKER), `${pinnedE2bVersion()}\n`);
+    renameSync(work, dir);
+  } catch (e) {
+    rmSync(work, { recursive: true, force: true });
+    if (existsSync(join(dir, MARKER))) return result(false); // another process finished first
+    throw e;
+  }
+  if (!existsSync(join(dir, MARKER))) throw new Error(`the Python SDK venv ${dir} has no ${MARKER} after its install`);
   return result(true);
 }
 

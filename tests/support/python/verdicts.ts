@@ -12,7 +12,7 @@ export const REASONS = {
   listLag:
     "a list right after a create or a kill does not show the change yet: the e2b surface answers lists from its fleet view, which learns of it at the next inventory poll (mesh) or NodeInventory publish (full stack); e2b cloud lists it at once. Whether a run sees the lag depends on where the call lands between two polls, so a cell may read ok in one generation and differs in the next (issue 20 part 2, read-your-writes, not yet delivered)",
   plainHttp:
-    "every connection was HTTP/1.1: the local stacks are plain http, and the SDK's transport (pyqwest over reqwest) reaches HTTP/2 only through TLS ALPN, never by prior-knowledge h2c (which the envd relay would accept), so the default E2B_HTTP_VERSION=2 speaks HTTP/1.1 here. HTTP/2 needs the SDK's https://api.<domain> and https://<port>-<id>.<domain> scheme behind TLS (issue 20 part 6, not yet delivered)",
+    "every connection was HTTP/1.1: the local stacks are plain http, and the SDK's transport (pyqwest over reqwest) reaches HTTP/2 only through TLS ALPN and \"uses HTTP/1 for plaintext\" (its own comment), never prior-knowledge h2c, which the envd relay would accept; so the default E2B_HTTP_VERSION=2 speaks HTTP/1.1 here. The \"behind a TLS edge\" column shows HTTP/2 does work on the sandbox URL once TLS is in front; the stacks serving TLS themselves under the SDK's own https://api.<domain> scheme is issue 20 part 6, not yet delivered",
   guestPaths:
     "the simulator's guest (a process sandbox per claim, the development substrate) has no filesystem namespace yet: the home directory is a per-sandbox directory under the host's /tmp and the sandbox has no / of its own, so `pwd` is not /home/user and a cwd outside the sandbox's tree is refused (issue 18, not yet delivered)",
   guestUser:
@@ -147,20 +147,38 @@ function judgeCall(s: ScenarioStep, seen: string): Judged {
   }
 }
 
-/** The pseudo-call for what went over the wire: every connection the SDK opened, on the API and the sandbox URL. */
-export function judgeWire(requested: "1.1" | "2", seen: WireProtocol[]): Judged {
-  const counts = Object.entries(seen.reduce<Record<string, number>>((m, p) => ((m[p] = (m[p] ?? 0) + 1), m), {}))
-    .map(([p, n]) => `${n} × ${p}`)
-    .join(", ");
-  const detail = `connections: ${counts || "none"}`;
-  if (seen.length === 0 || seen.includes("other")) return ["fails", detail];
-  if (requested === "1.1") return seen.every((p) => p === "http/1.1") ? ["ok", detail] : ["fails", detail];
-  if (seen.every((p) => p === "h2c")) return ["ok", detail];
-  return ["differs", detail, REASONS.plainHttp];
+export interface WireSeen {
+  requested: "1.1" | "2";
+  /** Whether the client reached the stack through a TLS edge (./wire-tap.ts with `tls`). */
+  tls: boolean;
+  api: WireProtocol[];
+  sandbox: WireProtocol[];
 }
 
-export function cellsFor(stack: string, variant: string, rec: ScenarioRecord, wire: { requested: "1.1" | "2"; seen: WireProtocol[] }): Cell[] {
+const counted = (seen: WireProtocol[]) =>
+  Object.entries(seen.reduce<Record<string, number>>((m, p) => ((m[p] = (m[p] ?? 0) + 1), m), {}))
+    .map(([p, n]) => `${n} × ${p}`)
+    .join(", ") || "none";
+
+/** The pseudo-call for what went over the wire: every connection the SDK opened, on the API and the sandbox URL. */
+export function judgeWire(w: WireSeen): Judged {
+  const all = [...w.api, ...w.sandbox];
+  const detail = `API: ${counted(w.api)}; sandbox URL: ${counted(w.sandbox)}`;
+  if (all.length === 0 || all.includes("other")) return ["fails", detail];
+  if (w.tls) {
+    // The edge offers the API only http/1.1 (the REST port has no h2c); files.read is HTTP/1.1 by the SDK's choice.
+    const apiOk = w.api.every((p) => p === "http/1.1 (TLS)");
+    const sandboxOk = w.sandbox.every((p) => p === "h2 (TLS)" || p === "http/1.1 (TLS)");
+    const h2 = w.sandbox.includes("h2 (TLS)");
+    return apiOk && sandboxOk && (w.requested === "2" ? h2 : !h2) ? ["ok", detail] : ["fails", detail];
+  }
+  if (w.requested === "1.1") return all.every((p) => p === "http/1.1") ? ["ok", detail] : ["fails", detail];
+  if (all.every((p) => p === "h2c")) return ["ok", detail];
+  return all.every((p) => p === "http/1.1") ? ["differs", detail, REASONS.plainHttp] : ["fails", detail];
+}
+
+export function cellsFor(stack: string, variant: string, rec: ScenarioRecord, wire: WireSeen): Cell[] {
   const cell = (call: string, [verdict, detail, reason]: Judged): Cell => ({ stack, variant, call, verdict, detail, ...(reason ? { reason } : {}) });
-  return [...rec.steps.map((s) => cell(s.call, judgeStep(s))), cell("HTTP version on the wire", judgeWire(wire.requested, wire.seen))];
+  return [...rec.steps.map((s) => cell(s.call, judgeStep(s))), cell("HTTP version on the wire", judgeWire(wire))];
 }
 
