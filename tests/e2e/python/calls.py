@@ -19,8 +19,7 @@ import uuid
 import e2b
 from e2b import AsyncSandbox, Sandbox, SandboxQuery, SandboxState
 
-sys.path.insert(0, os.path.dirname(__file__))
-from lifecycle import Record  # noqa: E402  (the record shape is shared)
+from record import Record
 
 TEMPLATE = os.environ.get("SCENARIO_TEMPLATE", "base")
 

@@ -13,57 +13,16 @@ import json
 import os
 import sys
 import time
-import traceback
 from datetime import datetime, timezone
 
 import e2b
 from e2b import AsyncSandbox, Sandbox
 
+from record import Record
+
 TEMPLATE = os.environ.get("SCENARIO_TEMPLATE", "base")
 FILE = "py-matrix.txt"
 TEXT = "written by the Python SDK"
-
-
-class Record:
-    def __init__(self):
-        self.steps = []
-        self.failed = False
-
-    def _error(self, call, started, e):
-        self.steps.append(
-            {
-                "call": call,
-                "status": "error",
-                "error": {"type": type(e).__name__, "message": str(e)[:500], "where": traceback.format_exc(limit=-2)[-800:]},
-                "ms": round((time.monotonic() - started) * 1000),
-            }
-        )
-
-    def _ok(self, call, started, value):
-        self.steps.append({"call": call, "status": "ok", "value": value, "ms": round((time.monotonic() - started) * 1000)})
-
-    def skip(self, call):
-        self.steps.append({"call": call, "status": "skipped", "ms": 0})
-
-    def step(self, call, fn):
-        started = time.monotonic()
-        try:
-            value = fn()
-        except Exception as e:  # the record carries every failure: the bun test decides what it means
-            self._error(call, started, e)
-            return None
-        self._ok(call, started, value)
-        return value
-
-    async def astep(self, call, fn):
-        started = time.monotonic()
-        try:
-            value = await fn()
-        except Exception as e:
-            self._error(call, started, e)
-            return None
-        self._ok(call, started, value)
-        return value
 
 
 def seconds_left(info):
