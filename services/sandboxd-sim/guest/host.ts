@@ -9,12 +9,17 @@
 //   - pauses (SIGSTOP) the processes of hibernated/archived/failed claims and resumes (SIGCONT) running ones,
 //   - destroys the guest of every claim that left the table (release, expiry, vanish): all processes killed, the
 //     directory removed.
+// Where the host allows it (isolation.ts) each guest is a namespaced sandbox (namespace.ts, layer.ts): copies are
+// of its layer, pause is the freezer cgroup, destroy kills its PID namespace. Otherwise a process sandbox.
 // All sandbox directories live under one temporary base directory per node, removed by stop(). A simulator that
 // exits without stop() (process.exit, an uncaught error) still kills every sandbox's processes on its way out;
 // one killed by SIGKILL cannot, and its sandboxes' process groups outlive it (README.md).
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import { hostIsolation, type Isolation } from "./isolation.ts";
+import { copyLayer, ensureWorkDirs, prepareLayer } from "./layer.ts";
+import { Namespace } from "./namespace.ts";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import type { Claim } from "../claims.ts";
 import { GuestSandbox } from "./sandbox.ts";
@@ -26,6 +31,8 @@ export const ENVD_PORT = 49983;
 
 interface Guest {
   sb: GuestSandbox;
+  /** The sandbox's host directory (a namespaced sandbox's layer lives in it: layer.ts). */
+  dir: string;
   server: GuestServer;
   paused: boolean;
 }
@@ -37,6 +44,8 @@ export interface GuestHostOptions {
   host?: string;
   /** The node's clock: judges signed-URL expiry in every guest (default the real clock). */
   clock?: Clock;
+  /** "auto" (default): namespaced sandboxes where the host allows them; "process": always the process sandbox. */
+  isolation?: "auto" | "process";
 }
 
 export class GuestHost {
@@ -46,16 +55,25 @@ export class GuestHost {
   private readonly captures = new Map<string, { dir: string; metadata: FileMetadata }>();
   private readonly host: string;
   private readonly clock: Clock;
+  /** What kind of sandbox this node's guests are (isolation.ts). */
+  readonly isolation: Isolation;
+  /** Destroys still in flight (a namespaced sandbox waits for its last process before removing its files). */
+  private readonly dying = new Set<Promise<void>>();
 
   private readonly onExit = () => {
-    for (const g of this.guests.values()) g.sb.processes.killAll();
+    for (const g of this.guests.values()) g.sb.killNow();
   };
 
   constructor(o: GuestHostOptions = {}) {
     this.baseDir = mkdtempSync(join(o.dir ?? tmpdir(), "sandboxd-sim-guests-"));
     this.host = o.host ?? "127.0.0.1";
     this.clock = o.clock ?? realClock;
+    this.isolation = o.isolation === "process" ? { mode: "process", reason: "asked for (isolation: process)" } : hostIsolation();
     process.on("exit", this.onExit);
+  }
+
+  private get namespaced(): boolean {
+    return this.isolation.mode === "namespaces";
   }
 
   get size(): number {
@@ -74,7 +92,10 @@ export class GuestHost {
   target(id: string, port: number): { host: string; port: number } | undefined {
     const g = this.guests.get(id);
     if (!g) return undefined;
-    return port === ENVD_PORT ? { host: this.host, port: g.server.port } : { host: "127.0.0.1", port };
+    if (port === ENVD_PORT) return { host: this.host, port: g.server.port };
+    // A sandbox with its own network is reached on its own loopback, through the relay inside it.
+    if (g.sb.ns?.ownNetwork) return { host: `unix:${g.sb.ns.socketPath}`, port };
+    return { host: "127.0.0.1", port };
   }
 
   sync(claims: Iterable<Claim>, checkpoints: Iterable<{ id: string; sandboxId: string }> = []): void {
@@ -84,7 +105,8 @@ export class GuestHost {
       const source = this.guests.get(ck.sandboxId);
       if (this.captures.has(ck.id) || !source) continue;
       const dir = join(this.baseDir, "checkpoints", ck.id);
-      cpSync(source.sb.paths.root, dir, { recursive: true, verbatimSymlinks: true });
+      if (source.sb.ns) copyLayer(source.dir, dir);
+      else cpSync(source.sb.paths.root, dir, { recursive: true, verbatimSymlinks: true });
       const metadata = new FileMetadata();
       metadata.copyFrom(source.sb.metadata);
       this.captures.set(ck.id, { dir, metadata });
@@ -108,17 +130,32 @@ export class GuestHost {
       if (live.has(id)) continue;
       this.guests.delete(id);
       void g.server.stop();
-      g.sb.destroy();
+      this.track(g.sb.destroy());
     }
   }
 
+  private track(p: Promise<void>): void {
+    this.dying.add(p);
+    void p.finally(() => this.dying.delete(p));
+  }
+
   private create(c: Claim): Guest {
-    const root = join(this.baseDir, c.id);
+    const dir = join(this.baseDir, c.id);
     const parent = c.forkedFrom ? this.guests.get(c.forkedFrom) : undefined;
     const capture = c.fromCheckpoint ? this.captures.get(c.fromCheckpoint) : undefined;
-    const from = parent ? { dir: parent.sb.paths.root, metadata: parent.sb.metadata } : capture;
-    if (from) cpSync(from.dir, root, { recursive: true, verbatimSymlinks: true });
-    const sb = new GuestSandbox({ id: c.id, root, instanceMetadata: () => c.instanceMetadata });
+    const from = parent ? { dir: parent.dir, metadata: parent.sb.metadata } : capture;
+    let sb: GuestSandbox;
+    if (this.namespaced) {
+      if (from) {
+        copyLayer(from.dir, dir);
+        ensureWorkDirs(dir);
+      } else prepareLayer(dir);
+      const ns = new Namespace({ dir, hostname: c.id, ownNetwork: c.key.net !== "egress", cgroup: `${basename(this.baseDir)}-${c.id}` });
+      sb = new GuestSandbox({ id: c.id, root: join(dir, "layer"), ns, instanceMetadata: () => c.instanceMetadata });
+    } else {
+      if (from) cpSync(from.dir, dir, { recursive: true, verbatimSymlinks: true });
+      sb = new GuestSandbox({ id: c.id, root: dir, instanceMetadata: () => c.instanceMetadata });
+    }
     if (from) sb.metadata.copyFrom(from.metadata);
     if (parent) {
       sb.accessToken = parent.sb.accessToken;
@@ -126,7 +163,7 @@ export class GuestHost {
       sb.defaultUser = parent.sb.defaultUser;
       sb.defaultWorkdir = parent.sb.defaultWorkdir;
     }
-    const g: Guest = { sb, server: startGuestServer(sb, this.host, this.clock), paused: false };
+    const g: Guest = { sb, dir, server: startGuestServer(sb, this.host, this.clock), paused: false };
     this.guests.set(c.id, g);
     return g;
   }
@@ -136,8 +173,8 @@ export class GuestHost {
     process.off("exit", this.onExit);
     const all = [...this.guests.values()];
     this.guests.clear();
-    for (const g of all) g.sb.destroy();
-    await Promise.all(all.map((g) => g.server.stop()));
+    for (const g of all) this.track(g.sb.destroy());
+    await Promise.all([...all.map((g) => g.server.stop()), ...this.dying]);
     rmSync(this.baseDir, { recursive: true, force: true });
   }
 }
