@@ -42,3 +42,10 @@ export function hostIsolation(): Isolation {
   else simLog().warn({ guests: "process", reason: cached.reason }, `guest sandboxes: FALLBACK to the process sandbox (${cached.reason}): commands run as plain host processes`);
   return cached;
 }
+
+/** One line for a startup banner (the standalone simulator, scripts/stack.sh): which sandboxes, and what they are not. */
+export function isolationLine(i: Isolation = hostIsolation()): string {
+  return i.mode === "namespaces"
+    ? "guest sandboxes: own Linux namespaces (mount, PID, IPC, UTS; network on the none lane) and an overlay root each; not VMs, not a security boundary"
+    : `guest sandboxes: FALLBACK to process sandboxes (${i.reason}): commands run as plain host processes with the host's files and network`;
+}
