@@ -5,7 +5,8 @@
 //   - starts a guest for each claim that has none (a fork child starts as a copy of its parent's files and
 //     access token, like a VM clone; the e2b surface then re-inits it with its own token; a checkpoint claim
 //     starts as a copy of the files the source had when the checkpoint was taken),
-//   - captures a copy of the source's files for each new checkpoint, and drops the copy of a deleted one,
+//   - captures a copy of the source's files for each new checkpoint and promoted template (a template with its
+//     envd defaults; a claim of it starts from that copy), and drops the copy of a deleted one,
 //   - pauses (SIGSTOP) the processes of hibernated/archived/failed claims and resumes (SIGCONT) running ones,
 //   - destroys the guest of every claim that left the table (release, expiry, vanish): all processes killed, the
 //     directory removed.
@@ -18,12 +19,12 @@ import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { hostIsolation, type Isolation } from "./isolation.ts";
+import { Captures } from "./captures.ts";
 import { copyLayer, ensureWorkDirs, prepareLayer } from "./layer.ts";
 import { Namespace } from "./namespace.ts";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import type { Claim } from "../claims.ts";
 import { GuestSandbox } from "./sandbox.ts";
-import { FileMetadata } from "./metadata.ts";
 import { startGuestServer, type GuestServer } from "./server.ts";
 
 /** The guest port envd listens on; the ports relay maps it to the guest agent. */
@@ -51,8 +52,8 @@ export interface GuestHostOptions {
 export class GuestHost {
   readonly baseDir: string;
   private readonly guests = new Map<string, Guest>();
-  /** Checkpoint id -> the source's files (a directory) and file metadata as they were when it was taken. */
-  private readonly captures = new Map<string, { dir: string; metadata: FileMetadata }>();
+  /** Checkpoints ("ck:<id>") and promoted templates ("tpl:<digest>"): copies of their source (captures.ts). */
+  private readonly captures: Captures;
   private readonly host: string;
   private readonly clock: Clock;
   /** What kind of sandbox this node's guests are (isolation.ts). */
@@ -66,6 +67,7 @@ export class GuestHost {
 
   constructor(o: GuestHostOptions = {}) {
     this.baseDir = mkdtempSync(join(o.dir ?? tmpdir(), "sandboxd-sim-guests-"));
+    this.captures = new Captures(this.baseDir);
     this.host = o.host ?? "127.0.0.1";
     this.clock = o.clock ?? realClock;
     this.isolation = o.isolation === "process" ? { mode: "process", reason: "asked for (isolation: process)" } : hostIsolation();
@@ -98,24 +100,20 @@ export class GuestHost {
     return { host: "127.0.0.1", port };
   }
 
-  sync(claims: Iterable<Claim>, checkpoints: Iterable<{ id: string; sandboxId: string }> = []): void {
+  /**
+   * Checkpoints and promoted templates: a new one captures its source as it stands now (a template also its
+   * envd defaults); a deleted or replaced one drops its copy.
+   */
+  sync(claims: Iterable<Claim>, checkpoints: Iterable<{ id: string; sandboxId: string }> = [], templates: Iterable<{ contentDigest: string; sourceId?: string }> = []): void {
     const kept = new Set<string>();
-    for (const ck of checkpoints) {
-      kept.add(ck.id);
-      const source = this.guests.get(ck.sandboxId);
-      if (this.captures.has(ck.id) || !source) continue;
-      const dir = join(this.baseDir, "checkpoints", ck.id);
-      if (source.sb.ns) copyLayer(source.dir, dir);
-      else cpSync(source.sb.paths.root, dir, { recursive: true, verbatimSymlinks: true });
-      const metadata = new FileMetadata();
-      metadata.copyFrom(source.sb.metadata);
-      this.captures.set(ck.id, { dir, metadata });
-    }
-    for (const [id, capture] of this.captures) {
-      if (kept.has(id)) continue;
-      rmSync(capture.dir, { recursive: true, force: true });
-      this.captures.delete(id);
-    }
+    const capture = (key: string, sourceId: string | undefined, defaults: boolean) => {
+      kept.add(key);
+      const source = sourceId ? this.guests.get(sourceId) : undefined;
+      if (!this.captures.has(key) && source) this.captures.take(key, source, { defaults });
+    };
+    for (const ck of checkpoints) capture(`ck:${ck.id}`, ck.sandboxId, false);
+    for (const t of templates) capture(`tpl:${t.contentDigest}`, t.sourceId, true);
+    this.captures.retain(kept);
     const live = new Set<string>();
     for (const c of claims) {
       live.add(c.id);
@@ -142,7 +140,8 @@ export class GuestHost {
   private create(c: Claim): Guest {
     const dir = join(this.baseDir, c.id);
     const parent = c.forkedFrom ? this.guests.get(c.forkedFrom) : undefined;
-    const capture = c.fromCheckpoint ? this.captures.get(c.fromCheckpoint) : undefined;
+    // A checkpoint claim starts from the checkpoint's copy; a promoted template's clone from the template's.
+    const capture = c.fromCheckpoint ? this.captures.get(`ck:${c.fromCheckpoint}`) : c.templateDigest ? this.captures.get(`tpl:${c.templateDigest}`) : undefined;
     const from = parent ? { dir: parent.dir, metadata: parent.sb.metadata } : capture;
     let sb: GuestSandbox;
     if (this.namespaced) {
@@ -157,6 +156,7 @@ export class GuestHost {
       sb = new GuestSandbox({ id: c.id, root: dir, instanceMetadata: () => c.instanceMetadata });
     }
     if (from) sb.metadata.copyFrom(from.metadata);
+    if (capture?.defaults) Object.assign(sb, { ...capture.defaults, envVars: { ...capture.defaults.envVars } });
     if (parent) {
       sb.accessToken = parent.sb.accessToken;
       sb.envVars = { ...parent.sb.envVars };

@@ -41,22 +41,22 @@ function sdkFor(publicId: string, accessToken: string): Sandbox {
 }
 
 /** Route a claim through the front and /init it with its access token, as the e2b surface does. */
-async function adopt(claim: { id: string; token: string }, accessToken: string): Promise<Made> {
+async function adopt(claim: { id: string; token: string }, accessToken: string, initBody: Record<string, unknown> = { defaultUser: "user", defaultWorkdir: "/home/user" }): Promise<Made> {
   const publicId = claim.id.replace("_", "-");
   routes.set(publicId, { claimId: claim.id, claimToken: claim.token });
   const init = await fetch(`${front.url}/init`, {
     method: "POST",
     headers: { "e2b-sandbox-id": publicId, "e2b-sandbox-port": String(ENVD) },
-    body: JSON.stringify({ accessToken, defaultUser: "user", defaultWorkdir: "/home/user" }),
+    body: JSON.stringify({ accessToken, ...initBody }),
   });
   expect(init.status).toBe(204);
   return { sb: sdkFor(publicId, accessToken), claimId: claim.id, dir: join(sim.node.guestHost!.baseDir, claim.id) };
 }
 
-async function newSandbox(accessToken: string, body: Record<string, unknown> = { template: "base" }): Promise<Made> {
+async function newSandbox(accessToken: string, body: Record<string, unknown> = { template: "base" }, initBody?: Record<string, unknown>): Promise<Made> {
   const r = await fetch(`${sim.url}/v1/claim`, { method: "POST", headers: auth, body: JSON.stringify(body) });
   expect(r.status).toBe(200);
-  return adopt((await r.json()) as { id: string; token: string }, accessToken);
+  return adopt((await r.json()) as { id: string; token: string }, accessToken, initBody);
 }
 
 const post = (claimId: string, verb: string, body?: unknown) =>
@@ -219,6 +219,26 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     await parent.sb.commands.run("echo parent2 > /tmp/t", { user: "root" });
     expect(await out(child.sb, "cat /tmp/t")).toBe("child");
     expect(await out(parent.sb, "cat /tmp/t")).toBe("parent2");
+  });
+
+  nsTest("a promoted template's clone starts from a copy of the source's layer and its envd defaults", async () => {
+    const src = await newSandbox("tok-build");
+    // What a template build leaves behind: files anywhere in the tree, a system change, /init's env and workdir.
+    await src.sb.commands.run("mkdir -p /opt/app && echo built > /opt/app/out && useradd builder && echo home > ~/h", { user: "root" });
+    const init = await fetch(`${front.url}/init`, {
+      method: "POST",
+      headers: { "e2b-sandbox-id": src.sb.sandboxId, "e2b-sandbox-port": String(ENVD), "x-access-token": "tok-build" },
+      body: JSON.stringify({ envVars: { BUILD_MODE: "release" }, defaultWorkdir: "/opt/app" }),
+    });
+    expect(init.status).toBe(204);
+    const pr = await post(src.claimId, "promote", { token: "", template: "built:v1" });
+    expect(pr.status).toBe(200);
+    // The clone's /init sets only its token, so the template's defaults stand.
+    const clone = await newSandbox("tok-clone", { template: "built:v1" }, {});
+    expect(await out(clone.sb, "pwd; cat out; echo $BUILD_MODE; id -u builder; cat /root/h", { user: "root" })).toBe("/opt/app\nbuilt\nrelease\n1001\nhome");
+    // A copy: the clone's writes stay in the clone.
+    await clone.sb.commands.run("echo changed > /opt/app/out", { user: "root" });
+    expect(await out(src.sb, "cat /opt/app/out")).toBe("built");
   });
 
   nsTest("release leaves no process, mount, cgroup or directory behind on the host", async () => {
