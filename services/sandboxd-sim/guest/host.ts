@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { hostIsolation, type Isolation } from "./isolation.ts";
 import { Captures } from "./captures.ts";
-import { copyLayer, ensureWorkDirs, prepareLayer } from "./layer.ts";
+import { copyLayer, ensureWorkDirs, nameLayer, prepareLayer } from "./layer.ts";
 import { Namespace } from "./namespace.ts";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import type { Claim } from "../claims.ts";
@@ -149,6 +149,7 @@ export class GuestHost {
         copyLayer(from.dir, dir);
         ensureWorkDirs(dir);
       } else prepareLayer(dir);
+      nameLayer(dir, c.id);
       const ns = new Namespace({ dir, hostname: c.id, ownNetwork: c.key.net !== "egress", cgroup: `${basename(this.baseDir)}-${c.id}` });
       sb = new GuestSandbox({ id: c.id, root: join(dir, "layer"), ns, instanceMetadata: () => c.instanceMetadata });
     } else {

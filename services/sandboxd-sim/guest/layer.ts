@@ -85,6 +85,15 @@ export function prepareLayer(dir: string): void {
   ensureWorkDirs(dir);
 }
 
+/** The sandbox's /etc/hostname and an /etc/hosts naming it (the host's entries kept), for a new or copied layer. */
+export function nameLayer(dir: string, hostname: string): void {
+  const etc = join(dir, "sys", "etc", "up");
+  mkdirSync(etc, { recursive: true });
+  writeFileSync(join(etc, "hostname"), `${hostname}\n`);
+  const hosts = (existsSync("/etc/hosts") ? readFileSync("/etc/hosts", "utf8") : "127.0.0.1\tlocalhost\n").trimEnd();
+  writeFileSync(join(etc, "hosts"), `${hosts}\n127.0.1.1\t${hostname}\n`);
+}
+
 /** Mount points and overlay work directories (a copied layer has neither). */
 export function ensureWorkDirs(dir: string): void {
   for (const name of overlaidDirs()) {

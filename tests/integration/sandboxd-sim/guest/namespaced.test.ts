@@ -114,7 +114,7 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     expect(await out(sb, "pwd")).toBe("/home/user");
     expect(await out(sb, "id -u; id -un; echo $HOME")).toBe("1000\nuser\n/home/user");
     expect(await out(sb, "id -u; echo $HOME; pwd", { user: "root" })).toBe("0\n/root\n/home/user");
-    expect(await out(sb, "hostname")).toBe(claimId);
+    expect(await out(sb, "hostname; cat /etc/hostname; getent hosts " + claimId + " | cut -f1 -d' '")).toBe(`${claimId}\n${claimId}\n127.0.1.1`);
     // A file the SDK writes as the default user is that user's to change in a command.
     await sb.files.write("notes/a.txt", "one");
     expect(await out(sb, "echo two >> notes/a.txt && stat -c %U notes notes/a.txt && cat notes/a.txt")).toBe("user\nuser\nonetwo");
@@ -215,6 +215,7 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     // A fork child holds its parent's access token until the e2b surface hands it its own.
     const child = await adopt(c, "tok-fork-parent");
     expect(await out(child.sb, "cat /tmp/t /root/h; id -u bob", { user: "root" })).toBe("parent\nparent\n1001");
+    expect(await out(child.sb, "hostname; cat /etc/hostname")).toBe(`${c.id}\n${c.id}`);
     await child.sb.commands.run("echo child > /tmp/t", { user: "root" });
     await parent.sb.commands.run("echo parent2 > /tmp/t", { user: "root" });
     expect(await out(child.sb, "cat /tmp/t")).toBe("child");
