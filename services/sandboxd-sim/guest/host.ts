@@ -47,6 +47,8 @@ export interface GuestHostOptions {
   clock?: Clock;
   /** "auto" (default): namespaced sandboxes where the host allows them; "process": always the process sandbox. */
   isolation?: "auto" | "process";
+  /** false: namespaced sandboxes get no freezer cgroup and hibernate with SIGSTOP (as on a host without one). */
+  freezer?: boolean;
 }
 
 export class GuestHost {
@@ -60,6 +62,7 @@ export class GuestHost {
   readonly isolation: Isolation;
   /** Destroys still in flight (a namespaced sandbox waits for its last process before removing its files). */
   private readonly dying = new Set<Promise<void>>();
+  private readonly useFreezer: boolean;
 
   private readonly onExit = () => {
     for (const g of this.guests.values()) g.sb.killNow();
@@ -70,6 +73,7 @@ export class GuestHost {
     this.captures = new Captures(this.baseDir);
     this.host = o.host ?? "127.0.0.1";
     this.clock = o.clock ?? realClock;
+    this.useFreezer = o.freezer !== false;
     this.isolation = o.isolation === "process" ? { mode: "process", reason: "asked for (isolation: process)" } : hostIsolation();
     process.on("exit", this.onExit);
   }
@@ -150,7 +154,7 @@ export class GuestHost {
         ensureWorkDirs(dir);
       } else prepareLayer(dir);
       nameLayer(dir, c.id);
-      const ns = new Namespace({ dir, hostname: c.id, ownNetwork: c.key.net !== "egress", cgroup: `${basename(this.baseDir)}-${c.id}` });
+      const ns = new Namespace({ dir, hostname: c.id, ownNetwork: c.key.net !== "egress", cgroup: `${basename(this.baseDir)}-${c.id}`, freezer: this.useFreezer });
       sb = new GuestSandbox({ id: c.id, root: join(dir, "layer"), ns, instanceMetadata: () => c.instanceMetadata });
     } else {
       if (from) cpSync(from.dir, dir, { recursive: true, verbatimSymlinks: true });

@@ -47,6 +47,8 @@ export interface NamespaceOptions {
   ownNetwork: boolean;
   /** Freezer cgroup name (unique per sandbox on the host). */
   cgroup: string;
+  /** false: no freezer cgroup, hibernate stops the processes with SIGSTOP (the path for hosts without one). */
+  freezer?: boolean;
 }
 
 export interface Identity {
@@ -94,7 +96,7 @@ export class Namespace {
   constructor(readonly o: NamespaceOptions) {
     this.ownNetwork = o.ownNetwork;
     this.socketPath = join(o.dir, "relay.sock");
-    this.freezer = Freezer.create(o.cgroup);
+    this.freezer = o.freezer === false ? undefined : Freezer.create(o.cgroup);
     const unshare = ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--uts", "--ipc", ...(o.ownNetwork ? ["--net"] : []), "--propagation", "private",
       "/bin/sh", "-c", SETUP, "sh", o.dir, o.hostname, o.ownNetwork ? "1" : "0", process.execPath, RELAY_SCRIPT, ...overlaidDirs()];
     const [cmd, args] = this.inCgroup(unshare);
@@ -145,6 +147,19 @@ export class Namespace {
     const all = new Set(this.nsLink ? pidsInNamespace(this.nsLink) : []);
     for (const p of this.freezer?.pids() ?? []) all.add(p);
     return [...all];
+  }
+
+  /** How hibernate stops this sandbox. */
+  get pauseMode(): "freezer-v1" | "freezer-v2" | "sigstop" {
+    return this.freezer ? (`freezer-v${this.freezer.version}` as const) : "sigstop";
+  }
+  /** The sandbox's freezer cgroup directory, if it has one. */
+  get cgroupDir(): string | undefined {
+    return this.freezer?.dir;
+  }
+  /** The freezer reports every process frozen (always false without one). */
+  frozen(): boolean {
+    return this.freezer?.frozen() ?? false;
   }
 
   pause(): void {
