@@ -100,7 +100,10 @@ export class GuestHost {
     if (!g) return undefined;
     if (port === ENVD_PORT) return { host: this.host, port: g.server.port };
     // A sandbox with its own network is reached on its own loopback, through the relay inside it.
-    if (g.sb.ns?.ownNetwork) return { host: `unix:${g.sb.ns.socketPath}`, port };
+    if (g.sb.ns?.ownNetwork) {
+      g.sb.ns.ensureRelay().catch(() => {}); // the dial waits for its socket (http/relay.ts)
+      return { host: `unix:${g.sb.ns.socketPath}`, port };
+    }
     return { host: "127.0.0.1", port };
   }
 

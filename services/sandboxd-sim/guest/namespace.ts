@@ -6,7 +6,7 @@
 // into the root that only waits. Commands enter it with `nsenter` (all namespaces and the root), then drop to the
 // sandbox user with `setpriv` against the sandbox's own /etc/passwd. The host reaches the sandbox's files through
 // /proc/<pid 1>/root (the kernel resolves it in the sandbox's mount namespace and root), and its loopback ports
-// through ns-relay.ts, which runs inside the network namespace and listens on D/relay.sock.
+// through ns-relay.ts, started on first use inside its network namespace only, listening on D/relay.sock.
 // Not a VM and not a security boundary: same kernel, root inside is root on the host's files it can reach.
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
@@ -17,9 +17,9 @@ import { overlaidDirs } from "./layer.ts";
 const RELAY_SCRIPT = new URL("./ns-relay.ts", import.meta.url).pathname;
 const START_TIMEOUT_MS = 20_000;
 
-// $1 dir, $2 hostname, $3 own network (1/0), $4 bun, $5 relay script, then the overlaid system dirs.
+// $1 dir, $2 hostname, $3 own network (1/0), then the overlaid system dirs.
 const SETUP = String.raw`set -e
-D=$1; ID=$2; NET=$3; BUN=$4; RELAY=$5; shift 5
+D=$1; ID=$2; NET=$3; shift 3
 L=$D/layer
 for s in "$@"; do mount -t overlay overlay -o "lowerdir=/$s,upperdir=$D/sys/$s/up,workdir=$D/sys/$s/work" "$L/$s"; done
 mount -t proc proc "$L/proc"
@@ -31,11 +31,7 @@ ln -s pts/ptmx "$L/dev/ptmx"
 mount -t tmpfs -o mode=1777 shm "$L/dev/shm"
 ln -s /proc/self/fd "$L/dev/fd"; ln -s /proc/self/fd/0 "$L/dev/stdin"; ln -s /proc/self/fd/1 "$L/dev/stdout"; ln -s /proc/self/fd/2 "$L/dev/stderr"
 printf %s "$ID" > /proc/sys/kernel/hostname # the hostname tool refuses the "_" of a sandbox id
-if [ "$NET" = 1 ]; then
-  ip link set lo up
-  "$BUN" "$RELAY" "$D/relay.sock" </dev/null >/dev/null 2>&1 &
-  i=0; while [ ! -S "$D/relay.sock" ]; do i=$((i+1)); [ $i -lt 1000 ] || exit 7; sleep 0.02; done
-fi
+if [ "$NET" = 1 ]; then ip link set lo up; fi
 exec chroot "$L" /bin/sh -c 'echo ready; exec </dev/null >/dev/null 2>&1; trap "exit 0" TERM; while :; do sleep infinity & wait; done'
 `;
 
@@ -91,6 +87,8 @@ export class Namespace {
   private readonly launcher: ChildProcess;
   private pid1 = 0;
   private nsLink = "";
+  private relay: Promise<void> | undefined;
+  private relayProc: ChildProcess | undefined;
   private gone: Promise<void> | undefined;
 
   constructor(readonly o: NamespaceOptions) {
@@ -98,7 +96,7 @@ export class Namespace {
     this.socketPath = join(o.dir, "relay.sock");
     this.freezer = o.freezer === false ? undefined : Freezer.create(o.cgroup);
     const unshare = ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--uts", "--ipc", ...(o.ownNetwork ? ["--net"] : []), "--propagation", "private",
-      "/bin/sh", "-c", SETUP, "sh", o.dir, o.hostname, o.ownNetwork ? "1" : "0", process.execPath, RELAY_SCRIPT, ...overlaidDirs()];
+      "/bin/sh", "-c", SETUP, "sh", o.dir, o.hostname, o.ownNetwork ? "1" : "0", ...overlaidDirs()];
     const [cmd, args] = this.inCgroup(unshare);
     this.launcher = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/" });
     let stderr = "";
@@ -129,6 +127,32 @@ export class Namespace {
     return `/proc/${this.pid1}/root`;
   }
 
+  /**
+   * Start the ports relay (ns-relay.ts) on first use: a Bun process that enters only the sandbox's network
+   * namespace (so the sandbox's own processes never see it, and a sandbox that serves no port pays nothing for
+   * it), in the sandbox's cgroup (frozen with it, killed with it). Settles once it listens on socketPath.
+   */
+  ensureRelay(): Promise<void> {
+    if (!this.ownNetwork) return Promise.resolve();
+    return (this.relay ??= this.ready.then(
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const [cmd, args] = this.inCgroup(["nsenter", "-t", String(this.pid1), "-n", "--", process.execPath, RELAY_SCRIPT, this.socketPath]);
+          const p = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/" });
+          this.relayProc = p;
+          let err = "";
+          p.stderr!.on("data", (c: Buffer) => (err = (err + c.toString()).slice(-1000)));
+          p.stdout!.on("data", (c: Buffer) => {
+            if (c.toString().includes("listening")) resolve();
+          });
+          p.once("exit", (code, sig) => {
+            this.relay = undefined; // a later connection starts a new one
+            reject(new Error(`sandbox ${this.o.hostname}: ports relay exited (${code ?? sig}): ${err.trim()}`));
+          });
+        }),
+    ));
+  }
+
   /** Host command line that runs argv inside the sandbox as `who`, starting in the guest directory `cwd`. */
   command(argv: string[], cwd: string, who: Identity): [string, string[]] {
     const enter = ["nsenter", "-t", String(this.pid1), "-m", "-p", "-u", "-i", ...(this.ownNetwork ? ["-n"] : []), "-r", `-w${this.rootPath}${cwd}`, "--",
@@ -146,6 +170,8 @@ export class Namespace {
   pids(): number[] {
     const all = new Set(this.nsLink ? pidsInNamespace(this.nsLink) : []);
     for (const p of this.freezer?.pids() ?? []) all.add(p);
+    const relay = this.relayProc;
+    if (relay?.pid && relay.exitCode === null && relay.signalCode === null) all.add(relay.pid);
     return [...all];
   }
 
@@ -176,6 +202,7 @@ export class Namespace {
     this.freezer?.thaw();
     if (this.pid1) signal(this.pid1, "SIGKILL");
     signal(this.launcher.pid!, "SIGKILL");
+    if (this.relayProc?.pid) signal(this.relayProc.pid, "SIGKILL");
     for (const p of this.pids()) signal(p, "SIGKILL");
   }
 
@@ -189,7 +216,8 @@ export class Namespace {
       const deadline = Date.now() + 10_000;
       while (Date.now() < deadline) {
         const left = this.pids();
-        if (left.length === 0 && (this.launcher.exitCode !== null || this.launcher.signalCode !== null)) break;
+        const exited = (p: ChildProcess | undefined) => !p || p.exitCode !== null || p.signalCode !== null;
+        if (left.length === 0 && exited(this.launcher) && exited(this.relayProc)) break;
         for (const p of left) signal(p, "SIGKILL");
         await Bun.sleep(10);
       }

@@ -1,6 +1,6 @@
 // sandboxd-sim guest — development substrate, not product code. See README.md in this folder.
 //
-// Runs INSIDE a namespaced sandbox (its network namespace), started by namespace.ts: the node's ports relay
+// Runs in a namespaced sandbox's network namespace (only that one), started by namespace.ts on first use: the node's ports relay
 // reaches the sandbox's own loopback through it. It listens on a Unix socket in the sandbox's host directory;
 // each connection sends "<port>\n", gets back "1" once 127.0.0.1:<port> (else [::1]:<port>) inside the
 // sandbox answered or "0" when nothing listens, then carries raw bytes both ways (half-close kept).
@@ -57,4 +57,4 @@ const server = net.createServer({ allowHalfOpen: true }, (client) => {
 });
 
 rmSync(socketPath, { force: true });
-server.listen(socketPath);
+server.listen(socketPath, () => process.stdout.write("listening\n"));

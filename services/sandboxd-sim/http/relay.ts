@@ -49,13 +49,23 @@ function splice(client: Duplex, head: Buffer, upstream: net.Socket, early: Buffe
   client.on("close", () => upstream.destroy());
 }
 
-/** Dial a port on a sandbox's own loopback through the relay inside it; `ok` gets the socket and any bytes past the answer. */
-function viaSandboxRelay(path: string, port: number, unreachable: () => void, ok: (up: net.Socket, rest: Buffer) => void): void {
+/**
+ * Dial a port on a sandbox's own loopback through the relay inside it; `ok` gets the socket and any bytes past the
+ * answer. The relay starts on a sandbox's first relayed connection, so a socket not there yet is retried until
+ * the dial deadline.
+ */
+function viaSandboxRelay(path: string, port: number, unreachable: () => void, ok: (up: net.Socket, rest: Buffer) => void, deadline = Date.now() + DIAL_TIMEOUT_MS): void {
   const up = net.connect({ path, allowHalfOpen: true });
   up.setTimeout(DIAL_TIMEOUT_MS, () => up.destroy(new Error("dial timeout")));
   let answered = false;
-  up.once("error", () => {
-    if (!answered) unreachable();
+  up.once("error", (e: NodeJS.ErrnoException) => {
+    if (answered) return;
+    if ((e.code === "ENOENT" || e.code === "ECONNREFUSED") && Date.now() < deadline) {
+      answered = true;
+      setTimeout(() => viaSandboxRelay(path, port, unreachable, ok, deadline), 20);
+      return;
+    }
+    unreachable();
   });
   up.once("connect", () => up.write(`${port}\n`));
   const onData = (chunk: Buffer) => {

@@ -79,13 +79,29 @@ async function measure(isolation: "auto" | "process"): Promise<void> {
       ownPss += kib(p, "smaps_rollup", "Pss");
     }
   }
+  // A sandbox that serves a port also runs its ports relay (started on the first relayed connection).
+  let relayRss = 0;
+  let relayPss = 0;
+  if (host.isolation.mode === "namespaces") {
+    for (const id of ids) await fetch(`${front.url}/`, { headers: { "e2b-sandbox-id": id.replace("_", "-"), "e2b-sandbox-port": "3000" } });
+    await Bun.sleep(1000);
+    for (const id of ids) {
+      for (const p of host.get(id)!.ns!.pids()) {
+        relayRss += kib(p, "status", "VmRSS");
+        relayPss += kib(p, "smaps_rollup", "Pss");
+      }
+    }
+    relayRss -= ownRss;
+    relayPss -= ownPss;
+  }
   for (const id of ids) await release(id);
   const ms = (x: number) => `${x.toFixed(0)} ms`;
   console.log(
     `${host.isolation.mode.padEnd(10)} claim->first command p50 ${ms(pct(firstCommand, 50))} p90 ${ms(pct(firstCommand, 90))}; ` +
       `guest start p50 ${ms(pct(start, 50))} p90 ${ms(pct(start, 90))} (${ROUNDS} rounds); ` +
       `idle per sandbox: own processes RSS ${(ownRss / IDLE_SANDBOXES / 1024).toFixed(1)} MiB, PSS ${(ownPss / IDLE_SANDBOXES / 1024).toFixed(1)} MiB, ` +
-      `simulator RSS +${((rss1 - rss0) / IDLE_SANDBOXES / 1024).toFixed(1)} MiB`,
+      `simulator RSS +${((rss1 - rss0) / IDLE_SANDBOXES / 1024).toFixed(1)} MiB; ` +
+      `the ports relay once a port is used: RSS +${(relayRss / IDLE_SANDBOXES / 1024).toFixed(1)} MiB, PSS +${(relayPss / IDLE_SANDBOXES / 1024).toFixed(1)} MiB`,
   );
   await front.stop();
   await sim.stop();

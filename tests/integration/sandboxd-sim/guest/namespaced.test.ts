@@ -174,6 +174,8 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     // A port nobody listens on inside is the relay's 502, not a hang.
     const none = await fetch(`${front.url}/`, { headers: { "e2b-sandbox-id": a.sb.sandboxId, "e2b-sandbox-port": "3001", "x-access-token": "tok-port-a" } });
     expect(none.status).toBe(502);
+    // The relay that reached them runs in the sandbox's network namespace only: its processes do not see it.
+    expect(await out(a.sb, "ps -eo args", { user: "root" })).not.toContain("ns-relay");
   });
 
   nsTest("the egress lane shares the host's network (a host listener is reachable inside) but keeps its own root", async () => {
@@ -266,6 +268,10 @@ describe("a namespaced sandbox is a small machine of its own", () => {
   nsTest("release leaves no process, mount, cgroup or directory behind on the host", async () => {
     const { sb, claimId, dir } = await newSandbox("tok-release");
     await sb.commands.run("setsid sleep 300 & nohup sleep 301 >/dev/null 2>&1 & sleep 302", { background: true, timeoutMs: 0 });
+    // A relayed port starts the sandbox's ports relay; it must go with the sandbox too.
+    const relayed = await fetch(`${front.url}/`, { headers: { "e2b-sandbox-id": sb.sandboxId, "e2b-sandbox-port": "3000", "x-access-token": "tok-release" } });
+    expect(relayed.status).toBe(502);
+    expect(processesNaming(dir).length).toBeGreaterThan(0);
     await waitFor("the sleeps", () => (sim.node.guestHost!.get(claimId)!.ns!.pids().length >= 5 ? true : undefined));
     expect(mountsNaming(dir).length).toBeGreaterThan(0); // the sandbox's own mount namespace shows its overlay
     const pids = sim.node.guestHost!.get(claimId)!.ns!.pids();
