@@ -19,6 +19,7 @@ import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { hostIsolation, type Isolation } from "./isolation.ts";
+import { simLog } from "../log.ts";
 import { Captures } from "./captures.ts";
 import { copyLayer, ensureWorkDirs, nameLayer, prepareLayer } from "./layer.ts";
 import { Namespace } from "./namespace.ts";
@@ -159,6 +160,10 @@ export class GuestHost {
       nameLayer(dir, c.id);
       const ns = new Namespace({ dir, hostname: c.id, ownNetwork: c.key.net !== "egress", cgroup: `${basename(this.baseDir)}-${c.id}`, freezer: this.useFreezer });
       sb = new GuestSandbox({ id: c.id, root: join(dir, "layer"), ns, instanceMetadata: () => c.instanceMetadata });
+      // Its requests answer 503 with the reason; the log says it once.
+      sb.ready.catch((e: Error) => {
+        if (sb.alive) simLog().warn({ sandbox: c.id, err: e.message }, "namespaced sandbox did not start");
+      });
     } else {
       if (from) cpSync(from.dir, dir, { recursive: true, verbatimSymlinks: true });
       sb = new GuestSandbox({ id: c.id, root: dir, instanceMetadata: () => c.instanceMetadata });
