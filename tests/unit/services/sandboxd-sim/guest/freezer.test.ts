@@ -1,8 +1,8 @@
 // The per-sandbox freezer cgroup (guest/freezer.ts) on both cgroup versions this host mounts: a frozen cgroup's
 // process makes no progress, a thawed one goes on, and the cgroup is removed once empty. Needs root and the
 // hierarchy; a host without one of them skips that version (the guest then uses the other, or SIGSTOP).
-import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { Freezer } from "#services/sandboxd-sim/guest/freezer.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
@@ -12,6 +12,14 @@ const V1 = "/sys/fs/cgroup/freezer";
 const V2 = existsSync("/sys/fs/cgroup/unified/cgroup.controllers") ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
 const cleanups: (() => void)[] = [];
 afterEach(() => cleanups.splice(0).forEach((f) => f()));
+// The v2 parent is this test's own on a hybrid host (the guests use v1 there); v1's is shared with running guests.
+afterAll(() => {
+  try {
+    rmdirSync(`${V2}/sandboxd-sim`);
+  } catch {
+    // in use or never made
+  }
+});
 
 /** A busy counter process (utime in /proc/<pid>/stat moves only while it runs). */
 function spin(): { pid: number; cpu: () => number } {
