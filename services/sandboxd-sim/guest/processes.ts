@@ -164,10 +164,12 @@ export class ProcessTable {
   /** Spawn and resolve once the OS has started it (or reject with why it could not). */
   async start(config: ProcessConfig, o: SpawnOptions, onEvent: (e: ProcEvent) => void): Promise<GuestProcess> {
     if (!existsSync(o.cwdHost) || !statSync(o.cwdHost).isDirectory()) throw new ProcessRefused(`cwd ${JSON.stringify(config.cwd ?? o.cwdHost)} is not a directory`);
+    // A namespaced sandbox never runs a command on the host: one without its identity inside is refused.
+    if (this.launcher && !o.inside) throw new ProcessRefused(`cannot start ${JSON.stringify(config.cmd)}: no user inside the sandbox`);
     const [cmd0, args0] = o.pty ? inTerminal(config, o.pty) : [config.cmd, config.args];
     const [cmd, args] = this.launcher && o.inside ? this.launcher([cmd0, ...args0], o.inside.cwd, o.inside) : [cmd0, args0];
     const child = spawn(cmd, args, {
-      cwd: this.launcher && o.inside ? "/" : o.cwdHost,
+      cwd: this.launcher ? "/" : o.cwdHost,
       env: o.env,
       detached: true, // own process group: signals reach the whole tree
       stdio: [o.stdin || o.pty ? "pipe" : "ignore", "pipe", "pipe"],
