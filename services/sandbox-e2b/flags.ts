@@ -102,6 +102,7 @@ export function parseE2bMeshFlags(argv: readonly string[], env: Env): CliOutcome
               maxRelays: v.envdProxyMaxRelays,
               maxRelaysPerSandbox: v.envdProxyMaxRelaysPerSandbox,
               maxRelaysPerClient: v.envdProxyMaxRelaysPerClient,
+              maxRelaysPerNamespace: v.envdProxyMaxRelaysPerNamespace,
               relayBufferMax: v.envdProxyRelayBufferMax,
               guestHandshakeTimeout: v.envdProxyGuestHandshakeTimeout,
             }),

@@ -33,7 +33,7 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
     rootToken,
     log,
     onReleased: (claimId) => relay?.dropOwner(claimId),
-    onClaimed: (claimId, address, claimToken) => relay?.primeOwner(claimId, address, claimToken),
+    onClaimed: (claimId, address, claimToken, namespace) => relay?.primeOwner(claimId, address, claimToken, namespace),
   });
   if (config.envdProxy) {
     relay = new EnvdRelay({ domain: config.e2b.domain, fleet, envdSecret: e2b.envdSecret, rootToken, namespace: "", guestHttp2: config.envdProxy.guestHttp2, limits: config.envdProxy.limits, log: log.child({ component: "envd-proxy" }) });

@@ -35,7 +35,7 @@ export interface LoadE2bOptions {
   /** Called after a kill (the in-process proxy drops its cached owner). */
   onReleased?: (claimId: string) => void;
   /** Called after a claim is initialised (the in-process proxy learns its owner). */
-  onClaimed?: (claimId: string, address: string, claimToken: string) => void;
+  onClaimed?: (claimId: string, address: string, claimToken: string, namespace: string) => void;
   /** Where the quota series register (sandbox-apiserver: its own /metrics registry); default: their own. */
   metricsRegistry?: Registry;
 }

@@ -65,7 +65,7 @@ export interface E2bDeps {
   /** Called after a kill released a sandbox (the in-process proxy drops its cached owner at once). */
   onReleased?: (claimId: string) => void;
   /** Called when a sandbox was claimed and initialised (the in-process proxy learns its owner at once). */
-  onClaimed?: (claimId: string, address: string, claimToken: string) => void;
+  onClaimed?: (claimId: string, address: string, claimToken: string, namespace: string) => void;
   clock?: Clock;
   /** Where the quota series register (the process's metrics registry); default: a registry of their own. */
   metricsRegistry?: Registry;
@@ -239,7 +239,7 @@ export class E2bSurface {
       this.nodes.forget(ns, reply.id);
       throw new E2bError(500, "failed to start the sandbox");
     }
-    this.deps.onClaimed?.(reply.id, address, reply.token);
+    this.deps.onClaimed?.(reply.id, address, reply.token, ns);
     return this.render.sandboxReply({ claimId: reply.id, nodeName, template: placed.template, claimToken: reply.token });
   }
 
@@ -456,7 +456,7 @@ export class E2bSurface {
       const address = results[k] as string;
       const nodeName = this.nodes.nodeNameFor(address);
       this.nodes.remember(ns, child.id, address, nodeName);
-      this.deps.onClaimed?.(child.id, address, child.token);
+      this.deps.onClaimed?.(child.id, address, child.token, ns);
       return this.render.sandboxReply({ claimId: child.id, nodeName, template: row.key.template, claimToken: child.token });
     });
   

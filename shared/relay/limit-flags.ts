@@ -7,6 +7,7 @@ export interface RelayLimitFlagValues {
   maxRelays: number;
   maxRelaysPerSandbox: number;
   maxRelaysPerClient: number;
+  maxRelaysPerNamespace: number;
   relayBufferMax: number;
   guestHandshakeTimeout: DurationValue;
 }
@@ -35,6 +36,12 @@ function rows(prefix: string) {
       min: 0,
       help: "Relays open at once from one client address; one more answers 429. 0 means no cap (behind an edge every client shares its address).",
     }),
+    maxRelaysPerNamespace: intFlag({
+      flag: `${prefix}max-relays-per-namespace`,
+      default: String(d.maxRelaysPerNamespace),
+      min: 0,
+      help: "Relays open at once to the sandboxes of one namespace (one tenant); one more answers 429. Keep it below --max-relays so one tenant cannot take every slot; 0 means no cap.",
+    }),
     relayBufferMax: intFlag({
       flag: `${prefix}relay-buffer-max`,
       default: String(d.bufferBytes),
@@ -60,6 +67,7 @@ export const envdProxyRelayLimitFlags: Table<"envdProxy"> = (() => {
     envdProxyMaxRelays: r.maxRelays,
     envdProxyMaxRelaysPerSandbox: r.maxRelaysPerSandbox,
     envdProxyMaxRelaysPerClient: r.maxRelaysPerClient,
+    envdProxyMaxRelaysPerNamespace: r.maxRelaysPerNamespace,
     envdProxyRelayBufferMax: r.relayBufferMax,
     envdProxyGuestHandshakeTimeout: r.guestHandshakeTimeout,
   };
@@ -71,6 +79,7 @@ export function relayLimitsFrom(v: RelayLimitFlagValues): RelayLimitOptions {
     maxRelays: v.maxRelays,
     maxRelaysPerSandbox: v.maxRelaysPerSandbox,
     maxRelaysPerClient: v.maxRelaysPerClient,
+    maxRelaysPerNamespace: v.maxRelaysPerNamespace,
     bufferBytes: v.relayBufferMax,
     guestHandshakeMs: v.guestHandshakeTimeout.ms,
   };

@@ -9,6 +9,11 @@ export interface RelayLimitOptions {
   maxRelaysPerSandbox: number;
   /** Relays open at once from one client address; one more answers 429. 0 = no per-client cap. */
   maxRelaysPerClient: number;
+  /**
+   * Relays open at once to the sandboxes of one namespace (one tenant); one more answers 429. Below maxRelays, so
+   * one tenant's open WebSockets or slow streams cannot take every slot from the others. 0 = no per-namespace cap.
+   */
+  maxRelaysPerNamespace: number;
   /** Bytes held for slow readers across every relay; past it, streams pause at the guest. */
   bufferBytes: number;
   /** How long a guest may take to answer a request head or a WebSocket upgrade (ms). */
@@ -20,33 +25,41 @@ export const DEFAULT_RELAY_LIMITS: RelayLimitOptions = {
   maxRelays: 128,
   maxRelaysPerSandbox: 64,
   maxRelaysPerClient: 0,
+  maxRelaysPerNamespace: 32,
   bufferBytes: 64 * 1024 * 1024,
   guestHandshakeMs: 30_000,
 };
 
 /** Why a relay was refused a slot: its HTTP status follows (429 for a sandbox or client, 503 for the process). */
-export type SlotRefusal = { status: 429 | 503; cap: "sandbox" | "client" | "global"; message: string };
+export type SlotRefusal = { status: 429 | 503; cap: "sandbox" | "client" | "namespace" | "global"; message: string };
 
 /** Counts open relays; `acquire` either takes a slot (and returns its release) or says which cap is reached. */
 export class RelaySlots {
   private total = 0;
   private readonly bySandbox = new Map<string, number>();
   private readonly byClient = new Map<string, number>();
+  private readonly byNamespace = new Map<string, number>();
 
-  constructor(private readonly o: Pick<RelayLimitOptions, "maxRelays" | "maxRelaysPerSandbox" | "maxRelaysPerClient">) {}
+  constructor(private readonly o: Pick<RelayLimitOptions, "maxRelays" | "maxRelaysPerSandbox" | "maxRelaysPerClient" | "maxRelaysPerNamespace">) {}
 
   get active(): number {
     return this.total;
   }
 
-  acquire(sandbox: string, client: string | undefined): { release: () => void } | SlotRefusal {
+  acquire(sandbox: string, client: string | undefined, namespace = ""): { release: () => void } | SlotRefusal {
     if (this.total >= this.o.maxRelays) return { status: 503, cap: "global", message: "the proxy is at its relay capacity; retry later" };
     const s = this.bySandbox.get(sandbox) ?? 0;
     if (s >= this.o.maxRelaysPerSandbox) return { status: 429, cap: "sandbox", message: `too many concurrent requests to this sandbox (limit ${this.o.maxRelaysPerSandbox})` };
     const perClient = this.o.maxRelaysPerClient > 0 && client !== undefined;
     const c = perClient ? (this.byClient.get(client) ?? 0) : 0;
     if (perClient && c >= this.o.maxRelaysPerClient) return { status: 429, cap: "client", message: `too many concurrent requests from this client (limit ${this.o.maxRelaysPerClient})` };
+    const perNamespace = this.o.maxRelaysPerNamespace > 0 && namespace !== "";
+    const n = perNamespace ? (this.byNamespace.get(namespace) ?? 0) : 0;
+    if (perNamespace && n >= this.o.maxRelaysPerNamespace) {
+      return { status: 429, cap: "namespace", message: `too many concurrent requests to this tenant's sandboxes (limit ${this.o.maxRelaysPerNamespace})` };
+    }
     this.total++;
+    if (perNamespace) this.byNamespace.set(namespace, n + 1);
     this.bySandbox.set(sandbox, s + 1);
     if (perClient) this.byClient.set(client, c + 1);
     let released = false;
@@ -57,6 +70,7 @@ export class RelaySlots {
         this.total--;
         dec(this.bySandbox, sandbox);
         if (perClient) dec(this.byClient, client);
+        if (perNamespace) dec(this.byNamespace, namespace);
       },
     };
   }

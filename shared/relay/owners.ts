@@ -43,6 +43,8 @@ export interface Owner {
   address: string;
   claimToken: string;
   accessToken: string;
+  /** The claim_ref's namespace (the tenant, for the per-namespace relay cap); "" when the claim names none. */
+  namespace: string;
 }
 
 export type Resolution =
@@ -159,13 +161,13 @@ export class OwnerResolver {
   }
 
   /** Cache an owner learnt elsewhere (the in-process e2b surface right after a claim): no node read needed. */
-  prime(claimId: string, address: string, claimToken: string): void {
+  prime(claimId: string, address: string, claimToken: string, namespace: string): void {
     this.misses.drop(claimId);
-    this.cache.set(this.ownerOf(claimId, address, claimToken));
+    this.cache.set(this.ownerOf(claimId, address, claimToken, namespace));
   }
 
-  private ownerOf(claimId: string, address: string, claimToken: string): Owner {
-    return { claimId, address, claimToken, accessToken: envdAccessToken(this.o.envdSecret, claimId, claimToken) };
+  private ownerOf(claimId: string, address: string, claimToken: string, namespace: string): Owner {
+    return { claimId, address, claimToken, accessToken: envdAccessToken(this.o.envdSecret, claimId, claimToken), namespace };
   }
 
   private matches(owner: Owner, presented: string): boolean {
@@ -196,7 +198,7 @@ export class OwnerResolver {
         const row = await this.client(hit.node.address).get(hit.entry.id);
         if (isPodBacked(row.metadata)) return { kind: "unavailable", reason: "unknown" };
         if (!row.token) return { kind: "unavailable", reason: "node-read-failed" };
-        const owner = this.ownerOf(hit.entry.id, hit.node.address, row.token);
+        const owner = this.ownerOf(hit.entry.id, hit.node.address, row.token, claimRefNamespace(row.claim_ref));
         this.cache.set(owner);
         return judge(owner, "inventory");
       } catch (err) {
@@ -244,7 +246,7 @@ export class OwnerResolver {
             notFound++;
             return undefined;
           }
-          return row.token ? this.ownerOf(claimId, address, row.token) : undefined;
+          return row.token ? this.ownerOf(claimId, address, row.token, claimRefNamespace(row.claim_ref)) : undefined;
         } catch (err) {
           if (isSandboxdError(err) && err.status === 404) notFound++;
           throw err;
@@ -254,4 +256,10 @@ export class OwnerResolver {
     );
     return { owner, absent: owner === undefined && notFound === addresses.length };
   }
+}
+
+/** The namespace part of a claim_ref (`<ns>/<name>`); "" when it has none (such a claim is no tenant's). */
+function claimRefNamespace(claimRef: string | undefined): string {
+  const i = claimRef?.indexOf("/") ?? -1;
+  return i > 0 ? claimRef!.slice(0, i) : "";
 }

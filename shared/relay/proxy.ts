@@ -53,8 +53,8 @@ export class EnvdRelay {
   }
 
   /** Know a sandbox's owner at once (a claim through the in-process e2b surface): its first request needs no read. */
-  primeOwner(claimId: string, address: string, claimToken: string): void {
-    this.owners.prime(claimId, address, claimToken);
+  primeOwner(claimId: string, address: string, claimToken: string, namespace: string): void {
+    this.owners.prime(claimId, address, claimToken, namespace);
   }
 
   /** Forget a sandbox's owner at once (a kill through the in-process e2b surface). */
@@ -106,7 +106,7 @@ export class EnvdRelay {
   private async relay(req: Request, url: URL, host: string, route: Route, owner: Owner, passive: boolean, server: Server<WsRelayData>): Promise<Response | undefined> {
     const started = performance.now();
     const clientIp = server.requestIP(req)?.address;
-    const slot = this.slots.acquire(owner.claimId, clientIp);
+    const slot = this.slots.acquire(owner.claimId, clientIp, owner.namespace);
     if ("status" in slot) {
       this.metrics.refused.inc({ cap: slot.cap });
       const res = relayError(slot.status, slot.message);

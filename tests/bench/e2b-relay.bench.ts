@@ -176,7 +176,7 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
       guestHttp2: false,
       log: createLogger({ level: "warn" }),
     });
-    local.primeOwner(claimId, sim.addr, claimToken);
+    local.primeOwner(claimId, sim.addr, claimToken, "bench");
     const localServer = serveRelay(local, { address: "127.0.0.1:0", log: createLogger({ level: "warn" }) });
     const toGuest = await connectTo(guest.port);
     const toProxy = await connectTo(Number(new URL(proxy).port));

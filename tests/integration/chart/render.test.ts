@@ -447,6 +447,7 @@ describe("envd proxy Deployment", () => {
       "--max-relays=128",
       "--max-relays-per-sandbox=64",
       "--max-relays-per-client=0",
+      "--max-relays-per-namespace=32",
       "--relay-buffer-max=67108864",
       "--guest-handshake-timeout=30s",
       "--metrics-bind-address=:9090",
@@ -468,12 +469,13 @@ describe("envd proxy Deployment", () => {
   });
 
   test("envdProxy.relay sets the relay's bounds", async () => {
-    const objects = await render(merge(E2B, at("envdProxy.relay", { maxRelays: 512, maxRelaysPerSandbox: 100, maxRelaysPerClient: 20, bufferMax: 268435456, guestHandshakeTimeout: "1m" })));
+    const objects = await render(merge(E2B, at("envdProxy.relay", { maxRelays: 512, maxRelaysPerSandbox: 100, maxRelaysPerClient: 20, maxRelaysPerNamespace: 50, bufferMax: 268435456, guestHandshakeTimeout: "1m" })));
     const args = container(objects, "sandbox-envd-proxy").args!;
     expect(args.filter((a) => /^--(max-relays|relay-buffer-max|guest-handshake-timeout)/.test(a))).toEqual([
       "--max-relays=512",
       "--max-relays-per-sandbox=100",
       "--max-relays-per-client=20",
+      "--max-relays-per-namespace=50",
       "--relay-buffer-max=268435456",
       "--guest-handshake-timeout=1m",
     ]);

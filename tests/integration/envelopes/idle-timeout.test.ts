@@ -71,7 +71,7 @@ beforeAll(async () => {
     guestHttp2: false,
     log: createLogger({ level: "error" }),
   });
-  relay.primeOwner(claimed.id, sim.addr, claimed.token);
+  relay.primeOwner(claimed.id, sim.addr, claimed.token, "test");
   proxy = serveRelay(relay, { address: "127.0.0.1:0", log: createLogger({ level: "error" }), idleTimeoutSeconds: IDLE_S });
   host = `3000-${claimed.id.replace("sb_", "sb-")}.${DOMAIN}`;
   token = deriveAccessToken(SECRET, claimed.token);

@@ -23,7 +23,8 @@ let silent: HostileGuest;
 beforeAll(async () => {
   silent = await startHostileGuest("silent");
   fixture = await e2bProcessFixture({ rootToken: ROOT, apiKey: KEY, domain: DOMAIN });
-  child = spawnE2b([...fixture.args, `--envd-proxy-guest-handshake-timeout=${DEADLINE_S}s`, "--metrics-bind-address=127.0.0.1:0"]);
+  // 50 handshakes to one tenant's sandbox: the deadline is under test, not the namespace cap (namespace-cap.test.ts).
+  child = spawnE2b([...fixture.args, `--envd-proxy-guest-handshake-timeout=${DEADLINE_S}s`, "--metrics-bind-address=127.0.0.1:0", "--envd-proxy-max-relays-per-namespace=0"]);
   api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
   proxyPort = Number((await child.waitFor("envd proxy listening")).port);
   proxyUrl = `http://127.0.0.1:${proxyPort}`;

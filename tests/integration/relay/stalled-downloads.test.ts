@@ -26,7 +26,9 @@ let metricsUrl = "";
 
 beforeAll(async () => {
   fixture = await e2bProcessFixture({ rootToken: ROOT, apiKey: KEY, domain: DOMAIN });
-  child = spawnE2b([...fixture.args, "--metrics-bind-address=127.0.0.1:0"]);
+  // The per-sandbox and global caps are under test here, with one tenant's sandbox: its namespace cap is off
+  // (namespace-cap.test.ts covers that one).
+  child = spawnE2b([...fixture.args, "--metrics-bind-address=127.0.0.1:0", "--envd-proxy-max-relays-per-namespace=0"]);
   api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
   proxyPort = Number((await child.waitFor("envd proxy listening")).port);
   proxyUrl = `http://127.0.0.1:${proxyPort}`;

@@ -42,9 +42,10 @@ describe("envd-proxy flags", () => {
   });
 
   test("the relay's bounds are flags: caps, budget and the guest deadline", () => {
-    const c = config(["--max-relays=10", "--max-relays-per-sandbox=3", "--max-relays-per-client=2", "--relay-buffer-max=1048576", "--guest-handshake-timeout=5s"]);
-    expect(c.limits).toEqual({ maxRelays: 10, maxRelaysPerSandbox: 3, maxRelaysPerClient: 2, bufferBytes: 1048576, guestHandshakeMs: 5000 });
+    const c = config(["--max-relays=10", "--max-relays-per-sandbox=3", "--max-relays-per-client=2", "--max-relays-per-namespace=4", "--relay-buffer-max=1048576", "--guest-handshake-timeout=5s"]);
+    expect(c.limits).toEqual({ maxRelays: 10, maxRelaysPerSandbox: 3, maxRelaysPerClient: 2, maxRelaysPerNamespace: 4, bufferBytes: 1048576, guestHandshakeMs: 5000 });
     expect(envdProxyHelp()).toContain("--max-relays-per-sandbox");
+    expect(envdProxyHelp()).toContain("--max-relays-per-namespace");
   });
 
   test("an empty namespace means every namespace", () => {

@@ -4,7 +4,7 @@ import { expect, test } from "bun:test";
 import { BufferBudget, BufferShare, RelaySlots, SHARE_FLOOR_BYTES } from "#shared/relay/limits.ts";
 
 test("slots: the per-sandbox cap answers 429, the global cap 503, and a release gives the slot back once", () => {
-  const slots = new RelaySlots({ maxRelays: 3, maxRelaysPerSandbox: 2, maxRelaysPerClient: 0 });
+  const slots = new RelaySlots({ maxRelays: 3, maxRelaysPerSandbox: 2, maxRelaysPerClient: 0, maxRelaysPerNamespace: 0 });
   const a1 = slots.acquire("a", "1.1.1.1");
   const a2 = slots.acquire("a", "1.1.1.1");
   expect(slots.acquire("a", "2.2.2.2")).toEqual({ status: 429, cap: "sandbox", message: "too many concurrent requests to this sandbox (limit 2)" });
@@ -21,12 +21,25 @@ test("slots: the per-sandbox cap answers 429, the global cap 503, and a release 
 });
 
 test("slots: the per-client cap (when set) answers 429 naming the client, and other clients are unaffected", () => {
-  const slots = new RelaySlots({ maxRelays: 10, maxRelaysPerSandbox: 10, maxRelaysPerClient: 1 });
+  const slots = new RelaySlots({ maxRelays: 10, maxRelaysPerSandbox: 10, maxRelaysPerClient: 1, maxRelaysPerNamespace: 0 });
   expect("release" in slots.acquire("a", "1.1.1.1")).toBe(true);
   expect(slots.acquire("b", "1.1.1.1")).toEqual({ status: 429, cap: "client", message: "too many concurrent requests from this client (limit 1)" });
   expect("release" in slots.acquire("b", "2.2.2.2")).toBe(true);
   // No address known: no per-client count.
   expect("release" in slots.acquire("c", undefined)).toBe(true);
+});
+
+test("slots: the per-namespace cap answers 429 naming the tenant, so one tenant cannot take every slot; other tenants and claims with no namespace are unaffected", () => {
+  const slots = new RelaySlots({ maxRelays: 10, maxRelaysPerSandbox: 10, maxRelaysPerClient: 0, maxRelaysPerNamespace: 2 });
+  const a1 = slots.acquire("sb_a1", undefined, "team-a");
+  expect("release" in a1).toBe(true);
+  expect("release" in slots.acquire("sb_a2", undefined, "team-a")).toBe(true);
+  // A third sandbox of the same tenant: refused, although the process and that sandbox have room.
+  expect(slots.acquire("sb_a3", undefined, "team-a")).toEqual({ status: 429, cap: "namespace", message: "too many concurrent requests to this tenant's sandboxes (limit 2)" });
+  expect("release" in slots.acquire("sb_b1", undefined, "team-b")).toBe(true);
+  expect("release" in slots.acquire("sb_x", undefined, "")).toBe(true);
+  if ("release" in a1) a1.release();
+  expect("release" in slots.acquire("sb_a3", undefined, "team-a")).toBe(true);
 });
 
 test("budget: a share over the floor may not read while the total is over; under the floor it always may", () => {

@@ -8,7 +8,7 @@ import { envdAccessToken } from "#shared/e2b/tokens.ts";
 import { POD_UID_METADATA_KEY } from "#shared/sandboxd/metadata.ts";
 import type { FleetNode } from "#shared/fleet/index.ts";
 
-const owner = (claimId: string) => ({ claimId, address: "n:1", claimToken: "t", accessToken: "a" });
+const owner = (claimId: string) => ({ claimId, address: "n:1", claimToken: "t", accessToken: "a", namespace: "team" });
 
 describe("OwnerCache", () => {
   test("an entry lives for its TTL, then is gone", () => {
