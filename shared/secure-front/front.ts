@@ -188,7 +188,11 @@ export async function startSecureFront<P>(o: SecureFrontOptions<P>): Promise<Sec
       return;
     }
     open++;
-    sock.once("close", () => open--);
+    sockets.add(sock); // stop() ends a connection still in its handshake too
+    sock.once("close", () => {
+      open--;
+      sockets.delete(sock);
+    });
   });
   try {
     await new Promise<void>((resolve, reject) => {
