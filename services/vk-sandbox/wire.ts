@@ -183,13 +183,16 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
     log: log.child({ component: "pod-informer" }),
   });
   // Every route behind TokenReview/client certificate and a SubjectAccessReview on nodes/<sub> (kubelet-api/guard.ts).
-  // The reviews have a client and bucket of their own (kubelet-api/delegation.ts).
-  const reviews = new KubeClient(conn, {
-    transport: metrics.kubeTransport(bunTransport(conn)),
-    limiter: new TokenBucket(REVIEW_QPS, REVIEW_BURST),
-    userAgent: `vk-sandbox/${cfg.nodeName}/kubelet-api`,
-    log: log.child({ component: "kubelet-api-reviews" }),
-  });
+  // Each review kind has a client and bucket of its own (kubelet-api/delegation.ts): an anonymous TokenReview flood
+  // never delays the SubjectAccessReviews of the kube-apiserver's own `kubectl logs/exec`.
+  const reviewClient = (kind: string, limiter?: TokenBucket) =>
+    new KubeClient(conn, {
+      transport: metrics.kubeTransport(bunTransport(conn)),
+      ...(limiter ? { limiter } : {}),
+      userAgent: `vk-sandbox/${cfg.nodeName}/kubelet-api`,
+      log: log.child({ component: "kubelet-api-reviews", reviews: kind }),
+    });
+  const reviews = { tokens: reviewClient("tokens"), access: reviewClient("access", new TokenBucket(REVIEW_QPS, REVIEW_BURST)) };
   const app = createKubeletApp({ listPods: () => informer.list(), runningPods: () => handle.provider.getPods(), metrics: () => metrics.exposition() });
   const apiLog = log.child({ component: "kubelet-api" });
   const bindHost = kubeletBindHost(cfg.listenAddr, cfg.nodeIp);

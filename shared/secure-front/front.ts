@@ -41,6 +41,15 @@ export interface SecureFrontOptions<P> {
   isIdentityHeader?: (lowerName: string) => boolean;
   /** A TLS connection silent (both ways) this long is closed; absent: the client or the app decides. */
   idleTimeoutMs?: number;
+  /**
+   * Go's ReadHeaderTimeout: from the handshake to the first full head, and from the first byte of each later head to
+   * its end, at most this long (default HEADER_TIMEOUT_MS). A body, a response or a watch is never timed by it.
+   */
+  headerTimeoutMs?: number;
+  /** A connection that has not finished its TLS handshake this long after connecting is closed (default 10 s). */
+  handshakeTimeoutMs?: number;
+  /** Open connections at most (handshaking ones included); one more is closed at once (default 2048). */
+  maxConnections?: number;
   log: Log;
 }
 
@@ -54,6 +63,12 @@ export interface SecureFront {
 }
 
 const NO_IDLE_TIMEOUT = { idleTimeout: 0 };
+/** The Kubernetes apiserver's ReadHeaderTimeout (genericapiserver's secure serving). */
+export const HEADER_TIMEOUT_MS = 32_000;
+/** As Go's http.Transport TLSHandshakeTimeout: far more than a real handshake takes. */
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
+/** Each connection holds three descriptors (TLS socket, both ends of the Unix pipe): well under a pod's usual 1M. */
+export const MAX_CONNECTIONS = 2048;
 const INTERNAL_ERROR = "Internal error occurred: the request could not be served";
 
 export async function startSecureFront<P>(o: SecureFrontOptions<P>): Promise<SecureFront> {
@@ -92,9 +107,26 @@ export async function startSecureFront<P>(o: SecureFrontOptions<P>): Promise<Sec
   });
   const sockets = new Set<net.Socket>();
 
-  const front = tls.createServer(o.tls, (sock) => {
+  const headerTimeoutMs = o.headerTimeoutMs ?? HEADER_TIMEOUT_MS;
+  const maxConnections = o.maxConnections ?? MAX_CONNECTIONS;
+  let open = 0;
+  const front = tls.createServer({ ...o.tls, handshakeTimeout: o.handshakeTimeoutMs ?? o.tls.handshakeTimeout ?? HANDSHAKE_TIMEOUT_MS }, (sock) => {
     sockets.add(sock);
     if (o.idleTimeoutMs) sock.setTimeout(o.idleTimeoutMs, () => sock.destroy());
+    // Armed while a head is awaited (until the first) or being read (any later one); a watch's open response is not.
+    let headTimer: ReturnType<typeof setTimeout> | undefined;
+    const armHeadTimer = () => {
+      headTimer = setTimeout(() => {
+        o.log.debug({ front: o.name, remote: sock.remoteAddress, timeoutMs: headerTimeoutMs }, "request head not received in time; closing the connection");
+        sock.destroy();
+      }, headerTimeoutMs);
+    };
+    const clearHeadTimer = () => {
+      clearTimeout(headTimer);
+      headTimer = undefined;
+    };
+    armHeadTimer();
+    sock.once("close", clearHeadTimer);
     void (async () => {
       let peer: P;
       try {
@@ -117,7 +149,10 @@ export async function startSecureFront<P>(o: SecureFrontOptions<P>): Promise<Sec
         peers.set(secret, peer);
         sock.on("data", (chunk: Buffer) => {
           if (framer.done) return; // after a refusal: dropped, the connection closes after its answer
+          const heads = framer.headsForwarded;
           const out = framer.feed(chunk);
+          if (framer.headsForwarded !== heads || framer.done) clearHeadTimer();
+          if (framer.readingHead && headTimer === undefined) armHeadTimer();
           if (framer.broken) {
             o.log.debug({ front: o.name, remote: sock.remoteAddress }, "malformed chunked request body; closing the connection");
             close();
@@ -141,7 +176,24 @@ export async function startSecureFront<P>(o: SecureFrontOptions<P>): Promise<Sec
       up.on("error", close);
     })();
   });
-  front.on("tlsClientError", (err) => o.log.debug({ front: o.name, err: err.message }, "TLS handshake failed"));
+  // Bun leaves the socket open after a failed or timed-out handshake: closed here, or it would be held for ever.
+  front.on("tlsClientError", (err, sock) => {
+    o.log.debug({ front: o.name, err: err.message }, "TLS handshake failed");
+    sock?.destroy();
+  });
+  front.on("connection", (sock: net.Socket) => {
+    if (open >= maxConnections) {
+      o.log.warn({ front: o.name, remote: sock.remoteAddress, maxConnections }, "too many open connections; closing a new one");
+      sock.destroy();
+      return;
+    }
+    open++;
+    sockets.add(sock); // stop() ends a connection still in its handshake too
+    sock.once("close", () => {
+      open--;
+      sockets.delete(sock);
+    });
+  });
   try {
     await new Promise<void>((resolve, reject) => {
       front.once("error", reject);

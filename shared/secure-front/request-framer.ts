@@ -47,6 +47,7 @@ export class RequestFramer {
   /** Bytes left in the body, the chunk's data, or the chunk's CRLF. */
   private left = 0;
   private pending: Buffer = Buffer.alloc(0);
+  private heads = 0;
 
   private readonly connectionLine: Buffer;
   private readonly specialLengths: ReadonlySet<number>;
@@ -61,6 +62,16 @@ export class RequestFramer {
   /** True once a refusal was forwarded or the body framing broke: nothing more goes upstream. */
   get done(): boolean {
     return this.at === "refused" || this.at === "broken";
+  }
+
+  /** How many heads went upstream (refusals included): a change means a head was completed. */
+  get headsForwarded(): number {
+    return this.heads;
+  }
+
+  /** True while part of a head has arrived and its end has not: the front's header deadline runs. */
+  get readingHead(): boolean {
+    return this.at === "head" && this.pending.length > 0;
   }
 
   /** True when the body framing broke after its head went upstream: the connection must be dropped. */
@@ -114,6 +125,7 @@ export class RequestFramer {
           out.push(Buffer.from(head.text, "latin1"));
         }
         pos = from = end + 4;
+        this.heads++;
         if (head.chunked) this.at = "chunk-size";
         else if (head.length > 0) {
           this.at = "body";
@@ -179,6 +191,7 @@ export class RequestFramer {
 
   private refuse(r: Refusal): Buffer {
     this.at = "refused";
+    this.heads++;
     const msg = `${r.code} ${r.message}`.replace(/[^\x20-\x7e]/g, "?");
     return Buffer.from(`GET / HTTP/1.1\r\nhost: localhost\r\n${this.o.headers.connection}: ${this.o.secret}\r\n${this.o.headers.refused}: ${msg}\r\nconnection: close\r\n\r\n`, "latin1");
   }

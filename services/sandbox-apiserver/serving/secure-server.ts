@@ -26,6 +26,10 @@ export interface SecureServerOptions {
   maxBodyBytes: number;
   /** Lower-cased header name → whether it carries identity (its lines are kept one value each). */
   isIdentityHeader: (lowerName: string) => boolean;
+  /** Slowloris guards (shared/secure-front defaults: 32 s per head, 10 s per handshake, 2048 connections). */
+  headerTimeoutMs?: number;
+  handshakeTimeoutMs?: number;
+  maxConnections?: number;
   log: Logger;
 }
 
@@ -78,6 +82,9 @@ export function startSecureServer(o: SecureServerOptions): Promise<SecureServer>
     errorResponse: o.errorResponse,
     maxBodyBytes: o.maxBodyBytes,
     isIdentityHeader: o.isIdentityHeader,
+    ...(o.headerTimeoutMs !== undefined ? { headerTimeoutMs: o.headerTimeoutMs } : {}),
+    ...(o.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: o.handshakeTimeoutMs } : {}),
+    ...(o.maxConnections !== undefined ? { maxConnections: o.maxConnections } : {}),
     log: o.log,
   });
 }

@@ -76,8 +76,10 @@ export function serveKubeletApi(o: ServeKubeletOptions): Promise<KubeletServer> 
       requestCert: o.clientCaPem !== undefined,
       rejectUnauthorized: false,
       ...(o.clientCaPem !== undefined ? { ca: o.clientCaPem } : {}),
-      handshakeTimeout: IDLE_TIMEOUT_SECONDS * 1000,
     },
+    // The front closes a connection whose handshake or head takes longer (it used to leave a timed-out handshake open).
+    handshakeTimeoutMs: IDLE_TIMEOUT_SECONDS * 1000,
+    headerTimeoutMs: IDLE_TIMEOUT_SECONDS * 1000,
     peer: peerOf,
     handler: o.handler,
     errorResponse: plainError,

@@ -3,7 +3,7 @@
 // asked again on the next request; the cache never grows past its bound; concurrent misses share one review.
 import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
-import { AccessReviewer, KubeApiError, ReviewCache, TokenReviewer } from "#shared/kube/index.ts";
+import { AccessReviewer, KubeApiError, ReviewCache, TokenBucket, TokenReviewer } from "#shared/kube/index.ts";
 
 type Body = { spec: Record<string, unknown> };
 
@@ -154,5 +154,71 @@ describe("AccessReviewer", () => {
     expect(d).toMatchObject({ allowed: false, error: true, reason: expect.stringContaining("authorization review failed") });
     down = false;
     expect(await r.review(user, attrs)).toEqual({ allowed: true });
+  });
+});
+
+// A made-up bearer token is a TokenReview an anonymous client makes the server send (docs/decisions.md
+// "review-floods"): the reviews take from their own bucket without waiting, are capped in flight, and rejected
+// tokens live in their own cache, so a flood spends at most the bucket, answers at once, and evicts no verified token.
+describe("TokenReviewer under a flood of made-up tokens", () => {
+  const VALID = "valid-token";
+  const answer = (b: Body) =>
+    b.spec.token === VALID ? { status: { authenticated: true, user: { username: "alice", groups: ["dev"] } } } : { status: { authenticated: false } };
+
+  test("10,000 random tokens make at most the bucket's worth of reviews, answer quickly, and a cached valid token needs none", async () => {
+    const clock = new FakeClock();
+    const { client, calls } = fakeClient(answer);
+    const r = new TokenReviewer({ client, authenticatedTtlMs: 60_000, rejectedTtlMs: 60_000, clock, limiter: new TokenBucket(5, 50, clock) });
+    expect(await r.review(VALID)).toMatchObject({ ok: true, user: { name: "alice" } });
+    const start = performance.now();
+    const verdicts = await Promise.all(Array.from({ length: 10_000 }, () => r.review(crypto.randomUUID())));
+    const tookMs = performance.now() - start;
+    expect(calls.length).toBeLessThanOrEqual(50);
+    expect(verdicts.every((v) => !v.ok)).toBe(true);
+    expect(verdicts.filter((v) => !v.ok && v.throttled).length).toBeGreaterThanOrEqual(10_000 - 50);
+    expect(tookMs).toBeLessThan(2_000); // nothing waits on the bucket (a queue at 5 qps would take half an hour)
+    const before = calls.length;
+    expect(await r.review(VALID)).toMatchObject({ ok: true, user: { name: "alice" } });
+    expect(calls.length).toBe(before);
+  });
+
+  test("rejected tokens cannot evict a verified one, and a throttled token is asked again once the bucket refills", async () => {
+    const clock = new FakeClock();
+    const { client, calls } = fakeClient(answer);
+    const r = new TokenReviewer({ client, authenticatedTtlMs: 60_000, rejectedTtlMs: 60_000, clock, maxEntries: 10, maxRejectedEntries: 10, limiter: new TokenBucket(1000, 1000, clock) });
+    await r.review(VALID);
+    for (let i = 0; i < 500; i++) await r.review(`bogus-${i}`);
+    const before = calls.length;
+    expect(await r.review(VALID)).toMatchObject({ ok: true });
+    expect(calls.length).toBe(before);
+
+    const tight = new TokenReviewer({ client, authenticatedTtlMs: 60_000, rejectedTtlMs: 60_000, clock, limiter: new TokenBucket(1, 1, clock) });
+    expect(await tight.review("bogus-a")).toMatchObject({ ok: false });
+    expect(await tight.review(VALID)).toMatchObject({ ok: false, throttled: true, error: true });
+    clock.advance(1000);
+    expect(await tight.review(VALID)).toMatchObject({ ok: true });
+  });
+
+  test("reviews in flight are capped: with the apiserver stalled, the rest are refused at once instead of queueing", async () => {
+    let started = 0;
+    const release: (() => void)[] = [];
+    const client = {
+      create<T>(): Promise<T> {
+        started++;
+        return new Promise<T>((resolve) => release.push(() => resolve({ status: { authenticated: false } } as T)));
+      },
+    };
+    const r = new TokenReviewer({ client, authenticatedTtlMs: 60_000, rejectedTtlMs: 60_000, maxInFlight: 4, limiter: new TokenBucket(1000, 1000) });
+    const pending = Array.from({ length: 100 }, (_, i) => r.review(`t-${i}`));
+    const refused = await Promise.all(pending.slice(4));
+    expect(started).toBe(4);
+    expect(refused.every((v) => !v.ok && v.throttled)).toBe(true);
+    for (const f of release) f();
+    expect((await Promise.all(pending.slice(0, 4))).every((v) => !v.ok && !v.throttled)).toBe(true);
+    // The cap frees with its reviews.
+    const after = r.review("after");
+    expect(started).toBe(5);
+    release[4]!();
+    expect(await after).toMatchObject({ ok: false });
   });
 });

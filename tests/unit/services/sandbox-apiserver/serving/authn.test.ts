@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
-import { KubeClient, type Transport } from "#shared/kube/index.ts";
+import { KubeClient, TOKEN_REVIEW_BURST, type Transport } from "#shared/kube/index.ts";
 import { Authenticator, fromRequestHeaders, identityHeaderNames } from "#services/sandbox-apiserver/serving/authn.ts";
 import type { PeerCert } from "#services/sandbox-apiserver/serving/client-certs.ts";
 import { forbiddenMessage, requestInfo } from "#services/sandbox-apiserver/serving/request-info.ts";
@@ -105,5 +105,20 @@ describe("bearer tokens through shared/kube/reviews.ts (TokenReviewer)", () => {
     state.next = "alice";
     expect((await a.authenticate(bearer("t3"), undefined)).ok).toBe(true);
     expect(state.reviews).toBe(5);
+  });
+
+  test("a flood of 10,000 made-up tokens makes at most a bucket of TokenReviews, answers 401 at once, and a cached token still works", async () => {
+    const { state, client } = tokenCluster();
+    const a = new Authenticator({ requestHeader: cfg, tokenReviewer: client, cacheTtlMs: 10_000 });
+    expect((await a.authenticate(bearer("good"), undefined)).ok).toBe(true);
+    state.next = "reject";
+    const start = performance.now();
+    const results = await Promise.all(Array.from({ length: 10_000 }, () => a.authenticate(bearer(crypto.randomUUID()), undefined)));
+    expect(performance.now() - start).toBeLessThan(2_000); // refused at once, never queued
+    expect(results.every((r) => !r.ok)).toBe(true);
+    expect(state.reviews - 1).toBeLessThanOrEqual(TOKEN_REVIEW_BURST);
+    const before = state.reviews;
+    expect(await a.authenticate(bearer("good"), undefined)).toEqual({ ok: true, user: { name: "alice", groups: ["devs", "system:authenticated"] } });
+    expect(state.reviews).toBe(before);
   });
 });

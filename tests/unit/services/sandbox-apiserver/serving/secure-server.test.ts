@@ -3,6 +3,7 @@
 // one value each, and heads the front will not forward are answered with a Kubernetes Status.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { statSync } from "node:fs";
+import net from "node:net";
 import { dirname } from "node:path";
 import tls from "node:tls";
 import pino from "pino";
@@ -173,5 +174,38 @@ describe("issue 22 case 5: what the front will not forward is answered with a St
     const [a] = await exchange(`POST /x HTTP/1.1\r\nhost: x\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`, { cert: false });
     expect(a?.status).toBe(200);
     expect((JSON.parse(a!.body) as { body: string }).body).toHaveLength(MAX_BODY);
+  });
+});
+
+describe("slowloris guards on the secure port (docs/decisions.md secure-front-deadlines)", () => {
+  test("half a head and a handshake that never happens are both closed after their deadlines", async () => {
+    const serving = await selfSignedServingCert({ cn: "localhost", ips: ["127.0.0.1"] });
+    const guarded = await startSecureServer({
+      bindAddress: "127.0.0.1",
+      port: 0,
+      certPem: serving.certPem,
+      keyPem: serving.keyPem,
+      verifier: new ClientCertVerifier([], []),
+      handler: () => new Response("ok"),
+      errorResponse: (code: number, message: string) => Response.json({ message, code }, { status: code }),
+      maxBodyBytes: MAX_BODY,
+      isIdentityHeader: () => false,
+      headerTimeoutMs: 1000,
+      handshakeTimeoutMs: 1000,
+      log: pino({ level: "silent" }),
+    });
+    try {
+      let halfClosed = false;
+      const half = tls.connect({ host: "127.0.0.1", port: guarded.port, rejectUnauthorized: false }, () => half.write("GET /apis HTTP/1.1\r\nhost: x\r\n"));
+      half.on("close", () => (halfClosed = true));
+      half.on("error", () => {});
+      let rawClosed = false;
+      const raw = net.connect(guarded.port, "127.0.0.1");
+      raw.on("close", () => (rawClosed = true));
+      raw.on("error", () => {});
+      await waitFor("both slow connections to be closed", () => halfClosed && rawClosed, 8_000, 50);
+    } finally {
+      await guarded.stop();
+    }
   });
 });
