@@ -64,12 +64,12 @@ export function dnsLabelProblem(value: string): string | undefined {
   return undefined;
 }
 export const inventoryTrustedNetworksFlag = {
-  // Issue 22 case 2: the root token goes only to an address of the Node an inventory names, or to these networks.
+  // Issue 22 case 2: the root token goes only to an address of the Node an inventory names, and, when set, in these.
   inventoryTrustedNetworks: listFlag({
     flag: "inventory-trusted-networks",
     help:
       "Comma-separated CIDRs (10.0.0.0/8,fd00::/8). A NodeInventory is called only when its Node exists and its " +
-      "address host is one of that Node's status.addresses or lies in one of these networks; others are ignored.",
+      "address host is one of that Node's status.addresses and, when this is set, also lies in one of these networks; others are ignored.",
     check: (cidrs) => {
       for (const c of cidrs) {
         const problem = cidrProblem(c);

@@ -48,7 +48,8 @@ export function parseKeyFile(text: string, defaultNamespace: string, file = "key
     for (const field of rest) {
       const eq = field.indexOf("=");
       const name = field.slice(0, eq);
-      const spec = eq > 0 ? FIELDS[name as keyof typeof FIELDS] : undefined;
+      // Own keys only: an inherited name (constructor, __proto__) is as unknown as any other.
+      const spec = eq > 0 && Object.hasOwn(FIELDS, name) ? FIELDS[name as keyof typeof FIELDS] : undefined;
       if (!spec) throw fail("malformed entry", `: expected "key [namespace] [max-sandboxes=N] [creates-per-second=R]", got "${field}"`);
       if (limits[spec.key] !== undefined) throw fail(`${name} given twice`);
       const value = spec.parse(field.slice(eq + 1));

@@ -36,7 +36,7 @@ export interface InventoryFleetOptions {
   clock?: Clock;
   log?: Logger;
   syncTimeoutMs?: number;
-  /** --inventory-trusted-networks: address hosts trusted for any known Node besides that Node's own addresses. */
+  /** --inventory-trusted-networks: when set, an address host must lie in one of these as well as be its Node's. */
   trustedNetworks?: readonly string[];
 }
 

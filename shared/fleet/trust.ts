@@ -1,7 +1,11 @@
 // Which NodeInventory objects the fleet may call (issue 22 case 2): every reader sends the fleet's sandboxd root
 // token to an inventory's `address`, so an inventory counts only when it names a Node the cluster knows, under that
-// Node's own name, and its address host is one of that Node's status.addresses (or lies in a network the operator
-// trusts through --inventory-trusted-networks). Pure: the Node comes from the caller's lister.
+// Node's own name, and its address host is one of that Node's status.addresses; when the operator sets
+// --inventory-trusted-networks, the host must also lie in one of them. Both, not either: a node identity registers its
+// own Node's addresses the first time (manifests/node-admission.yaml freezes them only afterwards), so the Node alone
+// vouches for whatever host it chose, and the networks are what bound that choice. The port is not checked: the host
+// is the node's own machine, which holds its sandboxd and the root token anyway (docs/decisions.md, "Inventory trust,
+// second review"). Pure: the Node comes from the caller's lister.
 import { BlockList, isIP } from "node:net";
 import { addressHost, cidrProblem } from "../config/index.ts";
 import type { NodeInventory } from "../inventory/index.ts";
@@ -16,7 +20,7 @@ export interface NodeAddresses {
 
 export type TrustVerdict = { trusted: true } | { trusted: false; reason: string };
 
-/** Networks whose addresses are trusted for any known Node (--inventory-trusted-networks). */
+/** The networks a Node's inventory address must lie in, besides being the Node's (--inventory-trusted-networks). */
 export class TrustedNetworks {
   private readonly list = new BlockList();
   readonly cidrs: readonly string[];
@@ -32,6 +36,11 @@ export class TrustedNetworks {
     }
   }
 
+  /** No networks given: the Node's own addresses are the whole rule. */
+  get empty(): boolean {
+    return this.cidrs.length === 0;
+  }
+
   has(host: string): boolean {
     const family = isIP(host);
     return family !== 0 && this.list.check(host, family === 6 ? "ipv6" : "ipv4");
@@ -40,7 +49,7 @@ export class TrustedNetworks {
 
 /**
  * The verdict on one inventory: its object name must be the node it describes, that Node must exist, and the
- * address host (when there is an address) must be one of the Node's addresses or in a trusted network.
+ * address host (when there is an address) must be one of the Node's addresses and, when networks are set, in one.
  */
 export function inventoryTrust(
   inv: Pick<NodeInventory, "metadata" | "node" | "address">,
@@ -54,6 +63,7 @@ export function inventoryTrust(
   const host = addressHost(inv.address);
   if (!host) return { trusted: false, reason: "no address host" };
   const known = (node.status?.addresses ?? []).some((a) => (a.address ?? "").toLowerCase() === host);
-  if (known || networks.has(host)) return { trusted: true };
-  return { trusted: false, reason: `address host ${host} is none of Node "${inv.node}"'s addresses and in no trusted network` };
+  if (!known) return { trusted: false, reason: `address host ${host} is none of Node "${inv.node}"'s addresses` };
+  if (!networks.empty && !networks.has(host)) return { trusted: false, reason: `address host ${host} is in no network of --inventory-trusted-networks` };
+  return { trusted: true };
 }

@@ -132,8 +132,8 @@ export class InventoryPublisher {
   }
 
   /**
-   * The control plane calls this inventory only when its address host is one of the Node's addresses or in the
-   * operator's --inventory-trusted-networks (shared/fleet/trust.ts). Say so here, where the operator looks first.
+   * The control plane calls this inventory only when its address host is one of the Node's addresses (and in the
+   * operator's --inventory-trusted-networks when set: shared/fleet/trust.ts). Say so here, where the operator looks first.
    */
   private warnIfUnvouched(node: V1Node): void {
     const host = addressHost(this.o.address);
@@ -143,7 +143,7 @@ export class InventoryPublisher {
     this.o.log.warn(
       { node: this.o.nodeName, address: this.o.address, nodeAddresses: addresses },
       "the advertised sandboxd address is none of this Node's addresses: the control plane ignores this inventory " +
-        "unless the address lies in its --inventory-trusted-networks (set --node-ip to the advertised host)",
+        "(set --node-ip to the advertised host)",
     );
   }
 }

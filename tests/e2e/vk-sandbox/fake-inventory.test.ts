@@ -3,7 +3,10 @@
 // that records every request. sandbox-apiserver (the warm-pool driver's PUT /v1/pools, live lookups, the aggregated
 // API) and sandbox-envd-proxy (owner probes) must never call it, and `kubectl get sandboxes` must not show their
 // entries, while the real node beside them is called and listed. Before the fix the listener got both calls with
-// the fleet's root token, and the fake entries were listed.
+// the fleet's root token, and the fake entries were listed. Both readers run with --inventory-trusted-networks
+// 127.0.0.1/32 (the real node's host): a third inventory, "intruder", is vouched by a Node whose InternalIP is the
+// listener's host 127.0.0.2, as a node identity that created its own Node could register it, and must be refused
+// too (second review: before, a Node address OR a trusted network sufficed, and the listener got the root token).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,6 +22,8 @@ import { type ApiserverProcess, type Stack, rfc3339, startStack } from "../../in
 
 const ROOT = "fleet-root-token";
 const DOMAIN = "fake.test";
+/** The operator's node network: the real node's host, not the listener's. */
+const TRUSTED = "--inventory-trusted-networks=127.0.0.1/32";
 let stack: Stack;
 let sim: SandboxdSim;
 let server: ApiserverProcess;
@@ -45,7 +50,7 @@ beforeAll(async () => {
   await stack.cluster.createNamespace("team");
   sim = await startSandboxdSim({ rootToken: ROOT, pools: ["img=2"] });
   listener = Bun.serve({
-    hostname: "127.0.0.1",
+    hostname: "127.0.0.2",
     port: 0,
     fetch(req) {
       heard.push({ method: req.method, path: new URL(req.url).pathname, authorization: req.headers.get("authorization") });
@@ -55,10 +60,11 @@ beforeAll(async () => {
   const claim = await new SandboxdClient({ baseUrl: sim.url, token: ROOT }).claim({ template: "img", claim_ref: "team/real-sb" });
   realId = claim.id;
   await stack.publish({ node: "real", address: sim.addr, publishedAt: rfc3339(Date.now()), entries: [{ name: "team/real-sb", id: realId, phase: "Running" }] });
-  const fakeAddress = `127.0.0.1:${listener.port}`;
+  const fakeAddress = `127.0.0.2:${listener.port}`;
   await vouchingNode(stack.cluster, "victim", "10.77.0.1:7777"); // a real Node whose address is not the listener's
-  await stack.cluster.apply([fake("ghost", fakeAddress), fake("victim", fakeAddress)]);
-  server = await stack.startServer({ args: [`--sandboxd-token=${ROOT}`, "--warm-pool-sync-interval=1s"] });
+  await vouchingNode(stack.cluster, "intruder", fakeAddress); // a Node that names the listener, outside TRUSTED
+  await stack.cluster.apply([fake("ghost", fakeAddress), fake("victim", fakeAddress), fake("intruder", fakeAddress)]);
+  server = await stack.startServer({ args: [`--sandboxd-token=${ROOT}`, "--warm-pool-sync-interval=1s", TRUSTED] });
   await stack.register(server.port);
 }, 120_000);
 
@@ -77,6 +83,7 @@ describe("issue 22 case 2: an inventory no known Node vouches for gets no call a
     }, 30_000);
     expect(out).not.toContain("ghost-sb");
     expect(out).not.toContain("victim-sb");
+    expect(out).not.toContain("intruder-sb");
     const got = await k(["get", "sandbox", "ghost-sb", "-n", "team"]);
     expect(got.code).not.toBe(0);
     expect(got.stderr).toContain("NotFound");
@@ -94,13 +101,13 @@ describe("issue 22 case 2: an inventory no known Node vouches for gets no call a
     writeFileSync(join(dir, "token"), `${ROOT}\n`);
     const proxy: Child = spawnService(
       "sandbox-envd-proxy",
-      ["--bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "token")}`],
+      ["--bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "token")}`, TRUSTED],
       { KUBECONFIG: stack.admin },
     );
     try {
       const port = Number((await proxy.waitFor("envd proxy listening")).port);
       const before = sim.requests.length;
-      for (const id of ["sb_ghost", "sb_victim", "sb_unknown"]) {
+      for (const id of ["sb_ghost", "sb_victim", "sb_intruder", "sb_unknown"]) {
         const r = await fetch(`http://127.0.0.1:${port}/`, { headers: { host: `49983-${id.replace("sb_", "sb-")}.${DOMAIN}`, "x-access-token": "0".repeat(64) } });
         expect(r.status).toBe(502);
         await r.body?.cancel();

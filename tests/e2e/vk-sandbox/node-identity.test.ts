@@ -1,7 +1,10 @@
 // Issue 22 cases 2 and 4 on the real kube-apiserver, as installed from manifests/: two nodes run vk-sandbox, each as
 // its own ServiceAccount sandbox-nodes/<node>. With node vk-a's token, every write that names another node's Node,
 // Lease, NodeInventory, Pod or Event is refused by kube-apiserver (RBAC or the node admission policy), as are the
-// warm-pool driver's Lease and a kube-system Lease, while both daemons run with no request refused.
+// warm-pool driver's Lease and a kube-system Lease, while both daemons run with no request refused. Second review
+// (findings A and B): with the operator's node networks set (ConfigMap sandbox-nodes/vk-sandbox-node-networks), a
+// node identity whose Node does not exist yet cannot register it at a host of its own; and no node identity sets the
+// operator's node-restriction / node-role labels or registers its Node without the virtual-kubelet taint.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { waitFor } from "../../support/wait.ts";
 import { auditEvents, nodeUser, sandboxPod, runningWithClaim } from "./cluster.ts";
@@ -11,13 +14,22 @@ const env = useE2eStack({ sim: { pools: ["base=10"] } });
 const A = "vk-a";
 const B = "vk-b";
 const inventories = "/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories";
+/** Node identities with no daemon and, until a test creates one, no Node: a leaked token before first start. */
+const C = "vk-c";
+const D = "vk-d";
+const NODE_NETWORKS = "127.0.0.0/8";
 let tokenA = "";
 
 /** A request as node A's ServiceAccount: the status and the Status message kube-apiserver answered. */
-async function asA(method: string, path: string, body?: unknown, contentType = "application/json"): Promise<{ status: number; message: string }> {
+function asA(method: string, path: string, body?: unknown, contentType = "application/json"): Promise<{ status: number; message: string }> {
+  return asNode(tokenA, method, path, body, contentType);
+}
+
+/** A request as the ServiceAccount whose token is `token`. */
+async function asNode(token: string, method: string, path: string, body?: unknown, contentType = "application/json"): Promise<{ status: number; message: string }> {
   const r = await fetch(`${env.e2e.cluster.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${tokenA}`, ...(body === undefined ? {} : { "content-type": contentType }) },
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": contentType }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     tls: { ca: env.e2e.cluster.caPem },
   });
@@ -44,8 +56,25 @@ const lease = (name: string, namespace: string, holder = "attacker") => ({
   spec: { holderIdentity: holder, leaseDurationSeconds: 315_360_000 },
 });
 
+/** A Node as a node identity could POST it; by default as vk-sandbox registers one (node-object.ts). */
+const nodeObject = (name: string, o: { addresses?: string[]; labels?: Record<string, string>; taints?: object[] } = {}) => ({
+  apiVersion: "v1",
+  kind: "Node",
+  metadata: { name, labels: { type: "virtual-kubelet", "kubernetes.io/role": "agent", ...o.labels } },
+  spec: { taints: o.taints ?? [{ key: "virtual-kubelet.io/provider", value: "sandboxd", effect: "NoSchedule" }] },
+  status: { addresses: (o.addresses ?? []).map((address) => ({ type: "InternalIP", address })) },
+});
+const mergePatch = "application/merge-patch+json";
+
 beforeAll(async () => {
   const { stack, e2e } = env;
+  // The operator's node networks (manifests/node-networks.example.yaml), before any node registers.
+  await e2e.kube.ok("POST", "/api/v1/namespaces/sandbox-nodes/configmaps", {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "vk-sandbox-node-networks", namespace: "sandbox-nodes" },
+    data: { nodeNetworks: NODE_NETWORKS },
+  });
   for (const node of [A, B]) stack.daemon({ node, extra: ["--node-ip=127.0.0.1", "--publish-inventory", "--publish-interval=1s"], statePath: `${stack.dir}/${node}/claims.json` });
   await waitFor("both inventories published", async () => {
     for (const node of [A, B]) if ((await e2e.kube.req("GET", `${inventories}/${node}`)).status !== 200) return false;
@@ -75,6 +104,75 @@ describe("issue 22 case 2: a node writes only its own NodeInventory", () => {
   test("its own inventory is still its to write", async () => {
     const own = await env.e2e.kube.req<object>("GET", `${inventories}/${A}`);
     expect((await apply(`${inventories}/${A}`, { ...inventory(A, A, (own.body as { address: string }).address) })).status).toBe(200);
+  });
+});
+
+describe("second review A: with node networks set, a node identity registers its Node only inside them", () => {
+  test("a Node of its own name at a host outside the networks is refused, on create and by its first status patch", async () => {
+    const tokenC = env.e2e.nodeToken(C);
+    // The params ConfigMap reaches the admission plugin through an informer: wait for the refusal (dry run: nothing
+    // is stored while waiting). Without the policy the create is allowed and this times out.
+    const refused = await waitFor("the node-networks policy refuses an outside address", async () => {
+      const r = await asNode(tokenC, "POST", "/api/v1/nodes?dryRun=All", nodeObject(C, { addresses: ["10.66.6.6"] }));
+      return r.status === 403 ? r.message : undefined;
+    }, 20_000);
+    expect(refused).toContain(`node identity ${C} may give its Node only addresses in the node networks [${NODE_NETWORKS}], not 10.66.6.6`);
+    expect((await asNode(tokenC, "POST", "/api/v1/nodes?dryRun=All", nodeObject(C, { addresses: ["127.0.0.7", "fd00::1"] }))).message).toContain("not fd00::1");
+    // Created without addresses, the first status patch (which the address freeze allows) must stay inside too.
+    expect((await asNode(tokenC, "POST", "/api/v1/nodes", nodeObject(C))).status).toBe(201);
+    try {
+      const moved = await asNode(tokenC, "PATCH", `/api/v1/nodes/${C}/status`, { status: { addresses: [{ type: "InternalIP", address: "10.66.6.6" }] } }, mergePatch);
+      expect(moved.status).toBe(403);
+      expect(moved.message).toContain("not 10.66.6.6");
+      const inside = await asNode(tokenC, "PATCH", `/api/v1/nodes/${C}/status`, { status: { addresses: [{ type: "InternalIP", address: "127.0.0.7" }, { type: "Hostname", address: C }] } }, mergePatch);
+      expect(inside.status).toBe(200);
+      const live = await env.e2e.kube.ok<{ status: { addresses: { address: string }[] } }>("GET", `/api/v1/nodes/${C}`);
+      expect(live.status.addresses.map((a) => a.address)).toEqual(["127.0.0.7", C]);
+    } finally {
+      await env.e2e.kube.req("DELETE", `/api/v1/nodes/${C}`);
+    }
+  });
+});
+
+describe("second review B: the operator's node labels and the virtual-kubelet taint are not a node identity's", () => {
+  test("registering a Node with a node-restriction or node-role label, or without the provider taint, is refused", async () => {
+    const tokenD = env.e2e.nodeToken(D);
+    const create = (o: Parameters<typeof nodeObject>[1]) => asNode(tokenD, "POST", "/api/v1/nodes?dryRun=All", nodeObject(D, o));
+    for (const key of ["node-restriction.kubernetes.io/pool", "gpu.node-restriction.kubernetes.io/model", "node-role.kubernetes.io/worker"]) {
+      const r = await create({ labels: { [key]: "x" } });
+      expect(r.status).toBe(403);
+      expect(r.message).toContain(`node identity ${D} may not set, change or remove the node-restriction.kubernetes.io/ or node-role.kubernetes.io/ labels of its Node`);
+    }
+    for (const taints of [[], [{ key: "virtual-kubelet.io/provider", value: "sandboxd", effect: "PreferNoSchedule" }]]) {
+      const r = await create({ taints });
+      expect(r.status).toBe(403);
+      expect(r.message).toContain(`node identity ${D} may not register or keep its Node without the virtual-kubelet.io/provider NoSchedule taint`);
+    }
+    // As the daemon registers it (its own labels, kubernetes.io/role included, and the taint): allowed.
+    expect((await create({ labels: { "kubernetes.io/hostname": D } })).status).toBe(201);
+    expect((await env.e2e.kube.req("GET", `/api/v1/nodes/${D}`)).status).toBe(404);
+  });
+
+  test("through the status patch it cannot add, change or remove such a label; the operator's label stays and its other writes pass", async () => {
+    const status = (labels: Record<string, string | null>) => asA("PATCH", `/api/v1/nodes/${A}/status`, { metadata: { labels } }, mergePatch);
+    const added = await status({ "node-restriction.kubernetes.io/pool": "dedicated" });
+    expect(added.status).toBe(403);
+    expect(added.message).toContain("may not set, change or remove");
+    expect((await status({ "node-role.kubernetes.io/control-plane": "" })).status).toBe(403);
+    // The operator labels A's Node (kubectl label as admin: the policy does not see it).
+    expect((await env.e2e.kube.req("PATCH", `/api/v1/nodes/${A}`, { metadata: { labels: { "node-role.kubernetes.io/sandbox": "" } } }, mergePatch)).status).toBe(200);
+    expect((await status({ "node-role.kubernetes.io/sandbox": null })).status).toBe(403);
+    expect((await status({ "node-role.kubernetes.io/sandbox": "other" })).status).toBe(403);
+    expect((await status({ "unreserved.example/x": "y" })).status).toBe(200);
+    const live = await env.e2e.kube.ok<{ metadata: { labels: Record<string, string> } }>("GET", `/api/v1/nodes/${A}`);
+    expect(live.metadata.labels["node-role.kubernetes.io/sandbox"]).toBe("");
+    expect(live.metadata.labels["node-restriction.kubernetes.io/pool"]).toBeUndefined();
+  });
+
+  test("a taint the operator removed stays removed without blocking the node's status patches", async () => {
+    expect((await env.e2e.kube.req("PATCH", `/api/v1/nodes/${B}`, { spec: { taints: null } }, mergePatch)).status).toBe(200);
+    const r = await asNode(env.e2e.nodeToken(B), "PATCH", `/api/v1/nodes/${B}/status`, { metadata: { labels: { heartbeat: "1" } } }, mergePatch);
+    expect(r.status).toBe(200);
   });
 });
 

@@ -78,14 +78,17 @@ describe("monitoring", () => {
 
   test("on, with e2b and proxy TLS: the proxy's ServiceMonitor scrapes its plain-HTTP metrics port, and the proxy alert joins", async () => {
     const objects = await render(merge(E2B, ON, at("envdProxy.tlsSecretName", "w"), at("monitoring.serviceMonitor.labels", { release: "kube-prometheus" })));
-    expect(objects).toHaveLength(27);
+    expect(objects).toHaveLength(28); // 27 before the proxy's metrics Service of its own (second review, finding C)
     const sm = find(objects, "ServiceMonitor", "sandbox-envd-proxy");
     expect(sm.metadata.labels?.release).toBe("kube-prometheus");
     expect((sm.spec as { endpoints: unknown }).endpoints).toEqual([{ port: "metrics", path: "/metrics", scheme: "http", interval: "30s" }]);
-    // The endpoint port names a port of the Service the selector picks, which targets the container's metrics
-    // port, the one --metrics-bind-address listens on.
-    const svc = find(objects, "Service", "sandbox-envd-proxy").spec as { ports: { name: string; port: number; targetPort: string }[] };
-    expect(svc.ports.find((p) => p.name === "metrics")).toEqual({ name: "metrics", port: 9090, targetPort: "metrics", protocol: "TCP" } as never);
+    // The selector picks the metrics Service only, never the data-plane one; its port targets the container's
+    // metrics port, the one --metrics-bind-address listens on.
+    const selector = (sm.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
+    const picked = objects.filter((o) => o.kind === "Service" && Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v));
+    expect(picked.map((o) => o.metadata.name)).toEqual(["sandbox-envd-proxy-metrics"]);
+    const svc = picked[0]!.spec as { ports: { name: string; port: number; targetPort: string }[] };
+    expect(svc.ports).toEqual([{ name: "metrics", port: 9090, targetPort: "metrics", protocol: "TCP" }] as never);
     const c = (find(objects, "Deployment", "sandbox-envd-proxy").spec as { template: { spec: { containers: { args: string[]; ports: { name: string; containerPort: number }[] }[] } } }).template.spec.containers[0]!;
     expect(c.ports.find((p) => p.name === "metrics")?.containerPort).toBe(9090);
     expect(c.args).toContain("--metrics-bind-address=:9090");

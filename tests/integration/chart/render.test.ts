@@ -51,6 +51,9 @@ const E2B_OBJECTS = [
   "ClusterRoleBinding sandbox-envd-proxy-inventory-reader",
   `Deployment ${NS}/sandbox-envd-proxy`,
   `Service ${NS}/sandbox-envd-proxy`,
+  // Second security review, finding C: the proxy's /metrics moved off the data-plane Service to one of its own
+  // (envdProxy.metricsPort, on by default), so every e2b render has one object more than seed 003's 24.
+  `Service ${NS}/sandbox-envd-proxy-metrics`,
 ];
 
 const CERT_MANAGER = DEFAULT_OBJECTS.filter((o) => /^(Issuer|Certificate) /.test(o));
@@ -146,13 +149,13 @@ describe("object sets", () => {
     expect(objects).toHaveLength(10);
   });
 
-  test("e2b enabled: 24 objects", async () => {
+  test("e2b enabled: 25 objects (seed 003's 24 and the proxy's metrics Service)", async () => {
     const objects = await render(E2B);
-    expect(objects).toHaveLength(24);
+    expect(objects).toHaveLength(25);
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS]));
   });
 
-  test("e2b with envdSecret.value: 25, the Secret rendered and mounted by both Deployments", async () => {
+  test("e2b with envdSecret.value: 26, the Secret rendered and mounted by both Deployments", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret", { value: "s3cret", secretName: "" })));
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS, `Secret ${NS}/sandbox-e2b-envd-secret`]));
     const secret = find(objects, "Secret", "sandbox-e2b-envd-secret");
@@ -171,7 +174,7 @@ describe("object sets", () => {
 
   test("envdSecret.value wins over secretName", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret.value", "v")));
-    expect(objects).toHaveLength(25);
+    expect(objects).toHaveLength(26);
     const volumes = deployment(objects, "sandbox-apiserver").template.spec.volumes!;
     expect(volumes.find((v) => v.name === "e2b-envd-secret")?.secret?.secretName).toBe("sandbox-e2b-envd-secret");
   });
@@ -179,7 +182,7 @@ describe("object sets", () => {
   test("templateAliases adds one ConfigMap (key aliases), its mount and --e2b-template-alias-file", async () => {
     const aliases = "base python:3.12 small\nnode node:22\n";
     const objects = await render(merge(E2B, at("apiserver.e2b.templateAliases", aliases)));
-    expect(objects).toHaveLength(25);
+    expect(objects).toHaveLength(26);
     const cm = find(objects, "ConfigMap", "sandbox-apiserver-e2b-template-aliases");
     expect(cm.metadata.namespace).toBe(NS);
     expect(cm.data).toEqual({ aliases });
@@ -459,10 +462,16 @@ describe("envd proxy Deployment", () => {
     expect({ livenessProbe: c.livenessProbe, readinessProbe: c.readinessProbe }).toEqual(probes("/healthz", "/healthz", "proxy", "HTTP"));
     expect(c.resources).toEqual(DEFAULT_RESOURCES);
     expect(d.template.spec.topologySpreadConstraints).toEqual(spread("sandbox-envd-proxy"));
+    // The data plane only; the metrics port is on sandbox-envd-proxy-metrics (finding C).
     expect((find(objects, "Service", "sandbox-envd-proxy").spec as { ports: unknown }).ports).toEqual([
       { name: "http", port: 80, targetPort: "proxy", protocol: "TCP" },
-      { name: "metrics", port: 9090, targetPort: "metrics", protocol: "TCP" },
     ]);
+    const metrics = find(objects, "Service", "sandbox-envd-proxy-metrics");
+    expect(metrics.spec).toEqual({
+      type: "ClusterIP",
+      selector: { "app.kubernetes.io/name": "sandbox-envd-proxy" },
+      ports: [{ name: "metrics", port: 9090, targetPort: "metrics", protocol: "TCP" }],
+    });
     const volumes = d.template.spec.volumes!;
     expect(volumes.find((v) => v.name === "sandboxd-token")?.secret?.secretName).toBe("sandboxd-token");
     expect(volumes.find((v) => v.name === "e2b-envd-secret")?.secret?.secretName).toBe("e2b-envd-secret");
@@ -488,15 +497,20 @@ describe("envd proxy Deployment", () => {
     expect(c.ports![0]).toEqual({ name: "proxy", containerPort: 9443, protocol: "TCP" });
   });
 
-  test("metricsPort: its own listener flag, container port and Service port; 0 renders none; the public port is refused", async () => {
-    const moved = container(await render(merge(E2B, at("envdProxy.metricsPort", 9464))), "sandbox-envd-proxy");
+  test("metricsPort: its own listener flag, container port and Service; 0 renders none; the public port is refused", async () => {
+    const movedObjects = await render(merge(E2B, at("envdProxy.metricsPort", 9464)));
+    const moved = container(movedObjects, "sandbox-envd-proxy");
     expect(moved.args).toContain("--metrics-bind-address=:9464");
     expect(moved.ports).toContainEqual({ name: "metrics", containerPort: 9464, protocol: "TCP" });
+    expect((find(movedObjects, "Service", "sandbox-envd-proxy-metrics").spec as { ports: unknown }).ports).toEqual([
+      { name: "metrics", port: 9464, targetPort: "metrics", protocol: "TCP" },
+    ]);
     const off = await render(merge(E2B, at("envdProxy.metricsPort", 0)));
     const c = container(off, "sandbox-envd-proxy");
     expect(c.args!.some((a) => a.startsWith("--metrics-bind-address"))).toBe(false);
     expect(c.ports).toEqual([{ name: "proxy", containerPort: 8443, protocol: "TCP" }]);
     expect((find(off, "Service", "sandbox-envd-proxy").spec as { ports: { name: string }[] }).ports.map((p) => p.name)).toEqual(["http"]);
+    expect(off.some((o) => o.metadata.name === "sandbox-envd-proxy-metrics")).toBe(false);
     const same = await template(merge(E2B, at("envdProxy.metricsPort", 8443)));
     expect(same.code).not.toBe(0);
     expect(same.stderr).toContain("envdProxy.metricsPort must differ from envdProxy.port");
@@ -512,7 +526,6 @@ describe("envd proxy Deployment", () => {
     expect({ livenessProbe: c.livenessProbe, readinessProbe: c.readinessProbe }).toEqual(probes("/healthz", "/healthz", "proxy", "HTTPS"));
     expect((find(objects, "Service", "sandbox-envd-proxy").spec as { ports: unknown }).ports).toEqual([
       { name: "https", port: 443, targetPort: "proxy", protocol: "TCP" },
-      { name: "metrics", port: 9090, targetPort: "metrics", protocol: "TCP" },
     ]);
     const volumes = deployment(objects, "sandbox-envd-proxy").template.spec.volumes!;
     expect(volumes.find((v) => v.name === "serving-certs")?.secret?.secretName).toBe("w");
@@ -581,7 +594,9 @@ describe("labels and selectors", () => {
       expect(labels).toMatchObject(common);
       const name = labels["app.kubernetes.io/name"];
       if (o.kind === "Secret") expect(labels).toEqual(common);
-      else if (o.metadata.name.startsWith("sandbox-envd-proxy")) {
+      else if (o.metadata.name === "sandbox-envd-proxy-metrics") {
+        expect(labels).toEqual({ ...common, "app.kubernetes.io/name": "sandbox-envd-proxy", "app.kubernetes.io/component": "metrics" });
+      } else if (o.metadata.name.startsWith("sandbox-envd-proxy")) {
         expect(labels).toEqual({ ...common, "app.kubernetes.io/name": "sandbox-envd-proxy", "app.kubernetes.io/component": "data-plane-proxy" });
       } else {
         expect(`${identity(o)} ${name}`).toBe(`${identity(o)} sandbox-apiserver`);
@@ -594,7 +609,7 @@ describe("labels and selectors", () => {
       expect(d.template.metadata.labels["app.kubernetes.io/name"]).toBe(name);
     }
     for (const s of objects.filter((o) => o.kind === "Service")) {
-      const name = s.metadata.name === "sandbox-envd-proxy" ? "sandbox-envd-proxy" : "sandbox-apiserver";
+      const name = s.metadata.name.startsWith("sandbox-envd-proxy") ? "sandbox-envd-proxy" : "sandbox-apiserver";
       expect((s.spec as { selector: unknown }).selector).toEqual({ "app.kubernetes.io/name": name });
     }
   });

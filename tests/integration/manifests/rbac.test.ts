@@ -35,8 +35,17 @@ describe("the node install's RBAC and admission policy", () => {
       "rolebinding.rbac.authorization.k8s.io/vk-sandbox-node-lease",
       "validatingadmissionpolicy.admissionregistration.k8s.io/vk-sandbox-node-restriction",
       "validatingadmissionpolicybinding.admissionregistration.k8s.io/vk-sandbox-node-restriction",
+      "validatingadmissionpolicy.admissionregistration.k8s.io/vk-sandbox-node-networks",
+      "validatingadmissionpolicybinding.admissionregistration.k8s.io/vk-sandbox-node-networks",
     ]) {
       expect(r.stdout).toContain(`${o} created (server dry run)`);
     }
+  }, 60_000);
+
+  test("the node-networks example is a valid params object in the namespace rbac.yaml creates", async () => {
+    expect((await kubectl(["apply", "-f", files[0]!], { kubeconfig })).code).toBe(0);
+    const r = await kubectl(["apply", "--dry-run=server", "--validate=strict", "-f", join(root, "manifests/node-networks.example.yaml")], { kubeconfig });
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toContain("configmap/vk-sandbox-node-networks created (server dry run)");
   }, 60_000);
 });

@@ -326,16 +326,19 @@ describe("trust (issue 22 case 2): the root token goes only to an address of a N
     await waitFor("the inventory to leave", () => fleet.all().length === 0, 10_000, 20);
   });
 
-  test("--inventory-trusted-networks admits an address in the operator's network for a known Node, never for an unknown one", async () => {
+  test("--inventory-trusted-networks narrows the Node's addresses: a Node address outside them is refused, and no network admits a host the Node lacks", async () => {
     const trusting = new InventoryFleet({ client, staleAfterMs: WINDOW, clock, trustedNetworks: ["192.168.50.0/24"] });
     try {
       await trusting.ready();
-      await ensureNode("lan");
-      await cluster.apply([raw("lan", "lan", "192.168.50.7:7777"), raw("nobody", "nobody", "192.168.50.8:7777")]);
+      await ensureNode("lan", "192.168.50.7");
+      await ensureNode("roamer", "192.168.50.9");
+      await cluster.apply([raw("lan", "lan", "192.168.50.7:7777"), raw("nobody", "nobody", "192.168.50.8:7777"), raw("roamer", "roamer", "192.168.50.10:7777")]);
       await waitFor("lan in the view", () => trusting.freshNode("lan") !== undefined, 10_000, 20);
+      // "real" is vouched by its Node (10.0.0.4) but outside the operator's network: the attack of a node identity
+      // that registered its Node at a host of its own.
       await publish("real", clock.now());
-      await waitFor("real in the view", () => trusting.freshNode("real") !== undefined, 10_000, 20);
-      expect(trusting.all().map((r) => r.name)).toEqual(["lan", "real"]);
+      await waitFor("real in the plain view", () => fleet.freshNode("real") !== undefined, 10_000, 20);
+      expect(trusting.all().map((r) => r.name)).toEqual(["lan"]);
       expect(() => new InventoryFleet({ client, staleAfterMs: WINDOW, trustedNetworks: ["192.168.50.0"] })).toThrow('trusted network "192.168.50.0"');
     } finally {
       await trusting.stop();

@@ -36,7 +36,7 @@ describe("inventoryTrust", () => {
     expect(inventoryTrust(inv("x", "10.0.0.1:7777", "a"), node("a", "10.0.0.1"), none).trusted).toBe(false);
     expect(inventoryTrust(inv("a", "127.0.0.1:9"), node("a", "10.0.0.1"), none)).toEqual({
       trusted: false,
-      reason: 'address host 127.0.0.1 is none of Node "a"\'s addresses and in no trusted network',
+      reason: 'address host 127.0.0.1 is none of Node "a"\'s addresses',
     });
     expect(inventoryTrust(inv("a", "http://"), node("a", "10.0.0.1"), none)).toEqual({ trusted: false, reason: "no address host" });
   });
@@ -44,14 +44,27 @@ describe("inventoryTrust", () => {
     expect(inventoryTrust({ metadata: { name: "a" }, node: "a" }, node("a", "10.0.0.1"), none)).toEqual({ trusted: true });
     expect(inventoryTrust({ metadata: { name: "a" }, node: "a", address: "" }, undefined, none).trusted).toBe(false);
   });
-  test("a trusted network admits any address in it for a known Node, IPv4 and IPv6", () => {
+  test("with trusted networks set, the host must be one of the Node's addresses AND lie in a network, IPv4 and IPv6", () => {
     const nets = new TrustedNetworks(["10.8.0.0/16", "fd00::/8"]);
-    expect(inventoryTrust(inv("a", "10.8.3.4:7777"), node("a", "10.0.0.1"), nets).trusted).toBe(true);
-    expect(inventoryTrust(inv("a", "[fd00::5]:7777"), node("a", "10.0.0.1"), nets).trusted).toBe(true);
-    expect(inventoryTrust(inv("a", "10.9.0.1:7777"), node("a", "10.0.0.1"), nets).trusted).toBe(false);
+    expect(inventoryTrust(inv("a", "10.8.3.4:7777"), node("a", "10.8.3.4"), nets)).toEqual({ trusted: true });
+    expect(inventoryTrust(inv("a", "[fd00::5]:7777"), node("a", "fd00::5"), nets)).toEqual({ trusted: true });
+    // In a network but not the Node's: another machine of the node network is not this node.
+    expect(inventoryTrust(inv("a", "10.8.3.4:7777"), node("a", "10.0.0.1"), nets)).toEqual({
+      trusted: false,
+      reason: 'address host 10.8.3.4 is none of Node "a"\'s addresses',
+    });
     expect(inventoryTrust(inv("a", "10.8.3.4:7777"), undefined, nets).trusted).toBe(false);
-    // A name is never "in" a network.
-    expect(inventoryTrust(inv("a", "evil.example:7777"), node("a", "10.0.0.1"), nets).trusted).toBe(false);
+  });
+  test("with trusted networks set, a Node that registered an address outside them (the attack) is refused", () => {
+    // A node identity whose Node did not exist created it with InternalIP = a host it controls, and an inventory
+    // pointing there: the Node vouches, the operator's networks do not.
+    const nets = new TrustedNetworks(["10.8.0.0/16"]);
+    expect(inventoryTrust(inv("a", "203.0.113.9:7777"), node("a", "203.0.113.9"), nets)).toEqual({
+      trusted: false,
+      reason: "address host 203.0.113.9 is in no network of --inventory-trusted-networks",
+    });
+    // A name is never "in" a network, even when it is one of the Node's addresses.
+    expect(inventoryTrust(inv("a", "a:7777"), node("a", "10.8.0.1", "a"), nets).trusted).toBe(false);
   });
   test("a malformed network is refused with the entry", () => {
     expect(() => new TrustedNetworks(["10.0.0.0/33"])).toThrow('trusted network "10.0.0.0/33": prefix length out of range');
