@@ -1,0 +1,268 @@
+// The hostile-tenant rig (issue 17): against one deployment, measure the idle proxy, run the second tenant alone
+// (baseline), then run it again while the attacker does everything at once (attack), stop the attack and wait for
+// the proxy to return to idle (recovery). The result holds every figure; the test decides what must hold.
+// Everything is bounded: counts come from RigPlan, every wait has a deadline, and an attack that makes the proxy
+// grow past `abortRssBytes` is stopped early (so a broken build cannot take the shared machine down with it).
+import { Sandbox } from "e2b";
+import { HostileClient, type Outcome } from "./client.ts";
+import { HTTP_CASES, WS_CASES, BIG_FRAME_BYTES, type HostileGuest, type HttpCase } from "./guest.ts";
+import { gauges, gaugesOffIdle, percentile, rssBytes, sampler } from "./measure.ts";
+import type { Tenant, TenantOpts, TenantRun } from "./tenant.ts";
+
+export interface Deployment {
+  name: string;
+  /** The envd proxy's process: RSS and CPU are read from it. */
+  proxyPid: number;
+  /** The process serving the e2b REST surface, when it is another one (sandbox-apiserver). */
+  apiPid?: number;
+  proxy: { host: string; port: number };
+  /** The proxy's Prometheus page. */
+  metricsUrl: string;
+  /** Health endpoints that must keep answering 2xx (the proxy's /healthz, the API's). */
+  healthUrls: string[];
+  domain: string;
+  template: string;
+  /** SDK options of the attacker's namespace (its own key). */
+  attacker: TenantOpts;
+  /** Routes a sandbox's guest port to a local port (the simulator's attachGuest on the sandbox's node). */
+  attach(publicId: string, port: number, localPort: number): void;
+}
+
+export interface RigPlan {
+  baselineMs: number;
+  attackMs: number;
+  recoverMs: number;
+  stalledDownloads: number;
+  upgradeDrops: number;
+  /** Times each hostile HTTP reply is asked for. */
+  httpRepeat: number;
+  /** Bytes written into the WebSocket whose guest never reads. */
+  wsFloodBytes: number;
+  junkConcurrency: number;
+  /** Replies the envd client of the e2b surface meets on the attacker's /metrics (Sandbox.getMetrics). */
+  envdReplies: HttpCase[];
+  abortRssBytes: number;
+  /** Run only these attack parts (default all): for measuring one case alone. */
+  only?: ReadonlySet<string>;
+}
+
+export const DEFAULT_PLAN: RigPlan = {
+  baselineMs: 8_000,
+  attackMs: 20_000,
+  recoverMs: 20_000,
+  stalledDownloads: 1_000,
+  upgradeDrops: 300,
+  httpRepeat: 3,
+  wsFloodBytes: 256 * 1024 * 1024,
+  junkConcurrency: 8,
+  envdReplies: ["neg-chunk", "endless-chunked", "huge-length", "endless-headers", "close-mid-body"],
+  abortRssBytes: 1536 * 1024 * 1024,
+};
+
+export interface RigResult {
+  deployment: string;
+  baseline: Summary;
+  attack: Summary;
+  rss: { idle: number; peakAttack: number; afterRecovery: number };
+  cpu: { proxyMax: number; proxyMean: number; apiMax?: number };
+  health: { probes: number; failures: string[] };
+  gauges: { idle: Record<string, number>; peakAttack: Record<string, number>; offIdleAfter: Record<string, { idle: number; now: number }> };
+  /** Connections still open at the hostile guest after recovery (a tunnel the proxy or node kept). */
+  guestOpenAfter: number;
+  recoveredInMs: number | undefined;
+  cases: Record<string, Outcome | string>;
+  junk: { sent: number; statuses: Record<string, number> };
+  aborted: string | undefined;
+}
+
+export interface Summary {
+  calls: number;
+  p50: number;
+  p99: number;
+  fresh: number;
+  freshP99: number;
+  failures: string[];
+}
+
+const summary = (r: TenantRun): Summary => ({
+  calls: r.calls,
+  p50: percentile(r.latencies, 50),
+  p99: percentile(r.latencies, 99),
+  fresh: r.fresh.length,
+  freshP99: percentile(r.fresh, 99),
+  failures: r.failures,
+});
+
+/** Process-wide gauges (heap, fds, event loop) move on their own; they are not the relay's state. */
+const NOT_STATE = /^(process_|nodejs_|bun_)/;
+
+async function scrape(url: string): Promise<Record<string, number> | undefined> {
+  try {
+    const r = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    return r.ok ? gauges(await r.text()) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function healthy(url: string): Promise<string | undefined> {
+  try {
+    const r = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    await r.body?.cancel();
+    return r.ok ? undefined : `${url}: ${r.status}`;
+  } catch (e) {
+    return `${url}: ${(e as Error).name}`;
+  }
+}
+
+const GUEST_PORT = 8000;
+const ENVD_PORT = 49983;
+
+export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest, plan: RigPlan = DEFAULT_PLAN): Promise<RigResult> {
+  const want = (part: string) => !plan.only || plan.only.has(part);
+  // The attacker: its own sandbox, whose guest ports (the app port and envd's) are the hostile guest.
+  const own = await Sandbox.create(d.template, d.attacker);
+  const token = (own as unknown as { envdAccessToken: string }).envdAccessToken;
+  d.attach(own.sandboxId, GUEST_PORT, guest.port);
+  d.attach(own.sandboxId, ENVD_PORT, guest.port);
+  const client = new HostileClient({ proxy: d.proxy, domain: d.domain, sandboxId: own.sandboxId, token, guestPort: GUEST_PORT });
+  const ok = await client.httpCase("ok", 5_000);
+  if (!ok.status.startsWith("200")) throw new Error(`the hostile guest is not reachable through ${d.name}'s proxy: ${JSON.stringify(ok)}`);
+
+  // Idle: settle, then read the gauges and RSS the recovery must come back to.
+  await Bun.sleep(500);
+  const idleGauges = (await scrape(d.metricsUrl)) ?? {};
+  const idleRss = await rssBytes(d.proxyPid);
+
+  const baseline = summary(await tenant.run(plan.baselineMs));
+
+  const proxyS = sampler(d.proxyPid);
+  const apiS = d.apiPid ? sampler(d.apiPid) : undefined;
+  const cases: RigResult["cases"] = {};
+  const health: RigResult["health"] = { probes: 0, failures: [] };
+  const peakGauges: Record<string, number> = {};
+  let attacking = true;
+  let aborted: string | undefined;
+  const stopAttack = (why?: string) => {
+    if (why && !aborted) aborted = why;
+    attacking = false;
+  };
+
+  const watch = (async () => {
+    while (attacking) {
+      for (const u of d.healthUrls) {
+        health.probes++;
+        const f = await healthy(u);
+        if (f) health.failures.push(f);
+      }
+      const g = await scrape(d.metricsUrl);
+      for (const [k, v] of Object.entries(g ?? {})) peakGauges[k] = Math.max(peakGauges[k] ?? -Infinity, v);
+      const grown = proxyS.peak() - idleRss;
+      if (grown > plan.abortRssBytes) stopAttack(`proxy RSS grew ${(grown / 2 ** 20).toFixed(0)} MiB (over the rig's abort line)`);
+      await Bun.sleep(500);
+    }
+  })();
+
+  const parts: Promise<unknown>[] = [];
+  if (want("stalled")) parts.push(client.stalledDownloads(plan.stalledDownloads).then(() => (cases.stalled = `${plan.stalledDownloads} opened`)));
+  if (want("http")) {
+    parts.push((async () => {
+      for (let i = 0; i < plan.httpRepeat && attacking; i++) {
+        await Promise.all(HTTP_CASES.filter((c) => c !== "stall").map(async (c) => (cases[`http/${c}`] = await client.httpCase(c, 3_000))));
+      }
+    })());
+  }
+  if (want("ws")) {
+    parts.push((async () => {
+      await Promise.all(WS_CASES.map(async (c) => (cases[`ws/${c}`] = await client.wsCase(c, c === "big-frame" ? 10_000 : 5_000))));
+      cases["ws/never-read flood"] = await client.wsFlood("never-read", plan.wsFloodBytes, 1024 * 1024, 10_000);
+      cases["ws/64MiB frame in"] = await client.wsFlood("echo", BIG_FRAME_BYTES, BIG_FRAME_BYTES, 10_000);
+    })());
+  }
+  if (want("upgrade-drop")) parts.push(client.upgradeAndDrop(plan.upgradeDrops).then((n) => (cases["upgrade-drop"] = `${n} of ${plan.upgradeDrops} upgraded then dropped`)));
+  let junk: RigResult["junk"] = { sent: 0, statuses: {} };
+  if (want("junk")) parts.push(client.junkLookups(() => !attacking, plan.junkConcurrency).then((j) => (junk = j)));
+  if (want("envd")) {
+    parts.push((async () => {
+      for (const reply of plan.envdReplies) {
+        if (!attacking) break;
+        guest.envdReply = reply;
+        const t0 = performance.now();
+        const r = await Sandbox.getMetrics(own.sandboxId, { ...d.attacker, requestTimeoutMs: 5_000 }).then(
+          (m) => `answered ${JSON.stringify(m).slice(0, 60)}`,
+          (e: Error) => `${e.name}: ${e.message.slice(0, 80)}`,
+        );
+        cases[`envd/${reply}`] = `${r} (${Math.round(performance.now() - t0)} ms)`;
+      }
+      guest.envdReply = "ok";
+    })());
+  }
+
+  const attackEnd = setTimeout(() => stopAttack(), plan.attackMs);
+  const attacked = summary(await tenant.run(plan.attackMs));
+  stopAttack();
+  clearTimeout(attackEnd);
+  client.closeAll();
+  // Parts bounded by their own deadlines; give them a moment to notice the stop, not forever.
+  await Promise.race([Promise.allSettled(parts), Bun.sleep(15_000)]);
+  client.closeAll();
+  await watch;
+  const proxyStats = await proxyS.stop();
+  const apiStats = await apiS?.stop();
+
+  // Recovery: every relay gauge back at idle, the guest holds no connection, health answers.
+  const started = performance.now();
+  let offIdle: RigResult["gauges"]["offIdleAfter"] = {};
+  let recoveredInMs: number | undefined;
+  while (performance.now() - started < plan.recoverMs) {
+    const now = await scrape(d.metricsUrl);
+    offIdle = now ? gaugesOffIdle(idleGauges, now, NOT_STATE) : { "(metrics unreachable)": { idle: 0, now: NaN } };
+    if (Object.keys(offIdle).length === 0 && guest.open() === 0) {
+      recoveredInMs = performance.now() - started;
+      break;
+    }
+    await Bun.sleep(250);
+  }
+  for (const u of d.healthUrls) {
+    health.probes++;
+    const f = await healthy(u);
+    if (f) health.failures.push(`after: ${f}`);
+  }
+  const afterRss = await rssBytes(d.proxyPid).catch(() => NaN);
+  await Sandbox.kill(own.sandboxId, { ...d.attacker, requestTimeoutMs: 5_000 }).catch(() => undefined);
+  return {
+    deployment: d.name,
+    baseline,
+    attack: attacked,
+    rss: { idle: idleRss, peakAttack: proxyStats.peakRss, afterRecovery: afterRss },
+    cpu: { proxyMax: proxyStats.maxCpu, proxyMean: proxyStats.meanCpu, ...(apiStats ? { apiMax: apiStats.maxCpu } : {}) },
+    health,
+    gauges: { idle: idleGauges, peakAttack: peakGauges, offIdleAfter: offIdle },
+    guestOpenAfter: guest.open(),
+    recoveredInMs,
+    cases,
+    junk,
+    aborted,
+  };
+}
+
+/** The figures a human reads (docs/hostile-tenants.md is written from these lines). */
+export function describeResult(r: RigResult): string {
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
+  const ms = (x: number) => (Number.isNaN(x) ? "n/a" : `${x.toFixed(1)} ms`);
+  const lines = [
+    `== hostile rig: ${r.deployment}${r.aborted ? ` (attack aborted: ${r.aborted})` : ""}`,
+    `second tenant baseline: ${r.baseline.calls} calls, p50 ${ms(r.baseline.p50)}, p99 ${ms(r.baseline.p99)}, fresh create-then-use ${r.baseline.fresh} (p99 ${ms(r.baseline.freshP99)}), ${r.baseline.failures.length} failed`,
+    `second tenant attack:   ${r.attack.calls} calls, p50 ${ms(r.attack.p50)}, p99 ${ms(r.attack.p99)} (${(r.attack.p99 / r.baseline.p99).toFixed(2)}x), fresh ${r.attack.fresh} (p99 ${ms(r.attack.freshP99)}), ${r.attack.failures.length} failed`,
+    ...r.attack.failures.slice(0, 5).map((f) => `  failure: ${f}`),
+    `proxy RSS: idle ${mib(r.rss.idle)}, peak under attack ${mib(r.rss.peakAttack)} (+${mib(r.rss.peakAttack - r.rss.idle)}), after recovery ${mib(r.rss.afterRecovery)}`,
+    `proxy CPU: busiest 250 ms ${(r.cpu.proxyMax * 100).toFixed(0)}%, mean ${(r.cpu.proxyMean * 100).toFixed(0)}%${r.cpu.apiMax !== undefined ? `; API process busiest ${(r.cpu.apiMax * 100).toFixed(0)}%` : ""}`,
+    `health: ${r.health.probes} probes, ${r.health.failures.length} failed${r.health.failures.length ? ` (${r.health.failures.slice(0, 3).join("; ")})` : ""}`,
+    `gauges at idle: ${JSON.stringify(r.gauges.idle)}`,
+    `gauges peak under attack: ${JSON.stringify(r.gauges.peakAttack)}`,
+    `recovery: ${r.recoveredInMs !== undefined ? `idle again in ${r.recoveredInMs.toFixed(0)} ms` : `NOT back to idle: ${JSON.stringify(r.gauges.offIdleAfter)}, ${r.guestOpenAfter} guest connections open`}`,
+    `junk lookups: ${r.junk.sent} sent, ${JSON.stringify(r.junk.statuses)}`,
+    ...Object.entries(r.cases).map(([k, v]) => `  case ${k}: ${typeof v === "string" ? v : `${v.status || "(no status)"} ${v.end} after ${v.ms.toFixed(0)} ms, ${v.bytes} bytes`}`),
+  ];
+  return lines.join("\n");
+}
