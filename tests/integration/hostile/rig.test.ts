@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startHostileGuest, type HostileGuest } from "#tests/support/hostile/guest.ts";
 import { DEFAULT_PLAN, describeResult, runRig, type RigPlan, type RigResult } from "#tests/support/hostile/rig.ts";
 import { startE2bDeployment, type RunningDeployment } from "#tests/support/hostile/e2b-deployment.ts";
+import { startKubeDeployment } from "#tests/support/hostile/kube-deployment.ts";
 import { startTenant, type Tenant } from "#tests/support/hostile/tenant.ts";
 
 const RSS_BOUND = 256 * 1024 * 1024;
@@ -53,6 +54,26 @@ describe("sandbox-e2b (in-process proxy) under a hostile tenant", () => {
     result = await runRig(dep.deployment, tenant, guest, PLAN);
     console.log(describeResult(result));
   }, 150_000);
+  afterAll(async () => {
+    await tenant?.stop();
+    await guest?.stop();
+    await dep?.stop();
+  });
+  rigClaims(() => result);
+});
+
+describe("sandbox-apiserver + sandbox-envd-proxy (real kube-apiserver) under a hostile tenant", () => {
+  let dep: RunningDeployment;
+  let guest: HostileGuest;
+  let tenant: Tenant;
+  let result: RigResult;
+  beforeAll(async () => {
+    dep = await startKubeDeployment();
+    guest = await startHostileGuest();
+    tenant = await startTenant(dep.tenant, dep.deployment.template);
+    result = await runRig(dep.deployment, tenant, guest, PLAN);
+    console.log(describeResult(result));
+  }, 240_000);
   afterAll(async () => {
     await tenant?.stop();
     await guest?.stop();
