@@ -49,6 +49,8 @@ export interface HostileGuest {
    * or one of the HTTP cases, so the e2b surface's envd client meets it. /init always answers 204.
    */
   envdReply: HttpCase;
+  /** Destroys every open connection (the rig's emergency brake and its clean-up); new ones are still served. */
+  closeAll(): void;
   stop(): Promise<void>;
 }
 
@@ -69,10 +71,17 @@ function parseHead(head: string): Parsed {
   return { method, path, headers };
 }
 
-/** Writes `make()` whenever the socket drains, until it closes: as much as the reader takes, never more. */
-function pump(sock: net.Socket, make: () => Buffer | string): void {
+/**
+ * Writes `make()` whenever the socket drains, until it closes or `make` returns undefined: as much as the reader
+ * takes, never more.
+ */
+function pump(sock: net.Socket, make: () => Buffer | string | undefined): void {
   const go = () => {
-    while (!sock.destroyed && sock.write(make()));
+    for (;;) {
+      if (sock.destroyed) return;
+      const next = make();
+      if (next === undefined || !sock.write(next)) return;
+    }
   };
   sock.on("drain", go);
   go();
@@ -176,7 +185,7 @@ export async function startHostileGuest(): Promise<HostileGuest> {
         const piece = Buffer.alloc(1024 * 1024, 98);
         let left = BIG_FRAME_BYTES;
         pump(sock, () => {
-          if (left <= 0) return Buffer.alloc(0);
+          if (left <= 0) return undefined;
           left -= piece.byteLength;
           return piece;
         });
@@ -250,6 +259,9 @@ export async function startHostileGuest(): Promise<HostileGuest> {
   g.port = (server.address() as net.AddressInfo).port;
   g.open = () => sockets.size;
   g.seen = () => ({ ...seen });
+  g.closeAll = () => {
+    for (const s of sockets) s.destroy();
+  };
   g.stop = async () => {
     for (const t of timers) clearInterval(t);
     for (const s of sockets) s.destroy();

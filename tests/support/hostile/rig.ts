@@ -42,7 +42,10 @@ export interface RigPlan {
   /** Replies the envd client of the e2b surface meets on the attacker's /metrics (Sandbox.getMetrics). */
   envdReplies: HttpCase[];
   abortRssBytes: number;
-  /** Run only these attack parts (default all): for measuring one case alone. */
+  /**
+   * Run only these attack parts (default all): stalled, http, ws, upgrade-drop, junk, envd, or one case of a part
+   * (http/neg-chunk, envd/huge-length): for measuring one case alone.
+   */
   only?: ReadonlySet<string>;
 }
 
@@ -63,7 +66,7 @@ export interface RigResult {
   deployment: string;
   baseline: Summary;
   attack: Summary;
-  rss: { idle: number; peakAttack: number; afterRecovery: number };
+  rss: { idle: number; peakAttack: number; afterRecovery: number; apiIdle?: number; apiPeak?: number };
   cpu: { proxyMax: number; proxyMean: number; apiMax?: number };
   health: { probes: number; failures: string[] };
   gauges: { idle: Record<string, number>; peakAttack: Record<string, number>; offIdleAfter: Record<string, { idle: number; now: number }> };
@@ -119,7 +122,9 @@ const GUEST_PORT = 8000;
 const ENVD_PORT = 49983;
 
 export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest, plan: RigPlan = DEFAULT_PLAN): Promise<RigResult> {
-  const want = (part: string) => !plan.only || plan.only.has(part);
+  const want = (part: string) => !plan.only || plan.only.has(part) || [...plan.only].some((o) => o.startsWith(`${part}/`));
+  // A part's single case ("http/neg-chunk", "envd/huge-length"): named alone, or its whole part named.
+  const wantCase = (part: string, c: string) => !plan.only || plan.only.has(part) || plan.only.has(`${part}/${c}`);
   // The attacker: its own sandbox, whose guest ports (the app port and envd's) are the hostile guest.
   const own = await Sandbox.create(d.template, d.attacker);
   const token = (own as unknown as { envdAccessToken: string }).envdAccessToken;
@@ -133,6 +138,7 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   await Bun.sleep(500);
   const idleGauges = (await scrape(d.metricsUrl)) ?? {};
   const idleRss = await rssBytes(d.proxyPid);
+  const idleApiRss = d.apiPid ? await rssBytes(d.apiPid) : 0;
 
   const baseline = summary(await tenant.run(plan.baselineMs));
 
@@ -159,6 +165,9 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
       for (const [k, v] of Object.entries(g ?? {})) peakGauges[k] = Math.max(peakGauges[k] ?? -Infinity, v);
       const grown = proxyS.peak() - idleRss;
       if (grown > plan.abortRssBytes) stopAttack(`proxy RSS grew ${(grown / 2 ** 20).toFixed(0)} MiB (over the rig's abort line)`);
+      if (apiS && apiS.peak() - idleApiRss > plan.abortRssBytes) stopAttack(`API process RSS grew ${((apiS.peak() - idleApiRss) / 2 ** 20).toFixed(0)} MiB (over the rig's abort line)`);
+      // The brake: a server that keeps reading an endless reply would grow without end once the attack stopped.
+      if (aborted) guest.closeAll();
       await Bun.sleep(500);
     }
   })();
@@ -168,7 +177,7 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   if (want("http")) {
     parts.push((async () => {
       for (let i = 0; i < plan.httpRepeat && attacking; i++) {
-        await Promise.all(HTTP_CASES.filter((c) => c !== "stall").map(async (c) => (cases[`http/${c}`] = await client.httpCase(c, 3_000))));
+        await Promise.all(HTTP_CASES.filter((c) => c !== "stall" && wantCase("http", c)).map(async (c) => (cases[`http/${c}`] = await client.httpCase(c, 3_000))));
       }
     })());
   }
@@ -186,6 +195,7 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
     parts.push((async () => {
       for (const reply of plan.envdReplies) {
         if (!attacking) break;
+        if (!wantCase("envd", reply)) continue;
         guest.envdReply = reply;
         const t0 = performance.now();
         const r = await Sandbox.getMetrics(own.sandboxId, { ...d.attacker, requestTimeoutMs: 5_000 }).then(
@@ -229,16 +239,18 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
     if (f) health.failures.push(`after: ${f}`);
   }
   const afterRss = await rssBytes(d.proxyPid).catch(() => NaN);
+  const guestOpenAfter = guest.open();
+  guest.closeAll(); // what the proxy or the API process still held (counted above) is cut, so teardown cannot hang
   await Sandbox.kill(own.sandboxId, { ...d.attacker, requestTimeoutMs: 5_000 }).catch(() => undefined);
   return {
     deployment: d.name,
     baseline,
     attack: attacked,
-    rss: { idle: idleRss, peakAttack: proxyStats.peakRss, afterRecovery: afterRss },
+    rss: { idle: idleRss, peakAttack: proxyStats.peakRss, afterRecovery: afterRss, ...(apiStats ? { apiIdle: idleApiRss, apiPeak: apiStats.peakRss } : {}) },
     cpu: { proxyMax: proxyStats.maxCpu, proxyMean: proxyStats.meanCpu, ...(apiStats ? { apiMax: apiStats.maxCpu } : {}) },
     health,
     gauges: { idle: idleGauges, peakAttack: peakGauges, offIdleAfter: offIdle },
-    guestOpenAfter: guest.open(),
+    guestOpenAfter,
     recoveredInMs,
     cases,
     junk,
@@ -256,6 +268,7 @@ export function describeResult(r: RigResult): string {
     `second tenant attack:   ${r.attack.calls} calls, p50 ${ms(r.attack.p50)}, p99 ${ms(r.attack.p99)} (${(r.attack.p99 / r.baseline.p99).toFixed(2)}x), fresh ${r.attack.fresh} (p99 ${ms(r.attack.freshP99)}), ${r.attack.failures.length} failed`,
     ...r.attack.failures.slice(0, 5).map((f) => `  failure: ${f}`),
     `proxy RSS: idle ${mib(r.rss.idle)}, peak under attack ${mib(r.rss.peakAttack)} (+${mib(r.rss.peakAttack - r.rss.idle)}), after recovery ${mib(r.rss.afterRecovery)}`,
+    ...(r.rss.apiPeak !== undefined ? [`API process RSS: idle ${mib(r.rss.apiIdle!)}, peak under attack ${mib(r.rss.apiPeak)}`] : []),
     `proxy CPU: busiest 250 ms ${(r.cpu.proxyMax * 100).toFixed(0)}%, mean ${(r.cpu.proxyMean * 100).toFixed(0)}%${r.cpu.apiMax !== undefined ? `; API process busiest ${(r.cpu.apiMax * 100).toFixed(0)}%` : ""}`,
     `health: ${r.health.probes} probes, ${r.health.failures.length} failed${r.health.failures.length ? ` (${r.health.failures.slice(0, 3).join("; ")})` : ""}`,
     `gauges at idle: ${JSON.stringify(r.gauges.idle)}`,
