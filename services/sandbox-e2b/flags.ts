@@ -54,6 +54,13 @@ export const e2bMeshFlags = {
     flag: "envd-proxy-guest-http2",
     help: "Forward to the guest over cleartext HTTP/2 from the in-process proxy.",
   }),
+  // The metrics listener (docs/decisions.md "The proxy's /metrics on its own listener"): one per process, never on
+  // the public listeners.
+  metricsBindAddress: stringFlag({
+    flag: "metrics-bind-address",
+    help: "Address of a separate plain-HTTP listener serving only /metrics (the in-process proxy's series), e.g. :9090. Empty: no metrics listener.",
+    check: (v) => (v === "" ? undefined : listenAddressCheck()(v)),
+  }),
 } as const;
 
 export interface E2bMeshConfig {
@@ -68,6 +75,8 @@ export interface E2bMeshConfig {
   envdProxy:
     | { bindAddress: string; tlsCertFile: string | undefined; tlsPrivateKeyFile: string | undefined; guestHttp2: boolean }
     | undefined;
+  /** Undefined: no metrics listener. */
+  metricsBindAddress: string | undefined;
 }
 
 const orUndefined = (value: string): string | undefined => (value === "" ? undefined : value);
@@ -88,6 +97,7 @@ export function parseE2bMeshFlags(argv: readonly string[], env: Env): CliOutcome
             tlsPrivateKeyFile: orUndefined(v.envdProxyTlsPrivateKeyFile),
             guestHttp2: v.envdProxyGuestHttp2,
           },
+    metricsBindAddress: orUndefined(v.metricsBindAddress),
   }));
 }
 

@@ -5,6 +5,7 @@ import { checkE2bMeshConfig, type E2bMeshConfig } from "./flags.ts";
 import { StartupError } from "#shared/config/index.ts";
 import { MeshFleet } from "#shared/fleet/index.ts";
 import { loadE2bSurface, resolveRootToken } from "#shared/e2b/index.ts";
+import { serveMetrics } from "#shared/http/index.ts";
 import type { Shutdown } from "#shared/lifecycle/index.ts";
 import type { Logger } from "#shared/log/index.ts";
 import { EnvdRelay, serveRelay, stopRelay } from "#shared/relay/index.ts";
@@ -13,6 +14,8 @@ export interface E2bMesh {
   e2bPort: number;
   /** The in-process envd proxy's port, when --envd-proxy-bind-address is set. */
   proxyPort: number | undefined;
+  /** The metrics listener's port, when --metrics-bind-address is set. */
+  metricsPort: number | undefined;
   fleet: MeshFleet;
   stop(): Promise<void>;
 }
@@ -50,7 +53,12 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
   if (relay && config.envdProxy) {
     const p = config.envdProxy;
     try {
-      proxyServer = serveRelay(relay, { address: p.bindAddress, ...(p.tlsCertFile ? { tlsCertFile: p.tlsCertFile } : {}), ...(p.tlsPrivateKeyFile ? { tlsPrivateKeyFile: p.tlsPrivateKeyFile } : {}) });
+      proxyServer = serveRelay(relay, {
+        address: p.bindAddress,
+        ...(p.tlsCertFile ? { tlsCertFile: p.tlsCertFile } : {}),
+        ...(p.tlsPrivateKeyFile ? { tlsPrivateKeyFile: p.tlsPrivateKeyFile } : {}),
+        log: log.child({ component: "envd-proxy" }),
+      });
     } catch (err) {
       await server.stop(true);
       await fleet.stop();
@@ -60,11 +68,28 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
     shutdown?.addListener("envd-proxy", () => stopRelay(ps));
     log.info({ address: p.bindAddress, port: ps.port, tls: Boolean(p.tlsCertFile) }, "envd proxy listening");
   }
+  // One metrics listener for the process: the in-process proxy's registry (the e2b surface keeps none of its own).
+  let metricsServer: ReturnType<typeof Bun.serve> | undefined;
+  if (config.metricsBindAddress !== undefined) {
+    try {
+      metricsServer = serveMetrics({ address: config.metricsBindAddress, registries: relay ? [relay.metrics.registry] : [], log: log.child({ component: "metrics" }) });
+    } catch (err) {
+      await proxyServer?.stop(true);
+      await server.stop(true);
+      await fleet.stop();
+      throw new StartupError(`cannot listen on --metrics-bind-address ${config.metricsBindAddress}: ${(err as Error).message}`, { flag: "--metrics-bind-address" }, err);
+    }
+    const ms = metricsServer;
+    shutdown?.addListener("metrics", () => ms.stop(true));
+    log.info({ address: config.metricsBindAddress, port: ms.port }, "metrics listening");
+  }
   return {
     e2bPort: server.port!,
     proxyPort: proxyServer?.port,
+    metricsPort: metricsServer?.port,
     fleet,
     stop: async () => {
+      await metricsServer?.stop(true);
       await proxyServer?.stop(true);
       await server.stop(true);
       await fleet.stop();

@@ -56,6 +56,12 @@ export const envdProxyFlags = {
   }),
   ...sandboxdTokenFlags,
   ...inventoryStaleAfterFlag,
+  // The metrics listener (spec README, decisions for wave 3): /metrics is not on the public listener.
+  metricsBindAddress: stringFlag({
+    flag: "metrics-bind-address",
+    help: "Address of a separate plain-HTTP listener serving only /metrics (e.g. :9090). Empty: no metrics listener.",
+    check: (v) => (v === "" ? undefined : listenAddressCheck()(v)),
+  }),
 } as const;
 
 export interface EnvdProxyConfig {
@@ -72,6 +78,8 @@ export interface EnvdProxyConfig {
   sandboxdTokenFile: string | undefined;
   /** Milliseconds, always positive. */
   inventoryStaleAfter: number;
+  /** Undefined: no metrics listener. */
+  metricsBindAddress: string | undefined;
 }
 
 const orUndefined = (value: string): string | undefined => (value === "" ? undefined : value);
@@ -88,6 +96,7 @@ export function parseEnvdProxyFlags(argv: readonly string[], env: Env): CliOutco
     sandboxdToken: v.sandboxdToken,
     sandboxdTokenFile: orUndefined(v.sandboxdTokenFile),
     inventoryStaleAfter: v.inventoryStaleAfter.ms,
+    metricsBindAddress: orUndefined(v.metricsBindAddress),
   }));
 }
 

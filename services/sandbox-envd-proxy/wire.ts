@@ -8,6 +8,7 @@ import { KubeClient } from "#shared/kube/index.ts";
 import { KubeConfigError, loadKubeConnection } from "#shared/kube/index.ts";
 import type { Shutdown } from "#shared/lifecycle/index.ts";
 import type { Logger } from "#shared/log/index.ts";
+import { serveMetrics } from "#shared/http/index.ts";
 import { EnvdRelay, serveRelay, stopRelay } from "#shared/relay/index.ts";
 import { buildInfo } from "#shared/version.ts";
 import { checkEnvdProxyConfig, type EnvdProxyConfig } from "./flags.ts";
@@ -23,6 +24,8 @@ export interface EnvdProxyStartOptions {
 
 export interface RunningProxy {
   port: number;
+  /** The metrics listener's port, when --metrics-bind-address is set. */
+  metricsPort: number | undefined;
   relay: EnvdRelay;
   stop(): Promise<void>;
 }
@@ -73,18 +76,34 @@ export async function startEnvdProxy(
       address: config.bindAddress,
       ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
       ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
+      log: log.child({ component: "relay" }),
     });
   } catch (err) {
     await fleet.stop();
     throw new StartupError(`cannot listen on --bind-address ${config.bindAddress}: ${(err as Error).message}`, { flag: "--bind-address" }, err);
+  }
+  let metrics: ReturnType<typeof Bun.serve> | undefined;
+  if (config.metricsBindAddress !== undefined) {
+    try {
+      metrics = serveMetrics({ address: config.metricsBindAddress, registries: [relay.metrics.registry], log: log.child({ component: "metrics" }) });
+    } catch (err) {
+      await server.stop(true);
+      await fleet.stop();
+      throw new StartupError(`cannot listen on --metrics-bind-address ${config.metricsBindAddress}: ${(err as Error).message}`, { flag: "--metrics-bind-address" }, err);
+    }
+    const m = metrics;
+    shutdown?.addListener("metrics", () => m.stop(true));
+    log.info({ address: config.metricsBindAddress, port: m.port }, "metrics listening");
   }
   shutdown?.addListener("envd-proxy", () => stopRelay(server));
   shutdown?.addCloser("inventory", () => fleet.stop());
   log.info({ address: config.bindAddress, port: server.port, tls: Boolean(config.tlsCertFile), nodes: fleet.nodes().length }, "envd proxy listening");
   return {
     port: server.port!,
+    metricsPort: metrics?.port,
     relay,
     stop: async () => {
+      await metrics?.stop(true);
       await server.stop(true);
       await fleet.stop();
     },

@@ -8,7 +8,9 @@
 // listener, and by `--admin-listen` for a whole cluster, where `?node=<index>` picks the node (default 0).
 import type { SandboxdSim } from "./sim.ts";
 import { bearerOf } from "./auth.ts";
-import { SimError } from "./errors.ts";
+import { guardRequests, uncaughtErrorHandler } from "#shared/http/index.ts";
+import { SimError, simErrorResponse } from "./errors.ts";
+import { simLog } from "./log.ts";
 
 export const ADMIN_KNOBS = [
   "advance", "reapNow", "refillNow", "latency", "hang", "fail", "reset", "listFails", "clearFaults",
@@ -47,4 +49,15 @@ export function createAdminHandler(pick: (req: Request) => SandboxdSim | undefin
       return jsonReply(400, { error: (err as Error).message });
     }
   };
+}
+
+/** The `--admin-listen` listener: odd request targets get sandboxd's `{error}` body, a throw one log line. */
+export function serveAdmin(hostname: string, port: number, handler: (req: Request) => Promise<Response>): ReturnType<typeof Bun.serve> {
+  return Bun.serve({
+    hostname,
+    port,
+    development: false,
+    error: uncaughtErrorHandler(simLog(), simErrorResponse),
+    fetch: guardRequests(simErrorResponse, handler),
+  });
 }

@@ -16,3 +16,7 @@ export const badRequest = (msg: string) => new SimError(400, msg);
 export const invalidBody = (detail?: string) => new SimError(400, detail ? `invalid request body: ${detail}` : "invalid request body");
 export const unknownSandbox = () => new SimError(404, "unknown sandbox");
 export const conflict = (msg: string) => new SimError(409, msg);
+
+/** sandboxd's error body for an answer written outside Hono (the listener's own refusals, the admin listener). */
+export const simErrorResponse = (status: number, message: string): Response =>
+  new Response(JSON.stringify({ error: message }), { status, headers: { "content-type": "application/json" } });

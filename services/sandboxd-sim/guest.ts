@@ -10,7 +10,9 @@
 import { createHmac } from "node:crypto";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import { fileSignature as signFile } from "#shared/sandboxd/index.ts";
+import { codeMessageEnvelope, guardRequests, uncaughtErrorHandler } from "#shared/http/index.ts";
 import { safeEqual } from "./auth.ts";
+import { simLog } from "./log.ts";
 
 export interface FakeGuestOptions {
   /** The access token envd expects; when absent it is derived from envdSecret + claimToken, else unchecked. */
@@ -55,7 +57,9 @@ export async function startFakeGuest(o: FakeGuestOptions = {}): Promise<FakeGues
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    async fetch(req) {
+    development: false,
+    error: uncaughtErrorHandler(simLog(), codeMessageEnvelope),
+    fetch: guardRequests(codeMessageEnvelope, async (req: Request) => {
       const url = new URL(req.url);
       const body = req.method === "GET" || req.method === "HEAD" ? "" : await req.text();
       const headers: Record<string, string> = {};
@@ -87,7 +91,7 @@ export async function startFakeGuest(o: FakeGuestOptions = {}): Promise<FakeGues
         return Response.json({ ts: nowSeconds(), cpu_count: 1, cpu_used_pct: 1.5, mem_total: 536870912, mem_used: 134217728, mem_cache: 0, disk_used: 0, disk_total: 0 });
       }
       return Response.json({ method: req.method, path: url.pathname, query: url.search, headers });
-    },
+    }),
   });
   return {
     port: server.port!,

@@ -6,7 +6,7 @@
 import { parseArgs } from "node:util";
 import { readFileSync } from "node:fs";
 import { startSimCluster, poolSpec, type SimCluster } from "./sim.ts";
-import { createAdminHandler } from "./admin.ts";
+import { createAdminHandler, serveAdmin } from "./admin.ts";
 import { splitHostPort } from "./node.ts";
 import type { TenantConfig } from "./auth.ts";
 import { NAME_RE } from "#shared/sandboxd/index.ts";
@@ -37,6 +37,9 @@ Usage: bun services/sandboxd-sim/main.ts [flags]
                               process sandbox, NOT isolation); none: the ports relay reaches nothing
   --version                   print the build identity and exit
   --help                      this text
+
+Environment: SANDBOXD_SIM_LOG_LEVEL (debug, info, warn or error; default warn) for the structured line a listener
+logs when a handler throws.
 
 With neither --token-file nor --tenant the node is open (no credentials), as sandboxd is without api_token.
 `;
@@ -193,7 +196,7 @@ export async function run(argv: string[]): Promise<number> {
   if (cfg.admin) {
     const handler = createAdminHandler((req) => cluster.nodes[Number(new URL(req.url).searchParams.get("node") ?? 0)]);
     try {
-      admin = Bun.serve({ hostname: cfg.admin[0], port: cfg.admin[1], fetch: handler });
+      admin = serveAdmin(cfg.admin[0], cfg.admin[1], handler);
     } catch (e) {
       console.error(`sandboxd-sim: --admin-listen: ${(e as Error).message}`);
       await cluster.stop();

@@ -5,7 +5,12 @@
 import { StartupError } from "./errors.ts";
 import type { EnvOnlySetting } from "./help.ts";
 import { listenAddressCheck } from "./host-port.ts";
-import { boolFlag, durationFlag, intFlag, semverFlag, stringFlag, type DurationValue } from "./flag-kinds.ts";
+import { boolFlag, durationFlag, floatFlag, intFlag, semverFlag, stringFlag, type DurationValue, type FlagSpec } from "./flag-kinds.ts";
+
+/** A float row that refuses negative values at parse time (a usage error, like an int row's min). */
+function nonNegative(spec: FlagSpec<number>): FlagSpec<number> {
+  return { ...spec, schema: spec.schema.refine((v) => v >= 0, { message: "must not be negative" }) };
+}
 
 /** The log-level variable of the operator binaries (sandbox-apiserver, sandbox-envd-proxy, sandbox-e2b). */
 export const OPERATOR_LOG_LEVEL_ENV = "OPERATOR_LOG_LEVEL";
@@ -46,6 +51,18 @@ export const inventoryStaleAfterFlag = {
   }),
 } as const;
 
+/**
+ * Why `value` is not a DNS-1123 label (lowercase alphanumerics and `-`, alphanumeric at both ends, at most 63), or
+ * undefined when it is. e2b namespaces become the `<ns>/` claim_ref prefix: an empty one or one with a slash would
+ * merge tenants.
+ */
+export function dnsLabelProblem(value: string): string | undefined {
+  if (value === "") return "must not be empty";
+  if (value.length > 63) return "must be at most 63 characters";
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value)) return "must be a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit)";
+  return undefined;
+}
+
 export const E2B_DEFAULT_ENVD_VERSION = "0.8.0";
 export const E2B_DEFAULT_TIMEOUT_SECONDS = 300;
 
@@ -59,7 +76,10 @@ export const e2bFlags = {
   e2bNamespace: stringFlag({
     flag: "e2b-namespace",
     default: "default",
-    help: "Namespace a key that names none claims in, and where anonymous claims land; e2b has no namespace concept.",
+    help:
+      "Namespace a key that names none claims in, and where anonymous claims land; e2b has no namespace concept. " +
+      "A DNS-1123 label, never empty.",
+    check: dnsLabelProblem,
   }),
   e2bDomain: stringFlag({
     flag: "e2b-domain",
@@ -87,10 +107,32 @@ export const e2bFlags = {
   e2bApiKeyFile: stringFlag({
     flag: "e2b-api-key-file",
     help:
-      "Path to a file (Secret mount) of accepted e2b API keys, one per line as key or key namespace, presented " +
-      "by the SDK as X-API-KEY; a key sees only the sandboxes and snapshots of its namespace, --e2b-namespace " +
-      "when none is given.",
+      "Path to a file (Secret mount) of accepted e2b API keys, one per line as key [namespace] " +
+      "[max-sandboxes=N] [creates-per-second=R], presented by the SDK as X-API-KEY; a key sees only the " +
+      "sandboxes and snapshots of its namespace, --e2b-namespace when none is given. The quota fields override " +
+      "--e2b-default-max-sandboxes and --e2b-default-creates-per-second for that namespace.",
   }),
+  e2bDefaultMaxSandboxes: intFlag({
+    flag: "e2b-default-max-sandboxes",
+    default: "0",
+    min: 0,
+    defaultLabel: "0 (no limit)",
+    help:
+      "Sandboxes, running or paused, a namespace may hold through the e2b surface when its key-file line sets no " +
+      "max-sandboxes; a create, fork or snapshot restore beyond it answers 429 with Retry-After.",
+  }),
+  // A decimal rate (0.5 = one start every 2 s); a negative one is a usage error (exit 2).
+  e2bDefaultCreatesPerSecond: nonNegative(
+    floatFlag({
+      flag: "e2b-default-creates-per-second",
+      default: "0",
+      defaultLabel: "0 (no limit)",
+      help:
+        "Sandbox starts per second (creates, fork children, snapshot restores, resumes) a namespace may make " +
+        "through the e2b surface when its key-file line sets no creates-per-second; bursts up to one second's " +
+        "worth, then 429 with Retry-After.",
+    }),
+  ),
   e2bAllowAnonymous: boolFlag({
     flag: "e2b-allow-anonymous",
     help:
@@ -178,6 +220,8 @@ export interface E2bOptions {
   allowAnonymous: boolean;
   templateAliasFile: string | undefined;
   envdSecretFile: string | undefined;
+  /** Quota of a namespace whose key-file line sets none; 0 = no limit. */
+  defaultQuota: { maxSandboxes: number; createsPerSecond: number };
   builds: {
     enabled: boolean;
     parallel: number;
@@ -207,6 +251,8 @@ export function e2bOptionsFrom(v: {
   e2bAllowAnonymous: boolean;
   e2bTemplateAliasFile: string;
   e2bEnvdSecretFile: string;
+  e2bDefaultMaxSandboxes: number;
+  e2bDefaultCreatesPerSecond: number;
   e2bBuilds: boolean;
   e2bBuildParallel: number;
   e2bBuildTimeout: DurationValue;
@@ -229,6 +275,7 @@ export function e2bOptionsFrom(v: {
     allowAnonymous: v.e2bAllowAnonymous,
     templateAliasFile: orUndefined(v.e2bTemplateAliasFile),
     envdSecretFile: orUndefined(v.e2bEnvdSecretFile),
+    defaultQuota: { maxSandboxes: v.e2bDefaultMaxSandboxes, createsPerSecond: v.e2bDefaultCreatesPerSecond },
     builds: {
       enabled: v.e2bBuilds,
       parallel: v.e2bBuildParallel,

@@ -21,6 +21,7 @@ const errors = {
   404: json(S.ErrorSchema, "Not found (also: exists in another namespace)"),
   500: json(S.ErrorSchema, "Server or node failure"),
 };
+const quotaErrors = { 429: { ...json(S.ErrorSchema, "Namespace quota exceeded (max-sandboxes or creates-per-second)"), headers: z.object({ "Retry-After": z.string() }) } };
 const noContent = (description: string) => ({ 204: { description } });
 const jsonBody = (schema: z.ZodType, required: boolean) => ({ body: { content: { "application/json": { schema } }, required } });
 const idParams = { params: S.IdParam };
@@ -44,7 +45,9 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   const { surface, log } = o;
   const app = new OpenAPIHono<Env>();
   const anonymous = !o.keys || o.keys.size === 0;
-  const unauthenticated = new Set(["/health", "/openapi.json"]);
+  // /openapi.json documents routes, not tenants: public like e2b cloud's spec. /metrics is for the operator's
+  // scraper (docs/decisions.md "e2b surface: probe lanes, namespaces and quotas").
+  const unauthenticated = new Set(["/health", "/openapi.json", "/metrics"]);
 
   app.use("*", async (c, next) => {
     if (unauthenticated.has(c.req.path)) return next();
@@ -74,7 +77,7 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   // Create ----------------------------------------------------------------------------------------------------
   for (const path of ["/sandboxes", "/v2/sandboxes"]) {
     route(
-      createRoute({ method: "post", path, request: jsonBody(S.NewSandbox, true), responses: { 201: json(S.SandboxSchema, "Created"), 503: json(S.ErrorSchema, "No warm capacity"), ...errors } }),
+      createRoute({ method: "post", path, request: jsonBody(S.NewSandbox, true), responses: { 201: json(S.SandboxSchema, "Created"), 503: json(S.ErrorSchema, "No warm capacity"), ...quotaErrors, ...errors } }),
       async (c, ns) => c.json(await surface.create(ns, await readJsonBody(c.req.raw, S.NewSandbox, true)), 201),
     );
   }
@@ -128,7 +131,7 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   );
   for (const path of ["/sandboxes/{sandboxID}/connect", "/v2/sandboxes/{sandboxID}/connect"]) {
     route(
-      createRoute({ method: "post", path, request: { ...idParams, ...jsonBody(S.ConnectBody, false) }, responses: { 200: json(S.SandboxSchema, "Was running"), 201: json(S.SandboxSchema, "Resumed"), ...errors } }),
+      createRoute({ method: "post", path, request: { ...idParams, ...jsonBody(S.ConnectBody, false) }, responses: { 200: json(S.SandboxSchema, "Was running"), 201: json(S.SandboxSchema, "Resumed"), ...quotaErrors, ...errors } }),
       async (c, ns) => {
         const r = await surface.connect(ns, id(c), await readJsonBody(c.req.raw, S.ConnectBody, false), "connect");
         return c.json(r.sandbox, r.status);
@@ -136,14 +139,14 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
     );
   }
   route(
-    createRoute({ method: "post", path: "/sandboxes/{sandboxID}/resume", request: { ...idParams, ...jsonBody(S.ResumeBody, false) }, responses: { 201: json(S.SandboxSchema, "Resumed"), 409: json(S.ErrorSchema, "Already running"), ...errors } }),
+    createRoute({ method: "post", path: "/sandboxes/{sandboxID}/resume", request: { ...idParams, ...jsonBody(S.ResumeBody, false) }, responses: { 201: json(S.SandboxSchema, "Resumed"), 409: json(S.ErrorSchema, "Already running"), ...quotaErrors, ...errors } }),
     async (c, ns) => {
       const r = await surface.connect(ns, id(c), await readJsonBody(c.req.raw, S.ResumeBody, false), "resume");
       return c.json(r.sandbox, 201);
     },
   );
   route(
-    createRoute({ method: "post", path: "/sandboxes/{sandboxID}/fork", request: { ...idParams, ...jsonBody(S.ForkBody, false) }, responses: { 201: json(z.array(S.ForkResult), "Children"), 409: json(S.ErrorSchema, "Parent paused"), ...errors } }),
+    createRoute({ method: "post", path: "/sandboxes/{sandboxID}/fork", request: { ...idParams, ...jsonBody(S.ForkBody, false) }, responses: { 201: json(z.array(S.ForkResult), "Children"), 409: json(S.ErrorSchema, "Parent paused"), ...quotaErrors, ...errors } }),
     async (c, ns) => {
       const children = await surface.fork(ns, id(c), await readJsonBody(c.req.raw, S.ForkBody, false));
       return c.json(
@@ -154,7 +157,7 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   );
   route(
     createRoute({ method: "post", path: "/sandboxes/{sandboxID}/snapshots", request: { ...idParams, ...jsonBody(S.SnapshotBody, false) }, responses: { 201: json(S.SnapshotInfo, "Snapshot taken"), ...errors } }),
-    async (c, ns) => c.json(await surface.createSnapshot(ns, id(c), (await readJsonBody(c.req.raw, S.SnapshotBody, false)).name), 201),
+    async (c, ns) => c.json(await surface.snapshots.createSnapshot(ns, id(c), (await readJsonBody(c.req.raw, S.SnapshotBody, false)).name), 201),
   );
   route(createRoute({ method: "get", path: "/sandboxes/{sandboxID}/metrics", request: idParams, responses: { 200: json(z.array(S.SandboxMetric), "Metrics"), ...errors } }), async (c, ns) =>
     c.json(await surface.metrics(ns, id(c))),
@@ -173,7 +176,7 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   route(
     createRoute({ method: "get", path: "/snapshots", request: { query: S.SnapshotsQuery }, responses: { 200: { ...json(z.array(S.SnapshotInfo), "One page"), headers: z.object({ "X-Next-Token": z.string().optional() }) }, ...errors } }),
     async (c, ns) => {
-      const { items, nextToken } = await surface.listSnapshots(ns, readQuery(c.req.raw, S.SnapshotsQuery));
+      const { items, nextToken } = await surface.snapshots.listSnapshots(ns, readQuery(c.req.raw, S.SnapshotsQuery));
       if (nextToken) c.header("X-Next-Token", nextToken);
       return c.json(items);
     },
@@ -181,37 +184,37 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
 
   // Templates (literal paths before /templates/{templateID}) ------------------------------------------------------
   for (const path of ["/templates", "/v2/templates"]) {
-    route(createRoute({ method: "get", path, responses: { 200: json(z.array(S.TemplateSchema), "Pool images and built templates"), ...errors } }), (c, ns) => c.json(surface.templates(ns)));
+    route(createRoute({ method: "get", path, responses: { 200: json(z.array(S.TemplateSchema), "Pool images and built templates"), ...errors } }), (c, ns) => c.json(surface.catalog.templates(ns)));
   }
   route(createRoute({ method: "get", path: "/templates/aliases/{alias}", request: { params: S.AliasParam }, responses: { 200: json(S.TemplateAliasResponse, "Known"), ...errors } }), (c, ns) =>
-    c.json(surface.templateAlias(ns, c.req.param("alias") ?? "")),
+    c.json(surface.catalog.templateAlias(ns, c.req.param("alias") ?? "")),
   );
   route(createRoute({ method: "post", path: "/templates/tags", request: jsonBody(S.AssignTagsBody, true), responses: { 201: json(S.AssignTagsReply, "Tags point at the build"), ...errors } }), async (c, ns) => {
     const b = await readJsonBody(c.req.raw, S.AssignTagsBody, true);
-    return c.json(await surface.assignTags(ns, b.target, b.tags), 201);
+    return c.json(await surface.catalog.assignTags(ns, b.target, b.tags), 201);
   });
   route(createRoute({ method: "delete", path: "/templates/tags", request: jsonBody(S.RemoveTagsBody, true), responses: { ...noContent("Tags removed"), ...errors } }), async (c, ns) => {
     const b = await readJsonBody(c.req.raw, S.RemoveTagsBody, true);
-    await surface.removeTags(ns, b.name, b.tags);
+    await surface.catalog.removeTags(ns, b.name, b.tags);
     return c.body(null, 204);
   });
   route(createRoute({ method: "get", path: "/templates/{templateID}/tags", request: { params: S.TemplateParam }, responses: { 200: json(z.array(S.TemplateTag), "Live tags"), ...errors } }), async (c, ns) =>
-    c.json(await surface.templateTags(ns, c.req.param("templateID") ?? "")),
+    c.json(await surface.catalog.templateTags(ns, c.req.param("templateID") ?? "")),
   );
   unserved("POST", "/v3/templates", notServed("template builds"));
   unserved("POST", "/v2/templates/{templateID}/builds/{buildID}", notServed("template builds"));
   unserved("GET", "/templates/{templateID}/builds/{buildID}/status", notServed("template builds"));
   unserved("GET", "/templates/{templateID}/files/{hash}", notServed("template build uploads"));
   route(createRoute({ method: "get", path: "/templates/{templateID}", request: { params: S.TemplateParam }, responses: { 200: json(S.TemplateWithBuilds, "A built template and its builds"), ...errors } }), (c, ns) =>
-    c.json(surface.templateDetail(ns, c.req.param("templateID") ?? "")),
+    c.json(surface.catalog.templateDetail(ns, c.req.param("templateID") ?? "")),
   );
   route(createRoute({ method: "patch", path: "/templates/{templateID}", request: { params: S.TemplateParam, ...jsonBody(S.TemplateUpdate, false) }, responses: { 200: { description: "Accepted (every template here is public)" }, ...errors } }), async (c, ns) => {
     await readJsonBody(c.req.raw, S.TemplateUpdate, false);
-    surface.templateDetail(ns, c.req.param("templateID") ?? "");
+    surface.catalog.templateDetail(ns, c.req.param("templateID") ?? "");
     return c.body(null, 200);
   });
   route(createRoute({ method: "delete", path: "/templates/{templateID}", request: { params: S.TemplateParam }, responses: { ...noContent("Deleted"), ...errors } }), async (c, ns) => {
-    await surface.deleteTemplate(ns, c.req.param("templateID") ?? "");
+    await surface.snapshots.deleteTemplate(ns, c.req.param("templateID") ?? "");
     return c.body(null, 204);
   });
   for (const path of ["/teams", "/secrets", "/volumes"]) {
@@ -219,18 +222,25 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   }
 
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKeyAuth", { type: "apiKey", in: "header", name: "X-API-KEY" });
-  app.get("/openapi.json", (c) =>
-    c.json(
+  // Built once, on the first request (every route is registered by then): rebuilding it cost 2.7 ms CPU per request.
+  let openapi: string | undefined;
+  app.get("/openapi.json", () => {
+    openapi ??= JSON.stringify(
       app.getOpenAPI31Document({
         openapi: "3.1.0",
         info: { title: "e2b-compatible sandbox API", version: "1", description: "The e2b REST surface of the sandbox control plane (docs/e2b.md)." },
       }),
-    ),
-  );
+    );
+    return new Response(openapi, { headers: { "content-type": "application/json" } });
+  });
+  app.get("/metrics", async () => new Response(await surface.quotas.registry.metrics(), { headers: { "content-type": surface.quotas.registry.contentType } }));
 
   app.notFound((c) => errorResponse(404, `no route ${c.req.method} ${c.req.path}`));
   app.onError((err, c) => {
-    if (err instanceof E2bError) return errorResponse(err.status, err.message);
+    if (err instanceof E2bError) {
+      if (err.detail) log.warn({ status: err.status, detail: err.detail, method: c.req.method, path: c.req.path }, "node refused an e2b request");
+      return errorResponse(err.status, err.message, err.headers);
+    }
     log.error({ err, method: c.req.method, path: c.req.path }, "e2b request failed");
     return errorResponse(500, "internal error");
   });

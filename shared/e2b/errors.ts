@@ -1,12 +1,17 @@
 // The e2b error envelope (docs/e2b.md "Errors"): every failure is `{"code": <status>, "message": …}` with `code`
 // equal to the HTTP status, because the SDK branches on the body's code (kill -> false on 404, pause -> false on
-// 409, getInfo -> SandboxNotFoundError on 404). Messages never carry tokens, node names or addresses.
+// 409, getInfo -> SandboxNotFoundError on 404). Messages never carry tokens, node names, addresses or a node's own
+// error text (it can name other tenants and node caps): that goes to the log as `detail`.
 import { isSandboxdError, type SandboxdError } from "../sandboxd/index.ts";
 
 export class E2bError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** Extra response headers (Retry-After on a 429). */
+    readonly headers?: Record<string, string>,
+    /** What the node said: logged, never sent. */
+    readonly detail?: string,
   ) {
     super(message);
     this.name = "E2bError";
@@ -25,9 +30,18 @@ export function errorResponse(status: number, message: string, headers?: Record<
   });
 }
 
+/** The client's words for a node's 4xx: the status is the client's business, the node's text is not. */
+const REFUSAL: Record<number, string> = {
+  400: "the node refused the request as invalid",
+  409: "the sandbox's state does not allow it",
+  413: "the request is too large for the node",
+  429: "the node is at capacity; retry later",
+};
+
 /**
- * A node failure on a sandbox verb: node 404 -> 404 `sandbox "<id>" not found`; other node 4xx -> the node's
- * status and message; anything else (5xx, transport, protocol) -> 500 with the endpoint's fixed message.
+ * A node failure on a sandbox verb: node 404 -> 404 `sandbox "<id>" not found`; other node 4xx (but 401/403) -> the
+ * node's status with a generic message, the node's text kept as `detail` for the log; anything else (5xx,
+ * transport, protocol, the node refusing our own token) -> 500 with the endpoint's fixed message.
  */
 export function fromNode(err: unknown, id: string, fixed: string): E2bError {
   if (err instanceof E2bError) return err;
@@ -35,8 +49,9 @@ export function fromNode(err: unknown, id: string, fixed: string): E2bError {
     const status = (err as SandboxdError).status;
     if (status === 404) return sandboxNotFound(id);
     if (status !== undefined && status >= 400 && status < 500 && status !== 401 && status !== 403) {
-      return new E2bError(status, err.serverMessage || fixed);
+      return new E2bError(status, `${fixed}: ${REFUSAL[status] ?? "the node refused the request"}`, undefined, err.serverMessage);
     }
+    return new E2bError(500, fixed, undefined, err.serverMessage || err.message);
   }
-  return new E2bError(500, fixed);
+  return new E2bError(500, fixed, undefined, err instanceof Error ? err.message : undefined);
 }

@@ -1,8 +1,9 @@
-// The e2b surface's files (docs/e2b.md "Configuration files"), read once at startup: the API key file, the
-// template alias file and the envd secret. Every problem is a StartupError naming the flag and the line.
+// The e2b surface's files (docs/e2b.md "Configuration files"), read once at startup: the API key file (parsed in
+// keys.ts), the template alias file and the envd secret. Every problem is a StartupError naming the flag and the line.
 import { readFileSync } from "node:fs";
 import { StartupError } from "../config/index.ts";
 import type { Size } from "../sandboxd/index.ts";
+import { meaningfulLines, parseKeyFile, type KeyFile } from "./keys.ts";
 
 /** The alias sizes the e2b surface accepts (the node has more tiers; aliases name these three). */
 export const ALIAS_SIZES = ["small", "medium", "large"] as const satisfies readonly Size[];
@@ -18,27 +19,6 @@ function readText(path: string, flag: string): string {
   } catch (err) {
     throw new StartupError(`${flag}: cannot read ${path}: ${(err as Error).message}`, { flag, file: path }, err);
   }
-}
-
-/** Trimmed non-empty lines that are not `#` comments, with their 1-based line numbers. */
-function meaningfulLines(text: string): { n: number; line: string }[] {
-  return text
-    .split(/\r?\n/)
-    .map((raw, i) => ({ n: i + 1, line: raw.trim() }))
-    .filter(({ line }) => line !== "" && !line.startsWith("#"));
-}
-
-/** `key` or `key namespace` per line; a later line for the same key wins. Key -> namespace. */
-export function parseKeyFile(text: string, defaultNamespace: string, file = "key file"): Map<string, string> {
-  const keys = new Map<string, string>();
-  for (const { n, line } of meaningfulLines(text)) {
-    const fields = line.split(/\s+/);
-    if (fields.length > 2) {
-      throw new StartupError(`--e2b-api-key-file: malformed entry on line ${n} of ${file}: expected "key" or "key namespace"`, { flag: "--e2b-api-key-file", line: n });
-    }
-    keys.set(fields[0]!, fields[1] ?? defaultNamespace);
-  }
-  return keys;
 }
 
 /** `alias pool-image [size]` per line; size defaults to small; an alias named twice is an error. */
@@ -68,7 +48,7 @@ export function readEnvdSecret(path: string, flag = "--e2b-envd-secret-file"): s
   return secret;
 }
 
-export function readKeyFile(path: string, defaultNamespace: string): Map<string, string> {
+export function readKeyFile(path: string, defaultNamespace: string): KeyFile {
   return parseKeyFile(readText(path, "--e2b-api-key-file"), defaultNamespace, path);
 }
 

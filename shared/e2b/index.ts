@@ -1,7 +1,10 @@
 // shared/e2b — the e2b-compatible REST surface (docs/e2b.md), one hono app for sandbox-e2b and sandbox-apiserver.
-//   files.ts    key / alias / envd secret files (startup checks)
-//   app.ts      routes, auth, /openapi.json (schemas.ts, body.ts)
-//   surface.ts  what each endpoint does; nodes.ts owner lookup; envd.ts /init and /metrics; list.ts list paging
+//   files.ts    alias / envd secret files (startup checks); keys.ts the key file (namespaces, quota fields)
+//   app.ts      routes, auth, /openapi.json, /metrics (schemas.ts, body.ts)
+//   surface.ts  what each sandbox endpoint does; templates.ts templates and tags; snapshots.ts snapshots;
+//               quotas.ts per-namespace quotas; placement.ts claim placement; render.ts replies; token-forms.ts
+//               which token an old sandbox's envd holds; nodes.ts owner lookup; envd.ts /init and
+//               envd /metrics; list.ts list paging
 //   ids.ts, tokens.ts, errors.ts  id forms, access tokens, the {code,message} envelope
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { E2bOptions } from "../config/index.ts";
@@ -9,13 +12,15 @@ import { splitHostPort } from "../config/index.ts";
 import { StartupError } from "../config/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import type { Logger } from "../log/index.ts";
+import { guardRequests, uncaughtErrorHandler } from "../http/index.ts";
 import { createE2bApp } from "./app.ts";
+import { errorResponse } from "./errors.ts";
 import { readAliasFile, readEnvdSecret, readKeyFile } from "./files.ts";
 import { E2bSurface } from "./surface.ts";
 
 export { createE2bApp, namespaceForKey } from "./app.ts";
 export { E2bSurface, type E2bSettings, type E2bDeps } from "./surface.ts";
-export { deriveAccessToken, safeEqual } from "./tokens.ts";
+export { accessTokenMatches, carriesLaneTag, deriveAccessToken, envdAccessToken, safeEqual } from "./tokens.ts";
 export { claimIdOf, publicSandboxId, sameSandboxId } from "./ids.ts";
 export { readEnvdSecret, resolveRootToken } from "./files.ts";
 
@@ -44,7 +49,8 @@ export interface LoadedE2b {
 /** Read the key, alias and secret files (StartupError naming the flag on any problem) and build the app. */
 export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
   const opts = o.options;
-  const keys = opts.apiKeyFile === undefined ? new Map<string, string>() : readKeyFile(opts.apiKeyFile, opts.namespace);
+  const keyFile = opts.apiKeyFile === undefined ? { keys: new Map<string, string>(), quotas: new Map() } : readKeyFile(opts.apiKeyFile, opts.namespace);
+  const keys = keyFile.keys;
   if (keys.size === 0 && !opts.allowAnonymous) {
     throw new StartupError("e2b: no API key configured: the key file has no entries; add keys or set --e2b-allow-anonymous", { flag: "--e2b-api-key-file" });
   }
@@ -61,6 +67,10 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
       aliases,
       envdSecret,
       rootToken: o.rootToken,
+      quotas: keyFile.quotas,
+      defaultQuota: opts.defaultQuota,
+      // Anonymous mode claims in --e2b-namespace only.
+      namespaces: keys.size > 0 ? new Set(keys.values()) : [opts.namespace],
     },
     {
       fleet: o.fleet,
@@ -76,7 +86,15 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
     envdSecret,
     serve(address) {
       const { host, port } = splitHostPort(address);
-      return Bun.serve({ hostname: host === "" ? "0.0.0.0" : host, port: Number(port), fetch: app.fetch, idleTimeout: 255 });
+      return Bun.serve({
+        hostname: host === "" ? "0.0.0.0" : host,
+        port: Number(port),
+        idleTimeout: 255,
+        // Never Bun's development page: odd request targets get the e2b envelope before hono, a throw one log line.
+        development: false,
+        error: uncaughtErrorHandler(o.log.child({ component: "e2b" }), errorResponse),
+        fetch: guardRequests(errorResponse, (req: Request) => app.fetch(req)),
+      });
     },
   };
 }

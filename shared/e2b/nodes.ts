@@ -3,12 +3,15 @@
 //   2. the fleet snapshot's entries (fresh nodes only) of the caller's namespace;
 //   3. a live `GET /v1/sandboxes/{claimId}` on every fresh node (≤16 at once, the rest cancelled on the first hit),
 //      accepted only when the row's claim_ref puts it in the caller's namespace.
-// A miss is 404 `sandbox "<id>" not found`, the same answer as "exists in another namespace".
+// A miss is 404 `sandbox "<id>" not found`, the same answer as "exists in another namespace". A claim belongs to a
+// namespace only when its claim_ref starts with `<ns>/`: a claim with no prefix (made outside the e2b surface) is
+// reachable by no key, although the fleet files it under `default`.
 import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { FleetNode, FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
-import { findEntry, namespaceOfName, nodeByAddress } from "../fleet/index.ts";
+import type { EntryHit, FleetEntry } from "../fleet/index.ts";
+import { findEntry, nodeByAddress } from "../fleet/index.ts";
 import { SandboxdClient } from "../sandboxd/index.ts";
 import type { SandboxDetail } from "../sandboxd/index.ts";
 import { sandboxNotFound } from "./errors.ts";
@@ -41,10 +44,34 @@ interface Remembered {
  */
 export const REMEMBER_MS = 10 * 60_000;
 
+/**
+ * How long a claim of this process counts toward its namespace's quota while the fleet view does not list it yet,
+ * and how long a released one is left out while the view still lists it: a poll tick or an inventory publish.
+ */
+export const LISTING_LAG_MS = 60_000;
+
+/** Whether a claim_ref (or a fleet entry's name) is `<namespace>/…`: the only way a claim belongs to a key. */
+export function inNamespace(claimRef: string | undefined, namespace: string): boolean {
+  return namespace !== "" && claimRef !== undefined && claimRef.startsWith(`${namespace}/`);
+}
+
+/** Every fleet entry of a namespace (by its `<ns>/` prefix, never the fleet's `default` fallback). */
+export function entriesIn(nodes: readonly FleetNode[], namespace: string): EntryHit[] {
+  const out: EntryHit[] = [];
+  for (const node of nodes) for (const entry of node.entries) if (inNamespace(entry.name, namespace)) out.push({ node, entry });
+  return out;
+}
+
+const belongs = (entry: FleetEntry, namespace: string) => inNamespace(entry.name, namespace);
+
 export class NodeAccess {
   private readonly clients = new Map<string, SandboxdClient>();
   private readonly remembered = new Map<string, Remembered>();
   private pruneAt = 1000;
+  /** namespace -> claim id -> when this process claimed it (quota counting until the view lists it). */
+  private readonly recent = new Map<string, Map<string, number>>();
+  /** claim id -> when this process released it (left out of quota counts while the view still lists it). */
+  private readonly released = new Map<string, number>();
 
   constructor(
     readonly fleet: FleetSource,
@@ -81,10 +108,40 @@ export class NodeAccess {
       this.pruneAt = this.remembered.size + 1000;
     }
     this.remembered.set(`${namespace}\0${claimId}`, { address, nodeName, until: now + REMEMBER_MS });
+    let mine = this.recent.get(namespace);
+    if (!mine) this.recent.set(namespace, (mine = new Map()));
+    mine.set(claimId, now);
   }
 
   forget(namespace: string, claimId: string): void {
     this.remembered.delete(`${namespace}\0${claimId}`);
+    this.recent.get(namespace)?.delete(claimId);
+  }
+
+  /** A sandbox this process released: out of the quota count at once, although the view lists it a while longer. */
+  markReleased(claimId: string): void {
+    const now = this.clock.now();
+    if (this.released.size >= 1000) for (const [k, at] of this.released) if (at + LISTING_LAG_MS <= now) this.released.delete(k);
+    this.released.set(claimId, now);
+  }
+
+  /** Sandboxes the namespace holds as this process sees them: listed by the view, or claimed here and not yet listed. */
+  liveCount(namespace: string): number {
+    const now = this.clock.now();
+    const ids = new Set<string>();
+    for (const { entry } of entriesIn(this.nodes(), namespace)) ids.add(entry.id);
+    const mine = this.recent.get(namespace);
+    if (mine) {
+      for (const [id, at] of mine) {
+        if (at + LISTING_LAG_MS <= now) mine.delete(id);
+        else ids.add(id);
+      }
+    }
+    for (const [id, at] of this.released) {
+      if (at + LISTING_LAG_MS <= now) this.released.delete(id);
+      else ids.delete(id);
+    }
+    return ids.size;
   }
 
   async locate(namespace: string, requestedId: string): Promise<Located> {
@@ -96,14 +153,16 @@ export class NodeAccess {
     if (mem && mem.until > this.clock.now() && nodes.some((n) => n.name === mem.nodeName)) {
       return { claimId, publicId, address: mem.address, nodeName: mem.nodeName };
     }
-    const hit = findEntry(nodes, requestedId, namespace);
+    const hit = findEntry(nodes, requestedId);
+    // Listed, but not under `<ns>/` (another tenant's, or a claim made outside the surface): no probe can change that.
+    if (hit && !belongs(hit.entry, namespace)) throw sandboxNotFound(requestedId);
     if (hit) return { claimId: hit.entry.id, publicId: publicSandboxId(hit.entry.id), address: hit.node.address, nodeName: hit.node.name };
     const probed = await firstHit(
       nodes.filter((n) => n.address),
       FANOUT_CONCURRENCY,
       async (node, signal) => {
         const row = await this.client(node.address).get(claimId, { signal, timeoutMs: PROBE_TIMEOUT_MS });
-        if (namespaceOfName(row.claim_ref || row.id) !== namespace) return undefined;
+        if (!inNamespace(row.claim_ref, namespace)) return undefined;
         return { node, row };
       },
     );

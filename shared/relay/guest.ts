@@ -7,8 +7,35 @@ import type { IncomingHttpHeaders } from "node:http";
 import type net from "node:net";
 import type { Readable, Writable } from "node:stream";
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1) and HTTP/2-forbidden ones: never forwarded either way. */
-export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "http2-settings", "host"]);
+/**
+ * Hop-by-hop headers (RFC 9110 §7.6.1), HTTP/2-forbidden ones, and the client's credentials for this proxy
+ * (Proxy-Authorization is meant for the hop that receives it): never forwarded either way.
+ */
+export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "transfer-encoding", "te", "trailer", "upgrade", "http2-settings", "host"]);
+
+/** The header names a Connection value lists (RFC 9110 §7.6.1): hop-by-hop for that one message. */
+export function connectionOptions(value: string | null | undefined): Set<string> {
+  const out = new Set<string>();
+  for (const t of (value ?? "").split(",")) {
+    const name = t.trim().toLowerCase();
+    if (name !== "") out.add(name);
+  }
+  return out;
+}
+
+/**
+ * The client's request headers the guest may see: no hop-by-hop ones, none the client's Connection header names,
+ * no pseudo-headers, and not the e2b API key (the guest authenticates with X-Access-Token, never the tenant's key).
+ */
+export function guestRequestHeaders(h: Headers): Record<string, string> {
+  const named = connectionOptions(h.get("connection"));
+  const out: Record<string, string> = {};
+  h.forEach((v, k) => {
+    if (HOP_BY_HOP.has(k) || named.has(k) || k === "x-api-key" || k.startsWith(":")) return;
+    out[k] = v;
+  });
+  return out;
+}
 
 export interface GuestRequest {
   method: string;
@@ -134,7 +161,13 @@ export async function forwardHttp2(sock: net.Socket, r: GuestRequest): Promise<R
   const response = new Promise<Response>((resolve, reject) => {
     stream.once("error", reject);
     stream.once("response", (h) => {
-      const status = Number(h[":status"] ?? 502);
+      const status = Number(h[":status"] ?? NaN);
+      // A status Response cannot carry (99, 600): this exchange fails (502), not the event handler.
+      if (!Number.isInteger(status) || status < 200 || status > 599) {
+        teardown();
+        reject(new Error(`guest answered status ${String(h[":status"])}`));
+        return;
+      }
       const out = responseHeaders(h);
       if (noBody(r.method, status)) {
         stream.resume();

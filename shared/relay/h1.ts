@@ -1,58 +1,26 @@
 // HTTP/1.1 toward the guest, written directly on the tunnel (a GuestWire: a Bun socket for plain-TCP nodes,
 // bun-tunnel.ts; node:net/tls for TLS nodes) (docs/envd-relay.md "Streaming"): one request
 // per connection (`Connection: close`), the request body sent as it arrives (Content-Length when the client gave
-// one, else chunked), the response head parsed here and its body streamed out as a pull-based web stream that
-// decodes chunked framing incrementally and passes Content-Length or close-delimited bodies through untouched.
+// one, else chunked), the response read through the framing parser (framing/, docs/envd-relay.md "Framing") and
+// its body streamed out as a pull-based web stream: chunked framing decoded incrementally, Content-Length or
+// close-delimited bodies passed through untouched.
 // Replaces node:http on the hot path: it parsed and re-emitted every chunk through JS event machinery.
 import type net from "node:net";
+import { realClock, type Clock, type Timer } from "../clock/index.ts";
+import { bodyDecoder, FramingError, ResponseHeadReader, type BodyDecoder } from "./framing/index.ts";
 import type { GuestRequest } from "./guest.ts";
-import { GUEST_BODY_QUEUE, HOP_BY_HOP, drained } from "./guest.ts";
+import { GUEST_BODY_QUEUE, HOP_BY_HOP, connectionOptions, drained } from "./guest.ts";
 
-const MAX_HEAD_BYTES = 64 * 1024;
+/**
+ * How long a guest that has started its response head may take to finish it (docs/envd-relay.md "Framing"): an
+ * honest server writes its head at once, a slowloris one would hold the tunnel. The wait for the first byte is
+ * the client's to end (its abort tears the tunnel down).
+ */
+export const HEAD_DEADLINE_MS = 10_000;
 
-type Framing = { kind: "none" } | { kind: "length"; left: number } | { kind: "chunked" } | { kind: "close" };
-
-/** Incremental chunked-transfer decoder: feed bytes, get body slices; `done` once the last chunk and trailers end. */
-export class ChunkedDecoder {
-  private state: "size" | "data" | "data-crlf" | "trailer" = "size";
-  private left = 0;
-  private line: Buffer = Buffer.alloc(0);
-  done = false;
-
-  feed(b: Buffer, out: (slice: Buffer) => void): void {
-    let i = 0;
-    while (i < b.length && !this.done) {
-      if (this.state === "data") {
-        const n = Math.min(this.left, b.length - i);
-        out(b.subarray(i, i + n));
-        i += n;
-        this.left -= n;
-        if (this.left === 0) this.state = "data-crlf";
-        continue;
-      }
-      // Line-oriented states: read up to LF.
-      const lf = b.indexOf(0x0a, i);
-      if (lf < 0) {
-        this.line = Buffer.concat([this.line, b.subarray(i)]);
-        if (this.line.length > 4096) throw new Error("chunk line too long");
-        return;
-      }
-      const line = Buffer.concat([this.line, b.subarray(i, lf)]).toString("latin1").replace(/\r$/, "");
-      this.line = Buffer.alloc(0);
-      i = lf + 1;
-      if (this.state === "data-crlf") {
-        this.state = "size";
-      } else if (this.state === "size") {
-        const size = parseInt(line.split(";")[0]!.trim(), 16);
-        if (Number.isNaN(size)) throw new Error("bad chunk size");
-        if (size === 0) this.state = "trailer";
-        else {
-          this.left = size;
-          this.state = "data";
-        }
-      } else if (line === "") this.done = true; // end of trailers
-    }
-  }
+export interface Http1Options {
+  headDeadlineMs?: number;
+  clock?: Clock;
 }
 
 /**
@@ -102,7 +70,7 @@ async function sendBody(w: GuestWire, body: ReadableStream<Uint8Array>, chunked:
 }
 
 /** The guest leg over a node:net tunnel socket (TLS nodes). */
-export function forwardHttp1Raw(sock: net.Socket, r: GuestRequest): Promise<Response> {
+export function forwardHttp1Raw(sock: net.Socket, r: GuestRequest, o: Http1Options = {}): Promise<Response> {
   const wire: GuestWire = {
     write: (d) => sock.write(d),
     drained: () => drained(sock),
@@ -113,7 +81,7 @@ export function forwardHttp1Raw(sock: net.Socket, r: GuestRequest): Promise<Resp
       return sock.destroyed;
     },
   };
-  const { response, events } = startHttp1(wire, r);
+  const { response, events } = startHttp1(wire, r, o);
   sock.on("data", events.data);
   sock.once("end", events.end);
   sock.once("error", events.error);
@@ -122,11 +90,23 @@ export function forwardHttp1Raw(sock: net.Socket, r: GuestRequest): Promise<Resp
   return response;
 }
 
+/** The guest's response headers the client may see: no hop-by-hop ones and none the guest's Connection names. */
+function clientHeaders(lines: readonly [string, string][]): Headers {
+  const named = connectionOptions(lines.filter(([k]) => k === "connection").map(([, v]) => v).join(","));
+  const out = new Headers();
+  for (const [k, v] of lines) if (!HOP_BY_HOP.has(k) && !named.has(k)) out.append(k, v);
+  return out;
+}
+
 /**
  * One HTTP/1.1 exchange on a wire: writes the head, streams the request body, and resolves with the response once
- * its head arrives. The caller routes the wire's events to `events`.
+ * its head arrives. The caller routes the wire's events to `events`. Every guest byte goes through the framing
+ * parser: a violation before the head rejects (the proxy answers 502), after it errors the body stream (the client
+ * sees a reset), and either way only this exchange's tunnel is torn down.
  */
-export function startHttp1(sock: GuestWire, r: GuestRequest): { response: Promise<Response>; events: WireEvents } {
+export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {}): { response: Promise<Response>; events: WireEvents } {
+  const clock = o.clock ?? realClock;
+  const headDeadlineMs = o.headDeadlineMs ?? HEAD_DEADLINE_MS;
   const teardown = () => sock.destroy();
   r.signal.addEventListener("abort", teardown, { once: true });
   const hasLength = r.headers["content-length"] !== undefined;
@@ -137,10 +117,12 @@ export function startHttp1(sock: GuestWire, r: GuestRequest): { response: Promis
 
   let events: WireEvents | undefined;
   const response = new Promise<Response>((resolve, reject) => {
-    let buf: Buffer = Buffer.alloc(0);
+    const headReader = new ResponseHeadReader(r.method);
+    let headTimer: Timer | undefined;
+    let interimSeen = 0;
+    const onHeadDeadline = () => fail(new FramingError(`no complete response head within ${headDeadlineMs} ms`, "head"));
     let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
-    let framing: Framing | undefined;
-    let decoder: ChunkedDecoder | undefined;
+    let decoder: BodyDecoder | undefined;
     let finished = false;
     const emit = (slice: Buffer) => {
       if (slice.length === 0) return;
@@ -150,6 +132,7 @@ export function startHttp1(sock: GuestWire, r: GuestRequest): { response: Promis
     const finish = () => {
       if (finished) return;
       finished = true;
+      headTimer?.cancel();
       try {
         ctrl?.close();
       } catch {
@@ -160,6 +143,7 @@ export function startHttp1(sock: GuestWire, r: GuestRequest): { response: Promis
     const fail = (err: Error) => {
       if (finished) return;
       finished = true;
+      headTimer?.cancel();
       if (ctrl) {
         try {
           ctrl.error(err);
@@ -170,89 +154,71 @@ export function startHttp1(sock: GuestWire, r: GuestRequest): { response: Promis
       teardown();
     };
     const body = (b: Buffer) => {
-      const f = framing!;
-      if (f.kind === "length") {
-        const n = Math.min(f.left, b.length);
-        emit(b.subarray(0, n));
-        f.left -= n;
-        if (f.left === 0) finish();
-      } else if (f.kind === "chunked") {
-        decoder!.feed(b, emit);
-        if (decoder!.done) finish();
-      } else if (f.kind === "close") emit(b);
-      if (!finished && ctrl && (ctrl.desiredSize ?? 0) <= 0) sock.pause();
+      decoder!.feed(b, emit);
+      if (decoder!.done) finish();
+      else if (ctrl && (ctrl.desiredSize ?? 0) <= 0) sock.pause();
     };
     const onData = (c: Buffer) => {
+      if (finished) return;
       try {
-        if (framing) return body(c);
-        buf = buf.length ? Buffer.concat([buf, c]) : c;
-        for (;;) {
-          const end = buf.indexOf("\r\n\r\n");
-          if (end < 0) {
-            if (buf.length > MAX_HEAD_BYTES) fail(new Error("guest response head too large"));
-            return;
+        if (decoder) return body(c);
+        headTimer ??= clock.after(headDeadlineMs, onHeadDeadline);
+        const got = headReader.feed(c);
+        if (!got) {
+          // A complete interim head (100 Continue before a long upload) restarts the clock for the next head.
+          if (headReader.interimHeads !== interimSeen) {
+            interimSeen = headReader.interimHeads;
+            headTimer.cancel();
+            headTimer = headReader.started ? clock.after(headDeadlineMs, onHeadDeadline) : undefined;
           }
-          const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
-          const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? "")?.[1] ?? NaN);
-          if (!Number.isInteger(status)) return fail(new Error("guest answered something that is not HTTP/1.x"));
-          const rest = buf.subarray(end + 4);
-          if (status >= 100 && status < 200) {
-            // Interim (100 Continue, 103): skip it and parse the final head.
-            buf = rest;
-            continue;
-          }
-          const headers = new Headers();
-          let length: number | undefined;
-          let isChunked = false;
-          for (const line of lines.slice(1)) {
-            const colon = line.indexOf(":");
-            if (colon <= 0) continue;
-            const k = line.slice(0, colon).trim().toLowerCase();
-            const v = line.slice(colon + 1).trim();
-            if (k === "content-length") length = Number(v);
-            if (k === "transfer-encoding" && /chunked/i.test(v)) isChunked = true;
-            if (HOP_BY_HOP.has(k)) continue;
-            headers.append(k, v);
-          }
-          const noBody = r.method === "HEAD" || status === 204 || status === 304;
-          framing = noBody ? { kind: "none" } : isChunked ? { kind: "chunked" } : length !== undefined ? { kind: "length", left: length } : { kind: "close" };
-          if (framing.kind === "none" || (framing.kind === "length" && framing.left === 0)) {
-            finished = true;
-            teardown();
-            resolve(new Response(null, { status, headers }));
-            return;
-          }
-          if (framing.kind === "chunked") decoder = new ChunkedDecoder();
-          const stream = new ReadableStream<Uint8Array>(
-            {
-              start(c) {
-                ctrl = c;
-              },
-              pull() {
-                sock.resume();
-              },
-              cancel() {
-                finished = true;
-                teardown();
-              },
-            },
-            // The decoder hands over one slice per guest chunk (often 64 KiB): a byte-counted queue, not a chunk count.
-            GUEST_BODY_QUEUE,
-          );
-          resolve(new Response(stream, { status, headers }));
-          if (rest.length) body(Buffer.from(rest));
           return;
         }
+        headTimer.cancel();
+        const { status, framing } = got.head;
+        const headers = clientHeaders(got.head.headers);
+        if (framing.kind === "none" || (framing.kind === "length" && framing.length === 0)) {
+          finished = true;
+          teardown();
+          resolve(new Response(null, { status, headers }));
+          return;
+        }
+        decoder = bodyDecoder(framing);
+        const stream = new ReadableStream<Uint8Array>(
+          {
+            start(c) {
+              ctrl = c;
+            },
+            pull() {
+              sock.resume();
+            },
+            cancel() {
+              finished = true;
+              teardown();
+            },
+          },
+          // The decoder hands over one slice per guest chunk (often 64 KiB): a byte-counted queue, not a chunk count.
+          GUEST_BODY_QUEUE,
+        );
+        resolve(new Response(stream, { status, headers }));
+        if (got.rest.length) body(Buffer.from(got.rest));
+      } catch (err) {
+        fail(err as Error);
+      }
+    };
+    /** The guest closed its side: complete only if the framing says the body is. */
+    const onEnd = () => {
+      if (finished) return;
+      try {
+        if (!decoder) return headReader.end();
+        decoder.end();
+        finish();
       } catch (err) {
         fail(err as Error);
       }
     };
     events = {
       data: onData,
-      end: () => {
-        if (framing?.kind === "close") finish();
-        else fail(new Error("guest closed the connection mid-response"));
-      },
+      end: onEnd,
       error: (err) => fail(err),
       // Every exchange ends in a close: build the Error (a stack capture) only when it is news.
       close: () => void (finished || fail(new Error("tunnel closed"))),

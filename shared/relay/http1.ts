@@ -3,6 +3,7 @@
 import type http from "node:http";
 import type net from "node:net";
 import type { Socket } from "bun";
+import { WholeReplyReader } from "./framing/index.ts";
 import { endpointOf, openTunnel, relayReply, relayRequest, TunnelUnreachable, type TunnelTarget } from "./tunnel.ts";
 
 export interface TunnelRequest {
@@ -17,11 +18,7 @@ export interface SmallReply {
   body: Buffer;
 }
 
-/**
- * A whole small exchange (envd `/init`, `/metrics`): send `body` with `Connection: close`, read at most `maxBytes`
- * of reply within `timeoutMs`. Written by hand rather than through node:http: it sits on the create path, and a
- * closed, length-bounded exchange needs no framing beyond Content-Length or the close itself.
- */
+/** A small exchange: the request, its body, and the bounds of the reply (`timeoutMs`, `maxBytes` of body). */
 type SmallExchange = TunnelRequest & { body?: string; timeoutMs: number; maxBytes: number };
 
 /** The request bytes of a small exchange: head with `Connection: close` and Content-Length, then the body. */
@@ -36,38 +33,27 @@ function requestBytes(r: SmallExchange): Buffer {
   return Buffer.concat([Buffer.from(`${head}\r\n`, "latin1"), payload]);
 }
 
-/** The reply read so far: undefined while more is needed (and the connection is open), else the reply or why not. */
-function smallReply(buf: Buffer, ended: boolean, maxBytes: number): SmallReply | Error | undefined {
-  if (buf.length > maxBytes + 16 * 1024) return new Error(`reply larger than ${maxBytes} bytes`);
-  const end = buf.indexOf("\r\n\r\n");
-  if (end < 0) return ended ? new Error("connection closed before a reply head") : undefined;
-  const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
-  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? "")?.[1] ?? NaN);
-  if (!Number.isInteger(status)) return new Error("reply is not HTTP/1.x");
-  const lengthLine = lines.find((l) => /^content-length:/i.test(l));
-  const chunked = lines.some((l) => /^transfer-encoding:.*chunked/i.test(l));
-  const bodyBytes = buf.subarray(end + 4);
-  if (lengthLine) {
-    const len = Number(lengthLine.slice(lengthLine.indexOf(":") + 1).trim());
-    if (bodyBytes.length >= len) return { status, body: Buffer.from(bodyBytes.subarray(0, len)) };
-  } else if (status === 204 || status === 304) {
-    return { status, body: Buffer.alloc(0) };
-  } else if (chunked) {
-    const decoded = dechunk(bodyBytes);
-    if (decoded) return { status, body: decoded };
+/**
+ * The reply read so far, through the framing parser: undefined while more is needed, else the reply or why not
+ * (a FramingError for malformed or truncated framing, an oversized body included).
+ */
+function replyStep(reader: WholeReplyReader, chunk: Buffer | undefined): SmallReply | Error | undefined {
+  try {
+    const r = chunk === undefined ? reader.end() : reader.feed(chunk);
+    return r && { status: r.status, body: r.body };
+  } catch (err) {
+    return err as Error;
   }
-  if (!ended) return undefined;
-  return lengthLine || chunked ? new Error("reply truncated") : { status, body: Buffer.from(bodyBytes) };
 }
 
 /**
  * A whole small exchange (envd `/init`, `/metrics`): send `body` with `Connection: close`, read at most `maxBytes`
- * of reply within `timeoutMs`. Written by hand rather than through node:http: it sits on the create path, and a
- * closed, length-bounded exchange needs no framing beyond Content-Length or the close itself.
+ * of reply body within `timeoutMs`. Written by hand rather than through node:http (it sits on the create path); the
+ * reply goes through the framing parser (framing/), so a hostile envd can fail this call but not stall the process.
  */
 export function exchangeOverSocket(sock: net.Socket, r: SmallExchange): Promise<SmallReply> {
   return new Promise<SmallReply>((resolve, reject) => {
-    let buf: Buffer = Buffer.alloc(0);
+    const reader = new WholeReplyReader(r.method, r.maxBytes);
     let settled = false;
     const finish = (out: SmallReply | Error) => {
       if (settled) return;
@@ -78,15 +64,14 @@ export function exchangeOverSocket(sock: net.Socket, r: SmallExchange): Promise<
       else resolve(out);
     };
     const timer = setTimeout(() => finish(new Error(`no reply within ${r.timeoutMs} ms`)), r.timeoutMs);
-    const step = (ended: boolean) => {
-      const out = smallReply(buf, ended, r.maxBytes);
+    const step = (chunk: Buffer | undefined) => {
+      if (settled) return;
+      const out = replyStep(reader, chunk);
       if (out !== undefined) finish(out);
     };
-    sock.on("data", (c: Buffer) => {
-      buf = buf.length ? Buffer.concat([buf, c]) : c;
-      step(false);
-    });
-    sock.once("end", () => step(true));
+    sock.on("data", (c: Buffer) => step(c));
+    sock.once("end", () => step(undefined));
+    sock.once("close", () => step(undefined));
     sock.once("error", (err) => finish(err));
     sock.resume();
     sock.write(requestBytes(r));
@@ -108,6 +93,7 @@ export async function exchangeOverTunnel(t: TunnelTarget, r: SmallExchange, o: {
     let upgraded = false;
     let buf: Buffer = Buffer.alloc(0);
     let unsent: Buffer | undefined;
+    const reader = new WholeReplyReader(r.method, r.maxBytes);
     const finish = (out: SmallReply | Error) => {
       if (settled) return;
       settled = true;
@@ -126,19 +112,26 @@ export async function exchangeOverTunnel(t: TunnelTarget, r: SmallExchange, o: {
       const n = s.write(bytes);
       unsent = n < bytes.length ? bytes.subarray(Math.max(n, 0)) : undefined;
     };
-    const onBytes = (s: Socket, ended: boolean) => {
+    // Until the node's 101 the bytes are the ports relay's handshake; after it, each read goes to the reply reader.
+    const onBytes = (s: Socket, chunk: Buffer | undefined) => {
       if (settled) return;
       if (!upgraded) {
+        if (chunk) buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
         const h = relayReply(buf);
-        if (h === undefined) return ended ? finish(new TunnelUnreachable("node closed the connection during the ports relay handshake")) : undefined;
+        if (h === undefined) return chunk ? undefined : finish(new TunnelUnreachable("node closed the connection during the ports relay handshake"));
         if ("error" in h) return finish(h.error);
         upgraded = true;
         clearTimeout(timer);
         timer = setTimeout(() => finish(new Error(`no reply within ${r.timeoutMs} ms`)), r.timeoutMs);
-        buf = h.rest;
         send(s, requestBytes(r));
+        buf = Buffer.alloc(0);
+        // The guest's first bytes may share the read with the 101.
+        if (chunk) {
+          if (h.rest.length === 0) return;
+          chunk = Buffer.from(h.rest);
+        }
       }
-      const out = smallReply(buf, ended, r.maxBytes);
+      const out = replyStep(reader, chunk);
       if (out !== undefined) finish(out);
     };
     Bun.connect({
@@ -152,17 +145,16 @@ export async function exchangeOverTunnel(t: TunnelTarget, r: SmallExchange, o: {
           send(s, Buffer.from(relayRequest(t, ep.authority), "latin1"));
         },
         data(s, chunk) {
-          buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
-          onBytes(s, false);
+          onBytes(s, chunk);
         },
         drain(s) {
           if (unsent) send(s, unsent);
         },
         end(s) {
-          onBytes(s, true);
+          onBytes(s, undefined);
         },
         close(s) {
-          onBytes(s, true);
+          onBytes(s, undefined);
         },
         error(_s, err) {
           finish(upgraded ? err : new TunnelUnreachable(`ports relay dial failed: ${err.message}`, { cause: err }));
@@ -173,20 +165,4 @@ export async function exchangeOverTunnel(t: TunnelTarget, r: SmallExchange, o: {
       },
     }).catch((err: Error) => finish(new TunnelUnreachable(`ports relay dial failed: ${err.message}`, { cause: err })));
   });
-}
-
-/** A complete chunked body, or undefined while chunks are still missing. */
-function dechunk(b: Buffer): Buffer | undefined {
-  const parts: Buffer[] = [];
-  let i = 0;
-  for (;;) {
-    const eol = b.indexOf("\r\n", i);
-    if (eol < 0) return undefined;
-    const size = parseInt(b.subarray(i, eol).toString("latin1").split(";")[0]!, 16);
-    if (Number.isNaN(size)) return undefined;
-    if (size === 0) return Buffer.concat(parts);
-    if (b.length < eol + 2 + size + 2) return undefined;
-    parts.push(b.subarray(eol + 2, eol + 2 + size));
-    i = eol + 2 + size + 2;
-  }
 }

@@ -1,8 +1,11 @@
 // shared/relay — the envd relay (docs/envd-relay.md): route.ts (host/header routing), owners.ts (owner cache,
-// inventory lookup, probes), tunnel.ts + bun-tunnel.ts (the node's ports relay), guest.ts + http1.ts (the streaming guest leg),
-// proxy.ts (the pipeline and failure mapping), metrics.ts, server.ts (the listener).
+// inventory lookup, probes), tunnel.ts + bun-tunnel.ts (the node's ports relay), guest.ts + h1.ts (the streaming guest leg),
+// http1.ts (the envd client's small exchanges), framing/ (the HTTP/1.1 parser for every guest byte),
+// proxy.ts (the pipeline and failure mapping), metrics.ts, server.ts (the listener and its request entry), idle.ts
+// (the listener's idle timeout, held off while a request is answered).
 export { EnvdRelay, relayError, type RelayOptions } from "./proxy.ts";
-export { serveRelay, stopRelay, RELAY_DRAIN_MS, type RelayListen } from "./server.ts";
-export { routeFromHost, routeRequest, parsePort, isEnvdInternalPath, isSignedFileUrl } from "./route.ts";
+export { relayEntry, serveRelay, stopRelay, RELAY_DRAIN_MS, type RelayListen } from "./server.ts";
+export { RELAY_IDLE_TIMEOUT_S } from "./idle.ts";
+export { routeFromHost, routeRequest, parsePort, isEnvdInternalPath, envdPathVerdict, isSignedFileUrl } from "./route.ts";
 export { OwnerCache, OwnerResolver } from "./owners.ts";
 export { type SmallReply, exchangeOverTunnel } from "./http1.ts";

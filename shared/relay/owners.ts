@@ -2,9 +2,14 @@
 //   1. the owner cache (60 s, 4096 entries; filled as soon as a node read succeeds, before the caller is judged);
 //   2. the fleet snapshot (fresh nodes only; filtered to --namespace when it is set), then a root read of the
 //      claim for its token;
-//   3. a live probe of every fresh node (≤16 at once, 500 ms overall) under a replica-wide token bucket
-//      (200/s, burst 400); a probe hit is admitted (and cached) only when the presented token derives from it.
-// The proxy stores no per-sandbox secret: the expected token is recomputed from the claim token.
+//   3. a live probe of every fresh node (≤16 at once, 500 ms overall), only for a token that carries the lane tag
+//      of the requested id (shared/e2b/tokens.ts: checkable offline with the envd secret, so only a token the e2b
+//      surface issued for that id gets here), under a budget per client address (50/s, burst 100) and a
+//      replica-wide one (200/s, burst 400), with a negative cache of probe misses (10 s); a probe hit is admitted
+//      (and cached) only when the presented token derives from it.
+// Before any of it, the id and the token must have the shapes the surface issues (sb_ + 16 hex; 64 or 96 hex digits):
+// a caller with no valid credential never costs a node read beyond one per listed id (then cached), and never a
+// probe. The proxy stores no per-sandbox secret: the expected token is recomputed from the claim token.
 import { type Clock, realClock } from "../clock/index.ts";
 import { TokenBucket } from "../kube/index.ts";
 import { errorChain, type Logger } from "../log/index.ts";
@@ -12,15 +17,23 @@ import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
 import { findEntry } from "../fleet/index.ts";
 import { SandboxdClient } from "../sandboxd/index.ts";
-import { isSandboxdError } from "../sandboxd/index.ts";
+import { SANDBOX_ID_RE, isSandboxdError } from "../sandboxd/index.ts";
 import { claimIdOf } from "../e2b/index.ts";
-import { deriveAccessToken, safeEqual } from "../e2b/index.ts";
+import { accessTokenMatches, carriesLaneTag, envdAccessToken } from "../e2b/index.ts";
 
 export const OWNER_TTL_MS = 60_000;
 export const OWNER_CACHE_MAX = 4096;
 export const PROBE_RATE_PER_S = 200;
 export const PROBE_BURST = 400;
 export const PROBE_BUDGET_MS = 500;
+export const PROBE_PER_CLIENT_RATE_PER_S = 50;
+export const PROBE_PER_CLIENT_BURST = 100;
+/** How long a probe miss for an id is remembered (a released sandbox, or an id no node holds). */
+export const NEGATIVE_TTL_MS = 10_000;
+const CLIENTS_MAX = 4096;
+
+/** Access tokens the e2b surface issues: lane-tagged (96 hex digits), or untagged from before tags (64). */
+export const ACCESS_TOKEN_RE = /^(?:[0-9a-f]{32})?[0-9a-f]{64}$/;
 const READ_TIMEOUT_MS = 5_000;
 
 export interface Owner {
@@ -34,6 +47,30 @@ export type Resolution =
   | { kind: "ok"; owner: Owner; source: "cache" | "inventory" | "probe" }
   | { kind: "bad-token" }
   | { kind: "unavailable"; reason: "unknown" | "node-read-failed" | "probe-budget" | "no-address" };
+
+/** A TTL set of ids, bounded like the owner cache (when full: expired entries go, then everything). */
+class NegativeCache {
+  private readonly until = new Map<string, number>();
+  constructor(private readonly clock: Clock) {}
+  has(id: string): boolean {
+    const t = this.until.get(id);
+    if (t === undefined) return false;
+    if (t > this.clock.now()) return true;
+    this.until.delete(id);
+    return false;
+  }
+  add(id: string): void {
+    const now = this.clock.now();
+    if (this.until.size >= OWNER_CACHE_MAX) {
+      for (const [k, t] of this.until) if (t <= now) this.until.delete(k);
+      if (this.until.size >= OWNER_CACHE_MAX) this.until.clear();
+    }
+    this.until.set(id, now + NEGATIVE_TTL_MS);
+  }
+  drop(id: string): void {
+    this.until.delete(id);
+  }
+}
 
 /** A TTL map with the spec's overflow rule: when full, drop expired entries; if still full, clear everything. */
 export class OwnerCache {
@@ -78,14 +115,36 @@ export interface OwnerResolverOptions {
   clock?: Clock;
 }
 
+export interface ResolveContext {
+  /** The caller's address (per-client probe budget); undefined shares one budget. */
+  client?: string | undefined;
+}
+
 export class OwnerResolver {
   readonly cache: OwnerCache;
+  readonly misses: NegativeCache;
   private readonly bucket: TokenBucket;
+  private readonly perClient = new Map<string, TokenBucket>();
   private readonly clients = new Map<string, SandboxdClient>();
+  private readonly clock: Clock;
 
   constructor(private readonly o: OwnerResolverOptions) {
-    this.cache = new OwnerCache(OWNER_TTL_MS, OWNER_CACHE_MAX, o.clock);
-    this.bucket = new TokenBucket(PROBE_RATE_PER_S, PROBE_BURST, o.clock);
+    this.clock = o.clock ?? realClock;
+    this.cache = new OwnerCache(OWNER_TTL_MS, OWNER_CACHE_MAX, this.clock);
+    this.misses = new NegativeCache(this.clock);
+    this.bucket = new TokenBucket(PROBE_RATE_PER_S, PROBE_BURST, this.clock);
+  }
+
+  private clientBucket(client: string | undefined): TokenBucket {
+    const key = client ?? "";
+    let b = this.perClient.get(key);
+    if (!b) {
+      // Bounded: when full, every client starts over with a full burst (costs at most one burst each).
+      if (this.perClient.size >= CLIENTS_MAX) this.perClient.clear();
+      b = new TokenBucket(PROBE_PER_CLIENT_RATE_PER_S, PROBE_PER_CLIENT_BURST, this.clock);
+      this.perClient.set(key, b);
+    }
+    return b;
   }
 
   client(address: string): SandboxdClient {
@@ -99,21 +158,29 @@ export class OwnerResolver {
 
   /** Cache an owner learnt elsewhere (the in-process e2b surface right after a claim): no node read needed. */
   prime(claimId: string, address: string, claimToken: string): void {
+    this.misses.drop(claimId);
     this.cache.set(this.ownerOf(claimId, address, claimToken));
   }
 
   private ownerOf(claimId: string, address: string, claimToken: string): Owner {
-    return { claimId, address, claimToken, accessToken: deriveAccessToken(this.o.envdSecret, claimToken) };
+    return { claimId, address, claimToken, accessToken: envdAccessToken(this.o.envdSecret, claimId, claimToken) };
+  }
+
+  private matches(owner: Owner, presented: string): boolean {
+    return accessTokenMatches(this.o.envdSecret, owner.claimId, owner.claimToken, presented);
   }
 
   /**
    * Resolve `requestedId`. With `presentedToken` the token is verified (401 material on mismatch); without it
    * (a signed file URL) the owner is only located, from the cache or the fleet view, never by a probe.
    */
-  async resolve(requestedId: string, presentedToken: string | undefined): Promise<Resolution> {
+  async resolve(requestedId: string, presentedToken: string | undefined, ctx: ResolveContext = {}): Promise<Resolution> {
     const claimId = claimIdOf(requestedId);
+    // Shapes first: no id or token the surface could have issued costs nothing (not even a cache probe).
+    if (!SANDBOX_ID_RE.test(claimId)) return { kind: "unavailable", reason: "unknown" };
+    if (presentedToken !== undefined && !ACCESS_TOKEN_RE.test(presentedToken)) return { kind: "unavailable", reason: "unknown" };
     const judge = (owner: Owner, source: "cache" | "inventory" | "probe"): Resolution =>
-      presentedToken === undefined || safeEqual(presentedToken, owner.accessToken) ? { kind: "ok", owner, source } : { kind: "bad-token" };
+      presentedToken === undefined || this.matches(owner, presentedToken) ? { kind: "ok", owner, source } : { kind: "bad-token" };
 
     const cached = this.cache.get(claimId);
     if (cached) return judge(cached, "cache");
@@ -137,28 +204,45 @@ export class OwnerResolver {
       }
     }
 
-    // Not published yet (or outside --namespace): probe, under the replica-wide budget. An unpublished id is never
-    // confirmed to a caller without a valid token, so a signed file URL (no token to check) does not probe at all.
-    if (presentedToken === undefined) return { kind: "unavailable", reason: "unknown" };
-    if (!this.bucket.tryAcquire()) return { kind: "unavailable", reason: "probe-budget" };
-    const found = await this.probe(claimId, nodes.filter((n) => n.address).map((n) => n.address));
-    if (!found) return { kind: "unavailable", reason: "unknown" };
+    // Not published yet (or outside --namespace): probe, only for a token the surface issued for this id (its lane
+    // tag verifies offline), so anonymous junk never reaches a node. An unpublished id is never confirmed to a caller
+    // without a valid token: a signed file URL (no token to check) and an untagged token (sandboxes made before
+    // tags, long since published) do not probe at all.
+    if (presentedToken === undefined || !carriesLaneTag(this.o.envdSecret, claimId, presentedToken)) return { kind: "unavailable", reason: "unknown" };
+    if (this.misses.has(claimId)) return { kind: "unavailable", reason: "unknown" };
+    if (!this.clientBucket(ctx.client).tryAcquire() || !this.bucket.tryAcquire()) return { kind: "unavailable", reason: "probe-budget" };
+    const probed = await this.probe(claimId, nodes.filter((n) => n.address).map((n) => n.address));
+    const found = probed.owner;
+    if (!found) {
+      if (probed.absent) this.misses.add(claimId);
+      return { kind: "unavailable", reason: "unknown" };
+    }
     // A mismatch on this path reads as "unknown", exactly like an id nobody holds.
-    if (!safeEqual(presentedToken, found.accessToken)) return { kind: "unavailable", reason: "unknown" };
+    if (!this.matches(found, presentedToken)) return { kind: "unavailable", reason: "unknown" };
     this.cache.set(found);
     return { kind: "ok", owner: found, source: "probe" };
   }
 
-  /** Every fresh node, ≤16 at once, 500 ms overall; the first node that holds the claim wins. */
-  private probe(claimId: string, addresses: string[]): Promise<Owner | undefined> {
-    return firstHit(
+  /**
+   * Every fresh node, ≤16 at once, 500 ms overall; the first node that holds the claim wins. `absent` is true only
+   * when every node answered 404 (a slow or failing node proves nothing, so it never fills the negative cache).
+   */
+  private async probe(claimId: string, addresses: string[]): Promise<{ owner: Owner | undefined; absent: boolean }> {
+    let notFound = 0;
+    const owner = await firstHit(
       addresses,
       FANOUT_CONCURRENCY,
       async (address, signal) => {
-        const row = await this.client(address).get(claimId, { signal, timeoutMs: PROBE_BUDGET_MS });
-        return row.token ? this.ownerOf(claimId, address, row.token) : undefined;
+        try {
+          const row = await this.client(address).get(claimId, { signal, timeoutMs: PROBE_BUDGET_MS });
+          return row.token ? this.ownerOf(claimId, address, row.token) : undefined;
+        } catch (err) {
+          if (isSandboxdError(err) && err.status === 404) notFound++;
+          throw err;
+        }
       },
       { signal: AbortSignal.timeout(PROBE_BUDGET_MS) },
     );
+    return { owner, absent: owner === undefined && notFound === addresses.length };
   }
 }

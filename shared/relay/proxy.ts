@@ -1,16 +1,17 @@
 // The envd relay (docs/envd-relay.md): route -> envd-internal path guard -> credential choice -> owner
 // resolution -> tunnel -> guest leg. It translates nothing, reveals no node name, address, claim id or token, and
-// answers every failure with the `{code, message}` envelope. `/healthz` and `/metrics` answer only requests that
-// name no sandbox (apex host, bare address, no E2b-Sandbox-Id), so a guest path of the same name stays reachable.
+// answers every failure with the `{code, message}` envelope. `/healthz` answers only requests that name no sandbox
+// (apex host, bare address, no E2b-Sandbox-Id), so a guest path of the same name stays reachable; `/metrics` is
+// served on its own listener (shared/http serveMetrics), never here.
 import type { Server } from "bun";
 import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
-import { forwardHttp2, HOP_BY_HOP, type GuestRequest } from "./guest.ts";
+import { forwardHttp2, guestRequestHeaders, type GuestRequest } from "./guest.ts";
 import { BunTunnel } from "./bun-tunnel.ts";
 import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
-import { isEnvdInternalPath, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
+import { envdPathVerdict, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
 import { endpointOf, openTunnel, TunnelRefused } from "./tunnel.ts";
 import { guestHandshake, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
 
@@ -61,18 +62,19 @@ export class EnvdRelay {
     if (!routed.ok) {
       if (!routed.namesSandbox && (req.method === "GET" || req.method === "HEAD")) {
         if (url.pathname === "/healthz") return new Response(null, { status: 204 });
-        if (url.pathname === "/metrics") return new Response(await this.metrics.registry.metrics(), { headers: { "content-type": this.metrics.registry.contentType } });
       }
       return relayError(400, "no sandbox in the request host or headers");
     }
     const route = routed.route;
-    if (isEnvdInternalPath(url.pathname)) return relayError(404, "not found");
+    const verdict = envdPathVerdict(url.pathname);
+    if (verdict === "undecodable") return relayError(400, "request path has an invalid percent-encoding");
+    if (verdict === "internal") return relayError(404, "not found");
 
     const presented = (req.headers.get("x-access-token") ?? "").trim();
     const signed = presented === "" && isSignedFileUrl(route.port, req.method, url);
     if (presented === "" && !signed) return relayError(401, "missing X-Access-Token");
 
-    const r = await this.owners.resolve(route.id, signed ? undefined : presented);
+    const r = await this.owners.resolve(route.id, signed ? undefined : presented, { client: server.requestIP(req)?.address });
     if (r.kind === "bad-token") {
       this.metrics.lookups.inc({ result: "bad_token" });
       return relayError(401, "invalid sandbox access token");
@@ -121,11 +123,7 @@ export class EnvdRelay {
     if (sock instanceof BunTunnel) sock.onClose(() => this.metrics.openTunnels.dec());
     else sock.once("close", () => this.metrics.openTunnels.dec());
 
-    const headers: Record<string, string> = {};
-    req.headers.forEach((v, k) => {
-      if (HOP_BY_HOP.has(k) || k === "x-api-key" || k.startsWith(":")) return;
-      headers[k] = v;
-    });
+    const headers = guestRequestHeaders(req.headers);
     const clientIp = server.requestIP(req)?.address;
     if (clientIp) headers["x-forwarded-for"] = headers["x-forwarded-for"] ? `${headers["x-forwarded-for"]}, ${clientIp}` : clientIp;
     headers["x-forwarded-host"] = host;
@@ -175,7 +173,8 @@ export class EnvdRelay {
     } catch (err) {
       sock.destroy();
       const status = (err as { status?: number }).status;
-      if (status && Number.isInteger(status)) return relayError(status, `the guest refused the WebSocket upgrade (${status})`);
+      // Only a status a Response can carry is passed on (99, 600 or a 1xx other than 101 would throw): else 502.
+      if (status && Number.isInteger(status) && status >= 200 && status <= 599) return relayError(status, `the guest refused the WebSocket upgrade (${status})`);
       return relayError(502, "sandbox unreachable");
     }
     const upgraded = server.upgrade(req, {

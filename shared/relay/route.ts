@@ -65,9 +65,40 @@ export function routeRequest(headers: { get(name: string): string | null }, host
 
 const ENVD_INTERNAL = new Set(["/init", "/freeze", "/unfreeze", "/fsfreeze", "/fsthaw", "/collapse"]);
 
-/** envd paths only the control plane may call: normalised as "/" + trim(path, "/"), compared case-insensitively. */
+/** "/" + the path's segments with empty and "." ones dropped and ".." applied, lowercased. */
+function normalisedPath(path: string): string {
+  const out: string[] = [];
+  for (const seg of path.split("/")) {
+    if (seg === "" || seg === ".") continue;
+    if (seg === "..") out.pop();
+    else out.push(seg);
+  }
+  return `/${out.join("/")}`.toLowerCase();
+}
+
+export type EnvdPathVerdict = "internal" | "undecodable" | "relayable";
+
+/**
+ * Whether a request path may reach the guest: envd paths only the control plane may call are "internal", compared
+ * both as sent and percent-decoded (the guest's router decodes `/%69nit` to `/init`), after dropping empty and dot
+ * segments, case-insensitively. A path whose escapes do not decode (`%zz`, invalid UTF-8) is "undecodable": what
+ * the guest would make of it cannot be known, so it is refused.
+ */
+export function envdPathVerdict(pathname: string): EnvdPathVerdict {
+  if (ENVD_INTERNAL.has(normalisedPath(pathname))) return "internal";
+  if (!pathname.includes("%")) return "relayable";
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(pathname);
+  } catch {
+    return "undecodable";
+  }
+  return ENVD_INTERNAL.has(normalisedPath(decoded)) ? "internal" : "relayable";
+}
+
+/** envd paths only the control plane may call (see envdPathVerdict; an undecodable path counts as one). */
 export function isEnvdInternalPath(pathname: string): boolean {
-  return ENVD_INTERNAL.has(`/${pathname.replace(/^\/+|\/+$/g, "")}`.toLowerCase());
+  return envdPathVerdict(pathname) !== "relayable";
 }
 
 /** A signed envd file URL (port 49983, `/files`, GET or POST, non-empty `signature`): no X-Access-Token needed. */

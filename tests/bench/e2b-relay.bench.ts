@@ -177,7 +177,7 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
       log: createLogger({ level: "warn" }),
     });
     local.primeOwner(claimId, sim.addr, claimToken);
-    const localServer = serveRelay(local, { address: "127.0.0.1:0" });
+    const localServer = serveRelay(local, { address: "127.0.0.1:0", log: createLogger({ level: "warn" }) });
     const toGuest = await connectTo(guest.port);
     const toProxy = await connectTo(Number(new URL(proxy).port));
     const toLocal = await connectTo(localServer.port!);

@@ -21,7 +21,9 @@ import { filesystemService, type PollingWatcher } from "./filesystem-service.ts"
 import { downloadFile, envdError, uploadFiles } from "./files-http.ts";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import { fileSignature } from "#shared/sandboxd/index.ts";
+import { codeMessageEnvelope, guardRequests, uncaughtErrorHandler } from "#shared/http/index.ts";
 import { safeEqual } from "../auth.ts";
+import { simLog } from "../log.ts";
 import { PathError } from "./paths.ts";
 import type { GuestSandbox } from "./sandbox.ts";
 
@@ -152,7 +154,10 @@ export function startGuestServer(sb: GuestSandbox, host = "127.0.0.1", clock: Cl
     // Streams (process output, directory watches) may stay quiet for minutes; uploads may be large.
     idleTimeout: 0,
     maxRequestBodySize: 8 * 1024 * 1024 * 1024,
-    fetch: (req) => app.fetch(req),
+    // Never Bun's development page: odd request targets get envd's envelope, a throw one log line (shared/http).
+    development: false,
+    error: uncaughtErrorHandler(simLog(), codeMessageEnvelope),
+    fetch: guardRequests(codeMessageEnvelope, (req: Request) => app.fetch(req)),
   });
   return {
     port: server.port!,

@@ -6,12 +6,15 @@
 // Routing stays in Hono: each request becomes a fetch Request for app.fetch(), with the already-read body passed
 // as a binding (read once, capped at 1 MiB + 1 byte so an oversize body is detected without buffering it all).
 //
-// Per request: admin (/_sim/*, unlogged, fault-free) | route match (plain-text 404/405 on a miss) -> request log ->
+// Per request: a target that makes no URL (bad Host, asterisk form, bad escape) or CONNECT -> 400/405 {error} |
+// admin (/_sim/*, unlogged, fault-free) | route match (plain-text 404/405 on a miss) -> request log ->
 // queued fault taken -> latency -> listFails / the fault -> Hono -> hang-after / reset-after? -> reply.
 import http from "node:http";
 import type { Duplex } from "node:stream";
 import type { Hono } from "hono";
+import { requestTargetProblem, type TargetProblem } from "#shared/http/index.ts";
 import { bearerOf, type AuthKind } from "../auth.ts";
+import { simErrorResponse } from "../errors.ts";
 import type { SimNode } from "../node.ts";
 import { MAX_REQUEST_BODY_BYTES } from "#shared/sandboxd/index.ts";
 import { matchRoute, routerMiss, type RouteName } from "../routes/index.ts";
@@ -51,10 +54,27 @@ async function readCapped(req: http.IncomingMessage): Promise<{ body: Uint8Array
   return { body: tooLarge ? new Uint8Array() : Buffer.concat(chunks), tooLarge };
 }
 
-function toRequest(req: http.IncomingMessage, fallbackHost: string): Request {
+function toRequest(req: http.IncomingMessage, url: string): Request {
   const headers = new Headers();
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
-  return new Request(`http://${req.headers.host ?? fallbackHost}${req.url ?? "/"}`, { method: req.method ?? "GET", headers });
+  return new Request(url, { method: req.method ?? "GET", headers });
+}
+
+/**
+ * The request's URL with its target in origin form, or why it has none: the asterisk form, a Host that does not
+ * make a URL, a malformed escape (shared/http's checks). An absolute-form target counts by its path and query
+ * (RFC 9112 §3.2.2), as sandboxd's Go listener takes it.
+ */
+function requestUrl(req: http.IncomingMessage, fallbackHost: string): { url: string } | { problem: TargetProblem } {
+  let target = req.url ?? "/";
+  if (!target.startsWith("/")) {
+    if (!URL.canParse(target)) return { problem: { status: 400, message: "the request target is neither in origin nor in absolute form" } };
+    const abs = new URL(target);
+    target = abs.pathname + abs.search;
+  }
+  const url = `http://${req.headers.host ?? fallbackHost}${target}`;
+  const problem = requestTargetProblem(req.method ?? "GET", url);
+  return problem ? { problem } : { url };
 }
 
 async function writeResponse(res: http.ServerResponse, r: Response): Promise<void> {
@@ -90,6 +110,11 @@ export class NodeServer {
   async listen(host: string, port: number): Promise<void> {
     const server = http.createServer((req, res) => void this.onRequest(req, res));
     server.on("upgrade", (req, socket, head) => void this.onUpgrade(req, socket, head));
+    // sandboxd tunnels nothing: CONNECT gets the {error} body (node:http would otherwise drop the socket unanswered).
+    server.on("connect", (_req, socket: Duplex) => {
+      socket.on("error", () => socket.destroy());
+      writeRawResponse(socket, 405, { "content-type": "application/json" }, JSON.stringify({ error: "CONNECT is not supported" }));
+    });
     server.on("connection", (s) => {
       this.sockets.add(s);
       s.on("close", () => this.sockets.delete(s));
@@ -167,8 +192,10 @@ export class NodeServer {
   }
 
   private async dispatch(req: http.IncomingMessage, raw: RawRequest, sink: Sink, head?: Buffer): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://sim");
-    const request = toRequest(req, `${this.host}:${this.port}`);
+    const target = requestUrl(req, `${this.host}:${this.port}`);
+    if ("problem" in target) return sink.send(simErrorResponse(target.problem.status, target.problem.message));
+    const url = new URL(target.url);
+    const request = toRequest(req, target.url);
     if (this.d.admin && url.pathname.startsWith("/_sim/")) {
       const withBody = new Request(request, { body: raw.body.byteLength ? Buffer.from(raw.body) : undefined });
       return sink.send(await this.d.admin(withBody));

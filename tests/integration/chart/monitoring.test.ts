@@ -76,19 +76,26 @@ describe("monitoring", () => {
     expect(alerts).toEqual(["SandboxNodeInventoryStale", "SandboxWarmPoolEmpty", "SandboxClaimErrors"]);
   });
 
-  test("on, with e2b and proxy TLS: the proxy's ServiceMonitor scrapes its listener, and the proxy alert joins", async () => {
+  test("on, with e2b and proxy TLS: the proxy's ServiceMonitor scrapes its plain-HTTP metrics port, and the proxy alert joins", async () => {
     const objects = await render(merge(E2B, ON, at("envdProxy.tlsSecretName", "w"), at("monitoring.serviceMonitor.labels", { release: "kube-prometheus" })));
     expect(objects).toHaveLength(25);
     const sm = find(objects, "ServiceMonitor", "sandbox-envd-proxy");
     expect(sm.metadata.labels?.release).toBe("kube-prometheus");
-    expect((sm.spec as { endpoints: unknown }).endpoints).toEqual([
-      { port: "https", path: "/metrics", scheme: "https", interval: "30s", tlsConfig: { serverName: "metrics.sandbox.example.com" } },
-    ]);
-    // The endpoint port names a port of the Service the selector picks.
-    const svc = find(objects, "Service", "sandbox-envd-proxy").spec as { ports: { name: string }[] };
-    expect(svc.ports.map((p) => p.name)).toContain("https");
+    expect((sm.spec as { endpoints: unknown }).endpoints).toEqual([{ port: "metrics", path: "/metrics", scheme: "http", interval: "30s" }]);
+    // The endpoint port names a port of the Service the selector picks, which targets the container's metrics
+    // port, the one --metrics-bind-address listens on.
+    const svc = find(objects, "Service", "sandbox-envd-proxy").spec as { ports: { name: string; port: number; targetPort: string }[] };
+    expect(svc.ports.find((p) => p.name === "metrics")).toEqual({ name: "metrics", port: 9090, targetPort: "metrics", protocol: "TCP" } as never);
+    const c = (find(objects, "Deployment", "sandbox-envd-proxy").spec as { template: { spec: { containers: { args: string[]; ports: { name: string; containerPort: number }[] }[] } } }).template.spec.containers[0]!;
+    expect(c.ports.find((p) => p.name === "metrics")?.containerPort).toBe(9090);
+    expect(c.args).toContain("--metrics-bind-address=:9090");
     const alerts = rules(find(objects, "PrometheusRule", "sandbox-operator")).map((r) => r.alert);
     expect(alerts).toContain("SandboxEnvdProxyUpstreamErrors");
+  });
+
+  test("with the proxy's metrics port at 0 there is no proxy ServiceMonitor", async () => {
+    const objects = await render(merge(E2B, ON, at("envdProxy.metricsPort", 0)));
+    expect(objects.filter((o) => o.kind === "ServiceMonitor").map((o) => o.metadata.name)).toEqual(["sandbox-apiserver"]);
   });
 
   test("without the driver there is no warm-pool alert", async () => {

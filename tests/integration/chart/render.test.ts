@@ -12,6 +12,7 @@ import {
   identity,
   merge,
   render,
+  template,
   chartDir,
   type KubeObject,
   type Probe,
@@ -421,13 +422,18 @@ describe("envd proxy Deployment", () => {
       "--domain=sandbox.example.com",
       "--e2b-envd-secret-file=/etc/sandbox-envd-proxy/e2b-envd-secret/secret",
       "--sandboxd-token-file=/etc/sandbox-envd-proxy/sandboxd-token/token",
+      "--metrics-bind-address=:9090",
     ]);
-    expect(c.ports).toEqual([{ name: "proxy", containerPort: 8443, protocol: "TCP" }]);
+    expect(c.ports).toEqual([
+      { name: "proxy", containerPort: 8443, protocol: "TCP" },
+      { name: "metrics", containerPort: 9090, protocol: "TCP" },
+    ]);
     expect({ livenessProbe: c.livenessProbe, readinessProbe: c.readinessProbe }).toEqual(probes("/healthz", "/healthz", "proxy", "HTTP"));
     expect(c.resources).toEqual(DEFAULT_RESOURCES);
     expect(d.template.spec.topologySpreadConstraints).toEqual(spread("sandbox-envd-proxy"));
     expect((find(objects, "Service", "sandbox-envd-proxy").spec as { ports: unknown }).ports).toEqual([
       { name: "http", port: 80, targetPort: "proxy", protocol: "TCP" },
+      { name: "metrics", port: 9090, targetPort: "metrics", protocol: "TCP" },
     ]);
     const volumes = d.template.spec.volumes!;
     expect(volumes.find((v) => v.name === "sandboxd-token")?.secret?.secretName).toBe("sandboxd-token");
@@ -438,19 +444,34 @@ describe("envd proxy Deployment", () => {
     const objects = await render(merge(E2B, at("envdProxy", { domain: "relay.example.com", namespace: "team-a", port: 9443 })));
     const c = container(objects, "sandbox-envd-proxy");
     expect(c.args!.slice(0, 3)).toEqual(["--bind-address=:9443", "--namespace=team-a", "--domain=relay.example.com"]);
-    expect(c.ports).toEqual([{ name: "proxy", containerPort: 9443, protocol: "TCP" }]);
+    expect(c.ports![0]).toEqual({ name: "proxy", containerPort: 9443, protocol: "TCP" });
+  });
+
+  test("metricsPort: its own listener flag, container port and Service port; 0 renders none; the public port is refused", async () => {
+    const moved = container(await render(merge(E2B, at("envdProxy.metricsPort", 9464))), "sandbox-envd-proxy");
+    expect(moved.args).toContain("--metrics-bind-address=:9464");
+    expect(moved.ports).toContainEqual({ name: "metrics", containerPort: 9464, protocol: "TCP" });
+    const off = await render(merge(E2B, at("envdProxy.metricsPort", 0)));
+    const c = container(off, "sandbox-envd-proxy");
+    expect(c.args!.some((a) => a.startsWith("--metrics-bind-address"))).toBe(false);
+    expect(c.ports).toEqual([{ name: "proxy", containerPort: 8443, protocol: "TCP" }]);
+    expect((find(off, "Service", "sandbox-envd-proxy").spec as { ports: { name: string }[] }).ports.map((p) => p.name)).toEqual(["http"]);
+    const same = await template(merge(E2B, at("envdProxy.metricsPort", 8443)));
+    expect(same.code).not.toBe(0);
+    expect(same.stderr).toContain("envdProxy.metricsPort must differ from envdProxy.port");
   });
 
   test("tlsSecretName: Service 443/https, HTTPS probes, both TLS args, volume from that Secret", async () => {
     const objects = await render(merge(E2B, at("envdProxy.tlsSecretName", "w")));
     const c = container(objects, "sandbox-envd-proxy");
-    expect(c.args!.slice(-2)).toEqual([
+    expect(c.args!.slice(-3, -1)).toEqual([
       "--tls-cert-file=/etc/sandbox-envd-proxy/serving-certs/tls.crt",
       "--tls-private-key-file=/etc/sandbox-envd-proxy/serving-certs/tls.key",
     ]);
     expect({ livenessProbe: c.livenessProbe, readinessProbe: c.readinessProbe }).toEqual(probes("/healthz", "/healthz", "proxy", "HTTPS"));
     expect((find(objects, "Service", "sandbox-envd-proxy").spec as { ports: unknown }).ports).toEqual([
       { name: "https", port: 443, targetPort: "proxy", protocol: "TCP" },
+      { name: "metrics", port: 9090, targetPort: "metrics", protocol: "TCP" },
     ]);
     const volumes = deployment(objects, "sandbox-envd-proxy").template.spec.volumes!;
     expect(volumes.find((v) => v.name === "serving-certs")?.secret?.secretName).toBe("w");

@@ -25,7 +25,7 @@ let dir: string;
 let auditPath: string;
 let objects: KubeObject[];
 let servingCaPem: string;
-const [securePort, e2bPort, proxyPort] = freePorts(3) as [number, number, number];
+const [securePort, e2bPort, proxyPort, proxyMetricsPort] = freePorts(4) as [number, number, number, number];
 const children: Subprocess[] = [];
 let sim: SandboxdSim;
 let guest: TestGuest;
@@ -142,6 +142,7 @@ beforeAll(async () => {
       e2b: { port: e2bPort, envdSecret: { value: "envd-key", secretName: "" }, templateAliases: `base ${TEMPLATE}\n` },
     }),
     at("envdProxy.port", proxyPort),
+    at("envdProxy.metricsPort", proxyMetricsPort),
     at("certManager", { enabled: false, caBundle: Buffer.from(ca.certPem).toString("base64") }),
   );
   // The CRD comes from the chart's crds/ (helm installs it), everything else from its templates.
@@ -223,12 +224,18 @@ describe("the chart's Deployments as real processes under the chart's ServiceAcc
       expect(guest.requests.some((r) => r.path.startsWith("/files"))).toBe(true);
 
       // The control: a proxy with another envd secret refuses the same sandbox's token.
-      const [otherPort] = freePorts(1) as [number];
+      const [otherPort, otherMetricsPort] = freePorts(2) as [number, number];
       const otherSecret = join(dir, "other-envd-secret");
       writeFileSync(otherSecret, "another-key", { mode: 0o600 });
       const local = localize(objects, "sandbox-envd-proxy", mountFiles({ certPem: "", keyPem: "" }));
       const args = local.args.map((a) =>
-        a.startsWith("--e2b-envd-secret-file=") ? `--e2b-envd-secret-file=${otherSecret}` : a.startsWith("--bind-address=") ? `--bind-address=:${otherPort}` : a,
+        a.startsWith("--e2b-envd-secret-file=")
+          ? `--e2b-envd-secret-file=${otherSecret}`
+          : a.startsWith("--bind-address=")
+            ? `--bind-address=:${otherPort}`
+            : a.startsWith("--metrics-bind-address=")
+              ? `--metrics-bind-address=127.0.0.1:${otherMetricsPort}`
+              : a,
       );
       const other = spawn("sandbox-envd-proxy", args, { ...local.env, KUBECONFIG: join(dir, "sandbox-envd-proxy.kubeconfig") });
       await until("the second proxy", async () => (await fetch(`http://127.0.0.1:${otherPort}/healthz`)).status === 204 || undefined, other);
@@ -254,6 +261,17 @@ describe("the chart's Deployments as real processes under the chart's ServiceAcc
       return r.status;
     }, proxyProcess, 60_000);
     expect(status).toBe(204);
+  }, 90_000);
+
+  test("sandbox-envd-proxy serves its series on the rendered metrics port, the one the ServiceMonitor scrapes", async () => {
+    const text = await until("envd proxy /metrics", async () => {
+      const r = await fetch(`http://127.0.0.1:${proxyMetricsPort}/metrics`);
+      return r.status === 200 ? r.text() : undefined;
+    }, proxyProcess, 60_000);
+    expect(text).toContain("sandbox_envd_proxy_requests_total");
+    const onPublic = await fetch(`http://127.0.0.1:${proxyPort}/metrics`);
+    expect(onPublic.status).toBe(400);
+    await onPublic.body?.cancel();
   }, 90_000);
 
   test("the audit log holds their requests and not one was refused", async () => {

@@ -23,6 +23,8 @@ const SEED_VALUES: [string, unknown][] = [
   ["apiserver.e2b.envdVersion", ""],
   ["apiserver.e2b.defaultTimeoutSeconds", 0],
   ["apiserver.e2b.port", 8080],
+  ["apiserver.e2b.defaultQuota.maxSandboxes", 0],
+  ["apiserver.e2b.defaultQuota.createsPerSecond", 0],
   ["apiserver.e2b.apiKeySecret.name", ""],
   ["apiserver.e2b.apiKeySecret.key", "keys"],
   ["apiserver.e2b.envdSecret.value", ""],

@@ -5,7 +5,7 @@ import { Sandbox } from "e2b";
 import { KEY_A, KEY_B, ROOT, SECRET, sdkOpts, startStack, type Stack } from "./harness.ts";
 import { until } from "#tests/support/wait.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
-import { deriveAccessToken } from "#shared/e2b/tokens.ts";
+import { envdAccessToken } from "#shared/e2b/tokens.ts";
 import { E2bSurface } from "#shared/e2b/surface.ts";
 import { createLogger } from "#shared/log/index.ts";
 
@@ -65,7 +65,7 @@ describe("one node", () => {
     expect(r.json.sandboxID).toMatch(/^sb-[0-9a-f]+$/);
     expect(r.json.domain).toBe("sandbox.test");
     expect(r.json.envdVersion).toBe("0.8.0");
-    expect(r.json.envdAccessToken).toBe(deriveAccessToken(SECRET, claimOf(s, r.json.sandboxID)!.token));
+    expect(r.json.envdAccessToken).toBe(envdAccessToken(SECRET, claimOf(s, r.json.sandboxID)!.id, claimOf(s, r.json.sandboxID)!.token));
     expect(r.json.clientID).toMatch(/^[0-9a-f]{16}$/);
     expect(JSON.stringify(r.json)).not.toContain("127.0.0.1");
     expect(r.json.trafficAccessToken).toBeUndefined();

@@ -5,7 +5,7 @@ import { Sandbox, SandboxNotFoundError, Template } from "e2b";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { DOMAIN, KEY_A, KEY_B, ROOT, SECRET, sdkOpts, startStack, type Stack } from "./harness.ts";
 import { until } from "#tests/support/wait.ts";
-import { deriveAccessToken } from "#shared/e2b/tokens.ts";
+import { envdAccessToken } from "#shared/e2b/tokens.ts";
 
 let s: Stack;
 beforeAll(async () => {
@@ -26,9 +26,9 @@ describe("create", () => {
     expect(claim.key).toEqual({ template: "img:1", net: "none", size: "small" });
     expect(claim.claimRef).toMatch(/^team-a\/e2b-/);
     // Acceptance 15: the access token is HMAC-SHA256(secret, claim token).
-    expect((sbx as unknown as { envdAccessToken: string }).envdAccessToken).toBe(deriveAccessToken(SECRET, claim.token));
+    expect((sbx as unknown as { envdAccessToken: string }).envdAccessToken).toBe(envdAccessToken(SECRET, claim.id, claim.token));
     expect(s.guest.inits.length).toBe(inits + 1);
-    expect(s.guest.inits.at(-1)).toMatchObject({ accessToken: deriveAccessToken(SECRET, claim.token), defaultUser: "user" });
+    expect(s.guest.inits.at(-1)).toMatchObject({ accessToken: envdAccessToken(SECRET, claim.id, claim.token), defaultUser: "user" });
     const info = await sbx.getInfo();
     expect(info.templateId).toBe("img:1");
     expect(info.name).toBe("base");
@@ -210,7 +210,7 @@ describe("snapshots, fork, metrics", () => {
     for (const child of children) {
       const c = claimOf(child.sandboxId)!;
       expect(c.id).not.toBe(parent.id);
-      expect((child as unknown as { envdAccessToken: string }).envdAccessToken).toBe(deriveAccessToken(SECRET, c.token));
+      expect((child as unknown as { envdAccessToken: string }).envdAccessToken).toBe(envdAccessToken(SECRET, c.id, c.token));
       expect((await child.getInfo()).state).toBe("running");
       await child.kill();
     }

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
-import { deriveAccessToken } from "#shared/e2b/tokens.ts";
+import { deriveAccessToken, envdAccessToken } from "#shared/e2b/tokens.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
 import { spawnService, type Child } from "../e2b/process.ts";
 import { StartupError } from "#shared/config/index.ts";
@@ -73,7 +73,7 @@ describe("sandbox-envd-proxy on NodeInventory", () => {
     const b = await client.claim({ template: "img", claim_ref: "team-b/y" });
     await publish("node-fresh", [{ id: a.id, name: "team-a/x" }], new Date());
     await publish("node-old", [{ id: b.id, name: "team-b/y" }], new Date(Date.now() - 600_000));
-    const p = spawnProxy(["--namespace=team-a", "--inventory-stale-after=90s"]);
+    const p = spawnProxy(["--namespace=team-a", "--inventory-stale-after=90s", "--metrics-bind-address=127.0.0.1:0"]);
     try {
       const port = Number((await p.waitFor("envd proxy listening")).port);
       const ask = (id: string, token: string) =>
@@ -87,13 +87,17 @@ describe("sandbox-envd-proxy on NodeInventory", () => {
       const wrong = await ask(b.id, "0".repeat(64));
       expect(await wrong.json()).toEqual({ code: 502, message: "sandbox unavailable" });
       const g = gets();
-      const rb = await ask(b.id, deriveAccessToken(SECRET, b.token));
+      const rb = await ask(b.id, envdAccessToken(SECRET, b.id, b.token));
       expect(rb.status).toBe(200);
       expect(gets()).toBeGreaterThan(g);
       const health = await fetch(`http://127.0.0.1:${port}/healthz`);
       expect(health.status).toBe(204);
-      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      // The series are on the metrics listener only; the public listener answers /metrics as a path naming no sandbox.
+      const metricsPort = Number((await p.waitFor("metrics listening")).port);
+      const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       expect(metrics).toContain('sandbox_envd_proxy_owner_lookups_total{result="inventory"} 1');
+      const onPublic = await fetch(`http://127.0.0.1:${port}/metrics`);
+      expect([onPublic.status, await onPublic.text()]).toEqual([400, `${JSON.stringify({ code: 400, message: "no sandbox in the request host or headers" })}\n`]);
     } finally {
       await p.stop();
     }

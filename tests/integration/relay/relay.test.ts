@@ -6,13 +6,13 @@ import { Sandbox } from "e2b";
 import { DOMAIN, ROOT, SECRET, sdkOpts, startStack, type Stack } from "../e2b/harness.ts";
 import { countedBytes, generatedBody } from "../e2b/guest.ts";
 import { until } from "#tests/support/wait.ts";
-import { deriveAccessToken } from "#shared/e2b/tokens.ts";
+import { deriveAccessToken, envdAccessToken } from "#shared/e2b/tokens.ts";
 import { fileSignature } from "#shared/sandboxd/urls.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 
 let s: Stack;
 beforeAll(async () => {
-  s = await startStack({ proxy: true });
+  s = await startStack({ proxy: true, extraFlags: ["--metrics-bind-address=127.0.0.1:0"] });
 });
 afterAll(async () => {
   await s.stop();
@@ -148,7 +148,7 @@ describe("routing and admission", () => {
   test("23 + 24: a sandbox another replica claimed (unpublished here) is found by the probe; a second request within 60 s makes no probe; a wrong token on the probe path => 502, nothing cached", async () => {
     const direct = await new SandboxdClient({ baseUrl: node().url, token: ROOT }).claim({ template: "img:1", claim_ref: "team-a/elsewhere" });
     const id = direct.id.replace("sb_", "sb-");
-    const token = deriveAccessToken(SECRET, direct.token);
+    const token = envdAccessToken(SECRET, direct.id, direct.token);
     // Wrong token first: the probe finds it, admission is refused, and it reads as unknown.
     const wrong = await call("/echo", { host: hostFor(id), headers: { "x-access-token": "1".repeat(64) } });
     expect(await wrong.json()).toEqual({ code: 502, message: "sandbox unavailable" });
@@ -312,7 +312,8 @@ describe("streaming", () => {
     await reader.read();
     ctl.abort();
     await until(() => s.guest.openStreams() === 0, "the guest's streams to close", 15_000, 25);
-    await until(async () => (await (await call("/metrics")).text()).includes("sandbox_envd_proxy_open_tunnels 0"), "open_tunnels 0 in /metrics", 15_000, 25);
+    const metrics = () => fetch(`http://127.0.0.1:${s.mesh.metricsPort}/metrics`).then((r) => r.text());
+    await until(async () => (await metrics()).includes("sandbox_envd_proxy_open_tunnels 0"), "open_tunnels 0 in /metrics", 15_000, 25);
     await sbx.kill();
   });
 });

@@ -22,6 +22,7 @@ describe("sandbox-e2b flags", () => {
     expect(c.sandboxdSeeds).toEqual([]);
     expect(c.inventoryPoll).toBe(10_000);
     expect(c.envdProxy).toBeUndefined();
+    expect(c.metricsBindAddress).toBeUndefined();
     expect(c.e2b).toMatchObject({ bindAddress: ":8080", envdVersion: "0.8.0", defaultTimeoutSeconds: 300 });
   });
 
@@ -37,7 +38,12 @@ describe("sandbox-e2b flags", () => {
     expect(c.envdProxy).toEqual({ bindAddress: ":8443", tlsCertFile: undefined, tlsPrivateKeyFile: undefined, guestHttp2: true });
   });
 
+  test("--metrics-bind-address opens the process's one metrics listener", () => {
+    expect(config([...complete, "--metrics-bind-address=127.0.0.1:9090"]).metricsBindAddress).toBe("127.0.0.1:9090");
+  });
+
   const usage: [string[], string][] = [
+    [["--metrics-bind-address=9090"], "--metrics-bind-address"],
     [["--inventory-poll=0"], "--inventory-poll"],
     [["--inventory-poll=10"], "--inventory-poll"],
     [["--e2b-envd-version=eight"], "--e2b-envd-version"],

@@ -29,7 +29,13 @@ describe("envd-proxy flags", () => {
       sandboxdToken: "",
       sandboxdTokenFile: undefined,
       inventoryStaleAfter: 90_000,
+      metricsBindAddress: undefined,
     });
+  });
+
+  test("--metrics-bind-address opens the separate metrics listener; it is off by default", () => {
+    expect(config(["--metrics-bind-address=:9090"]).metricsBindAddress).toBe(":9090");
+    expect(config(["--metrics-bind-address="]).metricsBindAddress).toBeUndefined();
   });
 
   test("an empty namespace means every namespace", () => {
@@ -39,6 +45,7 @@ describe("envd-proxy flags", () => {
   const usage: [string[], string][] = [
     [["--inventory-stale-after=0"], "--inventory-stale-after"],
     [["--bind-address=8443"], "--bind-address"],
+    [["--metrics-bind-address=9090"], "--metrics-bind-address"],
     [["--guest-http2=on"], "--guest-http2"],
     [["--bogus"], "--bogus"],
   ];

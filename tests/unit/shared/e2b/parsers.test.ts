@@ -2,7 +2,8 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { claimIdOf, publicSandboxId, sameSandboxId } from "#shared/e2b/ids.ts";
-import { parseAliasFile, parseKeyFile } from "#shared/e2b/files.ts";
+import { parseAliasFile } from "#shared/e2b/files.ts";
+import { parseKeyFile } from "#shared/e2b/keys.ts";
 import { decodePageToken, encodePageToken, page, parseMetadataFilter, parsePaging } from "#shared/e2b/list.ts";
 import { E2bError } from "#shared/e2b/errors.ts";
 import type { ListedSandbox } from "#shared/e2b/schemas.ts";
@@ -26,12 +27,31 @@ describe("ids", () => {
 
 describe("files", () => {
   test("key file: comments, blanks, key or key+namespace, later lines win; three fields is an error", () => {
-    const keys = parseKeyFile("# c\n\nk1\nk2 team\n  k1   other  \n", "default");
+    const { keys } = parseKeyFile("# c\n\nk1\nk2 team\n  k1   other  \n", "default");
     expect([...keys]).toEqual([
       ["k1", "other"],
       ["k2", "team"],
     ]);
     expect(() => parseKeyFile("a b c", "d")).toThrow("malformed entry on line 1");
+  });
+  test("key file namespaces are DNS-1123 labels: empty, slashed, upper-case or too long fail naming the file and line", () => {
+    for (const bad of ["team/x", "Team", "-a", "a".repeat(64), "a_b"]) {
+      expect(() => parseKeyFile(`k1 ok\nk2 ${bad}\n`, "default", "/etc/keys")).toThrow(`on line 2 of /etc/keys`);
+    }
+    // The default namespace is checked too (a programmatic caller could pass ""): a key naming none lands there.
+    expect(() => parseKeyFile("k1\n", "", "/etc/keys")).toThrow('namespace "" must not be empty on line 1 of /etc/keys');
+  });
+  test("key file quota fields: per namespace, 0 = no limit, conflicting values or junk fail with the line", () => {
+    const f = parseKeyFile("k1 team max-sandboxes=3 creates-per-second=0.5\nk2 team max-sandboxes=3 creates-per-second=0.5\nk3 other\nk4 max-sandboxes=0\n", "default");
+    expect(f.keys.get("k4")).toBe("default");
+    expect([...f.quotas]).toEqual([
+      ["team", { maxSandboxes: 3, createsPerSecond: 0.5 }],
+      ["default", { maxSandboxes: 0 }],
+    ]);
+    expect(() => parseKeyFile("k1 team max-sandboxes=3\nk2 team max-sandboxes=4\n", "d")).toThrow('namespace "team" has other quota values on line 1');
+    expect(() => parseKeyFile("k1 team max-sandboxes=-1\n", "d")).toThrow("max-sandboxes must be a whole number >= 0 on line 1");
+    expect(() => parseKeyFile("k1 team creates-per-second=x\n", "d")).toThrow("creates-per-second must be a number >= 0 on line 1");
+    expect(() => parseKeyFile("k1 team burst=3\n", "d")).toThrow("malformed entry");
   });
   test("alias file: size defaults to small; bad size, duplicates and field counts are errors", () => {
     expect([...parseAliasFile("base img\nci img2 medium\n")]).toEqual([

@@ -1,7 +1,7 @@
 // Host and header routing (docs/envd-relay.md "Routing"): the spec's table, then fast-check properties.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { hostWithoutPort, isEnvdInternalPath, isSignedFileUrl, parsePort, routeFromHost, routeRequest } from "#shared/relay/route.ts";
+import { envdPathVerdict, hostWithoutPort, isEnvdInternalPath, isSignedFileUrl, parsePort, routeFromHost, routeRequest } from "#shared/relay/route.ts";
 
 const D = "sandbox.example.com";
 const headers = (h: Record<string, string>) => new Headers(h);
@@ -38,6 +38,22 @@ describe("the spec's routing table", () => {
     expect(isSignedFileUrl(49983, "DELETE", u("signature=v1_x"))).toBe(false);
     expect(isSignedFileUrl(3000, "GET", u("signature=v1_x"))).toBe(false);
     expect(isSignedFileUrl(49983, "GET", u("signature="))).toBe(false);
+  });
+});
+
+describe("the envd-internal path guard sees the path the guest will see (issue 17 case 10)", () => {
+  test.each(["/%69nit", "/%69%6E%69%74", "/%2finit", "/x/%2e%2e/init", "/x/../init", "/./init", "/Fr%45eze", "/files/../collapse"])("%s is internal", (p) => {
+    expect(envdPathVerdict(p)).toBe("internal");
+  });
+  test.each(["/%zz", "/%e0%a4%a", "/%ff", "/files%"])("%s does not decode: refused", (p) => {
+    expect(envdPathVerdict(p)).toBe("undecodable");
+  });
+  test.each(["/files", "/files/%69nit", "/%2569nit", "/a%20b", "/caf%C3%A9"])("%s is relayable", (p) => {
+    expect(envdPathVerdict(p)).toBe("relayable");
+  });
+  test("as the relay receives it: WHATWG URL keeps %69 encoded, so the guard must decode", () => {
+    expect(new URL("http://h/%69nit").pathname).toBe("/%69nit");
+    expect(envdPathVerdict(new URL("http://h/%69nit").pathname)).toBe("internal");
   });
 });
 

@@ -1,0 +1,153 @@
+// Per-namespace quotas of the e2b surface (docs/e2b.md "Quotas"): how many sandboxes a namespace holds (running or
+// paused: a paused claim still takes its node's claim cap) and how many it starts per second (creates, fork
+// children, snapshot restores, resumes). Checked before any claim; over either is 429 with the e2b error body and
+// Retry-After. Counts are per replica: the fleet view of the namespace, plus this replica's claims the view does not
+// list yet, plus the starts in flight.
+import { type Clock, realClock } from "../clock/index.ts";
+import { TokenBucket } from "../kube/index.ts";
+import { Counter, Gauge, Registry } from "../metrics/index.ts";
+import { E2bError } from "./errors.ts";
+import type { QuotaLimits } from "./keys.ts";
+
+/** Retry-After of a refusal by count: a slot frees only when a sandbox of the namespace ends. */
+export const COUNT_RETRY_AFTER_S = 5;
+
+export type StartKind = "create" | "fork" | "resume";
+
+export interface QuotaOptions {
+  /** Namespaces whose key-file lines set limits; a field they leave out takes the default. */
+  limits: ReadonlyMap<string, Partial<QuotaLimits>>;
+  defaults: QuotaLimits;
+  /** Namespaces to report on /metrics from the start (every namespace a key names). */
+  namespaces: Iterable<string>;
+  /** Sandboxes the namespace holds now (fleet view plus unlisted claims of this replica). */
+  live: (namespace: string) => number;
+  clock?: Clock;
+}
+
+export class NamespaceQuotas {
+  readonly registry = new Registry();
+  private readonly buckets = new Map<string, TokenBucket>();
+  private readonly inFlight = new Map<string, number>();
+  private readonly known: Set<string>;
+  private readonly clock: Clock;
+  private readonly rejected: Counter<"namespace" | "quota">;
+  private readonly started: Counter<"namespace" | "kind">;
+
+  constructor(private readonly o: QuotaOptions) {
+    this.clock = o.clock ?? realClock;
+    this.known = new Set(o.namespaces);
+    const self = this;
+    new Gauge({
+      name: "e2b_namespace_sandboxes",
+      help: "Sandboxes a namespace holds through the e2b surface, as this replica counts them for its quota.",
+      labelNames: ["namespace"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const ns of self.known) this.set({ namespace: ns }, self.o.live(ns) + (self.inFlight.get(ns) ?? 0));
+      },
+    });
+    new Gauge({
+      name: "e2b_namespace_quota_max_sandboxes",
+      help: "The namespace's max-sandboxes quota (0: no limit).",
+      labelNames: ["namespace"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const ns of self.known) this.set({ namespace: ns }, self.limitsOf(ns).maxSandboxes);
+      },
+    });
+    new Gauge({
+      name: "e2b_namespace_quota_creates_per_second",
+      help: "The namespace's creates-per-second quota (0: no limit).",
+      labelNames: ["namespace"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const ns of self.known) this.set({ namespace: ns }, self.limitsOf(ns).createsPerSecond);
+      },
+    });
+    this.rejected = new Counter({
+      name: "e2b_quota_rejections_total",
+      help: "Starts refused with 429 by a namespace quota, by namespace and quota (max-sandboxes, creates-per-second).",
+      labelNames: ["namespace", "quota"] as const,
+      registers: [this.registry],
+    });
+    this.started = new Counter({
+      name: "e2b_quota_admitted_total",
+      help: "Sandbox starts admitted by the namespace quotas, by namespace and kind (create, fork, resume).",
+      labelNames: ["namespace", "kind"] as const,
+      registers: [this.registry],
+    });
+  }
+
+  limitsOf(namespace: string): QuotaLimits {
+    const own = this.o.limits.get(namespace);
+    return {
+      maxSandboxes: own?.maxSandboxes ?? this.o.defaults.maxSandboxes,
+      createsPerSecond: own?.createsPerSecond ?? this.o.defaults.createsPerSecond,
+    };
+  }
+
+  /**
+   * Admit `count` starts of `kind` in `namespace` or throw the 429. `resume` wakes a sandbox the namespace already
+   * holds (rate only); the others add sandboxes. The returned function ends the in-flight reservation: call it once
+   * the claim is settled (remembered by the surface, or failed).
+   */
+  admit(namespace: string, kind: StartKind, count = 1): () => void {
+    this.known.add(namespace);
+    const limits = this.limitsOf(namespace);
+    const adds = kind === "resume" ? 0 : count;
+    const pending = this.inFlight.get(namespace) ?? 0;
+    if (limits.maxSandboxes > 0 && adds > 0) {
+      const held = this.o.live(namespace) + pending;
+      if (held + adds > limits.maxSandboxes) {
+        this.rejected.inc({ namespace, quota: "max-sandboxes" });
+        throw tooMany(
+          `namespace quota exceeded: ${held} of ${limits.maxSandboxes} sandboxes held, ${adds} more asked (max-sandboxes); kill one or retry later`,
+          COUNT_RETRY_AFTER_S,
+        );
+      }
+    }
+    if (limits.createsPerSecond > 0) {
+      const bucket = this.bucketOf(namespace, limits.createsPerSecond);
+      // A fork of more children than one burst could never pass: it takes at most a full burst.
+      const need = Math.min(count, bucket.burst);
+      for (let i = 0; i < need; i++) {
+        if (!bucket.tryAcquire()) {
+          this.rejected.inc({ namespace, quota: "creates-per-second" });
+          throw tooMany(
+            `namespace quota exceeded: more than ${limits.createsPerSecond} sandbox starts per second (creates-per-second); retry later`,
+            Math.max(1, Math.ceil(1 / limits.createsPerSecond)),
+          );
+        }
+      }
+    }
+    this.started.inc({ namespace, kind }, count);
+    if (adds === 0) return () => undefined;
+    this.inFlight.set(namespace, pending + adds);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = (this.inFlight.get(namespace) ?? adds) - adds;
+      if (left > 0) this.inFlight.set(namespace, left);
+      else this.inFlight.delete(namespace);
+    };
+  }
+
+  private bucketOf(namespace: string, rate: number): TokenBucket {
+    let b = this.buckets.get(namespace);
+    if (!b) {
+      // Burst: one second's worth, at least one start.
+      b = new TokenBucket(rate, Math.max(1, Math.ceil(rate)), this.clock);
+      this.buckets.set(namespace, b);
+    }
+    return b;
+  }
+}
+
+function tooMany(message: string, retryAfterSeconds: number): E2bError {
+  return new E2bError(429, message, { "retry-after": String(retryAfterSeconds) });
+}

@@ -1,0 +1,82 @@
+// The quota flags are shared (shared/config/common-flags.ts): sandbox-apiserver with --enable-e2b-api enforces a
+// key line's max-sandboxes and the default rate from --e2b-default-creates-per-second, answers 429 with the e2b body
+// and Retry-After (the SDK's RateLimitError), and reports the counts on the e2b listener's /metrics.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { RateLimitError, Sandbox } from "e2b";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { freePorts } from "../../kube/ports.ts";
+import { startTestGuest, type TestGuest } from "./guest.ts";
+import { type Stack, rfc3339, startStack } from "../sandbox-apiserver/fixture.ts";
+
+const ROOT = "root-e2b-quota";
+const KEY_ONE = "e2b_1111111111111111111111111111111111111111";
+const KEY_RATE = "e2b_2222222222222222222222222222222222222222";
+let stack: Stack;
+let sim: SandboxdSim;
+let guest: TestGuest;
+
+beforeAll(async () => {
+  stack = await startStack();
+  sim = await startSandboxdSim({ rootToken: ROOT, pools: ["img:1/none/small=4"] });
+  guest = await startTestGuest();
+  sim.attachGuest("*", 49983, guest.port);
+  writeFileSync(join(stack.dir, "keys"), `${KEY_ONE} team-one max-sandboxes=1 creates-per-second=0\n${KEY_RATE} team-rate\n`);
+  writeFileSync(join(stack.dir, "secret"), "envd-secret\n");
+  writeFileSync(join(stack.dir, "aliases"), "base img:1\n");
+}, 60_000);
+
+afterAll(async () => {
+  await sim?.stop();
+  await guest?.stop();
+  await stack?.stop();
+});
+
+describe("sandbox-apiserver --enable-e2b-api: per-namespace quotas", () => {
+  test("max-sandboxes from the key line and the default rate from the flag: 429 + Retry-After, RateLimitError, /metrics", async () => {
+    await stack.publish({
+      node: "n1",
+      address: sim.addr,
+      publishedAt: rfc3339(Date.now()),
+      pools: sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
+      entries: [],
+    });
+    const [e2bPort] = freePorts(1);
+    const server = await stack.startServer({
+      args: [
+        `--sandboxd-token=${ROOT}`,
+        "--enable-warm-pool-driver=false",
+        "--enable-e2b-api",
+        `--e2b-bind-address=127.0.0.1:${e2bPort}`,
+        "--e2b-domain=sb.test",
+        `--e2b-api-key-file=${join(stack.dir, "keys")}`,
+        `--e2b-envd-secret-file=${join(stack.dir, "secret")}`,
+        `--e2b-template-alias-file=${join(stack.dir, "aliases")}`,
+        "--e2b-default-creates-per-second=0.1",
+      ],
+    });
+    const api = `http://127.0.0.1:${e2bPort}`;
+    const create = (key: string) => fetch(`${api}/sandboxes`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ templateID: "base" }) });
+    try {
+      expect((await create(KEY_ONE)).status).toBe(201);
+      const over = await create(KEY_ONE);
+      expect(over.status).toBe(429);
+      expect(over.headers.get("retry-after")).toBe("5");
+      expect(await over.json()).toEqual({ code: 429, message: expect.stringContaining("max-sandboxes") });
+      expect(sim.claims()).toHaveLength(1);
+      // team-rate: no line of its own, so --e2b-default-creates-per-second=0.1 (one start, then one per 10 s).
+      const opts = { apiKey: KEY_RATE, apiUrl: api, domain: "sb.test", requestTimeoutMs: 3_000 };
+      await Sandbox.create("base", opts);
+      const err = await Sandbox.create("base", opts).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RateLimitError);
+      const metrics = await (await fetch(`${api}/metrics`)).text();
+      expect(metrics).toContain('e2b_quota_rejections_total{namespace="team-one",quota="max-sandboxes"} 1');
+      expect(metrics).toContain('e2b_quota_rejections_total{namespace="team-rate",quota="creates-per-second"} 1');
+      expect(metrics).toContain('e2b_namespace_quota_creates_per_second{namespace="team-rate"} 0.1');
+      expect(metrics).toContain('e2b_namespace_sandboxes{namespace="team-one"} 1');
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+});
