@@ -3,7 +3,7 @@
 // real e2b SDK keeps working. Within the same run: its calls all succeed and their p99 stays within 3x of the
 // baseline phase, the proxy's RSS stays under 256 MiB above idle, health answers throughout, and after the attack
 // every gauge on the proxy's /metrics is back at its idle value with no connection left at the guest.
-// HOSTILE_ONLY=stalled,junk (parts: stalled http ws upgrade-drop junk envd, or one case: http/neg-chunk) runs a
+// HOSTILE_ONLY=stalled,junk (parts: stalled http ws upgrade-drop junk envd drain, or one case: http/neg-chunk) runs a
 // subset, to measure one case alone (docs/hostile-tenants.md has the figures per case).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startHostileGuest, type HostileGuest } from "#tests/support/hostile/guest.ts";

@@ -17,6 +17,14 @@ const ROOT = "root-hostile-rig";
 const DOMAIN = "hostile.test";
 const TEMPLATE = "img";
 
+/** The attacker's quota: enough for its own sandbox and a few more, so a create flood meets 429 (issue 17 case 9). */
+export const ATTACKER_MAX_SANDBOXES = 4;
+
+/** Both deployments' key file: the tenant without a quota, the attacker with one. */
+export function keyFile(): string {
+  return `${TENANT_KEY} tenant\n${ATTACKER_KEY} attacker max-sandboxes=${ATTACKER_MAX_SANDBOXES} creates-per-second=2\n`;
+}
+
 export interface RunningDeployment {
   deployment: Deployment;
   tenant: TenantOpts;
@@ -31,7 +39,7 @@ export async function startE2bDeployment(extraFlags: string[] = []): Promise<Run
   cluster.nodes[0]!.attachGuest("*", 49983, guest.port);
   const dir = mkdtempSync(join(tmpdir(), "hostile-e2b-"));
   writeFileSync(join(dir, "secret"), "hostile-secret\n");
-  writeFileSync(join(dir, "keys"), `${TENANT_KEY} tenant\n${ATTACKER_KEY} attacker\n`);
+  writeFileSync(join(dir, "keys"), keyFile());
   let child: Child | undefined;
   try {
     child = spawnE2b([
@@ -40,6 +48,7 @@ export async function startE2bDeployment(extraFlags: string[] = []): Promise<Run
       "--inventory-poll=1s",
       "--e2b-bind-address=127.0.0.1:0",
       "--envd-proxy-bind-address=127.0.0.1:0",
+      "--metrics-bind-address=127.0.0.1:0",
       `--e2b-domain=${DOMAIN}`,
       `--e2b-envd-secret-file=${join(dir, "secret")}`,
       `--e2b-api-key-file=${join(dir, "keys")}`,
@@ -47,6 +56,7 @@ export async function startE2bDeployment(extraFlags: string[] = []): Promise<Run
     ]);
     const apiPort = Number((await child.waitFor("e2b surface listening", 30_000)).port);
     const proxyPort = Number((await child.waitFor("envd proxy listening", 30_000)).port);
+    const metricsPort = Number((await child.waitFor("metrics listening", 30_000)).port);
     const apiUrl = `http://127.0.0.1:${apiPort}`;
     const sandboxUrl = `http://127.0.0.1:${proxyPort}`;
     const opts = (apiKey: string): TenantOpts => ({ apiKey, apiUrl, sandboxUrl, domain: DOMAIN, requestTimeoutMs: 10_000 });
@@ -56,7 +66,7 @@ export async function startE2bDeployment(extraFlags: string[] = []): Promise<Run
         name: "sandbox-e2b",
         proxyPid: child.proc.pid,
         proxy: { host: "127.0.0.1", port: proxyPort },
-        metricsUrl: `${sandboxUrl}/metrics`,
+        metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
         healthUrls: [`${sandboxUrl}/healthz`, `${apiUrl}/health`],
         domain: DOMAIN,
         template: TEMPLATE,

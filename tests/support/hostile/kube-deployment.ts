@@ -12,7 +12,7 @@ import { spawnService, type Child } from "#tests/integration/e2b/process.ts";
 import { startTestGuest, type TestGuest } from "#tests/integration/e2b/guest.ts";
 import { rfc3339, startStack, type ApiserverProcess, type Stack } from "#tests/integration/sandbox-apiserver/fixture.ts";
 import { freePorts } from "#tests/kube/ports.ts";
-import { ATTACKER_KEY, TENANT_KEY, type RunningDeployment } from "./e2b-deployment.ts";
+import { ATTACKER_KEY, TENANT_KEY, keyFile, type RunningDeployment } from "./e2b-deployment.ts";
 import { stopChild } from "./stop.ts";
 import type { TenantOpts } from "./tenant.ts";
 import { waitFor } from "#tests/support/wait.ts";
@@ -43,7 +43,7 @@ export async function startKubeDeployment(): Promise<RunningDeployment> {
     sim = await startSandboxdSim({ rootToken: ROOT, pools: [`${TEMPLATE}/none/small=12`] });
     guest = await startTestGuest();
     sim.attachGuest("*", 49983, guest.port);
-    writeFileSync(join(stack.dir, "keys"), `${TENANT_KEY} tenant\n${ATTACKER_KEY} attacker\n`);
+    writeFileSync(join(stack.dir, "keys"), keyFile());
     writeFileSync(join(stack.dir, "secret"), "hostile-kube-secret\n");
     writeFileSync(join(stack.dir, "token"), `${ROOT}\n`);
     const s = sim;
@@ -76,10 +76,11 @@ export async function startKubeDeployment(): Promise<RunningDeployment> {
     });
     proxy = spawnService(
       "sandbox-envd-proxy",
-      ["--bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(stack.dir, "secret")}`, `--sandboxd-token-file=${join(stack.dir, "token")}`],
+      ["--bind-address=127.0.0.1:0", "--metrics-bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(stack.dir, "secret")}`, `--sandboxd-token-file=${join(stack.dir, "token")}`],
       { KUBECONFIG: stack.admin },
     );
     const proxyPort = Number((await proxy.waitFor("envd proxy listening", 30_000)).port);
+    const metricsPort = Number((await proxy.waitFor("metrics listening", 30_000)).port);
     const apiUrl = `http://127.0.0.1:${e2bPort}`;
     const sandboxUrl = `http://127.0.0.1:${proxyPort}`;
     const opts = (apiKey: string): TenantOpts => ({ apiKey, apiUrl, sandboxUrl, domain: DOMAIN, requestTimeoutMs: 10_000 });
@@ -94,7 +95,7 @@ export async function startKubeDeployment(): Promise<RunningDeployment> {
         proxyPid: proxy.proc.pid,
         apiPid: server.proc.pid,
         proxy: { host: "127.0.0.1", port: proxyPort },
-        metricsUrl: `${sandboxUrl}/metrics`,
+        metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
         healthUrls: [`${sandboxUrl}/healthz`, `${apiUrl}/health`],
         domain: DOMAIN,
         template: TEMPLATE,

@@ -43,7 +43,7 @@ export interface RigPlan {
   envdReplies: HttpCase[];
   abortRssBytes: number;
   /**
-   * Run only these attack parts (default all): stalled, http, ws, upgrade-drop, junk, envd, or one case of a part
+   * Run only these attack parts (default all): stalled, http, ws, upgrade-drop, junk, envd, drain, or one case of a part
    * (http/neg-chunk, envd/huge-length): for measuring one case alone.
    */
   only?: ReadonlySet<string>;
@@ -191,6 +191,23 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   if (want("upgrade-drop")) parts.push(client.upgradeAndDrop(plan.upgradeDrops).then((n) => (cases["upgrade-drop"] = `${n} of ${plan.upgradeDrops} upgraded then dropped`)));
   let junk: RigResult["junk"] = { sent: 0, statuses: {} };
   if (want("junk")) parts.push(client.junkLookups(() => !attacking, plan.junkConcurrency).then((j) => (junk = j)));
+  let drained: Sandbox[] = [];
+  if (want("drain")) {
+    // Case 9: one key creating as fast as it can, to drain the warm pool every namespace claims from. Its quota
+    // answers 429 (the SDK's RateLimitError); what it did get is held until the attack ends.
+    parts.push((async () => {
+      const refused: Record<string, number> = {};
+      while (attacking) {
+        const r = await Sandbox.create(d.template, { ...d.attacker, requestTimeoutMs: 5_000 }).then(
+          (sbx) => (drained.push(sbx), "created"),
+          (e: Error) => (e.message.match(/^\d{3}/)?.[0] ?? e.name),
+        );
+        refused[r] = (refused[r] ?? 0) + 1;
+        if (r !== "created") await Bun.sleep(20);
+      }
+      cases.drain = `creates: ${JSON.stringify(refused)}`;
+    })());
+  }
   if (want("envd")) {
     parts.push((async () => {
       for (const reply of plan.envdReplies) {
@@ -238,6 +255,8 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
     const f = await healthy(u);
     if (f) health.failures.push(`after: ${f}`);
   }
+  await Promise.all(drained.map((x) => x.kill({ requestTimeoutMs: 5_000 }).catch(() => undefined)));
+  drained = [];
   const afterRss = await rssBytes(d.proxyPid).catch(() => NaN);
   const guestOpenAfter = guest.open();
   guest.closeAll(); // what the proxy or the API process still held (counted above) is cut, so teardown cannot hang
