@@ -12,6 +12,7 @@ import {
   formatHelp,
   intFlag,
   inventoryStaleAfterFlag,
+  inventoryTrustedNetworksFlag,
   kubeconfigHelp,
   listFlag,
   mapOutcome,
@@ -47,6 +48,7 @@ const ownFlags = {
       "pool status.",
   }),
   ...inventoryStaleAfterFlag,
+  ...inventoryTrustedNetworksFlag,
   enableE2bApi: boolFlag({
     flag: "enable-e2b-api",
     help:
@@ -201,6 +203,8 @@ export interface ApiserverConfig {
   warmPoolSyncInterval: number;
   /** Milliseconds, always positive. */
   inventoryStaleAfter: number;
+  /** CIDRs, already checked (--inventory-trusted-networks). */
+  inventoryTrustedNetworks: string[];
   enableE2bApi: boolean;
   e2b: E2bOptions;
   serving: {
@@ -244,6 +248,7 @@ export function parseApiserverFlags(argv: readonly string[], env: Env): CliOutco
     enableWarmPoolDriver: v.enableWarmPoolDriver,
     warmPoolSyncInterval: v.warmPoolSyncInterval.nanos > 0n ? v.warmPoolSyncInterval.ms : DEFAULT_WARM_POOL_SYNC_MS,
     inventoryStaleAfter: v.inventoryStaleAfter.ms,
+    inventoryTrustedNetworks: v.inventoryTrustedNetworks,
     enableE2bApi: v.enableE2bApi,
     e2b: e2bOptionsFrom(v),
     serving: {

@@ -81,6 +81,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
   const fleet = new InventoryFleet({
     client: kube,
     staleAfterMs: config.inventoryStaleAfter,
+    trustedNetworks: config.inventoryTrustedNetworks,
     clock,
     log: log.child({ component: "inventory" }),
     ...(o.inventorySyncTimeoutMs !== undefined ? { syncTimeoutMs: o.inventorySyncTimeoutMs } : {}),

@@ -21,6 +21,7 @@ import {
   type E2bOptions,
   type Env,
 } from "#shared/config/index.ts";
+import { envdProxyRelayLimitFlags, relayLimitsFrom, type RelayLimitOptions } from "#shared/relay/index.ts";
 
 export { OPERATOR_LOG_LEVEL_ENV };
 
@@ -61,6 +62,7 @@ export const e2bMeshFlags = {
     help: "Address of a separate plain-HTTP listener serving only /metrics (the in-process proxy's series), e.g. :9090. Empty: no metrics listener.",
     check: (v) => (v === "" ? undefined : listenAddressCheck()(v)),
   }),
+  ...envdProxyRelayLimitFlags,
 } as const;
 
 export interface E2bMeshConfig {
@@ -73,7 +75,7 @@ export interface E2bMeshConfig {
   e2b: E2bOptions;
   /** Undefined: no in-process proxy. Its domain is --e2b-domain. */
   envdProxy:
-    | { bindAddress: string; tlsCertFile: string | undefined; tlsPrivateKeyFile: string | undefined; guestHttp2: boolean }
+    | { bindAddress: string; tlsCertFile: string | undefined; tlsPrivateKeyFile: string | undefined; guestHttp2: boolean; limits: RelayLimitOptions }
     | undefined;
   /** Undefined: no metrics listener. */
   metricsBindAddress: string | undefined;
@@ -96,6 +98,13 @@ export function parseE2bMeshFlags(argv: readonly string[], env: Env): CliOutcome
             tlsCertFile: orUndefined(v.envdProxyTlsCertFile),
             tlsPrivateKeyFile: orUndefined(v.envdProxyTlsPrivateKeyFile),
             guestHttp2: v.envdProxyGuestHttp2,
+            limits: relayLimitsFrom({
+              maxRelays: v.envdProxyMaxRelays,
+              maxRelaysPerSandbox: v.envdProxyMaxRelaysPerSandbox,
+              maxRelaysPerClient: v.envdProxyMaxRelaysPerClient,
+              relayBufferMax: v.envdProxyRelayBufferMax,
+              guestHandshakeTimeout: v.envdProxyGuestHandshakeTimeout,
+            }),
           },
     metricsBindAddress: orUndefined(v.metricsBindAddress),
   }));

@@ -36,7 +36,7 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
     onClaimed: (claimId, address, claimToken) => relay?.primeOwner(claimId, address, claimToken),
   });
   if (config.envdProxy) {
-    relay = new EnvdRelay({ domain: config.e2b.domain, fleet, envdSecret: e2b.envdSecret, rootToken, namespace: "", guestHttp2: config.envdProxy.guestHttp2, log: log.child({ component: "envd-proxy" }) });
+    relay = new EnvdRelay({ domain: config.e2b.domain, fleet, envdSecret: e2b.envdSecret, rootToken, namespace: "", guestHttp2: config.envdProxy.guestHttp2, limits: config.envdProxy.limits, log: log.child({ component: "envd-proxy" }) });
   }
   await fleet.ready();
   shutdown?.addCloser("fleet", () => fleet.stop());

@@ -1,11 +1,13 @@
 // sandbox-envd-proxy's flags (seed 003): the e2b data plane's listener, domain, TLS pair, guest leg,
-// the envd secret the access tokens are verified against, the fleet root token and the inventory window.
+// the envd secret the access tokens are verified against, the fleet root token, the inventory window and the
+// relay's bounds (caps on concurrent relays, the buffer budget, the guest deadline).
 import {
   OPERATOR_LOG_LEVEL_ENV,
   StartupError,
   boolFlag,
   formatHelp,
   inventoryStaleAfterFlag,
+  inventoryTrustedNetworksFlag,
   kubeconfigHelp,
   listenAddressCheck,
   mapOutcome,
@@ -16,6 +18,7 @@ import {
   type CliOutcome,
   type Env,
 } from "#shared/config/index.ts";
+import { relayLimitFlags, relayLimitsFrom, type RelayLimitOptions } from "#shared/relay/index.ts";
 
 export { OPERATOR_LOG_LEVEL_ENV };
 
@@ -62,6 +65,8 @@ export const envdProxyFlags = {
     help: "Address of a separate plain-HTTP listener serving only /metrics (e.g. :9090). Empty: no metrics listener.",
     check: (v) => (v === "" ? undefined : listenAddressCheck()(v)),
   }),
+  ...relayLimitFlags,
+  ...inventoryTrustedNetworksFlag,
 } as const;
 
 export interface EnvdProxyConfig {
@@ -80,6 +85,10 @@ export interface EnvdProxyConfig {
   inventoryStaleAfter: number;
   /** Undefined: no metrics listener. */
   metricsBindAddress: string | undefined;
+  /** Relay caps, buffer budget and guest deadline (docs/envd-relay.md "Bounds"). */
+  limits: RelayLimitOptions;
+  /** CIDRs, already checked (--inventory-trusted-networks). */
+  inventoryTrustedNetworks: string[];
 }
 
 const orUndefined = (value: string): string | undefined => (value === "" ? undefined : value);
@@ -97,6 +106,8 @@ export function parseEnvdProxyFlags(argv: readonly string[], env: Env): CliOutco
     sandboxdTokenFile: orUndefined(v.sandboxdTokenFile),
     inventoryStaleAfter: v.inventoryStaleAfter.ms,
     metricsBindAddress: orUndefined(v.metricsBindAddress),
+    limits: relayLimitsFrom(v),
+    inventoryTrustedNetworks: v.inventoryTrustedNetworks,
   }));
 }
 

@@ -52,6 +52,7 @@ export async function startEnvdProxy(
   const fleet = new InventoryFleet({
     client,
     staleAfterMs: config.inventoryStaleAfter,
+    trustedNetworks: config.inventoryTrustedNetworks,
     log: log.child({ component: "inventory" }),
     ...(options.inventorySyncTimeoutMs !== undefined ? { syncTimeoutMs: options.inventorySyncTimeoutMs } : {}),
   });
@@ -68,6 +69,7 @@ export async function startEnvdProxy(
     rootToken,
     namespace: config.namespace,
     guestHttp2: config.guestHttp2,
+    limits: config.limits,
     log: log.child({ component: "relay" }),
   });
   let server: ReturnType<typeof Bun.serve>;

@@ -5,7 +5,8 @@
 import { StartupError } from "./errors.ts";
 import type { EnvOnlySetting } from "./help.ts";
 import { listenAddressCheck } from "./host-port.ts";
-import { boolFlag, durationFlag, floatFlag, intFlag, semverFlag, stringFlag, type DurationValue, type FlagSpec } from "./flag-kinds.ts";
+import { boolFlag, durationFlag, floatFlag, intFlag, listFlag, semverFlag, stringFlag, type DurationValue, type FlagSpec } from "./flag-kinds.ts";
+import { cidrProblem } from "./cidr.ts";
 
 /** A float row that refuses negative values at parse time (a usage error, like an int row's min). */
 function nonNegative(spec: FlagSpec<number>): FlagSpec<number> {
@@ -62,6 +63,22 @@ export function dnsLabelProblem(value: string): string | undefined {
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value)) return "must be a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit)";
   return undefined;
 }
+export const inventoryTrustedNetworksFlag = {
+  // Issue 22 case 2: the root token goes only to an address of the Node an inventory names, or to these networks.
+  inventoryTrustedNetworks: listFlag({
+    flag: "inventory-trusted-networks",
+    help:
+      "Comma-separated CIDRs (10.0.0.0/8,fd00::/8). A NodeInventory is called only when its Node exists and its " +
+      "address host is one of that Node's status.addresses or lies in one of these networks; others are ignored.",
+    check: (cidrs) => {
+      for (const c of cidrs) {
+        const problem = cidrProblem(c);
+        if (problem) return `"${c}": ${problem}`;
+      }
+      return undefined;
+    },
+  }),
+} as const;
 
 export const E2B_DEFAULT_ENVD_VERSION = "0.8.0";
 export const E2B_DEFAULT_TIMEOUT_SECONDS = 300;

@@ -56,3 +56,17 @@ export function listenAddressCheck(allowZero = true): (value: string) => string 
     }
   };
 }
+
+/**
+ * The host of a sandboxd address as NodeInventory carries it (`host:port`, `[v6]:port`, a bare host or an origin),
+ * lower-cased and without brackets; undefined when there is none.
+ */
+export function addressHost(address: string): string | undefined {
+  if (!address) return undefined;
+  try {
+    const host = new URL(address.includes("://") ? address : `http://${address}`).hostname.replace(/^\[|\]$/g, "").toLowerCase();
+    return host || undefined;
+  } catch {
+    return undefined;
+  }
+}

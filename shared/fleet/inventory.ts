@@ -2,16 +2,19 @@
 // per-request LIST), an immutable snapshot rebuilt per event, and the freshness rule of --inventory-stale-after
 // applied at read time against this process's clock (freshNodes in view.ts). Besides the FleetNode snapshot the e2b
 // surface and the relay read, it keeps each node's raw NodeInventory: the aggregated API renders fields (addr,
-// claimRef, entries without an id) that FleetEntry does not carry.
+// claimRef, entries without an id) that FleetEntry does not carry. A second informer, on Nodes, feeds the trust
+// check of trust.ts: an inventory that fails it is absent from every read (issue 22 case 2), since every reader
+// sends the fleet's root token to the inventory's address.
 import type { Logger } from "pino";
 import { type Clock, realClock } from "../clock/index.ts";
 import { formatGoDuration } from "../config/index.ts";
 import type { KubeClient } from "../kube/index.ts";
-import { Informer } from "../kube/index.ts";
+import { Informer, Nodes } from "../kube/index.ts";
 import { NodeInventories, NodeInventory } from "../inventory/index.ts";
 import { type Net, NETS, type Size, SIZES, parseWireTime } from "../sandboxd/index.ts";
 import type { FleetEntry, FleetNode, FleetPool, FleetSource, FleetTemplate } from "./types.ts";
 import { freshNodes, namespaceOfName } from "./view.ts";
+import { inventoryTrust, type NodeAddresses, TrustedNetworks } from "./trust.ts";
 
 /** How long ready() waits for the first LIST before naming the missing CRD (sandbox-apiserver.md §1.1 step 5). */
 export const INVENTORY_SYNC_TIMEOUT_MS = 120_000;
@@ -33,12 +36,18 @@ export interface InventoryFleetOptions {
   clock?: Clock;
   log?: Logger;
   syncTimeoutMs?: number;
+  /** --inventory-trusted-networks: address hosts trusted for any known Node besides that Node's own addresses. */
+  trustedNetworks?: readonly string[];
 }
 
 type RawInventory = { metadata?: { name?: string; resourceVersion?: string } } & Record<string, unknown>;
 
 export class InventoryFleet implements FleetSource {
   private readonly informer: Informer<RawInventory>;
+  private readonly nodeInformer: Informer<NodeAddresses & { metadata?: { name?: string; resourceVersion?: string } }>;
+  private readonly networks: TrustedNetworks;
+  /** Per inventory name: the version refused and why, so it is neither re-parsed nor re-logged until it changes. */
+  private readonly refused = new Map<string, { rv: string; reason: string }>();
   private readonly clock: Clock;
   private readonly log?: Logger;
   /** Sorted by name; replaced (never mutated) on every event, so a reader may hold one. */
@@ -52,17 +61,27 @@ export class InventoryFleet implements FleetSource {
   constructor(private readonly o: InventoryFleetOptions) {
     this.clock = o.clock ?? realClock;
     this.log = o.log;
+    this.networks = new TrustedNetworks(o.trustedNetworks ?? []);
     this.informer = new Informer<RawInventory>(o.client, NodeInventories, { log: o.log });
+    this.nodeInformer = new Informer(o.client, Nodes, { log: o.log });
     const rebuild = () => this.rebuild();
     this.informer.onAdd(rebuild);
     this.informer.onUpdate(rebuild);
     this.informer.onDelete(rebuild);
+    // A Node's status changes with every heartbeat; only its coming, going or addresses can change a verdict, so
+    // only those rebuild (and so wake the warm-pool driver and the watchers).
+    this.nodeInformer.onAdd(rebuild);
+    this.nodeInformer.onDelete(rebuild);
+    this.nodeInformer.onUpdate((a, b) => {
+      if (addressesKey(a) !== addressesKey(b)) rebuild();
+    });
   }
 
   async ready(signal?: AbortSignal): Promise<void> {
     if (!this.started) {
       this.started = true;
       this.informer.start();
+      this.nodeInformer.start();
     }
     const timeoutMs = this.o.syncTimeoutMs ?? INVENTORY_SYNC_TIMEOUT_MS;
     let timer: { cancel(): void } | undefined;
@@ -70,8 +89,11 @@ export class InventoryFleet implements FleetSource {
       timer = this.clock.after(timeoutMs, () =>
         reject(
           new Error(
-            `kubeinventory: node inventory cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
-              `(is the NodeInventory.sandbox.cocoonstack.io CRD installed?)`,
+            this.informer.hasSynced()
+              ? `kubeinventory: node cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
+                  `(may this identity list and watch nodes?)`
+              : `kubeinventory: node inventory cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
+                  `(is the NodeInventory.sandbox.cocoonstack.io CRD installed?)`,
           ),
         ),
       );
@@ -81,14 +103,14 @@ export class InventoryFleet implements FleetSource {
       signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
     });
     try {
-      await Promise.race([this.informer.synced, timedOut, aborted]);
+      await Promise.race([Promise.all([this.informer.synced, this.nodeInformer.synced]), timedOut, aborted]);
     } finally {
       timer?.cancel();
     }
   }
 
   async stop(): Promise<void> {
-    await this.informer.stop();
+    await Promise.all([this.informer.stop(), this.nodeInformer.stop()]);
   }
 
   /** Fresh nodes, sorted by name (FleetSource). */
@@ -115,7 +137,7 @@ export class InventoryFleet implements FleetSource {
     return result;
   }
 
-  /** Every cached node, fresh or not (metrics, diagnostics). */
+  /** Every cached trusted node, fresh or not (metrics, diagnostics). */
   all(): readonly InventoryRecord[] {
     return this.records;
   }
@@ -137,12 +159,15 @@ export class InventoryFleet implements FleetSource {
     for (const raw of this.informer.list()) {
       const name = raw.metadata?.name ?? "";
       seen.add(name);
-      const rv = raw.metadata?.resourceVersion ?? "";
+      const node = this.nodeInformer.get(typeof raw.node === "string" ? raw.node : "");
+      // The record depends on its Node too: a Node that loses the address, or goes away, withdraws its trust.
+      const rv = `${raw.metadata?.resourceVersion ?? ""}/${node ? addressesKey(node) : "-"}`;
       const cached = this.built.get(name);
       if (cached && cached.rv === rv) {
         next.push(cached.record);
         continue;
       }
+      if (this.refused.get(name)?.rv === rv) continue;
       const parsed = NodeInventory.safeParse(raw);
       if (!parsed.success) {
         // One malformed object must not take the fleet down: skip it, say which and why.
@@ -150,11 +175,23 @@ export class InventoryFleet implements FleetSource {
         this.built.delete(name);
         continue;
       }
+      const verdict = inventoryTrust(parsed.data, node, this.networks);
+      if (!verdict.trusted) {
+        this.built.delete(name);
+        const before = this.refused.get(name)?.reason;
+        this.refused.set(name, { rv, reason: verdict.reason });
+        if (before !== verdict.reason) {
+          this.log?.warn({ nodeInventory: name, address: parsed.data.address, reason: verdict.reason }, "ignoring a NodeInventory that no known Node vouches for");
+        }
+        continue;
+      }
+      this.refused.delete(name);
       const record = recordOf(parsed.data);
       this.built.set(name, { rv, record });
       next.push(record);
     }
     for (const name of [...this.built.keys()]) if (!seen.has(name)) this.built.delete(name);
+    for (const name of [...this.refused.keys()]) if (!seen.has(name)) this.refused.delete(name);
     next.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     this.records = next;
     for (const fn of this.listeners) {
@@ -165,6 +202,11 @@ export class InventoryFleet implements FleetSource {
       }
     }
   }
+}
+
+/** What of a Node the trust verdict reads: its addresses, in order. */
+function addressesKey(node: NodeAddresses): string {
+  return JSON.stringify((node.status?.addresses ?? []).map((a) => a.address ?? ""));
 }
 
 export function recordOf(inv: NodeInventory): InventoryRecord {

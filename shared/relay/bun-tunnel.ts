@@ -19,6 +19,8 @@ export class BunTunnel implements GuestWire {
   private events: WireEvents | undefined;
   private closeHooks: Array<() => void> = [];
   private paused = false;
+  /** The relay's budget (limits.ts): while it says no, resume() keeps the guest paused (the next pull asks again). */
+  gate: (() => boolean) | undefined;
   private settle: ((err?: TunnelRefused | TunnelUnreachable) => void) | undefined;
   destroyed = false;
 
@@ -64,7 +66,7 @@ export class BunTunnel implements GuestWire {
   }
 
   resume(): void {
-    if (!this.paused || this.destroyed) return;
+    if (!this.paused || this.destroyed || (this.gate !== undefined && !this.gate())) return;
     this.paused = false;
     this.sock?.resume();
   }

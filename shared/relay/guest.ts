@@ -48,6 +48,13 @@ export interface GuestRequest {
   body: ReadableStream<Uint8Array> | null;
   onBytesIn(n: number): void;
   onBytesOut(n: number): void;
+  /**
+   * Bytes of the guest's body now waiting for the client, after each enqueue and each pull (the relay's budget,
+   * limits.ts). False: hold the guest back until the client reads again.
+   */
+  queued?(bytes: number): boolean;
+  /** False while the relay's budget holds this stream back: a resume waits for the next pull (limits.ts). */
+  mayRead?(): boolean;
   /** Aborts when the client goes away. */
   signal: AbortSignal;
 }
@@ -94,14 +101,17 @@ async function pump(body: ReadableStream<Uint8Array>, sink: Writable, count: (n:
 }
 
 /** A node readable as a web stream that reads only when the consumer pulls; cancel destroys `onCancel`. */
-function webStream(src: Readable, count: (n: number) => void, onCancel: () => void): ReadableStream<Uint8Array> {
+function webStream(src: Readable, r: GuestRequest, onCancel: () => void): ReadableStream<Uint8Array> {
+  let ctrl: ReadableStreamDefaultController<Uint8Array>;
   return new ReadableStream<Uint8Array>(
     {
-      start(ctrl) {
+      start(c) {
+        ctrl = c;
         src.on("data", (chunk: Buffer) => {
-          count(chunk.length);
+          r.onBytesOut(chunk.length);
           ctrl.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-          if ((ctrl.desiredSize ?? 0) <= 0) src.pause();
+          const room = r.queued?.(GUEST_BODY_BUFFER - (ctrl.desiredSize ?? 0)) !== false;
+          if (!room || (ctrl.desiredSize ?? 0) <= 0) src.pause();
         });
         src.once("end", () => {
           try {
@@ -122,7 +132,8 @@ function webStream(src: Readable, count: (n: number) => void, onCancel: () => vo
         src.pause();
       },
       pull() {
-        src.resume();
+        // Over the relay's budget a stream still holding much stays paused; the next pull asks again.
+        if (r.queued?.(GUEST_BODY_BUFFER - (ctrl.desiredSize ?? 0)) !== false) src.resume();
       },
       cancel() {
         src.destroy();
@@ -175,7 +186,7 @@ export async function forwardHttp2(sock: net.Socket, r: GuestRequest): Promise<R
         resolve(new Response(null, { status, headers: out }));
         return;
       }
-      resolve(new Response(webStream(stream, r.onBytesOut, teardown), { status, headers: out }));
+      resolve(new Response(webStream(stream, r, teardown), { status, headers: out }));
     });
   });
   if (r.body) pump(r.body, stream, r.onBytesIn, r.signal).catch(() => teardown());

@@ -17,6 +17,7 @@ import { GUEST_BODY_QUEUE, HOP_BY_HOP, connectionOptions, drained } from "./gues
  * the client's to end (its abort tears the tunnel down).
  */
 export const HEAD_DEADLINE_MS = 10_000;
+const QUEUE_BYTES = GUEST_BODY_QUEUE.highWaterMark ?? 0;
 
 export interface Http1Options {
   headDeadlineMs?: number;
@@ -75,7 +76,7 @@ export function forwardHttp1Raw(sock: net.Socket, r: GuestRequest, o: Http1Optio
     write: (d) => sock.write(d),
     drained: () => drained(sock),
     pause: () => void sock.pause(),
-    resume: () => void sock.resume(),
+    resume: () => void (r.mayRead?.() !== false && sock.resume()), // relay bounds (limits.ts)
     destroy: () => void sock.destroy(),
     get destroyed() {
       return sock.destroyed;
@@ -128,6 +129,8 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
       if (slice.length === 0) return;
       r.onBytesOut(slice.length);
       ctrl!.enqueue(new Uint8Array(slice.buffer, slice.byteOffset, slice.byteLength));
+      // relay bounds (limits.ts): report what waits for the client.
+      r.queued?.(QUEUE_BYTES - (ctrl!.desiredSize ?? 0));
     };
     const finish = () => {
       if (finished) return;
@@ -189,6 +192,7 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
               ctrl = c;
             },
             pull() {
+              r.queued?.(QUEUE_BYTES - (ctrl!.desiredSize ?? 0)); // relay bounds (limits.ts)
               sock.resume();
             },
             cancel() {

@@ -1,7 +1,8 @@
 // shared/relay — the envd relay (docs/envd-relay.md): route.ts (host/header routing), owners.ts (owner cache,
 // inventory lookup, probes), tunnel.ts + bun-tunnel.ts (the node's ports relay), guest.ts + h1.ts (the streaming guest leg),
 // http1.ts (the envd client's small exchanges), framing/ (the HTTP/1.1 parser for every guest byte),
-// proxy.ts (the pipeline and failure mapping), metrics.ts, server.ts (the listener and its request entry), idle.ts
+// proxy.ts (the pipeline and failure mapping), limits.ts + limit-flags.ts (caps, budget, deadlines), metrics.ts,
+// websocket.ts + ws-frames.ts (the WebSocket leg), server.ts (the listener and its request entry), idle.ts
 // (the listener's idle timeout, held off while a request is answered).
 export { EnvdRelay, relayError, type RelayOptions } from "./proxy.ts";
 export { relayEntry, serveRelay, stopRelay, RELAY_DRAIN_MS, type RelayListen } from "./server.ts";
@@ -9,3 +10,5 @@ export { RELAY_IDLE_TIMEOUT_S } from "./idle.ts";
 export { routeFromHost, routeRequest, parsePort, isEnvdInternalPath, envdPathVerdict, isSignedFileUrl } from "./route.ts";
 export { OwnerCache, OwnerResolver } from "./owners.ts";
 export { type SmallReply, exchangeOverTunnel } from "./http1.ts";
+export { BufferBudget, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
+export { envdProxyRelayLimitFlags, relayLimitFlags, relayLimitsFrom } from "./limit-flags.ts";

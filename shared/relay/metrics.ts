@@ -1,10 +1,18 @@
 // The proxy's own Prometheus metrics (upstream's proxy has none): requests by status, bytes each way, time to the
-// guest's response head, open tunnels, owner lookups by source. One registry per proxy instance, so two proxies
-// in one process (tests) do not collide.
+// guest's response head, open tunnels, active relays, buffered bytes, refusals by cap, owner lookups by source. One
+// registry per proxy instance, so two proxies in one process (tests) do not collide. The relay and buffer gauges
+// are read at scrape time from their counters (limits.ts), so the hot path never touches them.
 import { Counter, Gauge, Histogram, Registry } from "../metrics/index.ts";
+
+/** What the gauges read when scraped. */
+export interface RelayReadings {
+  activeRelays(): number;
+  bufferedBytes(): number;
+}
 
 export class RelayMetrics {
   readonly registry = new Registry();
+  constructor(private readonly readings: RelayReadings = { activeRelays: () => 0, bufferedBytes: () => 0 }) {}
   readonly requests = new Counter({ name: "sandbox_envd_proxy_requests_total", help: "Requests answered, by HTTP status.", labelNames: ["code"] as const, registers: [this.registry] });
   readonly bytes = new Counter({
     name: "sandbox_envd_proxy_bytes_total",
@@ -19,6 +27,24 @@ export class RelayMetrics {
     registers: [this.registry],
   });
   readonly openTunnels = new Gauge({ name: "sandbox_envd_proxy_open_tunnels", help: "Node ports-relay connections currently open.", registers: [this.registry] });
+  readonly activeRelays: Gauge = new Gauge({
+    name: "sandbox_envd_proxy_active_relays",
+    help: "Relays (HTTP requests and WebSockets to guests) holding a slot under --max-relays, from the dial until the tunnel closes.",
+    registers: [this.registry],
+    collect: (): void => this.activeRelays.set(this.readings.activeRelays()),
+  });
+  readonly bufferedBytes: Gauge = new Gauge({
+    name: "sandbox_envd_proxy_buffered_bytes",
+    help: "Bytes the proxy holds for slow readers across every relay, counted against --relay-buffer-max.",
+    registers: [this.registry],
+    collect: (): void => this.bufferedBytes.set(this.readings.bufferedBytes()),
+  });
+  readonly refused = new Counter({
+    name: "sandbox_envd_proxy_refused_total",
+    help: "Relays refused by a cap: sandbox and client (429), global (503).",
+    labelNames: ["cap"] as const,
+    registers: [this.registry],
+  });
   readonly upstreamErrors = new Counter({
     name: "sandbox_envd_proxy_upstream_errors_total",
     help: "Relays that failed toward the node or guest (answered 502), by reason: unavailable, refused, paused, unreachable, guest.",

@@ -3,17 +3,20 @@
 // answers every failure with the `{code, message}` envelope. `/healthz` answers only requests that name no sandbox
 // (apex host, bare address, no E2b-Sandbox-Id), so a guest path of the same name stays reachable; `/metrics` is
 // served on its own listener (shared/http serveMetrics), never here.
+// Every relay holds a slot (limits.ts: 429 per sandbox or client, 503 global) from the dial until its tunnel closes,
+// reports what it buffers to the global budget, and gets a deadline on the guest's answer (docs/envd-relay.md "Bounds").
 import type { Server } from "bun";
 import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { forwardHttp2, guestRequestHeaders, type GuestRequest } from "./guest.ts";
 import { BunTunnel } from "./bun-tunnel.ts";
 import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
+import { BufferBudget, BufferShare, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
 import { envdPathVerdict, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
 import { endpointOf, openTunnel, TunnelRefused } from "./tunnel.ts";
-import { guestHandshake, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
+import { guestHandshake, HandshakeTimeout, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
 
 export interface RelayOptions {
   domain: string;
@@ -24,6 +27,8 @@ export interface RelayOptions {
   namespace: string;
   guestHttp2: boolean;
   log: Logger;
+  /** Caps, budget and deadlines; each unset one takes DEFAULT_RELAY_LIMITS'. */
+  limits?: Partial<RelayLimitOptions>;
 }
 
 export function relayError(status: number, message: string): Response {
@@ -31,10 +36,17 @@ export function relayError(status: number, message: string): Response {
 }
 
 export class EnvdRelay {
-  readonly metrics = new RelayMetrics();
+  readonly limits: RelayLimitOptions;
+  readonly slots: RelaySlots;
+  readonly budget: BufferBudget;
+  readonly metrics: RelayMetrics;
   readonly owners: OwnerResolver;
 
   constructor(private readonly o: RelayOptions) {
+    this.limits = { ...DEFAULT_RELAY_LIMITS, ...o.limits };
+    this.slots = new RelaySlots(this.limits);
+    this.budget = new BufferBudget(this.limits.bufferBytes);
+    this.metrics = new RelayMetrics({ activeRelays: () => this.slots.active, bufferedBytes: () => this.budget.bytes });
     this.owners = new OwnerResolver({ fleet: o.fleet, envdSecret: o.envdSecret, rootToken: o.rootToken, namespace: o.namespace, log: o.log });
   }
 
@@ -91,6 +103,14 @@ export class EnvdRelay {
 
   private async relay(req: Request, url: URL, host: string, route: Route, owner: Owner, passive: boolean, server: Server<WsRelayData>): Promise<Response | undefined> {
     const started = performance.now();
+    const clientIp = server.requestIP(req)?.address;
+    const slot = this.slots.acquire(owner.claimId, clientIp);
+    if ("status" in slot) {
+      this.metrics.refused.inc({ cap: slot.cap });
+      const res = relayError(slot.status, slot.message);
+      res.headers.set("retry-after", "1");
+      return res;
+    }
     // A plain-TCP node's HTTP/1.1 leg runs on a Bun socket (bun-tunnel.ts); TLS nodes, --guest-http2 and
     // WebSocket need a node:net socket.
     const onBun = !this.o.guestHttp2 && !endpointOf(owner.address).secure && !isWebSocketUpgrade(req);
@@ -99,6 +119,7 @@ export class EnvdRelay {
       const target = { address: owner.address, claimId: owner.claimId, port: route.port, token: passive ? this.o.rootToken : owner.claimToken };
       sock = onBun ? await BunTunnel.open(target, { signal: req.signal }) : await openTunnel(target, { signal: req.signal });
     } catch (err) {
+      slot.release();
       if (err instanceof TunnelRefused) {
         if (err.status === 404) {
           // Released within the cache TTL: forget it now, and answer as for an unknown sandbox so the SDK's
@@ -120,31 +141,51 @@ export class EnvdRelay {
       return relayError(502, "sandbox unreachable");
     }
     this.metrics.openTunnels.inc();
-    if (sock instanceof BunTunnel) sock.onClose(() => this.metrics.openTunnels.dec());
-    else sock.once("close", () => this.metrics.openTunnels.dec());
+    const share = new BufferShare(this.budget);
+    const closed = () => {
+      this.metrics.openTunnels.dec();
+      share.release();
+      slot.release();
+    };
+    if (sock instanceof BunTunnel) {
+      sock.onClose(closed);
+      sock.gate = () => share.mayRead();
+    } else sock.once("close", closed);
 
     const headers = guestRequestHeaders(req.headers);
-    const clientIp = server.requestIP(req)?.address;
     if (clientIp) headers["x-forwarded-for"] = headers["x-forwarded-for"] ? `${headers["x-forwarded-for"]}, ${clientIp}` : clientIp;
     headers["x-forwarded-host"] = host;
     headers["x-forwarded-proto"] = url.protocol === "https:" ? "https" : "http";
-    if (!(sock instanceof BunTunnel) && isWebSocketUpgrade(req)) return this.relayWebSocket(req, url, route, headers, sock, server);
+    if (!(sock instanceof BunTunnel) && isWebSocketUpgrade(req)) return this.relayWebSocket(req, url, route, headers, sock, share, server);
+    const wire = sock;
+    let sent = 0;
     const g: GuestRequest = {
       method: req.method,
       path: url.pathname + url.search,
       authority: `${route.port}-${route.id}.${this.o.domain}`,
       headers,
       body: req.body,
-      onBytesIn: (n) => this.metrics.bytes.inc({ direction: "in" }, n),
+      onBytesIn: (n) => {
+        sent += n;
+        this.metrics.bytes.inc({ direction: "in" }, n);
+      },
       onBytesOut: (n) => this.metrics.bytes.inc({ direction: "out" }, n),
+      // The h2 leg pauses its own stream on false; an HTTP/1.1 leg's wire is paused here (its next pull resumes it).
+      queued: this.o.guestHttp2 ? (n) => share.set(n) : (n) => share.set(n) || (wire.pause(), false),
+      mayRead: () => share.mayRead(),
       signal: req.signal,
     };
     try {
-      const res = await (sock instanceof BunTunnel ? forwardOverBunTunnel(sock, g) : this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1Raw(sock, g));
+      const forwarded = sock instanceof BunTunnel ? forwardOverBunTunnel(sock, g) : this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1Raw(sock, g);
+      const res = await headDeadline(forwarded, this.limits.guestHandshakeMs, () => sent, () => sock.destroy());
       this.metrics.upstreamSeconds.observe((performance.now() - started) / 1000);
       return res;
     } catch (err) {
       sock.destroy();
+      if (err instanceof HandshakeTimeout) {
+        this.metrics.upstreamErrors.inc({ reason: "timeout" });
+        return relayError(504, "the sandbox did not answer in time");
+      }
       this.o.log.debug({ err: (err as Error).message }, "guest leg failed");
       this.metrics.upstreamErrors.inc({ reason: "guest" });
       return relayError(502, "sandbox unreachable");
@@ -158,6 +199,7 @@ export class EnvdRelay {
     route: Route,
     headers: Record<string, string>,
     sock: import("node:net").Socket,
+    share: BufferShare,
     server: Server<WsRelayData>,
   ): Promise<Response | undefined> {
     const toGuest: Record<string, string> = {};
@@ -169,16 +211,20 @@ export class EnvdRelay {
     toGuest.host = `${route.port}-${route.id}.${this.o.domain}`;
     let shake;
     try {
-      shake = await guestHandshake(sock, url.pathname + url.search, toGuest);
+      shake = await guestHandshake(sock, url.pathname + url.search, toGuest, { timeoutMs: this.limits.guestHandshakeMs, signal: req.signal });
     } catch (err) {
       sock.destroy();
+      if (err instanceof HandshakeTimeout) {
+        this.metrics.upstreamErrors.inc({ reason: "timeout" });
+        return relayError(504, "the sandbox did not answer the WebSocket upgrade in time");
+      }
       const status = (err as { status?: number }).status;
       // Only a status a Response can carry is passed on (99, 600 or a 1xx other than 101 would throw): else 502.
       if (status && Number.isInteger(status) && status >= 200 && status <= 599) return relayError(status, `the guest refused the WebSocket upgrade (${status})`);
       return relayError(502, "sandbox unreachable");
     }
     const upgraded = server.upgrade(req, {
-      data: { sock, pending: Buffer.from(shake.rest), onClose: () => undefined },
+      data: { sock, pending: Buffer.from(shake.rest), share, onClose: () => undefined },
       ...(shake.protocol ? { headers: { "sec-websocket-protocol": shake.protocol } } : {}),
     });
     if (!upgraded) {
@@ -193,4 +239,37 @@ function forwardOverBunTunnel(t: BunTunnel, g: GuestRequest): Promise<Response> 
   const { response, events } = startHttp1(t, g);
   t.attach(events);
   return response;
+}
+
+/**
+ * The guest's response head must come within `ms` of the last request-body progress (an upload's head only comes
+ * after its body): past it the tunnel is dropped and the caller answers 504.
+ */
+function headDeadline(p: Promise<Response>, ms: number, progress: () => number, drop: () => void): Promise<Response> {
+  return new Promise<Response>((resolve, reject) => {
+    let seen = progress();
+    let timer: ReturnType<typeof setTimeout>;
+    const arm = () => {
+      timer = setTimeout(() => {
+        const now = progress();
+        if (now !== seen) {
+          seen = now;
+          return arm();
+        }
+        reject(new HandshakeTimeout(`the guest sent no response head within ${ms} ms`));
+        drop();
+      }, ms);
+    };
+    arm();
+    p.then(
+      (r) => {
+        clearTimeout(timer);
+        resolve(r);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
 }

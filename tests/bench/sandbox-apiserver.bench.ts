@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { readLines, rfc3339, startStack, type Stack } from "../integration/sandbox-apiserver/fixture.ts";
 import { kubectl } from "../kube/kubectl.ts";
+import { vouchingNode } from "../kube/nodes.ts";
 import { cores, percentile, type Figure } from "./vk-sandbox-pods.bench.ts";
 
 const ROOT = "bench-root";
@@ -79,7 +80,11 @@ async function publishFleet(stack: Stack, sims: SandboxdSim[]): Promise<void> {
       claimedAt: "2026-12-01T00:00:00Z",
     })),
   }));
-  for (let i = 0; i < objs.length; i += 20) await stack.cluster.apply(objs.slice(i, i + 20));
+  // Each inventory counts only under its Node, at one of the Node's addresses (shared/fleet/trust.ts).
+  for (let i = 0; i < objs.length; i += 20) {
+    await Promise.all(objs.slice(i, i + 20).map((o) => vouchingNode(stack.cluster, o.node, o.address)));
+    await stack.cluster.apply(objs.slice(i, i + 20));
+  }
 }
 
 /**
@@ -309,6 +314,7 @@ export async function apiserverFigures(): Promise<Figure[]> {
     });
 
     // --- Watch fan-out -----------------------------------------------------------------------------------------------
+    await vouchingNode(stack.cluster, "fan");
     const change = (deadline: string) => async () => {
       await stack.cluster.apply([
         {

@@ -212,7 +212,8 @@ async function timedOps(n: number, concurrency: number, op: (i: number) => Promi
  * keeps of that identity).
  */
 async function statusSeen(e2e: E2eCluster, ns: string, prefix: string, n: number): Promise<number[]> {
-  const token = await e2e.cluster.serviceAccountToken("sandbox-system", "vk-sandbox", 3600);
+  // The identity of the node the pods are bound to: the node admission policy refuses any other node's status writes.
+  const token = e2e.nodeToken("vk-bench-nobody");
   const asDaemon = (path: string, body: unknown) =>
     fetch(`${e2e.cluster.url}${path}`, {
       method: "PUT",

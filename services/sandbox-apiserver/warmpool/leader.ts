@@ -9,6 +9,7 @@ import type { InvolvedObject, KubeClient } from "#shared/kube/index.ts";
 import { isConflict, isNotFound } from "#shared/kube/index.ts";
 import { Leases } from "#shared/kube/index.ts";
 
+// The chart grants GET/PUT of this one Lease (resourceNames) and admits a create of no other name: rename both with it.
 export const LEASE_NAME = "cocoon-warmpool-driver";
 export const LEASE_DURATION_MS = 15_000;
 export const RENEW_DEADLINE_MS = 10_000;

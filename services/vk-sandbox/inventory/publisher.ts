@@ -15,6 +15,7 @@ import { NodeInventories, type NodeInventory } from "#shared/inventory/index.ts"
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import { PeriodicLoop } from "#shared/lifecycle/index.ts";
 import { errorMessage, type Log } from "#shared/log/index.ts";
+import { addressHost } from "#shared/config/index.ts";
 
 export type InventoryKubeClient = Pick<KubeClient, "get" | "patch">;
 /** Declared apart so a test can fail the listing alone. */
@@ -51,6 +52,8 @@ export class InventoryPublisher {
   private readonly loop: PeriodicLoop;
   private nodeSeen = false;
   private publishes = 0;
+  /** The address host last warned about, so the warning is logged once per change, not every publish. */
+  private warnedHost: string | undefined;
 
   constructor(opts: InventoryPublisherOptions) {
     if (!(opts.intervalMs > 0)) throw new RangeError(`publish interval must be positive, got ${opts.intervalMs} ms`);
@@ -88,6 +91,7 @@ export class InventoryPublisher {
       const node = await this.o.kube.get<V1Node>(Nodes, name, { resourceVersion: "0" });
       nodeUid = node.metadata?.uid;
       this.nodeSeen = true;
+      this.warnIfUnvouched(node);
     } catch (e) {
       if (!isNotFound(e)) {
         log.warn({ node: name, err: errorMessage(e) }, "cannot read the Node; skipping this inventory publish");
@@ -125,5 +129,21 @@ export class InventoryPublisher {
     this.publishes++;
     log.debug({ node: name, entries: inventory.entries?.length ?? 0, pools: inventory.pools?.length ?? 0 }, "published NodeInventory");
     return { published: true, inventory };
+  }
+
+  /**
+   * The control plane calls this inventory only when its address host is one of the Node's addresses or in the
+   * operator's --inventory-trusted-networks (shared/fleet/trust.ts). Say so here, where the operator looks first.
+   */
+  private warnIfUnvouched(node: V1Node): void {
+    const host = addressHost(this.o.address);
+    const addresses = (node.status?.addresses ?? []).map((a) => a.address.toLowerCase());
+    if (host === undefined || addresses.includes(host) || this.warnedHost === host) return;
+    this.warnedHost = host;
+    this.o.log.warn(
+      { node: this.o.nodeName, address: this.o.address, nodeAddresses: addresses },
+      "the advertised sandboxd address is none of this Node's addresses: the control plane ignores this inventory " +
+        "unless the address lies in its --inventory-trusted-networks (set --node-ip to the advertised host)",
+    );
   }
 }

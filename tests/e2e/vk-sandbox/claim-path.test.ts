@@ -42,7 +42,7 @@ describe("issue 7 claim path (process)", () => {
         `--sandboxd-token-file=${env.stack.tokenFile}`,
         `--state-path=${join(env.stack.dir, "mesh", "claims.json")}`,
       ],
-      env: { KUBECONFIG: env.e2e.kubeconfig, VK_LOG_LEVEL: "debug" },
+      env: { KUBECONFIG: env.e2e.nodeKubeconfig("vk-mesh"), VK_LOG_LEVEL: "debug" },
     });
     await d.waitForLog(/vk-sandbox ready/);
     await env.e2e.kube.createPod(sandboxPod("meshed", "vk-mesh"));

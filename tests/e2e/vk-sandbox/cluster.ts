@@ -1,16 +1,24 @@
-// One real kube-apiserver per e2e file, prepared the way an operator installs vk-sandbox: the shipped
-// manifests/rbac.yaml applied, a ServiceAccount token for `sandbox-system/vk-sandbox` in a kubeconfig (the daemon
-// never runs as admin), a minimal `Sandbox` CRD of agents.x-k8s.io for owners, and an audit log of every request
-// the daemon's identity makes (the independent witness for the QPS/burst and idle-rate checks).
+// One real kube-apiserver per e2e file, prepared the way an operator installs vk-sandbox: every file of manifests/
+// applied (the RBAC and the node admission policy), one ServiceAccount `sandbox-nodes/<node>` per node with its
+// token in a kubeconfig (the daemon never runs as admin, and each node as itself), a minimal `Sandbox` CRD of
+// agents.x-k8s.io for owners, and an audit log of every request the node identities make (the independent witness
+// for the QPS/burst and idle-rate checks, and for "no request refused").
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
+import { kubectlBinary } from "../../kube/peers.ts";
 import { waitFor } from "../../support/wait.ts";
 
 const root = join(import.meta.dir, "..", "..", "..");
-export const DAEMON_USER = "system:serviceaccount:sandbox-system:vk-sandbox";
+/** The namespace of the per-node ServiceAccounts (manifests/rbac.yaml), and their group. */
+export const NODE_SA_NAMESPACE = "sandbox-nodes";
+export const NODE_GROUP = `system:serviceaccounts:${NODE_SA_NAMESPACE}`;
+/** The user a node's daemon authenticates as. */
+export const nodeUser = (node: string) => `system:serviceaccount:${NODE_SA_NAMESPACE}:${node}`;
+/** The node the default kubeconfig (`E2eCluster.kubeconfig`) speaks for. */
+export const DEFAULT_NODE = "vk-e2e";
 
 export const SANDBOX_CRD = {
   apiVersion: "apiextensions.k8s.io/v1",
@@ -34,8 +42,15 @@ export const SANDBOX_CRD = {
 
 export interface E2eCluster {
   cluster: TestCluster;
-  /** A kubeconfig holding the vk-sandbox ServiceAccount token bound by manifests/rbac.yaml. */
+  /** The kubeconfig of node DEFAULT_NODE's own ServiceAccount (nodeKubeconfig(DEFAULT_NODE)). */
   kubeconfig: string;
+  /**
+   * The kubeconfig of `node`'s own ServiceAccount `sandbox-nodes/<node>`, created on first use as an operator does
+   * at install. Synchronous (kubectl, run to completion), so a daemon can be started with it in one call.
+   */
+  nodeKubeconfig(node: string): string;
+  /** The bearer token in nodeKubeconfig(node). */
+  nodeToken(node: string): string;
   auditPath: string;
   kube: Kube;
   stop(): Promise<void>;
@@ -53,7 +68,7 @@ export async function startE2eCluster(): Promise<E2eCluster> {
       "omitStages: [RequestReceived, ResponseStarted]",
       "rules:",
       "- level: Metadata",
-      `  users: ["${DAEMON_USER}"]`,
+      `  userGroups: ["${NODE_GROUP}"]`,
       "- level: None",
       "",
     ].join("\n"),
@@ -72,12 +87,12 @@ export async function startE2eCluster(): Promise<E2eCluster> {
       }
     }
     if (!docs.some((d) => /kind:\s*ClusterRole\b/.test(d))) throw new Error("manifests/rbac.yaml with the vk-sandbox ClusterRole is missing");
+    if (!docs.some((d) => /kind:\s*ValidatingAdmissionPolicy\b/.test(d))) throw new Error("manifests/node-admission.yaml is missing");
     for (const d of docs) await cluster.apply(d);
     await cluster.apply([SANDBOX_CRD]);
     await cluster.createNamespace("ns");
-    const token = await cluster.serviceAccountToken("sandbox-system", "vk-sandbox", 7200);
-    const kubeconfig = cluster.kubeconfig({ auth: "token", token });
-    return { cluster, kubeconfig, auditPath, kube: new Kube(cluster), stop: () => cluster.stop() };
+    const { kubeconfig: nodeKubeconfig, token: nodeToken } = nodeIdentities(cluster, await kubectlBinary());
+    return { cluster, kubeconfig: nodeKubeconfig(DEFAULT_NODE), nodeKubeconfig, nodeToken, auditPath, kube: new Kube(cluster), stop: () => cluster.stop() };
   } catch (e) {
     await cluster.stop();
     throw e;
@@ -88,13 +103,36 @@ export interface AuditEvent {
   verb: string;
   requestURI: string;
   user: { username: string };
+  userAgent?: string;
   stageTimestamp: string;
   requestReceivedTimestamp: string;
   responseStatus?: { code?: number };
 }
 
+/** nodeKubeconfig and nodeToken of E2eCluster: one ServiceAccount and token per node name, cached. */
+function nodeIdentities(cluster: TestCluster, kubectl: string): { kubeconfig(node: string): string; token(node: string): string } {
+  const admin = cluster.kubeconfig({ auth: "admin-cert" });
+  const made = new Map<string, { path: string; token: string }>();
+  const run = (args: string[]) => {
+    const r = Bun.spawnSync([kubectl, `--kubeconfig=${admin}`, "--namespace", NODE_SA_NAMESPACE, ...args], { stdout: "pipe", stderr: "pipe" });
+    return { ok: r.exitCode === 0, out: r.stdout.toString().trim(), err: r.stderr.toString().trim() };
+  };
+  const identity = (node: string) => {
+    const known = made.get(node);
+    if (known) return known;
+    const sa = run(["create", "serviceaccount", node]);
+    if (!sa.ok && !/AlreadyExists/.test(sa.err)) throw new Error(`create ServiceAccount ${NODE_SA_NAMESPACE}/${node}: ${sa.err}`);
+    const token = run(["create", "token", node, "--duration=7200s"]);
+    if (!token.ok) throw new Error(`token for ${NODE_SA_NAMESPACE}/${node}: ${token.err}`);
+    const made1 = { path: cluster.kubeconfig({ auth: "token", token: token.out }), token: token.out };
+    made.set(node, made1);
+    return made1;
+  };
+  return { kubeconfig: (node) => identity(node).path, token: (node) => identity(node).token };
+}
+
 /**
- * The daemon identity's completed requests (a watch appears when it ends). Use `requestReceivedTimestamp` for
+ * The node identities' completed requests (a watch appears when it ends). Use `requestReceivedTimestamp` for
  * timing and `responseStatus.code` for authorization.
  */
 export function auditEvents(path: string): AuditEvent[] {
@@ -106,7 +144,7 @@ export function auditEvents(path: string): AuditEvent[] {
   return lines
     .filter(Boolean)
     .map((l) => JSON.parse(l) as AuditEvent)
-    .filter((e) => e.user?.username === DAEMON_USER);
+    .filter((e) => e.user?.username?.startsWith(`system:serviceaccount:${NODE_SA_NAMESPACE}:`));
 }
 
 /**

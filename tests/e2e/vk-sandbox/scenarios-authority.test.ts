@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { CLAIM_ID, auditEvents, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { CLAIM_ID, NODE_GROUP, auditEvents, runningWithClaim, sandboxPod, startE2eCluster, type E2eCluster } from "./cluster.ts";
 import { waitFor } from "../../support/wait.ts";
 import type { Daemon } from "./daemon.ts";
 import { SANDBOXD_TOKEN, simClaimsFor, startStack, type Stack } from "./stack.ts";
@@ -37,7 +37,7 @@ beforeAll(async () => {
       kind: "ClusterRoleBinding",
       metadata: { name: "e2e-widgets-reader" },
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "e2e-widgets-reader" },
-      subjects: [{ kind: "ServiceAccount", name: "vk-sandbox", namespace: "sandbox-system" }],
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: NODE_GROUP }],
     },
   ]);
   stack = await startStack(e2e, { pools: ["base=40"] });

@@ -79,7 +79,7 @@ beforeAll(async () => {
       "--publish-interval=1s",
       "--orphan-scan-interval=1s",
     ],
-    env: { KUBECONFIG: e2e.kubeconfig, VK_LOG_LEVEL: "debug" },
+    env: { KUBECONFIG: e2e.nodeKubeconfig(NODE), VK_LOG_LEVEL: "debug" },
   });
   daemon.port = port;
   await daemon.waitForLog(/vk-sandbox ready/, 60_000);
@@ -245,7 +245,7 @@ describe("scenarios on the daemon's wires", () => {
         `--tls-cert=${join(dir, "a.crt")}`,
         `--tls-key=${join(dir, "b.key")}`,
       ],
-      env: { KUBECONFIG: e2e.kubeconfig },
+      env: { KUBECONFIG: e2e.nodeKubeconfig("vk-badpair") },
     });
     expect(await d.exitCode()).toBe(1); // a fatal startup error, not a usage error
     expect(d.log()).toMatch(/kubelet TLS/); // refused for the pair, not for something else

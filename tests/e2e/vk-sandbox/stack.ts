@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim, type SimOptions } from "#services/sandboxd-sim/sim.ts";
 import { freePorts } from "../../kube/ports.ts";
-import { startE2eCluster, type E2eCluster } from "./cluster.ts";
+import { DEFAULT_NODE, startE2eCluster, type E2eCluster } from "./cluster.ts";
 import { Daemon } from "./daemon.ts";
 import { waitFor } from "../../support/wait.ts";
 
@@ -74,9 +74,10 @@ export async function startStack(e2e: E2eCluster, simOpts: SimOptions = {}): Pro
     statePath,
     daemon(o = {}) {
       const port = freePorts(1)[0]!;
+      const node = o.node ?? DEFAULT_NODE;
       const d = Daemon.start({
         args: [
-          `--node-name=${o.node ?? "vk-e2e"}`,
+          `--node-name=${node}`,
           `--listen-addr=127.0.0.1:${port}`,
           `--sandboxd-url=${o.direct ? sim.url : gate.url}`,
           `--sandboxd-token-file=${tokenFile}`,
@@ -86,7 +87,8 @@ export async function startStack(e2e: E2eCluster, simOpts: SimOptions = {}): Pro
           `--client-ca-file=${e2e.cluster.clientCaFile}`,
           ...(o.extra ?? []),
         ],
-        env: { KUBECONFIG: e2e.kubeconfig, VK_LOG_LEVEL: "debug", ...o.env },
+        // Each node as its own ServiceAccount, as installed (manifests/rbac.yaml, node-admission.yaml).
+        env: { KUBECONFIG: e2e.nodeKubeconfig(node), VK_LOG_LEVEL: "debug", ...o.env },
       });
       d.port = port;
       return d;

@@ -69,7 +69,7 @@ describe("vk-sandbox startup and shutdown", () => {
     const defaultPath = "/var/lib/vk-sandbox/claims.json";
     const d = Daemon.start({
       args: ["--node-name=vk-default-path", `--sandboxd-url=${env.stack.gate.url}`, `--sandboxd-token-file=${env.stack.tokenFile}`, `--listen-addr=127.0.0.1:${freePorts(1)[0]}`],
-      env: { KUBECONFIG: env.e2e.kubeconfig, VK_STATE_PATH: "" },
+      env: { KUBECONFIG: env.e2e.nodeKubeconfig("vk-default-path"), VK_STATE_PATH: "" },
       privateVarLib: true,
     });
     try {
@@ -168,9 +168,10 @@ describe("vk-sandbox startup and shutdown", () => {
     expect(simRequests(env.stack.sim, "release")).toBe(releases);
   }, 60_000);
 
-  test("the ServiceAccount of manifests/rbac.yaml is enough: no request of the daemon was refused", async () => {
-    // Every daemon in this file ran as system:serviceaccount:sandbox-system:vk-sandbox, never as admin, through
-    // registration, leases, pod sync, status, events and deletes. Exercise the owner read and the inventory too.
+  test("the node ServiceAccounts of manifests/rbac.yaml, under manifests/node-admission.yaml, are enough: no request of any daemon was refused", async () => {
+    // Every daemon in this file ran as its own node's ServiceAccount (system:serviceaccount:sandbox-nodes:<node>),
+    // never as admin, under manifests/rbac.yaml and the node admission policy, through registration, leases, pod
+    // sync, status, events and deletes. Exercise the owner read and the inventory too.
     const statePath = freshState();
     const d = env.stack.daemon({ node: "vk-rbac", statePath, extra: ["--publish-inventory", "--publish-interval=1s"] });
     await nodeReady("vk-rbac");
@@ -183,7 +184,7 @@ describe("vk-sandbox startup and shutdown", () => {
     await d.kill("SIGTERM");
     const events = auditEvents(env.e2e.auditPath);
     const verbs = new Set(events.map((e) => `${e.verb} ${e.requestURI.split("?")[0]!.replace(/\/namespaces\/[^/]+/, "/namespaces/*").replace(/\/(pods|nodes|leases|events|sandboxes|nodeinventories)\/[^/]+/, "/$1/*")}`));
-    const refused = events.filter((e) => e.responseStatus?.code === 403 || e.responseStatus?.code === 401);
+    const refused = events.filter((e) => [401, 403, 422].includes(e.responseStatus?.code ?? 0));
     expect(refused.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
     // The owner read (delete authorization) happened, as the ServiceAccount.
     expect([...verbs].some((v) => v.startsWith("get /apis/agents.x-k8s.io/"))).toBe(true);

@@ -23,6 +23,8 @@ const RESOURCES: Record<string, [string, string, boolean]> = {
   Deployment: ["/apis/apps/v1", "deployments", true],
   PodDisruptionBudget: ["/apis/policy/v1", "poddisruptionbudgets", true],
   APIService: ["/apis/apiregistration.k8s.io/v1", "apiservices", false],
+  ValidatingAdmissionPolicy: ["/apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicies", false],
+  ValidatingAdmissionPolicyBinding: ["/apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings", false],
 };
 const NOT_IN_TEST_CLUSTER = /^(cert-manager\.io|monitoring\.coreos\.com)\//;
 
@@ -119,7 +121,7 @@ describe("helm install on the real apiserver", () => {
     expect(r.stdout).toContain(`E2B_API_URL=http://sandbox-apiserver-e2b.${NAMESPACE}.svc`);
     expect(r.stdout).toContain("E2B_DOMAIN=sandbox.example.com");
     const expected = await render(values);
-    expect(expected).toHaveLength(23 - 4); // certManager off drops the four cert-manager objects
+    expect(expected).toHaveLength(25 - 4); // certManager off drops the four cert-manager objects
     for (const o of expected) {
       const [gv, plural, namespaced] = RESOURCES[o.kind]!;
       const got = await cluster.adminFetch(`${gv}${namespaced ? `/namespaces/${o.metadata.namespace}` : ""}/${plural}/${o.metadata.name}`);
@@ -129,9 +131,13 @@ describe("helm install on the real apiserver", () => {
 });
 
 describe("RBAC under the chart's ServiceAccounts (after the install above)", () => {
-  async function as(sa: string): Promise<(path: string, init?: RequestInit) => Promise<number>> {
+  type Call = {
+    (path: string, init?: RequestInit): Promise<number>;
+    (path: string, init: RequestInit, full: true): Promise<{ status: number; body: unknown }>;
+  };
+  async function as(sa: string): Promise<Call> {
     const token = await cluster.serviceAccountToken(NAMESPACE, sa, 600);
-    return async (path, init = {}) => {
+    const send = async (path: string, init: RequestInit = {}): Promise<{ status: number; body: unknown }> => {
       // As client-go does, a 429 (a CRD's storage re-initialising after helm touched it) is retried after its delay.
       for (let attempt = 1; ; attempt++) {
         const r = await fetch(`${cluster.url}${path}`, {
@@ -139,11 +145,15 @@ describe("RBAC under the chart's ServiceAccounts (after the install above)", () 
           headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },
           tls: { ca: cluster.caPem },
         });
-        await r.text();
-        if (r.status !== 429 || attempt === 10) return r.status;
+        const text = await r.text();
+        if (r.status !== 429 || attempt === 10) return { status: r.status, body: text ? (JSON.parse(text) as unknown) : undefined };
         await Bun.sleep(Number(r.headers.get("retry-after") ?? "1") * 1000);
       }
     };
+    return (async (path: string, init: RequestInit = {}, full?: true) => {
+      const r = await send(path, init);
+      return full ? r : r.status;
+    }) as Call;
   }
 
   const pools = "/apis/extensions.agents.x-k8s.io/v1beta1";
@@ -155,9 +165,11 @@ describe("RBAC under the chart's ServiceAccounts (after the install above)", () 
 
   test("sandbox-apiserver: inventory informer, driver reads and status write-back, leader election, delegated auth", async () => {
     const call = await as("sandbox-apiserver");
-    // NodeInventory informer: LIST, then WATCH.
+    // NodeInventory informer: LIST, then WATCH; and the Node informer of the inventory trust check.
     expect(await call(inventories)).toBe(200);
     expect(await call(`${inventories}?watch=1&timeoutSeconds=1`)).toBe(200);
+    expect(await call("/api/v1/nodes")).toBe(200);
+    expect(await call("/api/v1/nodes?watch=1&timeoutSeconds=1")).toBe(200);
     expect(await call(`${inventories}/node-a`)).toBe(404); // allowed, just absent
     // Warm-pool driver: pools and templates in all namespaces, a template in the pool's namespace.
     expect(await call(`${pools}/sandboxwarmpools`)).toBe(200);
@@ -180,14 +192,11 @@ describe("RBAC under the chart's ServiceAccounts (after the install above)", () 
     };
     const leases = `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`;
     expect(await call(leases, { method: "POST", ...json(lease) })).toBe(201);
-    expect(await call(`${leases}/cocoon-warmpool-driver`)).toBe(200);
-    expect(
-      await call(`${leases}/cocoon-warmpool-driver`, {
-        method: "PATCH",
-        headers: { "content-type": "application/merge-patch+json" },
-        body: JSON.stringify({ spec: { holderIdentity: "replica-2" } }),
-      }),
-    ).toBe(200);
+    const got = await call(`${leases}/cocoon-warmpool-driver`, {}, true);
+    expect(got.status).toBe(200);
+    // leader.ts renews with a PUT of the object it read (never a PATCH).
+    const renewed = { ...(got.body as object), spec: { holderIdentity: "replica-2", leaseDurationSeconds: 15 } };
+    expect(await call(`${leases}/cocoon-warmpool-driver`, { method: "PUT", ...json(renewed) })).toBe(200);
     expect(
       await call(`/api/v1/namespaces/${NAMESPACE}/events`, {
         method: "POST",
@@ -238,12 +247,28 @@ describe("RBAC under the chart's ServiceAccounts (after the install above)", () 
     expect(await call("/api/v1/namespaces/kube-system/configmaps")).toBe(403);
     expect(await call("/apis/coordination.k8s.io/v1/namespaces/team/leases")).toBe(403);
     expect(await call("/api/v1/pods")).toBe(403);
+    // Issue 22 case 4: its own Lease only. resourceNames refuse a read, write, list or delete of any other Lease;
+    // the ValidatingAdmissionPolicy refuses a create of any other name, which RBAC cannot narrow.
+    const leases = `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`;
+    const other = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "someone-else", namespace: NAMESPACE }, spec: { holderIdentity: "x" } };
+    const refused = await call(leases, { method: "POST", ...json(other) }, true);
+    expect(refused.status).toBe(403);
+    expect(JSON.stringify(refused.body)).toContain("sandbox-apiserver may create only Lease cocoon-warmpool-driver, not someone-else");
+    expect(await call(leases)).toBe(403);
+    expect(await call(`${leases}/cocoon-warmpool-driver`, { method: "DELETE" })).toBe(403);
+    expect(
+      await call(`${leases}/cocoon-warmpool-driver`, { method: "PATCH", headers: { "content-type": "application/merge-patch+json" }, body: JSON.stringify({ spec: { leaseDurationSeconds: 315360000 } }) }),
+    ).toBe(403);
+    expect(await call("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler", { method: "PUT", ...json({ ...other, metadata: { name: "kube-scheduler", namespace: "kube-system" } }) })).toBe(403);
   });
 
-  test("sandbox-envd-proxy: reads and watches NodeInventory, and nothing else", async () => {
+  test("sandbox-envd-proxy: reads and watches NodeInventory and the Nodes that vouch for it, and nothing else", async () => {
     const call = await as("sandbox-envd-proxy");
     expect(await call(inventories)).toBe(200);
     expect(await call(`${inventories}?watch=1&timeoutSeconds=1`)).toBe(200);
+    expect(await call("/api/v1/nodes")).toBe(200);
+    expect(await call("/api/v1/nodes?watch=1&timeoutSeconds=1")).toBe(200);
+    expect(await call("/api/v1/nodes/n", { method: "PATCH", headers: { "content-type": "application/merge-patch+json" }, body: "{}" })).toBe(403);
     expect(await call(`${pools}/sandboxwarmpools`)).toBe(403);
     expect(await call(`/api/v1/namespaces/${NAMESPACE}/secrets`)).toBe(403);
     expect(await call(`/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases`)).toBe(403);

@@ -79,7 +79,7 @@ describe("the CRDs on a real kube-apiserver", () => {
     expect(out).toContain("customresourcedefinition.apiextensions.k8s.io/nodeinventories.sandbox.cocoonstack.io created");
     expect(out).toContain("customresourcedefinition.apiextensions.k8s.io/sandboxtemplates.extensions.agents.x-k8s.io created");
     expect(out).toContain("customresourcedefinition.apiextensions.k8s.io/sandboxwarmpools.extensions.agents.x-k8s.io created");
-    expect(out).toContain("clusterrole.rbac.authorization.k8s.io/vk-sandbox created");
+    expect(out).toContain("clusterrole.rbac.authorization.k8s.io/vk-sandbox-node created");
   });
 
   afterAll(async () => {

@@ -12,6 +12,7 @@ import {
   type EnvdProxyConfig,
 } from "#services/sandbox-envd-proxy/flags.ts";
 import { E2B, at, container, containerEnv, merge, render, root, type Container, type Values } from "./helm.ts";
+import { DEFAULT_RELAY_LIMITS } from "#shared/relay/index.ts";
 
 const CONFIGURATIONS: [string, Values][] = [
   ["default", {}],
@@ -93,6 +94,8 @@ describe("rendered args through the binaries' flag parsers", () => {
       expect(config.bindAddress).toBe(`:${(proxy.port as number | undefined) ?? 8443}`);
       expect(config.sandboxdTokenFile).toBe("/etc/sandbox-envd-proxy/sandboxd-token/token");
       expect(config.tlsCertFile !== undefined).toBe(proxy.tlsSecretName !== undefined);
+      // The relay's bounds are always passed; the chart's defaults are the binary's.
+      expect(config.limits).toEqual(DEFAULT_RELAY_LIMITS);
       for (const arg of c.args ?? []) {
         const file = /^--[a-z0-9-]+-file=(\/.+)$/.exec(arg)?.[1];
         if (file) expect(c.volumeMounts!.some((m) => file.startsWith(`${m.mountPath}/`))).toBe(true);

@@ -1,6 +1,7 @@
 // What `helm template` puts in a cluster, configuration by configuration (chart/README.md "Objects"): the exact
 // kinds, names and namespaces, the counts seed 003 fixes, and the fields an operator relies on.
 import { describe, expect, test } from "bun:test";
+import { LEASE_NAME } from "#services/sandbox-apiserver/warmpool/leader.ts";
 import {
   E2B,
   NAMESPACE,
@@ -30,6 +31,8 @@ const DEFAULT_OBJECTS = [
   "ClusterRoleBinding sandbox-apiserver-inventory-reader",
   `Role ${NS}/sandbox-apiserver-leader-election`,
   `RoleBinding ${NS}/sandbox-apiserver-leader-election`,
+  "ValidatingAdmissionPolicy sandbox-apiserver-leader-election",
+  "ValidatingAdmissionPolicyBinding sandbox-apiserver-leader-election",
   `Deployment ${NS}/sandbox-apiserver`,
   `Service ${NS}/sandbox-apiserver`,
   `PodDisruptionBudget ${NS}/sandbox-apiserver`,
@@ -78,13 +81,13 @@ const spread = (name: string) => [
 const DEFAULT_RESOURCES = { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } };
 
 describe("object sets", () => {
-  test("default render: exactly the 16 objects of the spec, in the release namespace except the auth reader", async () => {
+  test("default render: exactly the 18 objects of the spec, in the release namespace except the auth reader", async () => {
     const objects = await render();
-    expect(objects).toHaveLength(16);
+    expect(objects).toHaveLength(18);
     expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS));
   });
 
-  test("without --include-crds: the same minus the CRD (15)", async () => {
+  test("without --include-crds: the same minus the CRD (17)", async () => {
     const objects = await render({}, { includeCrds: false });
     expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS.slice(1)));
   });
@@ -120,11 +123,12 @@ describe("object sets", () => {
     expect(ids(objects)).toEqual(sorted(without(DEFAULT_OBJECTS, LEADER_ELECTION)));
     expect(find(objects, "ClusterRole", "sandbox-apiserver-inventory-reader").rules).toEqual([
       { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
+      { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
     ]);
     expect(container(objects, "sandbox-apiserver").args).toContain("--enable-warm-pool-driver=false");
   });
 
-  test("certManager.enabled=false with caBundle: 12 objects, caBundle set, no injection annotation", async () => {
+  test("certManager.enabled=false with caBundle: 14 objects, caBundle set, no injection annotation", async () => {
     const objects = await render(at("certManager", { enabled: false, caBundle: "Zm9v" }));
     expect(ids(objects)).toEqual(sorted(without(DEFAULT_OBJECTS, CERT_MANAGER)));
     const apiService = find(objects, "APIService", "v1beta1.agents.x-k8s.io");
@@ -141,13 +145,13 @@ describe("object sets", () => {
     expect(objects).toHaveLength(10);
   });
 
-  test("e2b enabled: 22 objects", async () => {
+  test("e2b enabled: 24 objects", async () => {
     const objects = await render(E2B);
-    expect(objects).toHaveLength(22);
+    expect(objects).toHaveLength(24);
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS]));
   });
 
-  test("e2b with envdSecret.value: 23, the Secret rendered and mounted by both Deployments", async () => {
+  test("e2b with envdSecret.value: 25, the Secret rendered and mounted by both Deployments", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret", { value: "s3cret", secretName: "" })));
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS, `Secret ${NS}/sandbox-e2b-envd-secret`]));
     const secret = find(objects, "Secret", "sandbox-e2b-envd-secret");
@@ -166,7 +170,7 @@ describe("object sets", () => {
 
   test("envdSecret.value wins over secretName", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret.value", "v")));
-    expect(objects).toHaveLength(23);
+    expect(objects).toHaveLength(25);
     const volumes = deployment(objects, "sandbox-apiserver").template.spec.volumes!;
     expect(volumes.find((v) => v.name === "e2b-envd-secret")?.secret?.secretName).toBe("sandbox-e2b-envd-secret");
   });
@@ -174,7 +178,7 @@ describe("object sets", () => {
   test("templateAliases adds one ConfigMap (key aliases), its mount and --e2b-template-alias-file", async () => {
     const aliases = "base python:3.12 small\nnode node:22\n";
     const objects = await render(merge(E2B, at("apiserver.e2b.templateAliases", aliases)));
-    expect(objects).toHaveLength(23);
+    expect(objects).toHaveLength(25);
     const cm = find(objects, "ConfigMap", "sandbox-apiserver-e2b-template-aliases");
     expect(cm.metadata.namespace).toBe(NS);
     expect(cm.data).toEqual({ aliases });
@@ -193,7 +197,7 @@ describe("object sets", () => {
 
   test("templateAliases without e2b renders nothing extra", async () => {
     const objects = await render(at("apiserver.e2b.templateAliases", "base img"));
-    expect(objects).toHaveLength(16);
+    expect(objects).toHaveLength(18);
   });
 });
 
@@ -248,10 +252,11 @@ describe("APIService and cert-manager chain", () => {
 });
 
 describe("RBAC", () => {
-  test("the inventory reader grants nodeinventories and, with the driver, the pool rules", async () => {
+  test("the inventory reader grants nodeinventories, list/watch of the Nodes that vouch for them and, with the driver, the pool rules", async () => {
     const objects = await render();
     expect(find(objects, "ClusterRole", "sandbox-apiserver-inventory-reader").rules).toEqual([
       { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
+      { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
       {
         apiGroups: ["extensions.agents.x-k8s.io"],
         resources: ["sandboxwarmpools", "sandboxtemplates"],
@@ -259,14 +264,18 @@ describe("RBAC", () => {
       },
       { apiGroups: ["extensions.agents.x-k8s.io"], resources: ["sandboxwarmpools/status"], verbs: ["get", "update", "patch"] },
     ]);
+    // Issue 22 case 4: GET and PUT of its own Lease only; create cannot carry resourceNames, the policy narrows it.
     expect(find(objects, "Role", "sandbox-apiserver-leader-election").rules).toEqual([
-      {
-        apiGroups: ["coordination.k8s.io"],
-        resources: ["leases"],
-        verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
-      },
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: [LEASE_NAME], verbs: ["get", "update"] },
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
       { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
     ]);
+    const policy = find(objects, "ValidatingAdmissionPolicy", "sandbox-apiserver-leader-election").spec as {
+      matchConditions: { expression: string }[];
+      validations: { expression: string }[];
+    };
+    expect(policy.matchConditions[0]!.expression).toBe(`request.userInfo.username == "system:serviceaccount:${NS}:sandbox-apiserver"`);
+    expect(policy.validations[0]!.expression).toBe(`object.metadata.name == "${LEASE_NAME}"`);
   });
 
   test("every binding's subject is the apiserver's ServiceAccount in the release namespace", async () => {
@@ -283,10 +292,11 @@ describe("RBAC", () => {
     });
   });
 
-  test("the proxy reads nodeinventories and nothing else, as its own ServiceAccount", async () => {
+  test("the proxy reads nodeinventories and the Nodes (list/watch) and nothing else, as its own ServiceAccount", async () => {
     const objects = await render(E2B);
     expect(find(objects, "ClusterRole", "sandbox-envd-proxy-inventory-reader").rules).toEqual([
       { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
+      { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
     ]);
     expect(find(objects, "ClusterRoleBinding", "sandbox-envd-proxy-inventory-reader").subjects).toEqual([
       { kind: "ServiceAccount", name: "sandbox-envd-proxy", namespace: NS },
@@ -296,6 +306,16 @@ describe("RBAC", () => {
 });
 
 describe("apiserver Deployment", () => {
+  test("inventory.trustedNetworks: --inventory-trusted-networks on both inventory readers, joined by commas; absent by default", async () => {
+    const objects = await render(merge(E2B, at("inventory.trustedNetworks", ["10.0.0.0/8", "fd00::/8"])));
+    for (const name of ["sandbox-apiserver", "sandbox-envd-proxy"]) {
+      expect(container(objects, name).args).toContain("--inventory-trusted-networks=10.0.0.0/8,fd00::/8");
+    }
+    for (const name of ["sandbox-apiserver", "sandbox-envd-proxy"]) {
+      expect((container(await render(E2B), name).args ?? []).some((a) => a.startsWith("--inventory-trusted-networks"))).toBe(false);
+    }
+  });
+
   test("default args are exactly the first four, no token volume", async () => {
     const objects = await render();
     const c = container(objects, "sandbox-apiserver");
@@ -422,6 +442,11 @@ describe("envd proxy Deployment", () => {
       "--domain=sandbox.example.com",
       "--e2b-envd-secret-file=/etc/sandbox-envd-proxy/e2b-envd-secret/secret",
       "--sandboxd-token-file=/etc/sandbox-envd-proxy/sandboxd-token/token",
+      "--max-relays=128",
+      "--max-relays-per-sandbox=64",
+      "--max-relays-per-client=0",
+      "--relay-buffer-max=67108864",
+      "--guest-handshake-timeout=30s",
       "--metrics-bind-address=:9090",
     ]);
     expect(c.ports).toEqual([
@@ -438,6 +463,18 @@ describe("envd proxy Deployment", () => {
     const volumes = d.template.spec.volumes!;
     expect(volumes.find((v) => v.name === "sandboxd-token")?.secret?.secretName).toBe("sandboxd-token");
     expect(volumes.find((v) => v.name === "e2b-envd-secret")?.secret?.secretName).toBe("e2b-envd-secret");
+  });
+
+  test("envdProxy.relay sets the relay's bounds", async () => {
+    const objects = await render(merge(E2B, at("envdProxy.relay", { maxRelays: 512, maxRelaysPerSandbox: 100, maxRelaysPerClient: 20, bufferMax: 268435456, guestHandshakeTimeout: "1m" })));
+    const args = container(objects, "sandbox-envd-proxy").args!;
+    expect(args.filter((a) => /^--(max-relays|relay-buffer-max|guest-handshake-timeout)/.test(a))).toEqual([
+      "--max-relays=512",
+      "--max-relays-per-sandbox=100",
+      "--max-relays-per-client=20",
+      "--relay-buffer-max=268435456",
+      "--guest-handshake-timeout=1m",
+    ]);
   });
 
   test("envdProxy.domain and namespace win", async () => {

@@ -15,6 +15,7 @@ import { startTestGuest, type TestGuest } from "#tests/integration/e2b/guest.ts"
 import { createCA, issueCertificate } from "#shared/tls/index.ts";
 import { startKubeApiserver, type TestCluster } from "#tests/kube/harness.ts";
 import { freePorts } from "#tests/kube/ports.ts";
+import { vouchingNode } from "#tests/kube/nodes.ts";
 import { E2B, NAMESPACE, POOL_FIXTURES, at, chartDir, container, containerEnv, deployment, helm, merge, render, root, type Container, type KubeObject } from "./helm.ts";
 import { GiveUp, waitFor } from "#tests/support/wait.ts";
 
@@ -71,6 +72,7 @@ async function serviceAccountKubeconfig(sa: string): Promise<string> {
 
 /** The test plays vk-sandbox: the node's inventory as its sandboxd reports it, stamped now. */
 async function publishNode(): Promise<void> {
+  await vouchingNode(cluster, "node-a", sim.addr);
   await cluster.apply([
     {
       apiVersion: "sandbox.cocoonstack.io/v1beta1",

@@ -31,8 +31,9 @@ async function api(s: Stack, method: string, path: string, key: string, body?: u
 /** A standalone proxy (the chart's sandbox-envd-proxy) over the stack's nodes whose view lists no sandbox yet. */
 function unlistedProxy(s: Stack) {
   const unlisted = { nodes: () => s.mesh.fleet.nodes().map((n) => ({ ...n, entries: [] })), ready: () => Promise.resolve(), stop: () => Promise.resolve() };
-  const relay = new EnvdRelay({ domain: DOMAIN, fleet: unlisted, envdSecret: SECRET, rootToken: ROOT, namespace: "", guestHttp2: false, log: createLogger({ level: "error", name: "proxy" }) });
-  const server = serveRelay(relay, { address: "127.0.0.1:0" });
+  const log = createLogger({ level: "error", name: "proxy" });
+  const relay = new EnvdRelay({ domain: DOMAIN, fleet: unlisted, envdSecret: SECRET, rootToken: ROOT, namespace: "", guestHttp2: false, log });
+  const server = serveRelay(relay, { address: "127.0.0.1:0", log });
   return { server, url: `http://127.0.0.1:${server.port}`, port: server.port! };
 }
 

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
+import { vouchingNode } from "#tests/kube/nodes.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { deriveAccessToken, envdAccessToken } from "#shared/e2b/tokens.ts";
@@ -53,6 +54,7 @@ function spawnProxy(extra: string[] = []): Child {
 }
 
 async function publish(name: string, entries: { id: string; name: string }[], publishedAt: Date): Promise<void> {
+  await vouchingNode(kube.cluster, name, sim.addr);
   await kube.cluster.apply([
     {
       apiVersion: "sandbox.cocoonstack.io/v1beta1",

@@ -18,6 +18,7 @@ import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
 import { spawnService, type Child } from "../e2b/process.ts";
 import { startEdge, type Edge } from "../e2b/tls-edge.ts";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
+import { vouchingNode } from "#tests/kube/nodes.ts";
 
 const ROOT = "root-proxy-tls";
 const SECRET = "proxy-secret-tls";
@@ -64,6 +65,7 @@ function spawnProxy(caFile: string): Child {
 /** Claim a sandbox on the simulator and publish it on a node whose sandboxd address is `address`. */
 async function publishedSandbox(node: string, address: string): Promise<{ host: string; accessToken: string }> {
   const c = await new SandboxdClient({ baseUrl: sim.url, token: ROOT }).claim({ template: "img", claim_ref: `team-a/${node}` });
+  await vouchingNode(kube.cluster, node, address);
   await kube.cluster.apply([
     {
       apiVersion: "sandbox.cocoonstack.io/v1beta1",

@@ -2,7 +2,8 @@
 // unit and its environment file. The unit passes systemd's own verifier; the environment file example, filled in
 // as the README says, is accepted by vk-sandbox's flag parser, and names only variables the daemon reads; the
 // unit's Environment= lines are flags the daemon has. (The RBAC's sufficiency is proven by the vk-sandbox
-// integration and e2e suites, which run the daemon under the ServiceAccount it binds.)
+// integration and e2e suites, which run each daemon as its own node's ServiceAccount; the node admission policy's
+// effect by tests/e2e/vk-sandbox/node-identity.test.ts, its strict dry run by rbac.test.ts here.)
 import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -40,6 +41,7 @@ const fill = (v: string) => v.replace("<hostname>", "gpu-07").replace("<host-int
 describe("manifests/ is complete", () => {
   test("RBAC, the CRDs, the unit and the environment example are all there", () => {
     expect(existsSync(join(manifests, "rbac.yaml"))).toBe(true);
+    expect(existsSync(join(manifests, "node-admission.yaml"))).toBe(true);
     expect(readdirSync(join(manifests, "crds")).sort()).toEqual([
       "nodeinventories.sandbox.cocoonstack.io.yaml",
       "sandboxtemplates.extensions.agents.x-k8s.io.yaml",
@@ -52,11 +54,14 @@ describe("manifests/ is complete", () => {
       const o = d.toJS() as { kind: string; metadata: { name: string } };
       return `${o.kind} ${o.metadata.name}`;
     });
+    // No shared ServiceAccount: each node gets its own in sandbox-nodes at install (issue 22 cases 2 and 4).
     expect(kinds).toEqual([
       "Namespace sandbox-system",
-      "ServiceAccount vk-sandbox",
-      "ClusterRole vk-sandbox",
-      "ClusterRoleBinding vk-sandbox",
+      "Namespace sandbox-nodes",
+      "ClusterRole vk-sandbox-node",
+      "ClusterRoleBinding vk-sandbox-node",
+      "Role vk-sandbox-node-lease",
+      "RoleBinding vk-sandbox-node-lease",
     ]);
   });
 });

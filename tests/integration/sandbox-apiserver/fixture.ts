@@ -11,13 +11,14 @@ import { aggregatedServingCert, registerAggregatedApi } from "#scripts/stack/agg
 import { type KubeObject, render } from "../chart/helm.ts";
 import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
 import { freePorts } from "../../kube/ports.ts";
+import { vouchingNode } from "../../kube/nodes.ts";
 import { GiveUp, waitFor } from "#tests/support/wait.ts";
 
 const REPO = join(import.meta.dir, "../../..");
 export const SERVICE = "sandbox-apiserver";
 export const NAMESPACE = "sandbox-system";
 
-const RBAC_KINDS = new Set(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
+const RBAC_KINDS = new Set(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]);
 const AUTH_READER_BINDING = "sandbox-apiserver-auth-reader";
 let chartRbac: Promise<KubeObject[]> | undefined;
 
@@ -187,6 +188,8 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
         await registerAggregatedApi(cluster, { group: "agents.x-k8s.io", version: "v1beta1", service: SERVICE, namespace: NAMESPACE, port, caPem: ca.certPem });
       },
       async publish(inv) {
+        // The readers call an inventory only when its Node vouches for the address (shared/fleet/trust.ts).
+        await vouchingNode(cluster, inv.node, inv.address);
         const publishedAt = inv.publishedAt === undefined ? new Date().toISOString().replace(/\.\d{3}Z$/, "Z") : inv.publishedAt;
         await cluster.apply([
           {

@@ -24,7 +24,9 @@ beforeAll(async () => {
   await stack.cluster.apply(readFileSync(join(REPO, "manifests/rbac.yaml"), "utf8"));
   await stack.cluster.createNamespace("kube-node-lease");
   sim = await startSandboxdSim({ rootToken: ROOT, pools: ["base:24.04/none/small=3"] });
-  const token = await stack.cluster.serviceAccountToken("sandbox-system", "vk-sandbox", 3600);
+  // The node's own ServiceAccount (manifests/rbac.yaml: one per node in sandbox-nodes).
+  await stack.cluster.apply([{ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: NODE, namespace: "sandbox-nodes" } }]);
+  const token = await stack.cluster.serviceAccountToken("sandbox-nodes", NODE, 3600);
   const kubeconfig = stack.cluster.kubeconfig({ auth: "token", token, path: join(stack.dir, "vk.kubeconfig") });
   const [kubelet] = freePorts(1);
   const tokenFile = join(stack.dir, "vk-token");

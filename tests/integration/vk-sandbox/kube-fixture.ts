@@ -1,7 +1,9 @@
 // Shared set-up for the vk-sandbox node, lease and inventory integration tests: one real kube-apiserver per test
 // file, manifests/rbac.yaml (and the NodeInventory CRD) applied, and two clients: the cluster admin (to look and to
-// meddle as an operator would) and the vk-sandbox ServiceAccount token the manifest binds (to act as the daemon
-// does, which proves the manifest grants what these modules call). Bounded waits come from tests/support/wait.ts.
+// meddle as an operator would) and a node ServiceAccount token the manifest binds (sandbox-nodes/vk-fixture, to act
+// as the daemon does, which proves the manifest grants what these modules call). The node admission policy
+// (manifests/node-admission.yaml) is not applied here: one identity serves every node name a test uses; the e2e
+// suite runs each node as itself under the policy. Bounded waits come from tests/support/wait.ts.
 // It runs nothing on import; `useKubeFixture()` registers the file's beforeAll/afterAll.
 import { afterAll, beforeAll } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -26,7 +28,8 @@ export async function startKubeFixture(o: { crd?: boolean } = {}): Promise<KubeF
     await cluster.apply(readFileSync(join(root, "manifests", "rbac.yaml"), "utf8"));
     if (o.crd) await cluster.apply(readFileSync(join(root, "manifests", "crds", "nodeinventories.sandbox.cocoonstack.io.yaml"), "utf8"));
     await cluster.createNamespace("kube-node-lease");
-    const token = await cluster.serviceAccountToken("sandbox-system", "vk-sandbox", 3600);
+    await cluster.apply([{ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "vk-fixture", namespace: "sandbox-nodes" } }]);
+    const token = await cluster.serviceAccountToken("sandbox-nodes", "vk-fixture", 3600);
     const admin = new KubeClient({ server: cluster.url, caPem: cluster.caPem, certPem: cluster.admin.certPem, keyPem: cluster.admin.keyPem });
     const daemon = new KubeClient({ server: cluster.url, caPem: cluster.caPem, token });
     return { cluster, admin, daemon, stop: () => cluster.stop() };

@@ -1,7 +1,7 @@
 // Issue 7 case 4: scenario 35 after a 10-minute sandboxd outage, not a few seconds. The whole daemon runs
-// in-process (wire.ts, exactly as main starts it) against a real kube-apiserver, authenticated as the
-// manifests/rbac.yaml ServiceAccount, with the provider's loops and the pod queues on a fake clock shared with the
-// sandboxd simulator: ten minutes pass in a few seconds, and "within 15 s of sandboxd's return" is measured on
+// in-process (wire.ts, exactly as main starts it) against a real kube-apiserver, authenticated as the node's own
+// manifests/rbac.yaml ServiceAccount (sandbox-nodes/<node>), with the provider's loops and the pod queues on a fake
+// clock shared with the sandboxd simulator: ten minutes pass in a few seconds, and "within 15 s of sandboxd's return" is measured on
 // that clock. The outage is real: a gate in front of the simulator closes its port (connection refused).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -61,7 +61,7 @@ async function daemon(node = NODE) {
   if (outcome.kind !== "run") throw new Error("flags did not parse to a run");
   const shutdown = new Shutdown({ logger: log, exit: () => {}, signals: { on() {}, off() {} } });
   shutdowns.push(shutdown);
-  const vk = await startVkSandbox({ config: outcome.config, log, env: { KUBECONFIG: e2e.kubeconfig }, shutdown, clock });
+  const vk = await startVkSandbox({ config: outcome.config, log, env: { KUBECONFIG: e2e.nodeKubeconfig(node) }, shutdown, clock });
   return { vk, shutdown };
 }
 

@@ -1,6 +1,7 @@
 // The NodeInventory fleet source against the real kube-apiserver: one informer, and every row of the freshness table
 // of --inventory-stale-after (docs/fleet.md) on a FakeClock, with publishedAt stamps the test chooses. The window is
-// 90 s and the publish cadence 30 s, as in production.
+// 90 s and the publish cadence 30 s, as in production. Every inventory here names a Node that exists with the
+// inventory's address host as its InternalIP, as vk-sandbox publishes it; "trust" covers the others (issue 22 case 2).
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { parse } from "yaml";
 import { readFileSync } from "node:fs";
@@ -29,7 +30,33 @@ afterAll(async () => {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-async function publish(node: string, publishedAt: number | undefined, address = `10.0.0.${node.length}:7777`): Promise<void> {
+const ipOf = (node: string) => `10.0.0.${node.length}`;
+
+/** The Node vk-sandbox keeps for `name`: InternalIP `ip`, then Hostname, as node-object.ts writes them. */
+async function ensureNode(name: string, ip = ipOf(name)): Promise<void> {
+  const r = await cluster.adminFetch("/api/v1/nodes", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ apiVersion: "v1", kind: "Node", metadata: { name } }),
+  });
+  if (!r.ok && r.status !== 409) throw new Error(`create Node ${name}: ${r.status} ${await r.text()}`);
+  await r.body?.cancel();
+  const s = await cluster.adminFetch(`/api/v1/nodes/${name}/status`, {
+    method: "PATCH",
+    headers: { "content-type": "application/merge-patch+json" },
+    body: JSON.stringify({ status: { addresses: [{ type: "InternalIP", address: ip }, { type: "Hostname", address: name }] } }),
+  });
+  if (!s.ok) throw new Error(`Node ${name} status: ${s.status} ${await s.text()}`);
+  await s.body?.cancel();
+}
+
+async function deleteNode(name: string): Promise<void> {
+  const r = await cluster.adminFetch(`/api/v1/nodes/${name}`, { method: "DELETE" });
+  await r.body?.cancel();
+}
+
+async function publish(node: string, publishedAt: number | undefined, address = `${ipOf(node)}:7777`): Promise<void> {
+  await ensureNode(node);
   await cluster.apply([
     {
       apiVersion: "sandbox.cocoonstack.io/v1beta1",
@@ -179,7 +206,8 @@ describe("freshness (--inventory-stale-after 90s, publishes every 30s)", () => {
   });
 
   test("Go's zero time as publishedAt is no stamp", async () => {
-    await cluster.apply([{ apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "zero" }, node: "zero", publishedAt: "0001-01-01T00:00:00Z" }]);
+    await ensureNode("zero");
+    await cluster.apply([{ apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "zero" }, node: "zero", address: `${ipOf("zero")}:7777`, publishedAt: "0001-01-01T00:00:00Z" }]);
     await publish("n1", clock.now());
     await seen({ zero: undefined, n1: clock.now() });
     expect(freshNames()).toEqual(["n1"]);
@@ -197,10 +225,11 @@ describe("an old CRD schema without publishedAt", () => {
       const now = clock.now();
       // A plain create (an older publisher) is pruned to the schema; server-side apply would refuse the field.
       const create = async (node: string, at: number) => {
+        await ensureNode(node);
         const r = await cluster.adminFetch("/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories", {
           method: "POST",
           headers: { "content-type": "application/json" },
-          body: JSON.stringify({ apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: node }, node, publishedAt: iso(at) }),
+          body: JSON.stringify({ apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: node }, node, address: `${ipOf(node)}:7777`, publishedAt: iso(at) }),
         });
         return r.status === 201 ? ((await r.json()) as { publishedAt?: string }) : undefined;
       };
@@ -229,13 +258,117 @@ describe("the informer", () => {
     }
   }, 60_000);
 
-  test("entries without an id stay in the raw inventory (the aggregated API lists them) but not in the e2b fleet view", async () => {
+  test("ready() names the Node permission when only the Node cache cannot sync (an identity without list/watch nodes)", async () => {
     await cluster.apply([
-      { apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "ok" }, node: "ok", publishedAt: iso(clock.now()), entries: [{ name: "a/x", phase: "Running" }, { name: "a/y", id: "sb_y", phase: "Hibernated" }] },
+      { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "inventory-only" }, rules: [{ apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["list", "watch"] }] },
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: "inventory-only" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "inventory-only" },
+        subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: cluster.user.name }],
+      },
+    ]);
+    const asUser = new KubeClient(await loadKubeConnection({ KUBECONFIG: cluster.kubeconfig({ auth: "user-token" }) }));
+    const f = new InventoryFleet({ client: asUser, staleAfterMs: WINDOW, syncTimeoutMs: 1_500 });
+    await expect(f.ready()).rejects.toThrow("kubeinventory: node cache did not sync within 1.5s (may this identity list and watch nodes?)");
+    await f.stop();
+  }, 30_000);
+
+  test("entries without an id stay in the raw inventory (the aggregated API lists them) but not in the e2b fleet view", async () => {
+    await ensureNode("ok");
+    await cluster.apply([
+      { apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "ok" }, node: "ok", address: `${ipOf("ok")}:7777`, publishedAt: iso(clock.now()), entries: [{ name: "a/x", phase: "Running" }, { name: "a/y", id: "sb_y", phase: "Hibernated" }] },
     ]);
     await seen({ ok: clock.now() });
     const rec = fleet.freshNode("ok")!;
     expect(rec.inventory.entries).toHaveLength(2);
     expect(rec.fleet.entries.map((e) => [e.id, e.name, e.namespace, e.phase])).toEqual([["sb_y", "a/y", "a", "Hibernated"]]);
+  });
+});
+
+describe("trust (issue 22 case 2): the root token goes only to an address of a Node the cluster knows", () => {
+  const raw = (name: string, node: string, address: string) => ({
+    apiVersion: "sandbox.cocoonstack.io/v1beta1",
+    kind: "NodeInventory",
+    metadata: { name },
+    node,
+    address,
+    publishedAt: iso(clock.now()),
+    entries: [{ name: `default/${name}-sb`, id: `sb_${name}`, phase: "Running" }],
+  });
+
+  test("a made-up inventory for no Node is never read; the Node appearing with that address brings it in, its deletion takes it out", async () => {
+    // Applied before a trusted one: once the informer has the later object, it has handled the fake one too.
+    await cluster.apply([raw("ghost", "ghost", "127.0.0.1:9")]);
+    await publish("real", clock.now());
+    await seen({ real: clock.now() });
+    expect(fleet.all().map((r) => r.name)).toEqual(["real"]);
+    expect(fleet.freshNode("ghost")).toBeUndefined();
+    await ensureNode("ghost", "127.0.0.1");
+    await waitFor("the Node to vouch for ghost", () => fleet.freshNode("ghost") !== undefined, 10_000, 20);
+    await deleteNode("ghost");
+    await waitFor("ghost to leave with its Node", () => fleet.all().every((r) => r.name !== "ghost"), 10_000, 20);
+  });
+
+  test("an inventory whose address is none of its Node's addresses is ignored, and an object named for another node is ignored", async () => {
+    await ensureNode("victim");
+    await cluster.apply([raw("victim", "victim", "127.0.0.1:9"), raw("impostor", "victim", `${ipOf("victim")}:7777`)]);
+    await publish("real", clock.now());
+    await seen({ real: clock.now() });
+    expect(fleet.all().map((r) => r.name)).toEqual(["real"]);
+  });
+
+  test("a Node losing the address withdraws its inventory", async () => {
+    await publish("moving", clock.now());
+    await seen({ moving: clock.now() });
+    await ensureNode("moving", "10.9.9.9");
+    await waitFor("the inventory to leave", () => fleet.all().length === 0, 10_000, 20);
+  });
+
+  test("--inventory-trusted-networks admits an address in the operator's network for a known Node, never for an unknown one", async () => {
+    const trusting = new InventoryFleet({ client, staleAfterMs: WINDOW, clock, trustedNetworks: ["192.168.50.0/24"] });
+    try {
+      await trusting.ready();
+      await ensureNode("lan");
+      await cluster.apply([raw("lan", "lan", "192.168.50.7:7777"), raw("nobody", "nobody", "192.168.50.8:7777")]);
+      await waitFor("lan in the view", () => trusting.freshNode("lan") !== undefined, 10_000, 20);
+      await publish("real", clock.now());
+      await waitFor("real in the view", () => trusting.freshNode("real") !== undefined, 10_000, 20);
+      expect(trusting.all().map((r) => r.name)).toEqual(["lan", "real"]);
+      expect(() => new InventoryFleet({ client, staleAfterMs: WINDOW, trustedNetworks: ["192.168.50.0"] })).toThrow('trusted network "192.168.50.0"');
+    } finally {
+      await trusting.stop();
+    }
+  });
+
+  test("a Node heartbeat that leaves the addresses alone wakes no listener; an address change does", async () => {
+    // Both Nodes known to the fleet (their inventories trusted) before counting.
+    await publish("beat", clock.now());
+    await publish("other", clock.now());
+    await seen({ beat: clock.now(), other: clock.now() });
+    let changes = 0;
+    const off = fleet.onChange(() => changes++);
+    try {
+      const r = await cluster.adminFetch("/api/v1/nodes/beat/status", {
+        method: "PATCH",
+        headers: { "content-type": "application/merge-patch+json" },
+        body: JSON.stringify({ status: { conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", lastHeartbeatTime: iso(Date.now()) }] } }),
+      });
+      expect(r.status).toBe(200);
+      await r.body?.cancel();
+      // Same informer stream, later event: once it is handled, the heartbeat before it was too.
+      await ensureNode("other", "10.1.1.1");
+      await waitFor("the address change to withdraw other", () => fleet.all().every((r) => r.name !== "other"), 10_000, 20);
+      expect(changes).toBe(1);
+    } finally {
+      off();
+    }
+  });
+
+  test("a node of the upstream Go daemon (its own name, its InternalIP as the address host, any port) is served", async () => {
+    await ensureNode("go-node", "10.20.0.4");
+    await cluster.apply([raw("go-node", "go-node", "10.20.0.4:7777")]);
+    await waitFor("go-node in the view", () => fleet.freshNode("go-node") !== undefined, 10_000, 20);
   });
 });

@@ -23,6 +23,7 @@ describe("defaults", () => {
       enableWarmPoolDriver: true,
       warmPoolSyncInterval: 5_000, // "0 (means 5s)"
       inventoryStaleAfter: 90_000,
+      inventoryTrustedNetworks: [],
       enableE2bApi: false,
     });
     expect(c.e2b).toMatchObject({

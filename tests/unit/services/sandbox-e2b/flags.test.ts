@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { UsageError, e2bFlags } from "#shared/config/index.ts";
+import { DEFAULT_RELAY_LIMITS } from "#shared/relay/index.ts";
 import {
   checkE2bMeshConfig,
   e2bMeshFlags,
@@ -35,7 +36,9 @@ describe("sandbox-e2b flags", () => {
   test("seeds are split and trimmed; the in-process proxy appears with its bind address", () => {
     const c = config([...complete, "--envd-proxy-bind-address=:8443", "--envd-proxy-guest-http2"]);
     expect(c.sandboxdSeeds).toEqual(["10.0.0.5:7777", "10.0.0.6:7777"]);
-    expect(c.envdProxy).toEqual({ bindAddress: ":8443", tlsCertFile: undefined, tlsPrivateKeyFile: undefined, guestHttp2: true });
+    expect(c.envdProxy).toEqual({ bindAddress: ":8443", tlsCertFile: undefined, tlsPrivateKeyFile: undefined, guestHttp2: true, limits: DEFAULT_RELAY_LIMITS });
+    const bounded = config([...complete, "--envd-proxy-bind-address=:8443", "--envd-proxy-max-relays-per-sandbox=4", "--envd-proxy-guest-handshake-timeout=2s"]);
+    expect(bounded.envdProxy?.limits).toMatchObject({ maxRelaysPerSandbox: 4, guestHandshakeMs: 2000 });
   });
 
   test("--metrics-bind-address opens the process's one metrics listener", () => {

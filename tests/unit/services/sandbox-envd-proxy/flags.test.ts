@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { UsageError } from "#shared/config/index.ts";
+import { DEFAULT_RELAY_LIMITS } from "#shared/relay/index.ts";
 import {
   checkEnvdProxyConfig,
   envdProxyFlags,
@@ -30,6 +31,8 @@ describe("envd-proxy flags", () => {
       sandboxdTokenFile: undefined,
       inventoryStaleAfter: 90_000,
       metricsBindAddress: undefined,
+      limits: DEFAULT_RELAY_LIMITS,
+      inventoryTrustedNetworks: [],
     });
   });
 
@@ -38,15 +41,25 @@ describe("envd-proxy flags", () => {
     expect(config(["--metrics-bind-address="]).metricsBindAddress).toBeUndefined();
   });
 
+  test("the relay's bounds are flags: caps, budget and the guest deadline", () => {
+    const c = config(["--max-relays=10", "--max-relays-per-sandbox=3", "--max-relays-per-client=2", "--relay-buffer-max=1048576", "--guest-handshake-timeout=5s"]);
+    expect(c.limits).toEqual({ maxRelays: 10, maxRelaysPerSandbox: 3, maxRelaysPerClient: 2, bufferBytes: 1048576, guestHandshakeMs: 5000 });
+    expect(envdProxyHelp()).toContain("--max-relays-per-sandbox");
+  });
+
   test("an empty namespace means every namespace", () => {
     expect(config(["--namespace="]).namespace).toBe("");
   });
 
   const usage: [string[], string][] = [
     [["--inventory-stale-after=0"], "--inventory-stale-after"],
+    [["--inventory-trusted-networks=10.0.0.0"], "--inventory-trusted-networks"],
     [["--bind-address=8443"], "--bind-address"],
     [["--metrics-bind-address=9090"], "--metrics-bind-address"],
     [["--guest-http2=on"], "--guest-http2"],
+    [["--max-relays=0"], "--max-relays"],
+    [["--relay-buffer-max=0"], "--relay-buffer-max"],
+    [["--guest-handshake-timeout=0s"], "--guest-handshake-timeout"],
     [["--bogus"], "--bogus"],
   ];
   for (const [argv, flag] of usage) {

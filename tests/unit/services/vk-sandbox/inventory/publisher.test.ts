@@ -101,6 +101,7 @@ class Fakes {
   applies: any[] = [];
   gets: any[] = [];
   node: "present" | "missing" | "error" = "present";
+  nodeAddresses: { type: string; address: string }[] = [{ type: "InternalIP", address: "10.0.0.5" }];
   listFails = false;
   infoFails = false;
   kube = {
@@ -108,7 +109,7 @@ class Fakes {
       this.gets.push({ name, o });
       if (this.node === "missing") throw notFound();
       if (this.node === "error") throw new KubeApiError({ status: 500, reason: "InternalError", verb: "get", path: "/" });
-      return { metadata: { name, uid: "uid-n" } } as any;
+      return { metadata: { name, uid: "uid-n" }, status: { addresses: this.nodeAddresses } } as any;
     },
     patch: async (_res: any, name: string, body: any, o: any) => {
       this.applies.push({ name, body, o });
@@ -141,6 +142,20 @@ function publisher(f: Fakes, extra: Partial<ConstructorParameters<typeof Invento
 }
 
 describe("InventoryPublisher", () => {
+  test("issue 22 case 2: an advertised host that is none of the Node's addresses is warned about once (the control plane ignores it), a vouched one never", async () => {
+    const warned: string[] = [];
+    const log = { ...quiet, warn: (_o: unknown, msg: string) => void warned.push(msg) };
+    const f = new Fakes();
+    await publisher(f, { log }).publishOnce();
+    expect(warned).toEqual([]);
+    f.nodeAddresses = [{ type: "Hostname", address: "n" }];
+    const p = publisher(f, { log });
+    await p.publishOnce();
+    await p.publishOnce();
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toContain("the control plane ignores this inventory");
+  });
+
   test("it applies server-side as vk-sandbox with force, reading the Node at resourceVersion 0", async () => {
     const f = new Fakes();
     const out = await publisher(f).publishOnce();

@@ -1,0 +1,77 @@
+// The relay's bounds as flags (limits.ts), one table for both binaries that run the relay: sandbox-envd-proxy takes
+// them bare (`--max-relays`), sandbox-e2b under its in-process proxy's prefix (`--envd-proxy-max-relays`).
+import { durationFlag, intFlag, type DurationValue, type FlagSpec } from "../config/index.ts";
+import { DEFAULT_RELAY_LIMITS, type RelayLimitOptions } from "./limits.ts";
+
+export interface RelayLimitFlagValues {
+  maxRelays: number;
+  maxRelaysPerSandbox: number;
+  maxRelaysPerClient: number;
+  relayBufferMax: number;
+  guestHandshakeTimeout: DurationValue;
+}
+
+type Table<P extends string> = { [K in keyof RelayLimitFlagValues as `${P}${Capitalize<K & string>}`]: FlagSpec<RelayLimitFlagValues[K]> };
+
+const d = DEFAULT_RELAY_LIMITS;
+
+function rows(prefix: string) {
+  return {
+    maxRelays: intFlag({
+      flag: `${prefix}max-relays`,
+      default: String(d.maxRelays),
+      min: 1,
+      help: "Relays (guest HTTP requests and WebSockets) open at once in this process; one more answers 503.",
+    }),
+    maxRelaysPerSandbox: intFlag({
+      flag: `${prefix}max-relays-per-sandbox`,
+      default: String(d.maxRelaysPerSandbox),
+      min: 1,
+      help: "Relays open at once to one sandbox; one more answers 429.",
+    }),
+    maxRelaysPerClient: intFlag({
+      flag: `${prefix}max-relays-per-client`,
+      default: String(d.maxRelaysPerClient),
+      min: 0,
+      help: "Relays open at once from one client address; one more answers 429. 0 means no cap (behind an edge every client shares its address).",
+    }),
+    relayBufferMax: intFlag({
+      flag: `${prefix}relay-buffer-max`,
+      default: String(d.bufferBytes),
+      min: 1,
+      help: "Bytes the proxy holds for slow readers across every relay; past it, streams whose client is behind pause at the guest.",
+    }),
+    guestHandshakeTimeout: durationFlag({
+      flag: `${prefix}guest-handshake-timeout`,
+      default: `${d.guestHandshakeMs / 1000}s`,
+      positive: true,
+      help: "How long a guest may take to answer a request head (after the last request-body byte) or a WebSocket upgrade; past it the client gets 504 and the tunnel closes.",
+    }),
+  };
+}
+
+/** The rows for sandbox-envd-proxy. */
+export const relayLimitFlags = rows("");
+
+/** The rows for sandbox-e2b's in-process proxy, keyed envdProxyMaxRelays and so on. */
+export const envdProxyRelayLimitFlags: Table<"envdProxy"> = (() => {
+  const r = rows("envd-proxy-");
+  return {
+    envdProxyMaxRelays: r.maxRelays,
+    envdProxyMaxRelaysPerSandbox: r.maxRelaysPerSandbox,
+    envdProxyMaxRelaysPerClient: r.maxRelaysPerClient,
+    envdProxyRelayBufferMax: r.relayBufferMax,
+    envdProxyGuestHandshakeTimeout: r.guestHandshakeTimeout,
+  };
+})();
+
+/** Parsed flag values to the relay's options. */
+export function relayLimitsFrom(v: RelayLimitFlagValues): RelayLimitOptions {
+  return {
+    maxRelays: v.maxRelays,
+    maxRelaysPerSandbox: v.maxRelaysPerSandbox,
+    maxRelaysPerClient: v.maxRelaysPerClient,
+    bufferBytes: v.relayBufferMax,
+    guestHandshakeMs: v.guestHandshakeTimeout.ms,
+  };
+}

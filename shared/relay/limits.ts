@@ -1,0 +1,178 @@
+// The relay's bounds (docs/envd-relay.md "Bounds"): how many relays may be open at once (globally, per sandbox and
+// per client address) and how many bytes the proxy may hold for slow readers across every relay. A relay is one
+// relayed HTTP request or one relayed WebSocket, counted from the tunnel dial until its tunnel closes.
+
+export interface RelayLimitOptions {
+  /** Relays open at once in this process; one more answers 503. */
+  maxRelays: number;
+  /** Relays open at once to one sandbox; one more answers 429. */
+  maxRelaysPerSandbox: number;
+  /** Relays open at once from one client address; one more answers 429. 0 = no per-client cap. */
+  maxRelaysPerClient: number;
+  /** Bytes held for slow readers across every relay; past it, streams pause at the guest. */
+  bufferBytes: number;
+  /** How long a guest may take to answer a request head or a WebSocket upgrade (ms). */
+  guestHandshakeMs: number;
+}
+
+/** Safe for the chart's 512 Mi limit (docs/envd-relay.md "Bounds" has the arithmetic). */
+export const DEFAULT_RELAY_LIMITS: RelayLimitOptions = {
+  maxRelays: 128,
+  maxRelaysPerSandbox: 64,
+  maxRelaysPerClient: 0,
+  bufferBytes: 64 * 1024 * 1024,
+  guestHandshakeMs: 30_000,
+};
+
+/** Why a relay was refused a slot: its HTTP status follows (429 for a sandbox or client, 503 for the process). */
+export type SlotRefusal = { status: 429 | 503; cap: "sandbox" | "client" | "global"; message: string };
+
+/** Counts open relays; `acquire` either takes a slot (and returns its release) or says which cap is reached. */
+export class RelaySlots {
+  private total = 0;
+  private readonly bySandbox = new Map<string, number>();
+  private readonly byClient = new Map<string, number>();
+
+  constructor(private readonly o: Pick<RelayLimitOptions, "maxRelays" | "maxRelaysPerSandbox" | "maxRelaysPerClient">) {}
+
+  get active(): number {
+    return this.total;
+  }
+
+  acquire(sandbox: string, client: string | undefined): { release: () => void } | SlotRefusal {
+    if (this.total >= this.o.maxRelays) return { status: 503, cap: "global", message: "the proxy is at its relay capacity; retry later" };
+    const s = this.bySandbox.get(sandbox) ?? 0;
+    if (s >= this.o.maxRelaysPerSandbox) return { status: 429, cap: "sandbox", message: `too many concurrent requests to this sandbox (limit ${this.o.maxRelaysPerSandbox})` };
+    const perClient = this.o.maxRelaysPerClient > 0 && client !== undefined;
+    const c = perClient ? (this.byClient.get(client) ?? 0) : 0;
+    if (perClient && c >= this.o.maxRelaysPerClient) return { status: 429, cap: "client", message: `too many concurrent requests from this client (limit ${this.o.maxRelaysPerClient})` };
+    this.total++;
+    this.bySandbox.set(sandbox, s + 1);
+    if (perClient) this.byClient.set(client, c + 1);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.total--;
+        dec(this.bySandbox, sandbox);
+        if (perClient) dec(this.byClient, client);
+      },
+    };
+  }
+}
+
+function dec(m: Map<string, number>, k: string): void {
+  const n = (m.get(k) ?? 1) - 1;
+  if (n <= 0) m.delete(k);
+  else m.set(k, n);
+}
+
+/**
+ * The global budget of bytes the proxy holds for slow readers. Streams report what they hold through a BufferShare;
+ * while the total is over the budget, a stream holding more than SHARE_FLOOR_BYTES stops reading its guest until its
+ * own client reads again, or (a WebSocket) until the budget has room: a stalled client never holds back one that keeps up.
+ */
+export class BufferBudget {
+  private used = 0;
+  private waiters: Array<() => void> = [];
+  private overdraft: object | undefined;
+
+  constructor(readonly limit: number) {}
+
+  get bytes(): number {
+    return this.used;
+  }
+
+  over(): boolean {
+    return this.used >= this.limit;
+  }
+
+  add(delta: number): void {
+    this.used += delta;
+    if (delta < 0 && this.waiters.length && this.used < this.limit) this.wake();
+  }
+
+  /**
+   * One WebSocket at a time may finish the frame it is reading while the budget is over: pausing mid-frame frees
+   * nothing, and a frame as large as the budget would otherwise wait for itself. The others wait their turn.
+   */
+  takeOverdraft(owner: object): boolean {
+    if (this.overdraft !== undefined && this.overdraft !== owner) return false;
+    this.overdraft = owner;
+    return true;
+  }
+
+  releaseOverdraft(owner: object): void {
+    if (this.overdraft !== owner) return;
+    this.overdraft = undefined;
+    if (this.waiters.length) this.wake();
+  }
+
+  private wake(): void {
+    const ws = this.waiters;
+    this.waiters = [];
+    for (const w of ws) w();
+  }
+
+  /**
+   * Run `fn` once the total is under the budget or the overdraft is free (at once when under): for streams paused
+   * where no client read wakes them. `fn` checks again and may wait again.
+   */
+  whenUnder(fn: () => void): void {
+    if (this.used < this.limit) fn();
+    else this.waiters.push(fn);
+  }
+}
+
+/** Over the budget, a stream holding less than this still reads its guest: a client that keeps up is never held back. */
+export const SHARE_FLOOR_BYTES = 64 * 1024;
+
+/** One stream's share of the budget: what it holds now, and whether it may read more from its guest. */
+export class BufferShare {
+  private held = 0;
+  private waiting = false;
+
+  constructor(readonly budget: BufferBudget) {}
+
+  get bytes(): number {
+    return this.held;
+  }
+
+  /** Record what the stream holds now; false = stop reading the guest until the client reads. */
+  set(bytes: number): boolean {
+    if (bytes !== this.held) {
+      this.budget.add(bytes - this.held);
+      this.held = bytes;
+    }
+    return this.mayRead();
+  }
+
+  mayRead(): boolean {
+    return this.held < SHARE_FLOOR_BYTES || !this.budget.over();
+  }
+
+  /** Run `fn` once when the budget may have room again (one pending call per share, however often it is asked). */
+  whenUnder(fn: () => void): void {
+    if (this.waiting) return;
+    this.waiting = true;
+    this.budget.whenUnder(() => {
+      this.waiting = false;
+      fn();
+    });
+  }
+
+  /** May this stream go on reading the frame it is in the middle of, over the budget? (See BufferBudget.takeOverdraft.) */
+  takeOverdraft(): boolean {
+    return this.budget.takeOverdraft(this);
+  }
+
+  releaseOverdraft(): void {
+    this.budget.releaseOverdraft(this);
+  }
+
+  release(): void {
+    this.set(0);
+    this.releaseOverdraft();
+  }
+}
