@@ -175,10 +175,16 @@ export async function startHostileGuest(): Promise<HostileGuest> {
     const w = (s: string | Buffer) => !sock.destroyed && sock.write(s);
     const accept = () => w(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${wsAccept(req.headers.get("sec-websocket-key") ?? "")}\r\n\r\n`);
     switch (c) {
-      case "never-read":
+      case "never-read": {
         accept();
         sock.pause();
+        // A paused socket never sees the peer's FIN or RST; a ping a second (written, never read back) is how this
+        // guest notices that the node closed the tunnel, so the rig can tell a released tunnel from a leaked one.
+        const t = setInterval(() => w(Buffer.from([0x89, 0x00])), 1_000);
+        timers.add(t);
+        sock.once("close", () => (clearInterval(t), timers.delete(t)));
         return;
+      }
       case "big-frame": {
         accept();
         w(serverFrameHead(BIG_FRAME_BYTES));

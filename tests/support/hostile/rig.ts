@@ -5,6 +5,7 @@
 // grow past `abortRssBytes` is stopped early (so a broken build cannot take the shared machine down with it).
 import { Sandbox } from "e2b";
 import { HostileClient, type Outcome } from "./client.ts";
+import { floodCommand, type FloodArgs, type FloodResult } from "./flood.ts";
 import { HTTP_CASES, WS_CASES, BIG_FRAME_BYTES, type HostileGuest, type HttpCase } from "./guest.ts";
 import { gauges, gaugesOffIdle, percentile, rssBytes, sampler } from "./measure.ts";
 import type { Tenant, TenantOpts, TenantRun } from "./tenant.ts";
@@ -44,7 +45,8 @@ export interface RigPlan {
   abortRssBytes: number;
   /**
    * Run only these attack parts (default all): stalled, http, ws, upgrade-drop, junk, envd, drain, or one case of a part
-   * (http/neg-chunk, envd/huge-length): for measuring one case alone.
+   * (http/neg-chunk, envd/huge-length, ws/big-frame; ws/flood is the never-read guest flooded with
+   * wsFloodBytes, ws/frame-in one 64 MiB frame toward the guest): for measuring one case alone.
    */
   only?: ReadonlySet<string>;
 }
@@ -131,6 +133,12 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   d.attach(own.sandboxId, GUEST_PORT, guest.port);
   d.attach(own.sandboxId, ENVD_PORT, guest.port);
   const client = new HostileClient({ proxy: d.proxy, domain: d.domain, sandboxId: own.sandboxId, token, guestPort: GUEST_PORT });
+  // The stalled downloads get a sandbox of their own: on one sandbox they would fill its relay slots and every
+  // hostile reply above would be refused (429) before reaching the guest.
+  const stallBox = await Sandbox.create(d.template, d.attacker);
+  d.attach(stallBox.sandboxId, GUEST_PORT, guest.port);
+  const stallToken = (stallBox as unknown as { envdAccessToken: string }).envdAccessToken;
+  const staller = new HostileClient({ proxy: d.proxy, domain: d.domain, sandboxId: stallBox.sandboxId, token: stallToken, guestPort: GUEST_PORT });
   const ok = await client.httpCase("ok", 5_000);
   if (!ok.status.startsWith("200")) throw new Error(`the hostile guest is not reachable through ${d.name}'s proxy: ${JSON.stringify(ok)}`);
 
@@ -173,7 +181,7 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   })();
 
   const parts: Promise<unknown>[] = [];
-  if (want("stalled")) parts.push(client.stalledDownloads(plan.stalledDownloads).then(() => (cases.stalled = `${plan.stalledDownloads} opened`)));
+  if (want("stalled")) parts.push(staller.stalledDownloads(plan.stalledDownloads).then(() => (cases.stalled = `${plan.stalledDownloads} opened`)));
   if (want("http")) {
     parts.push((async () => {
       for (let i = 0; i < plan.httpRepeat && attacking; i++) {
@@ -183,14 +191,34 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   }
   if (want("ws")) {
     parts.push((async () => {
-      await Promise.all(WS_CASES.map(async (c) => (cases[`ws/${c}`] = await client.wsCase(c, c === "big-frame" ? 10_000 : 5_000))));
-      cases["ws/never-read flood"] = await client.wsFlood("never-read", plan.wsFloodBytes, 1024 * 1024, 10_000);
-      cases["ws/64MiB frame in"] = await client.wsFlood("echo", BIG_FRAME_BYTES, BIG_FRAME_BYTES, 10_000);
+      await Promise.all(WS_CASES.filter((c) => wantCase("ws", c)).map(async (c) => (cases[`ws/${c}`] = await client.wsCase(c, c === "big-frame" ? 10_000 : 5_000))));
+      if (wantCase("ws", "flood")) cases["ws/flood"] = await client.wsFlood("never-read", plan.wsFloodBytes, 1024 * 1024, 10_000);
+      if (wantCase("ws", "frame-in")) cases["ws/frame-in"] = await client.wsFlood("echo", BIG_FRAME_BYTES, BIG_FRAME_BYTES, 10_000);
     })());
   }
-  if (want("upgrade-drop")) parts.push(client.upgradeAndDrop(plan.upgradeDrops).then((n) => (cases["upgrade-drop"] = `${n} of ${plan.upgradeDrops} upgraded then dropped`)));
   let junk: RigResult["junk"] = { sent: 0, statuses: {} };
-  if (want("junk")) parts.push(client.junkLookups(() => !attacking, plan.junkConcurrency).then((j) => (junk = j)));
+  let flood: ReturnType<typeof Bun.spawn> | undefined;
+  if (want("junk") || want("upgrade-drop")) {
+    const args: FloodArgs = {
+      proxy: d.proxy,
+      domain: d.domain,
+      sandboxId: own.sandboxId,
+      token,
+      guestPort: GUEST_PORT,
+      ms: plan.attackMs,
+      junkConcurrency: want("junk") ? plan.junkConcurrency : 0,
+      upgradeDrops: want("upgrade-drop") ? plan.upgradeDrops : 0,
+    };
+    const proc = Bun.spawn(floodCommand(args), { stdout: "pipe", stderr: "inherit" });
+    flood = proc;
+    parts.push((async () => {
+      const out = await new Response(proc.stdout as ReadableStream<Uint8Array>).text();
+      const r = JSON.parse(out.trim().split("\n").at(-1) || "null") as FloodResult | null;
+      if (!r) return void (cases.flood = `the flood process printed nothing (exit ${await proc.exited})`);
+      junk = r.junk;
+      if (want("upgrade-drop")) cases["upgrade-drop"] = `${r.upgraded} of ${plan.upgradeDrops} upgraded then dropped`;
+    })());
+  }
   let drained: Sandbox[] = [];
   if (want("drain")) {
     // Case 9: one key creating as fast as it can, to drain the warm pool every namespace claims from. Its quota
@@ -229,10 +257,14 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   const attacked = summary(await tenant.run(plan.attackMs));
   stopAttack();
   clearTimeout(attackEnd);
+  flood?.kill("SIGTERM");
   client.closeAll();
+  staller.closeAll();
   // Parts bounded by their own deadlines; give them a moment to notice the stop, not forever.
   await Promise.race([Promise.allSettled(parts), Bun.sleep(15_000)]);
+  flood?.kill("SIGKILL");
   client.closeAll();
+  staller.closeAll();
   await watch;
   const proxyStats = await proxyS.stop();
   const apiStats = await apiS?.stop();
@@ -260,7 +292,7 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   const afterRss = await rssBytes(d.proxyPid).catch(() => NaN);
   const guestOpenAfter = guest.open();
   guest.closeAll(); // what the proxy or the API process still held (counted above) is cut, so teardown cannot hang
-  await Sandbox.kill(own.sandboxId, { ...d.attacker, requestTimeoutMs: 5_000 }).catch(() => undefined);
+  for (const x of [own, stallBox]) await Sandbox.kill(x.sandboxId, { ...d.attacker, requestTimeoutMs: 5_000 }).catch(() => undefined);
   return {
     deployment: d.name,
     baseline,
