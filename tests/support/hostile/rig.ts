@@ -39,6 +39,7 @@ export interface RigPlan {
   httpRepeat: number;
   /** Bytes written into the WebSocket whose guest never reads. */
   wsFloodBytes: number;
+  /** Anonymous junk-lookup loops, each as fast as the proxy answers (issue 17 case 6: "an anonymous loop"). */
   junkConcurrency: number;
   /** Replies the envd client of the e2b surface meets on the attacker's /metrics (Sandbox.getMetrics). */
   envdReplies: HttpCase[];
@@ -59,7 +60,7 @@ export const DEFAULT_PLAN: RigPlan = {
   upgradeDrops: 300,
   httpRepeat: 3,
   wsFloodBytes: 256 * 1024 * 1024,
-  junkConcurrency: 8,
+  junkConcurrency: 2,
   envdReplies: ["neg-chunk", "endless-chunked", "huge-length", "endless-headers", "close-mid-body"],
   abortRssBytes: 1536 * 1024 * 1024,
 };
