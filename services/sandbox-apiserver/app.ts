@@ -3,12 +3,12 @@
 // Always-allow paths (probes) skip authentication and authorization, so an anonymous kubelet gets its answer.
 import type { Hono } from "hono";
 import type { Logger } from "pino";
-import { type ApiBindings, ApiError, statusResponse } from "./api/index.ts";
+import { type ApiBindings, ApiError, MAX_REQUEST_BODY_BYTES, statusResponse } from "./api/index.ts";
 import { type Authenticator, identityHeaderNames } from "./serving/index.ts";
 import type { Authorizer } from "./serving/index.ts";
 import type { PeerCert } from "./serving/index.ts";
 import type { ApiserverMetrics } from "./serving/index.ts";
-import { forbiddenMessage, requestInfo } from "./serving/index.ts";
+import { type RequestInfo, forbiddenMessage, readBody, requestInfo } from "./serving/index.ts";
 import { type Caller, GROUP, VERSION } from "./sandboxes/index.ts";
 
 export interface AppDeps {
@@ -19,6 +19,8 @@ export interface AppDeps {
   observability: Hono;
   metrics: ApiserverMetrics;
   log: Logger;
+  /** Largest request body read (default MAX_REQUEST_BODY_BYTES); a larger one is a 413. */
+  maxBodyBytes?: number;
 }
 
 const OBSERVABILITY = /^\/(healthz|livez|readyz|metrics)(\/|$)|^\/debug\/pprof(\/|$)/;
@@ -26,17 +28,22 @@ const OBSERVABILITY = /^\/(healthz|livez|readyz|metrics)(\/|$)|^\/debug\/pprof(\
 export function createApp(d: AppDeps): (req: Request, peer: PeerCert | undefined) => Promise<Response> {
   return async (req, peer) => {
     const started = performance.now();
-    const url = new URL(req.url);
-    const info = requestInfo(req.method, url);
+    let url: URL | undefined;
+    let info: RequestInfo | undefined;
     let res: Response;
     try {
+      url = new URL(req.url);
+      info = requestInfo(req.method, url);
       res = await handle(d, req, url, info, peer);
     } catch (e) {
-      d.log.error({ err: (e as Error).message, path: url.pathname }, "request failed");
-      res = statusResponse(new ApiError(500, `Internal error occurred: ${(e as Error).message}`));
+      if (e instanceof ApiError) res = statusResponse(e);
+      else {
+        d.log.error({ err: (e as Error).message, path: url?.pathname }, "request failed");
+        res = statusResponse(new ApiError(500, `Internal error occurred: ${(e as Error).message}`));
+      }
     }
     const labels =
-      info.kind === "resource"
+      info?.kind === "resource"
         ? {
             verb: info.verb.toUpperCase(),
             group: GROUP,
@@ -52,7 +59,7 @@ export function createApp(d: AppDeps): (req: Request, peer: PeerCert | undefined
   };
 }
 
-async function handle(d: AppDeps, req: Request, url: URL, info: ReturnType<typeof requestInfo>, peer: PeerCert | undefined): Promise<Response> {
+async function handle(d: AppDeps, req: Request, url: URL, info: RequestInfo, peer: PeerCert | undefined): Promise<Response> {
   const route = (r: Request, caller?: Caller) => (OBSERVABILITY.test(url.pathname) ? d.observability.fetch(r) : d.api.fetch(r, { caller }));
   if (d.authorizer.alwaysAllowed(url.pathname)) return route(req);
 
@@ -72,6 +79,6 @@ async function handle(d: AppDeps, req: Request, url: URL, info: ReturnType<typeo
   }
   // A fresh Request without the identity headers. The body is read once natively (bodies here are small JSON
   // documents): `new Request(req, …)` re-wrapped the original body stream in a JS stream on every request.
-  const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+  const body = req.method === "GET" || req.method === "HEAD" ? undefined : await readBody(req, d.maxBodyBytes ?? MAX_REQUEST_BODY_BYTES);
   return route(new Request(req.url, { method: req.method, headers, body, signal: req.signal }), authn.user);
 }

@@ -12,7 +12,7 @@ import { KubeClient } from "#shared/kube/index.ts";
 import { KubeConfigError, loadKubeConnection } from "#shared/kube/index.ts";
 import type { Shutdown } from "#shared/lifecycle/index.ts";
 import { buildInfo } from "#shared/version.ts";
-import { apiRoutes } from "./api/index.ts";
+import { ApiError, MAX_REQUEST_BODY_BYTES, apiRoutes, statusResponse } from "./api/index.ts";
 import { createApp } from "./app.ts";
 import { type ApiserverConfig, inertFlagWarnings } from "./flags.ts";
 import { NodeClients, PodGuard, kubePodGuardBackend } from "./sandboxes/index.ts";
@@ -201,6 +201,9 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
       ...(config.serving.tlsMinVersion ? { minVersion: config.serving.tlsMinVersion } : {}),
       cipherSuites: config.serving.tlsCipherSuites,
       handler,
+      errorResponse: (code, message) => statusResponse(new ApiError(code, message)),
+      maxBodyBytes: MAX_REQUEST_BODY_BYTES,
+      isIdentityHeader: (name) => authenticator.isIdentityHeader(name),
       log: log.child({ component: "serving" }),
     });
   } catch (e) {

@@ -16,7 +16,9 @@ export type Reason =
   | "ServiceUnavailable"
   | "InternalError"
   | "Timeout"
-  | "Gone";
+  | "Gone"
+  | "RequestEntityTooLarge"
+  | "Expired";
 
 const REASON_BY_CODE: Record<number, Reason> = {
   400: "BadRequest",
@@ -27,6 +29,7 @@ const REASON_BY_CODE: Record<number, Reason> = {
   406: "NotAcceptable",
   409: "Conflict",
   410: "Gone",
+  413: "RequestEntityTooLarge",
   415: "UnsupportedMediaType",
   422: "Invalid",
   429: "TooManyRequests",

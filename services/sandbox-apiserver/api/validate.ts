@@ -9,6 +9,13 @@ import { badRequest } from "./status.ts";
 
 export type FieldValidation = "Ignore" | "Warn" | "Strict";
 
+/**
+ * The largest request body the server reads: 1.5 MiB. A Sandbox is a Kubernetes object, and upstream stores it in
+ * etcd, whose default request limit (--max-request-bytes) is 1.5 MiB, so no Sandbox (nor a fork, snapshot or delete
+ * options body) is larger. Bigger bodies are refused with 413 RequestEntityTooLarge (docs/serving.md "Limits").
+ */
+export const MAX_REQUEST_BODY_BYTES = 1536 * 1024;
+
 const TOP = new Set(["apiVersion", "kind", "metadata", "spec", "status"]);
 const META = new Set([
   "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",

@@ -6,6 +6,7 @@ import type { InventoryEntry } from "#shared/inventory/index.ts";
 import type { SandboxRow } from "#shared/sandboxd/index.ts";
 import { LIVE_LOOKUP_TIMEOUT_MS, type NodeClients, firstHit } from "./nodes.ts";
 import { type Sandbox, sandboxFromEntry, splitEntryName } from "./object.ts";
+import { LiveLookupGate } from "./live-gate.ts";
 import { OwnerIndex } from "./owner-index.ts";
 
 /** Fan-out bound over nodes. */
@@ -35,6 +36,8 @@ export class SandboxReader {
   constructor(
     readonly fleet: FleetReader,
     readonly clients: NodeClients,
+    /** Bounds step 4 of resolve (live-gate.ts): a missing name does not fan out to every node on every Get. */
+    readonly liveGate: LiveLookupGate = new LiveLookupGate(),
   ) {}
 
   /**
@@ -155,7 +158,8 @@ export class SandboxReader {
 
   /**
    * Resolution order: (1) the indexed node's inventory; (2) that node live; (3) every fresh inventory; (4) every
-   * fresh node live, first hit wins. A hit is remembered in the index. Undefined means not found.
+   * fresh node live, first hit wins, within the live gate's bounds. A hit is remembered in the index. Undefined
+   * means not found.
    */
   async resolve(namespace: string, name: string): Promise<Resolved | undefined> {
     const key = OwnerIndex.nameKey(namespace, name);
@@ -169,7 +173,7 @@ export class SandboxReader {
       }
     }
     hit ??= this.scan(namespace, name);
-    hit ??= await firstHit(this.fleet.fresh(), NODE_FANOUT, (rec, signal) => this.live(rec, namespace, name, signal));
+    hit ??= await this.liveGate.run(namespace, name, () => firstHit(this.fleet.fresh(), NODE_FANOUT, (rec, signal) => this.live(rec, namespace, name, signal)));
     if (hit) this.remember(hit, namespace);
     return hit;
   }

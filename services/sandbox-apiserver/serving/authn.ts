@@ -12,6 +12,7 @@ import type { Clock } from "#shared/clock/index.ts";
 import type { KubeClient } from "#shared/kube/index.ts";
 import { TokenReviews } from "#shared/kube/index.ts";
 import type { PeerCert } from "./client-certs.ts";
+import { headerLines } from "./internal-headers.ts";
 import { TtlCache } from "./ttl-cache.ts";
 
 export interface UserInfo {
@@ -21,7 +22,9 @@ export interface UserInfo {
   extra?: Record<string, string[]>;
 }
 
-export const ANONYMOUS: UserInfo = { name: "system:anonymous", groups: ["system:unauthenticated"] };
+const AUTHENTICATED = "system:authenticated";
+const UNAUTHENTICATED = "system:unauthenticated";
+export const ANONYMOUS: UserInfo = { name: "system:anonymous", groups: [UNAUTHENTICATED] };
 
 export type AuthnResult = { ok: true; user: UserInfo } | { ok: false; message: string };
 
@@ -48,10 +51,12 @@ export class Authenticator {
   private readonly tokens: TtlCache<AuthnResult>;
 
   private requestHeader: RequestHeaderConfig;
+  private identityNames: { exact: Set<string>; prefixes: string[] };
 
   constructor(private readonly o: AuthenticatorOptions) {
     this.tokens = new TtlCache(o.clock);
     this.requestHeader = o.requestHeader;
+    this.identityNames = lowerNames(o.requestHeader);
   }
 
   /** The request-header settings in force (a reloaded ConfigMap replaces them). */
@@ -61,13 +66,29 @@ export class Authenticator {
 
   setRequestHeader(cfg: RequestHeaderConfig): void {
     this.requestHeader = cfg;
+    this.identityNames = lowerNames(cfg);
   }
 
-  /** As the generic apiserver's AuthenticatedGroupAdder: every authenticated user is in system:authenticated. */
+  /**
+   * As the generic apiserver's AuthenticatedGroupAdder: every authenticated user is in system:authenticated, unless
+   * it already names system:authenticated or system:unauthenticated. `system:anonymous` stays anonymous however it
+   * arrived (a forwarded header included): system:unauthenticated, never system:authenticated.
+   */
   async authenticate(headers: Headers, peer: PeerCert | undefined): Promise<AuthnResult> {
     const r = await this.identify(headers, peer);
-    if (!r.ok || r.user === ANONYMOUS || r.user.groups.includes("system:authenticated")) return r;
-    return { ok: true, user: { ...r.user, groups: [...r.user.groups, "system:authenticated"] } };
+    if (!r.ok || r.user === ANONYMOUS) return r;
+    const groups = r.user.groups;
+    if (r.user.name === ANONYMOUS.name) {
+      const kept = groups.filter((g) => g !== AUTHENTICATED && g !== UNAUTHENTICATED);
+      return { ok: true, user: { ...r.user, groups: [...kept, UNAUTHENTICATED] } };
+    }
+    if (groups.includes(AUTHENTICATED) || groups.includes(UNAUTHENTICATED)) return r;
+    return { ok: true, user: { ...r.user, groups: [...groups, AUTHENTICATED] } };
+  }
+
+  /** Whether a (lower-cased) header name carries identity under the settings in force (asked per header line). */
+  isIdentityHeader(lowerName: string): boolean {
+    return this.identityNames.exact.has(lowerName) || this.identityNames.prefixes.some((p) => lowerName.startsWith(p));
   }
 
   private async identify(headers: Headers, peer: PeerCert | undefined): Promise<AuthnResult> {
@@ -121,11 +142,16 @@ export class Authenticator {
   }
 }
 
-/** The identity the front proxy forwarded; undefined when it named no user. */
+/**
+ * The identity the front proxy forwarded; undefined when it named no user. Read as kube-apiserver reads it: the user
+ * is the first line of the first username header that has one, and every line of a group or extra header is one
+ * value, commas included (the TLS front escapes each line, internal-headers.ts, so the ", " join of Fetch's Headers
+ * cannot merge or split them).
+ */
 export function fromRequestHeaders(headers: Headers, cfg: RequestHeaderConfig): UserInfo | undefined {
   let name = "";
   for (const h of cfg.usernameHeaders) {
-    const v = headers.get(h);
+    const v = headerLines(headers.get(h))[0];
     if (v) {
       name = v;
       break;
@@ -133,20 +159,33 @@ export function fromRequestHeaders(headers: Headers, cfg: RequestHeaderConfig): 
   }
   if (!name) return undefined;
   const groups: string[] = [];
-  const groupHeaders = new Set(cfg.groupHeaders.map((h) => h.toLowerCase()));
+  for (const h of cfg.groupHeaders) groups.push(...headerLines(headers.get(h)).filter(Boolean));
   const prefixes = cfg.extraHeaderPrefixes.map((p) => p.toLowerCase());
   const extra: Record<string, string[]> = {};
   headers.forEach((value, key) => {
     const k = key.toLowerCase();
-    if (groupHeaders.has(k)) groups.push(...value.split(",").map((g) => g.trim()).filter(Boolean));
-    for (const p of prefixes) {
-      if (k.startsWith(p)) {
-        const extraKey = decodeURIComponent(k.slice(p.length));
-        (extra[extraKey] ??= []).push(...value.split(",").map((g) => g.trim()));
-      }
-    }
+    const p = prefixes.find((x) => k.startsWith(x));
+    if (p === undefined) return;
+    const extraKey = unescapeExtraKey(k.slice(p.length));
+    (extra[extraKey] ??= []).push(...headerLines(value));
   });
   return { name, groups, ...(Object.keys(extra).length ? { extra } : {}) };
+}
+
+function lowerNames(cfg: RequestHeaderConfig): { exact: Set<string>; prefixes: string[] } {
+  return {
+    exact: new Set([...cfg.usernameHeaders, ...cfg.groupHeaders].map((h) => h.toLowerCase())),
+    prefixes: cfg.extraHeaderPrefixes.map((p) => p.toLowerCase()),
+  };
+}
+
+/** As kube's url.PathUnescape of the key: a key that does not unescape is kept as sent. */
+function unescapeExtraKey(k: string): string {
+  try {
+    return decodeURIComponent(k);
+  } catch {
+    return k;
+  }
 }
 
 /** Header names that carry identity: stripped from every request before routing, whatever authenticated it. */

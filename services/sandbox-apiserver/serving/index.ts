@@ -7,5 +7,6 @@ export { ACCEPTED_CIPHER_SUITES, cipherSuitesProblem } from "./cipher-suites.ts"
 export { ClientCertVerifier, type PeerCert, parseCertBundle } from "./client-certs.ts";
 export { ApiserverMetrics } from "./metrics.ts";
 export { observabilityRoutes } from "./observability.ts";
-export { forbiddenMessage, requestInfo } from "./request-info.ts";
+export { readBody } from "./body.ts";
+export { type RequestInfo, forbiddenMessage, requestInfo } from "./request-info.ts";
 export { startSecureServer } from "./secure-server.ts";

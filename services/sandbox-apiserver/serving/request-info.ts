@@ -1,6 +1,7 @@
 // What a request asks to do, in authorization terms (kube-apiserver's RequestInfo): a resource request under
 // agents.x-k8s.io/v1beta1 (verb, namespace, resource, subresource, name), or a non-resource path with the
 // lower-cased HTTP method as its verb (discovery, /openapi, /version, /metrics, /debug/pprof).
+import { ApiError } from "../api/index.ts";
 import { GROUP, RESOURCE, VERSION } from "../sandboxes/index.ts";
 
 export type RequestInfo =
@@ -13,7 +14,7 @@ export function requestInfo(method: string, url: URL): RequestInfo {
   const path = url.pathname;
   const m = method.toUpperCase();
   if (!path.startsWith(PREFIX)) return { kind: "nonResource", verb: m.toLowerCase(), path };
-  const parts = path.slice(PREFIX.length).split("/").filter(Boolean).map(decodeURIComponent);
+  const parts = path.slice(PREFIX.length).split("/").filter(Boolean).map(decodeSegment);
   let namespace = "";
   if (parts[0] === "namespaces" && parts.length >= 3) {
     namespace = parts[1]!;
@@ -41,6 +42,15 @@ export function requestInfo(method: string, url: URL): RequestInfo {
                 : "delete"
               : m.toLowerCase();
   return { kind: "resource", verb, namespace, resource, subresource, name, path };
+}
+
+/** A path segment, unescaped; a bad `%` escape is the client's error (400), answered before authentication. */
+function decodeSegment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new ApiError(400, `the request path has an invalid escape in segment "${s.slice(0, 64)}"`, "BadRequest");
+  }
 }
 
 /** kube-apiserver's Forbidden wording for a denied request. */

@@ -118,12 +118,13 @@ describe("object sets", () => {
     expect(reader.subjects).toEqual([{ kind: "ServiceAccount", name: "sandbox-apiserver", namespace: "elsewhere" }]);
   });
 
-  test("warmPoolDriver=false: 14 objects, no leader election, a one-rule ClusterRole", async () => {
+  test("warmPoolDriver=false: 14 objects, no leader election, a ClusterRole of the inventory, Node and Pod reads", async () => {
     const objects = await render(at("apiserver.warmPoolDriver", false));
     expect(ids(objects)).toEqual(sorted(without(DEFAULT_OBJECTS, LEADER_ELECTION)));
     expect(find(objects, "ClusterRole", "sandbox-apiserver-inventory-reader").rules).toEqual([
       { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
       { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
+      { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
     ]);
     expect(container(objects, "sandbox-apiserver").args).toContain("--enable-warm-pool-driver=false");
   });
@@ -257,6 +258,7 @@ describe("RBAC", () => {
     expect(find(objects, "ClusterRole", "sandbox-apiserver-inventory-reader").rules).toEqual([
       { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
       { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
+      { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
       {
         apiGroups: ["extensions.agents.x-k8s.io"],
         resources: ["sandboxwarmpools", "sandboxtemplates"],

@@ -153,8 +153,11 @@ describe("warm-pool driver", () => {
       await waitFor("one key per node", () => sims.every((x) => lastPut(x)?.pools.length === 1), CONVERGE_MS);
       await deletePool("p41");
       await waitFor("empty pool sets", () => sims.every((x) => lastPut(x)?.pools.length === 0), CONVERGE_MS);
-      // Nothing addressed the address-less node: it has no address to call, and no error mentions it.
-      expect(s.stderr()).not.toContain("n0-noaddr");
+      // Nothing addressed the address-less node: it has no address to call, and no error mentions it. (The fleet view
+      // may log once that it ignores the inventory, when its Node informer has not yet seen the Node published just
+      // before it: two watches have no order between them. That line is about trust, not a call.)
+      const mentions = s.stderr().split("\n").filter((l) => l.includes("n0-noaddr") && !l.includes("ignoring a NodeInventory that no known Node vouches for"));
+      expect(mentions).toEqual([]);
     } finally {
       addressless = false;
     }

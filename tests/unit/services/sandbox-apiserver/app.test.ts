@@ -68,3 +68,65 @@ describe("the request the routes see", () => {
     expect(ran).toBe(false);
   });
 });
+
+describe("errors before and around authentication are Statuses (issue 22 case 5)", () => {
+  test("a bad % escape in the path is a 400 Status, answered before authentication, with no route run", async () => {
+    let ran = false;
+    const api = new Hono().all("*", (c) => {
+      ran = true;
+      return c.json({});
+    });
+    const res = await appWith(api)(new Request("https://x/apis/agents.x-k8s.io/v1beta1/namespaces/%zz/sandboxes"), undefined);
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { kind: string; reason: string; message: string };
+    expect(body).toMatchObject({ kind: "Status", reason: "BadRequest" });
+    expect(body.message).toContain('invalid escape in segment "%zz"');
+    expect(ran).toBe(false);
+  });
+
+  test("a body over the cap is a 413 Status, declared or chunked, and never reaches the route", async () => {
+    let ran = false;
+    const api = new Hono().post(PATH, (c) => {
+      ran = true;
+      return c.json({}, 201);
+    });
+    const app = createApp({
+      authenticator: new Authenticator({ requestHeader, cacheTtlMs: 10_000 }),
+      authorizer: new Authorizer({ alwaysAllowPaths: [], allowedTtlMs: 10_000, deniedTtlMs: 10_000 }),
+      api,
+      observability: new Hono(),
+      metrics: new ApiserverMetrics(),
+      log: pino({ level: "silent" }),
+      maxBodyBytes: 1000,
+    });
+    const declared = await app(new Request(`https://x${PATH}`, { method: "POST", headers: identity, body: "x".repeat(1001) }), aggregator);
+    expect(declared.status).toBe(413);
+    expect(await declared.json()).toMatchObject({ kind: "Status", reason: "RequestEntityTooLarge", code: 413 });
+    // No Content-Length: the body is counted as it arrives.
+    const chunks = [new Uint8Array(600), new Uint8Array(600)];
+    const stream = new ReadableStream<Uint8Array>({ pull: (c) => (chunks.length ? c.enqueue(chunks.shift()!) : c.close()) });
+    const chunked = await app(new Request(`https://x${PATH}`, { method: "POST", headers: identity, body: stream }), aggregator);
+    expect(chunked.status).toBe(413);
+    expect(ran).toBe(false);
+    const fits = await app(new Request(`https://x${PATH}`, { method: "POST", headers: identity, body: "x".repeat(1000) }), aggregator);
+    expect(fits.status).toBe(201);
+  });
+
+  test("a path that only starts like a probe is authorized like any other (anonymous: 403), not served as the probe", async () => {
+    const observability = new Hono().get("*", (c) => c.text("ok"));
+    const app = createApp({
+      authenticator: new Authenticator({ requestHeader, cacheTtlMs: 10_000 }),
+      authorizer: new Authorizer({ alwaysAllowPaths: ["/healthz", "/livez"], allowedTtlMs: 10_000, deniedTtlMs: 10_000 }),
+      api: new Hono().all("*", (c) => c.json({ leaked: true })),
+      observability,
+      metrics: new ApiserverMetrics(),
+      log: pino({ level: "silent" }),
+    });
+    expect((await app(new Request("https://x/healthz"), undefined)).status).toBe(200);
+    for (const p of ["/healthzfoo", "/livez/../apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes", "/livez/x"]) {
+      const res = await app(new Request(`https://x${p}`), undefined);
+      expect(res.status).toBe(403);
+      expect(await res.json()).toMatchObject({ kind: "Status", reason: "Forbidden" });
+    }
+  });
+});

@@ -202,3 +202,81 @@ describe("event-driven watch", () => {
     changes.stop();
   });
 });
+
+describe("a watcher that does not read (issue 22 case 5)", () => {
+  const LIMIT = 8 * 1024;
+  const entries = (n: number, phase: string): Entry[] => Array.from({ length: n }, (_, i) => ({ name: `slow/s${i}`, id: `sb_${i}`, phase }));
+
+  function openUnread(s: ReturnType<typeof setupWatch>) {
+    const ac = new AbortController();
+    const stream = watchStream(
+      { reader: s.reader, changes: s.changes, clock: s.clock, shutdown: s.shutdown.signal, queueLimitBytes: LIMIT },
+      { namespace: "slow", labels: parseLabelSelector(undefined), fields: parseFieldSelector(undefined), sendInitialEvents: true },
+      ac.signal,
+    );
+    /** Reads everything the stream still has, to its end (or until `max` events). */
+    const readAll = async (max = Infinity): Promise<{ events: Event[]; ended: boolean }> => {
+      const r = stream.getReader();
+      const events: Event[] = [];
+      let buf = "";
+      const dec = new TextDecoder();
+      while (events.length < max) {
+        const { done, value } = await r.read();
+        if (done) return { events, ended: true };
+        buf += dec.decode(value, { stream: true });
+        for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+          const line = buf.slice(0, i).trim();
+          buf = buf.slice(i + 1);
+          if (line) events.push(JSON.parse(line) as Event);
+        }
+      }
+      r.releaseLock();
+      return { events, ended: false };
+    };
+    return { readAll, abort: () => ac.abort() };
+  }
+
+  test("past the queue bound its events are dropped and the watch ends with a 410 Expired ERROR event", async () => {
+    const s = setupWatch([record("n1", entries(300, "Running"))]);
+    const w = openUnread(s);
+    // Each flip of 300 sandboxes is 300 MODIFIED events (~150 KiB), far over the 8 KiB bound plus the stream's 64 KiB.
+    s.set([record("n1", entries(300, "Hibernated"))]);
+    s.set([record("n1", entries(300, "Running"))]);
+    const { events, ended } = await w.readAll();
+    expect(ended).toBe(true);
+    const last = events.at(-1) as unknown as { type: string; object: { kind: string; code: number; reason: string; message: string } };
+    expect(last.type).toBe("ERROR");
+    expect(last.object).toMatchObject({ kind: "Status", code: 410, reason: "Expired" });
+    expect(last.object.message).toContain("did not read its events");
+    // What was delivered before the end is a bounded prefix: far fewer than the 600 changes queued.
+    expect(events.length).toBeLessThan(300 + 1 + 300);
+    // The watch no longer listens: later changes cost it nothing (and nothing throws).
+    s.set([record("n1", entries(300, "Hibernated"))]);
+    s.changes.stop();
+  });
+
+  test("a large initial state is not counted against the bound: a client that reads late gets all of it", async () => {
+    const s = setupWatch([record("n1", entries(3000, "Running"))]);
+    const w = openUnread(s);
+    await drain();
+    const { events } = await w.readAll(3001);
+    expect(events.filter((e) => e.type === "ADDED")).toHaveLength(3000);
+    expect(events.at(-1)?.type).toBe("BOOKMARK");
+    w.abort();
+    s.changes.stop();
+  });
+
+  test("a watcher that keeps reading is never closed, however many events pass", async () => {
+    const s = setupWatch([record("n1", entries(20, "Running"))]);
+    const w = open(s, { namespace: "slow" });
+    await drain();
+    for (let i = 0; i < 60; i++) {
+      s.set([record("n1", entries(20, i % 2 ? "Running" : "Hibernated"))]);
+      await drain();
+    }
+    expect(w.events.filter((e) => e.type === "MODIFIED")).toHaveLength(60 * 20);
+    expect(w.events.some((e) => (e.type as string) === "ERROR")).toBe(false);
+    await w.close();
+    s.changes.stop();
+  });
+});

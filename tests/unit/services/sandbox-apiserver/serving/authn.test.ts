@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
 import { Authenticator, fromRequestHeaders, identityHeaderNames } from "#services/sandbox-apiserver/serving/authn.ts";
+import type { PeerCert } from "#services/sandbox-apiserver/serving/client-certs.ts";
 import { forbiddenMessage, requestInfo } from "#services/sandbox-apiserver/serving/request-info.ts";
 
 const cfg = { allowedNames: ["front-proxy-client"], usernameHeaders: ["X-Remote-User"], groupHeaders: ["X-Remote-Group"], extraHeaderPrefixes: ["X-Remote-Extra-"] };
@@ -45,5 +46,23 @@ describe("request attributes", () => {
       'sandboxes.agents.x-k8s.io "x" is forbidden: User "u" cannot get resource "sandboxes" in API group "agents.x-k8s.io" in the namespace "a"',
     );
     expect(forbiddenMessage("u", info("GET", "/apis/agents.x-k8s.io/v1beta1/sandboxes"))).toContain("at the cluster scope");
+  });
+});
+
+describe("identity headers as kube-apiserver sends them (issue 22 case 5)", () => {
+  const proxy: PeerCert = { source: "requestheader", commonName: "front-proxy-client", organizations: [] };
+  test("one group per header line: a comma inside a line is part of the group (the TLS front escapes it)", async () => {
+    const a = new Authenticator({ requestHeader: cfg, cacheTtlMs: 10_000, clock: new FakeClock(0) });
+    // What the front hands over for the lines `X-Remote-Group: team,system:masters` and `X-Remote-Group: 100%`.
+    const h = new Headers([["X-Remote-User", "alice"], ["X-Remote-Group", "team%2Csystem:masters"], ["X-Remote-Group", "100%25"]]);
+    const r = await a.authenticate(h, proxy);
+    expect(r).toEqual({ ok: true, user: { name: "alice", groups: ["team,system:masters", "100%", "system:authenticated"] } });
+  });
+  test("system:anonymous stays anonymous; a user already in system:unauthenticated is not made authenticated", async () => {
+    const a = new Authenticator({ requestHeader: cfg, cacheTtlMs: 10_000, clock: new FakeClock(0) });
+    const anon = await a.authenticate(new Headers([["X-Remote-User", "system:anonymous"], ["X-Remote-Group", "system:authenticated"], ["X-Remote-Group", "team"]]), proxy);
+    expect(anon).toEqual({ ok: true, user: { name: "system:anonymous", groups: ["team", "system:unauthenticated"] } });
+    const unauth = await a.authenticate(new Headers([["X-Remote-User", "bob"], ["X-Remote-Group", "system:unauthenticated"]]), proxy);
+    expect(unauth).toEqual({ ok: true, user: { name: "bob", groups: ["system:unauthenticated"] } });
   });
 });
