@@ -9,6 +9,7 @@ import { floodCommand, type FloodArgs, type FloodResult } from "./flood.ts";
 import { HTTP_CASES, WS_CASES, BIG_FRAME_BYTES, type HostileGuest, type HttpCase } from "./guest.ts";
 import { gauges, gaugesOffIdle, percentile, rssBytes, sampler } from "./measure.ts";
 import type { Tenant, TenantOpts, TenantRun } from "./tenant.ts";
+import { waitFor } from "#tests/support/wait.ts";
 
 export interface Deployment {
   name: string;
@@ -274,15 +275,14 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   const started = performance.now();
   let offIdle: RigResult["gauges"]["offIdleAfter"] = {};
   let recoveredInMs: number | undefined;
-  while (performance.now() - started < plan.recoverMs) {
+  await waitFor("every relay gauge at idle and no guest connection", async () => {
     const now = await scrape(d.metricsUrl);
     offIdle = now ? gaugesOffIdle(idleGauges, now, NOT_STATE) : { "(metrics unreachable)": { idle: 0, now: NaN } };
-    if (Object.keys(offIdle).length === 0 && guest.open() === 0) {
-      recoveredInMs = performance.now() - started;
-      break;
-    }
-    await Bun.sleep(250);
-  }
+    return Object.keys(offIdle).length === 0 && guest.open() === 0;
+  }, plan.recoverMs, 250).then(
+    () => (recoveredInMs = performance.now() - started),
+    () => undefined, // not recovered: offIdle and guestOpenAfter say what is left, and the claim fails on them
+  );
   for (const u of d.healthUrls) {
     health.probes++;
     const f = await healthy(u);
