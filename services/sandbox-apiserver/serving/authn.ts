@@ -3,24 +3,18 @@
 //      X-Remote-User / X-Remote-Group / X-Remote-Extra-* headers name (how the aggregator forwards a request); a CN
 //      outside the allowed names is refused like an unverified certificate (4);
 //   2. a client cert from the client CA: CN is the user, O the groups;
-//   3. a bearer token: a TokenReview against the cluster, cached for --authentication-token-webhook-cache-ttl;
-//      a token the cluster rejects is a 401;
+//   3. a bearer token: a TokenReview against the cluster (shared/kube/reviews.ts), cached for
+//      --authentication-token-webhook-cache-ttl either way; a token the cluster rejects is a 401, a review that
+//      could not be made is a 401 that is not cached;
 //   4. a client certificate that neither CA verifies (and no token) is a 401 (client-certs.ts says why);
 //   5. otherwise anonymous.
 // Identity headers on any other connection are ignored: only the front proxy's cert makes them mean anything.
 import type { Clock } from "#shared/clock/index.ts";
-import type { KubeClient } from "#shared/kube/index.ts";
-import { TokenReviews } from "#shared/kube/index.ts";
+import { type KubeClient, type ReviewedUser, TokenReviewer } from "#shared/kube/index.ts";
+import { headerLines } from "#shared/secure-front/index.ts";
 import type { PeerCert } from "./client-certs.ts";
-import { headerLines } from "./internal-headers.ts";
-import { TtlCache } from "./ttl-cache.ts";
 
-export interface UserInfo {
-  name: string;
-  uid?: string;
-  groups: string[];
-  extra?: Record<string, string[]>;
-}
+export type UserInfo = ReviewedUser;
 
 const AUTHENTICATED = "system:authenticated";
 const UNAUTHENTICATED = "system:unauthenticated";
@@ -43,18 +37,16 @@ export interface AuthenticatorOptions {
   clock?: Clock;
 }
 
-interface TokenReviewStatus {
-  status?: { authenticated?: boolean; error?: string; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } };
-}
-
 export class Authenticator {
-  private readonly tokens: TtlCache<AuthnResult>;
+  private readonly tokens: TokenReviewer | undefined;
 
   private requestHeader: RequestHeaderConfig;
   private identityNames: { exact: Set<string>; prefixes: string[] };
 
   constructor(private readonly o: AuthenticatorOptions) {
-    this.tokens = new TtlCache(o.clock);
+    this.tokens = o.tokenReviewer
+      ? new TokenReviewer({ client: o.tokenReviewer, authenticatedTtlMs: o.cacheTtlMs, rejectedTtlMs: o.cacheTtlMs, clock: o.clock })
+      : undefined;
     this.requestHeader = o.requestHeader;
     this.identityNames = lowerNames(o.requestHeader);
   }
@@ -114,31 +106,12 @@ export class Authenticator {
     return { ok: true, user: ANONYMOUS };
   }
 
-  private reviewToken(token: string): Promise<AuthnResult> {
-    const reviewer = this.o.tokenReviewer;
-    if (!reviewer) return Promise.resolve({ ok: false, message: "Unauthorized" });
-    return this.tokens.get(
-      token,
-      // A review that could not be made (cluster unreachable) is not cached: the next request asks again.
-      (r) => (r.ok || r.message === "Unauthorized" ? this.o.cacheTtlMs : 0),
-      async () => {
-        try {
-          const r = await reviewer.create<TokenReviewStatus>(TokenReviews, {
-            apiVersion: "authentication.k8s.io/v1",
-            kind: "TokenReview",
-            spec: { token },
-          });
-          const u = r.status?.user;
-          if (!r.status?.authenticated || !u?.username) return { ok: false, message: "Unauthorized" };
-          return {
-            ok: true,
-            user: { name: u.username, ...(u.uid ? { uid: u.uid } : {}), groups: u.groups ?? [], ...(u.extra ? { extra: u.extra } : {}) },
-          };
-        } catch (e) {
-          return { ok: false, message: `token review failed: ${(e as Error).message}` };
-        }
-      },
-    );
+  private async reviewToken(token: string): Promise<AuthnResult> {
+    if (!this.tokens) return { ok: false, message: "Unauthorized" };
+    const v = await this.tokens.review(token);
+    if (v.ok) return { ok: true, user: v.user };
+    // A rejection says only "Unauthorized", as kube-apiserver does; a failed review says why (for the log).
+    return { ok: false, message: v.error ? v.reason : "Unauthorized" };
   }
 }
 

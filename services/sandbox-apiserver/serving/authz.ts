@@ -1,20 +1,13 @@
 // Delegated authorization (docs/serving.md "Authorization"): the always-allow paths skip it, `system:masters` is
-// always allowed, everything else is a SubjectAccessReview against the cluster, cached both ways (10 s by default).
-// A review that cannot be made is a denial (fail closed) and is not cached.
+// always allowed, everything else is a SubjectAccessReview against the cluster (shared/kube/reviews.ts), cached both
+// ways (10 s by default). A review that cannot be made is a denial (fail closed) and is not cached.
 import type { Clock } from "#shared/clock/index.ts";
-import type { KubeClient } from "#shared/kube/index.ts";
-import { SubjectAccessReviews } from "#shared/kube/index.ts";
+import { type AccessAttributes, AccessReviewer, type AccessVerdict, type KubeClient } from "#shared/kube/index.ts";
 import { GROUP, VERSION } from "../sandboxes/index.ts";
 import type { UserInfo } from "./authn.ts";
 import type { RequestInfo } from "./request-info.ts";
-import { TtlCache } from "./ttl-cache.ts";
 
-export interface AuthzDecision {
-  allowed: boolean;
-  reason?: string;
-  /** True when the review itself failed (not cached). */
-  error?: boolean;
-}
+export type AuthzDecision = AccessVerdict;
 
 export interface AuthorizerOptions {
   reviewer?: KubeClient;
@@ -24,15 +17,13 @@ export interface AuthorizerOptions {
   clock?: Clock;
 }
 
-interface SarStatus {
-  status?: { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string };
-}
-
 export class Authorizer {
-  private readonly cache: TtlCache<AuthzDecision>;
+  private readonly access: AccessReviewer | undefined;
 
   constructor(private readonly o: AuthorizerOptions) {
-    this.cache = new TtlCache(o.clock);
+    this.access = o.reviewer
+      ? new AccessReviewer({ client: o.reviewer, allowedTtlMs: o.allowedTtlMs, deniedTtlMs: o.deniedTtlMs, clock: o.clock })
+      : undefined;
   }
 
   /** Paths that skip authentication checks' outcome too: probes must answer an anonymous kubelet. */
@@ -43,38 +34,23 @@ export class Authorizer {
   async authorize(user: UserInfo, info: RequestInfo): Promise<AuthzDecision> {
     if (this.alwaysAllowed(info.path)) return { allowed: true };
     if (user.groups.includes("system:masters")) return { allowed: true };
-    const reviewer = this.o.reviewer;
-    if (!reviewer) return { allowed: false, reason: "no authorization backend is configured", error: true };
-    const spec = {
-      user: user.name,
-      groups: user.groups,
-      ...(user.uid ? { uid: user.uid } : {}),
-      ...(user.extra ? { extra: user.extra } : {}),
-      ...(info.kind === "resource"
-        ? {
-            resourceAttributes: {
-              namespace: info.namespace,
-              verb: info.verb,
-              group: GROUP,
-              version: VERSION,
-              resource: info.resource,
-              subresource: info.subresource,
-              name: info.name,
-            },
-          }
-        : { nonResourceAttributes: { path: info.path, verb: info.verb } }),
-    };
-    return this.cache.get(
-      JSON.stringify(spec),
-      (d) => (d.error ? 0 : d.allowed ? this.o.allowedTtlMs : this.o.deniedTtlMs),
-      async () => {
-        try {
-          const r = await reviewer.create<SarStatus>(SubjectAccessReviews, { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec });
-          return { allowed: r.status?.allowed === true, ...(r.status?.reason ? { reason: r.status.reason } : {}) };
-        } catch (e) {
-          return { allowed: false, reason: `authorization review failed: ${(e as Error).message}`, error: true };
-        }
-      },
-    );
+    if (!this.access) return { allowed: false, reason: "no authorization backend is configured", error: true };
+    return this.access.review(user, attributesOf(info));
   }
+}
+
+/** The SubjectAccessReview attributes of a request: this server's group and version for a resource. */
+function attributesOf(info: RequestInfo): AccessAttributes {
+  if (info.kind !== "resource") return { nonResourceAttributes: { path: info.path, verb: info.verb } };
+  return {
+    resourceAttributes: {
+      namespace: info.namespace,
+      verb: info.verb,
+      group: GROUP,
+      version: VERSION,
+      resource: info.resource,
+      subresource: info.subresource,
+      name: info.name,
+    },
+  };
 }

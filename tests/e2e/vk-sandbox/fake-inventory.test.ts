@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
+import { envdAccessToken } from "#shared/e2b/tokens.ts";
 import { waitFor } from "#tests/support/wait.ts";
 import { kubectl } from "../../kube/kubectl.ts";
 import { vouchingNode } from "../../kube/nodes.ts";
@@ -104,7 +105,12 @@ describe("issue 22 case 2: an inventory no known Node vouches for gets no call a
         expect(r.status).toBe(502);
         await r.body?.cancel();
       }
-      // The unknown ids were probed on the real node (with the root token): the proxy did look, just not there.
+      // A well-formed unknown id with a token whose lane tag verifies is probed, on the real node only (with the root
+      // token): the proxy did look, just not at the fake address.
+      const unknown = "sb_0123456789abcdef";
+      const r = await fetch(`http://127.0.0.1:${port}/`, { headers: { host: `49983-${unknown.replace("sb_", "sb-")}.${DOMAIN}`, "x-access-token": envdAccessToken("envd-secret", unknown, "no-such-claim-token") } });
+      expect(r.status).toBe(502);
+      await r.body?.cancel();
       expect(sim.requests.length).toBeGreaterThan(before);
       expect(heard).toEqual([]);
     } finally {

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
-import { deriveAccessToken } from "#shared/e2b/tokens.ts";
+import { deriveAccessToken, envdAccessToken } from "#shared/e2b/tokens.ts";
+import { vouchingNode } from "#tests/kube/nodes.ts";
 import { fileSignature } from "#shared/sandboxd/urls.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
 import { createLogger } from "#shared/log/index.ts";
@@ -39,7 +40,9 @@ beforeAll(async () => {
   const client = new SandboxdClient({ baseUrl: sim.url, token: ROOT });
   a = await client.claim({ template: "img", claim_ref: "team-a/x" });
   b = await client.claim({ template: "img", claim_ref: "team-b/y" });
-  // Both on one fresh node: only the namespace decides what the inventory lookup may return.
+  // Both on one fresh node: only the namespace decides what the inventory lookup may return. The Node vouches for
+  // the inventory's address (shared/fleet/trust.ts), or no reader would call it.
+  await vouchingNode(kube.cluster, "node-1", sim.addr);
   await kube.cluster.apply([
     {
       apiVersion: "sandbox.cocoonstack.io/v1beta1",
@@ -97,7 +100,8 @@ describe("--namespace=team-a", () => {
   });
 
   test("team-b's sandbox with its valid token is still relayed, found by the probe (--namespace is no access boundary)", async () => {
-    const r = await ask(b.id, "/echo", { "x-access-token": deriveAccessToken(SECRET, b.token) });
+    // The probe lane takes only a token whose lane tag verifies for this id (docs/decisions.md "probe-lane-token").
+    const r = await ask(b.id, "/echo", { "x-access-token": envdAccessToken(SECRET, b.id, b.token) });
     expect(r.status).toBe(200);
     expect((await r.json()).headers.host).toBe(`49983-${pub(b.id)}.${DOMAIN}`);
   });

@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { vouchingNode } from "#tests/kube/nodes.ts";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
@@ -43,7 +44,9 @@ afterAll(async () => {
 
 describe("sandbox-envd-proxy: the probe lane under anonymous junk", () => {
   test("20 fresh, unpublished sandboxes all answer on first use; no junk lookup reads from the node", async () => {
-    // The node is published and fresh, with none of the new sandboxes in its entries yet.
+    // The node is published and fresh, with none of the new sandboxes in its entries yet; its Node vouches for the
+    // address (shared/fleet/trust.ts).
+    await vouchingNode(kube.cluster, "node-lane", sim.addr);
     await kube.cluster.apply([
       { apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "node-lane" }, node: "node-lane", address: sim.addr, publishedAt: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"), entries: [] },
     ]);

@@ -16,15 +16,18 @@ let child: Child;
 let api = "";
 let proxyPort = 0;
 let proxyUrl = "";
+/** The process's metrics listener (--metrics-bind-address): the gauges are not on the public listener. */
+let metricsUrl = "";
 let silent: HostileGuest;
 
 beforeAll(async () => {
   silent = await startHostileGuest("silent");
   fixture = await e2bProcessFixture({ rootToken: ROOT, apiKey: KEY, domain: DOMAIN });
-  child = spawnE2b([...fixture.args, `--envd-proxy-guest-handshake-timeout=${DEADLINE_S}s`]);
+  child = spawnE2b([...fixture.args, "--metrics-bind-address=127.0.0.1:0", `--envd-proxy-guest-handshake-timeout=${DEADLINE_S}s`]);
   api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
   proxyPort = Number((await child.waitFor("envd proxy listening")).port);
   proxyUrl = `http://127.0.0.1:${proxyPort}`;
+  metricsUrl = `http://127.0.0.1:${(await child.waitFor("metrics listening")).port}`;
 });
 // Guests first: their sockets close the tunnels, so the proxy has no open stream to drain on SIGTERM.
 afterAll(async () => {
@@ -40,7 +43,7 @@ test("50 silent WebSocket handshakes: the 25 clients that leave close their tunn
   const started = performance.now();
   const clients = Array.from({ length: 50 }, () => dialRawWs(proxyPort, host, sbx.token));
   await waitFor("50 upgrades at the silent guest", () => silent.open() === 50, 20_000, 20);
-  expect(await gauge(proxyUrl, "sandbox_envd_proxy_open_tunnels")).toBe(50);
+  expect(await gauge(metricsUrl, "sandbox_envd_proxy_open_tunnels")).toBe(50);
   // Half the clients give up: their sockets close before any answer.
   const leaving = performance.now();
   for (const c of clients.slice(0, 25)) c.client.sock.destroy();
@@ -53,7 +56,7 @@ test("50 silent WebSocket handshakes: the 25 clients that leave close their tunn
   console.log(`25 waiting clients answered ${answered.map((c) => c.status).join(",").slice(0, 40)}… after ${afterMs.toFixed(0)} ms`);
   for (const c of answered) expect(c.status).toBe(504);
   await waitFor("every tunnel closed on the node", () => silent.open() === 0, 10_000, 20);
-  await waitFor("the proxy's gauges back at idle", async () => (await gauge(proxyUrl, "sandbox_envd_proxy_open_tunnels")) === 0 && (await gauge(proxyUrl, "sandbox_envd_proxy_active_relays")) === 0, 10_000, 50);
+  await waitFor("the proxy's gauges back at idle", async () => (await gauge(metricsUrl, "sandbox_envd_proxy_open_tunnels")) === 0 && (await gauge(metricsUrl, "sandbox_envd_proxy_active_relays")) === 0, 10_000, 50);
   for (const c of answered) c.sock.destroy();
 }, 90_000);
 
@@ -75,5 +78,5 @@ test("a guest that never sends a response head: an aborted request closes its tu
     expect(await r.json()).toEqual({ code: 504, message: "the sandbox did not answer in time" });
   }
   await waitFor("every tunnel closed on the node", () => silent.open() === 0, 10_000, 20);
-  await waitFor("the proxy's gauges back at idle", async () => (await gauge(proxyUrl, "sandbox_envd_proxy_open_tunnels")) === 0 && (await gauge(proxyUrl, "sandbox_envd_proxy_active_relays")) === 0, 10_000, 50);
+  await waitFor("the proxy's gauges back at idle", async () => (await gauge(metricsUrl, "sandbox_envd_proxy_open_tunnels")) === 0 && (await gauge(metricsUrl, "sandbox_envd_proxy_active_relays")) === 0, 10_000, 50);
 }, 90_000);

@@ -149,9 +149,9 @@ export function dialRawWs(port: number, host: string, token: string, path = "/ws
   return { client: c, answered };
 }
 
-/** One gauge or counter sample from a Prometheus text page (the first series of that name). */
-export async function gauge(proxyUrl: string, name: string): Promise<number> {
-  const text = await (await fetch(`${proxyUrl}/metrics`)).text();
+/** One gauge or counter sample from a metrics listener's Prometheus page (the first series of that name). */
+export async function gauge(metricsUrl: string, name: string): Promise<number> {
+  const text = await (await fetch(`${metricsUrl}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
   return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : NaN;
 }

@@ -21,13 +21,16 @@ let child: Child;
 let api = "";
 let proxyPort = 0;
 let proxyUrl = "";
+/** The process's metrics listener (--metrics-bind-address): the gauges are not on the public listener. */
+let metricsUrl = "";
 
 beforeAll(async () => {
   fixture = await e2bProcessFixture({ rootToken: ROOT, apiKey: KEY, domain: DOMAIN });
-  child = spawnE2b(fixture.args);
+  child = spawnE2b([...fixture.args, "--metrics-bind-address=127.0.0.1:0"]);
   api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
   proxyPort = Number((await child.waitFor("envd proxy listening")).port);
   proxyUrl = `http://127.0.0.1:${proxyPort}`;
+  metricsUrl = `http://127.0.0.1:${(await child.waitFor("metrics listening")).port}`;
 });
 // Guests first: their sockets close the tunnels, so the proxy has no open stream to drain on SIGTERM.
 afterAll(async () => {
@@ -90,13 +93,13 @@ test("200 stalled downloads from one client: RSS bounded, 429 with a JSON body p
   }
   const rss = await currentRss(child.proc.pid);
   const grewMb = (rss - before) / MiB;
-  const buffered = await gauge(proxyUrl, "sandbox_envd_proxy_buffered_bytes");
+  const buffered = await gauge(metricsUrl, "sandbox_envd_proxy_buffered_bytes");
   console.log(`${ok} stalled downloads open, ${refused} refused 429: proxy RSS +${grewMb.toFixed(1)} MB, buffered ${(buffered / MiB).toFixed(1)} MiB (budget ${DEFAULT_RELAY_LIMITS.bufferBytes / MiB} MiB)`);
   expect(grewMb).toBeLessThan(RSS_BOUND_MB);
   // Over the budget every stream stops at its next read; what was in flight when it crossed (one socket read each,
   // up to about half a MiB) is the overshoot.
   expect(buffered).toBeLessThanOrEqual(DEFAULT_RELAY_LIMITS.bufferBytes + cap * 512 * 1024);
-  expect(await gauge(proxyUrl, "sandbox_envd_proxy_active_relays")).toBe(cap);
+  expect(await gauge(metricsUrl, "sandbox_envd_proxy_active_relays")).toBe(cap);
 
   // Another client, another sandbox: served, quickly, whole.
   const t0 = performance.now();
@@ -128,7 +131,7 @@ test("200 stalled downloads from one client: RSS bounded, 429 with a JSON body p
     last = now;
   }
   const full = await currentRss(child.proc.pid);
-  console.log(`all ${DEFAULT_RELAY_LIMITS.maxRelays} relays stalled: proxy RSS ${(full / MiB).toFixed(1)} MB (+${((full - before) / MiB).toFixed(1)} MB), buffered ${((await gauge(proxyUrl, "sandbox_envd_proxy_buffered_bytes")) / MiB).toFixed(1)} MiB`);
+  console.log(`all ${DEFAULT_RELAY_LIMITS.maxRelays} relays stalled: proxy RSS ${(full / MiB).toFixed(1)} MB (+${((full - before) / MiB).toFixed(1)} MB), buffered ${((await gauge(metricsUrl, "sandbox_envd_proxy_buffered_bytes")) / MiB).toFixed(1)} MiB`);
   // The chart's limit is 512 Mi: the defaults keep a process with every relay stalled well inside it.
   expect(full / MiB).toBeLessThan(448);
 
@@ -136,9 +139,9 @@ test("200 stalled downloads from one client: RSS bounded, 429 with a JSON body p
   await waitFor(
     "every gauge back at idle",
     async () =>
-      (await gauge(proxyUrl, "sandbox_envd_proxy_open_tunnels")) === 0 &&
-      (await gauge(proxyUrl, "sandbox_envd_proxy_active_relays")) === 0 &&
-      (await gauge(proxyUrl, "sandbox_envd_proxy_buffered_bytes")) === 0,
+      (await gauge(metricsUrl, "sandbox_envd_proxy_open_tunnels")) === 0 &&
+      (await gauge(metricsUrl, "sandbox_envd_proxy_active_relays")) === 0 &&
+      (await gauge(metricsUrl, "sandbox_envd_proxy_buffered_bytes")) === 0,
     20_000,
     100,
   );

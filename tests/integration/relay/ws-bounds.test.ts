@@ -16,6 +16,8 @@ let child: Child;
 let api = "";
 let proxyPort = 0;
 let proxyUrl = "";
+/** The process's metrics listener (--metrics-bind-address): the gauges are not on the public listener. */
+let metricsUrl = "";
 let deaf: HostileGuest;
 let talker: HostileGuest;
 
@@ -23,10 +25,11 @@ beforeAll(async () => {
   deaf = await startHostileGuest("deaf-ws");
   talker = await startHostileGuest("ws");
   fixture = await e2bProcessFixture({ rootToken: ROOT, apiKey: KEY, domain: DOMAIN });
-  child = spawnE2b(fixture.args);
+  child = spawnE2b([...fixture.args, "--metrics-bind-address=127.0.0.1:0"]);
   api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
   proxyPort = Number((await child.waitFor("envd proxy listening")).port);
   proxyUrl = `http://127.0.0.1:${proxyPort}`;
+  metricsUrl = `http://127.0.0.1:${(await child.waitFor("metrics listening")).port}`;
 });
 // Guests first: their sockets close the tunnels, so the proxy has no open stream to drain on SIGTERM.
 afterAll(async () => {
@@ -167,9 +170,9 @@ test("once the WebSocket clients are gone, every gauge is back at idle (tunnels,
   await waitFor(
     "idle gauges",
     async () =>
-      (await gauge(proxyUrl, "sandbox_envd_proxy_open_tunnels")) === 0 &&
-      (await gauge(proxyUrl, "sandbox_envd_proxy_active_relays")) === 0 &&
-      (await gauge(proxyUrl, "sandbox_envd_proxy_buffered_bytes")) === 0,
+      (await gauge(metricsUrl, "sandbox_envd_proxy_open_tunnels")) === 0 &&
+      (await gauge(metricsUrl, "sandbox_envd_proxy_active_relays")) === 0 &&
+      (await gauge(metricsUrl, "sandbox_envd_proxy_buffered_bytes")) === 0,
     15_000,
     100,
   );

@@ -4,6 +4,7 @@
 // and send plain HTTP naming an identity. Also the Unix-socket listeners the process holds, for the checks that only
 // its own user can reach them.
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import net from "node:net";
 
 export interface TcpSocket {
   local: { ip: string; port: number };
@@ -106,4 +107,16 @@ export async function curlUnixAsNobody(socketPath: string): Promise<number> {
     stderr: "ignore",
   });
   return p.exited;
+}
+
+/** Writes `raw` straight to a Unix socket (as this process's user) and resolves with everything read until close. */
+export function rawOverUnix(socketPath: string, raw: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = net.connect({ path: socketPath });
+    let got = "";
+    c.on("data", (d) => (got += d.toString("latin1")));
+    c.on("close", () => resolve(got));
+    c.on("error", reject);
+    c.write(raw);
+  });
 }

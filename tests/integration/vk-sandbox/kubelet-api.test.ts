@@ -2,9 +2,9 @@
 // routes as a client sees them. The routes are served unguarded here (the handler is the app itself): who may call
 // them is kubelet-api-auth.test.ts's subject, against a real kube-apiserver.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import {
   createKubeletApp,
@@ -16,6 +16,7 @@ import {
   type KubeletServer,
 } from "#services/vk-sandbox/kubelet-api/index.ts";
 import { createCA, issueCertificate, selfSignedServingCert } from "#shared/tls/index.ts";
+import { curlUnixAsNobody, rawOverUnix, unixListeners } from "#tests/integration/sandbox-apiserver/internal-listener.ts";
 import { peer } from "./tls-peer.ts";
 import { run } from "#tests/support/run.ts";
 import { freePorts } from "../../kube/ports.ts";
@@ -204,6 +205,13 @@ describe("kubelet API transport: the client certificate reaches the handler, bad
     expect(pct).toContain('"path":"/pods%zz%E0%A4%A"');
   });
 
+  test("a Host that makes no URL with the target is a plain 400, not a handler's 500 (Go's server answers 400 too)", async () => {
+    const { s } = await peerEcho();
+    const bad = await raw(s.port, "GET /pods HTTP/1.1\r\nHost: evil/pods#\r\nConnection: close\r\n\r\n");
+    expect(bad).toStartWith("HTTP/1.1 400");
+    expect(bad).toContain("the request target and Host do not form a valid URL\n");
+  });
+
   test("a handler that throws is a plain 500 without the error's text; a body over the cap is 413", async () => {
     const { s } = await peerEcho();
     const boom = await fetch(`https://127.0.0.1:${s.port}/boom`, { tls: { rejectUnauthorized: false } });
@@ -235,5 +243,21 @@ describe("kubelet API bind address (issue 22: bound to --node-ip when set)", () 
     const s = await serveKubeletApi({ handler: (req) => app.fetch(req), tls: await kubeletTlsPair({ nodeName: "n" }), hostname: kubeletBindHost(`:${port}`, undefined), port });
     servers.push(s);
     expect(await reachable("127.0.0.2", port)).toBe(true);
+  });
+});
+
+describe("kubelet API behind the shared TLS front (Bun.serve on a 0700 Unix socket)", () => {
+  test("only the front reaches the routes: another user cannot connect, and this user without a connection secret gets 403", async () => {
+    const s = await serveKubeletApi({ handler: (req) => app.fetch(req), tls: await kubeletTlsPair({ nodeName: "n" }), hostname: "127.0.0.1", port: 0 });
+    servers.push(s);
+    expect(unixListeners(process.pid)).toContain(s.internalSocket);
+    expect(statSync(dirname(s.internalSocket)).mode & 0o777).toBe(0o700);
+    expect(await curlUnixAsNobody(s.internalSocket)).toBe(7);
+    const raw = await rawOverUnix(s.internalSocket, "GET /pods HTTP/1.1\r\nhost: x\r\nx-vk-sandbox-kubelet-connection: guessed\r\nconnection: close\r\n\r\n");
+    expect(raw).toStartWith("HTTP/1.1 403");
+    expect(raw).not.toContain("PodList");
+    // Through the front, the same route answers.
+    const ok = await fetch(`https://127.0.0.1:${s.port}/pods`, { tls: { rejectUnauthorized: false } });
+    expect(ok.status).toBe(200);
   });
 });

@@ -55,11 +55,10 @@ const sites = serveSites([...tsFiles(join(root, "services")), ...tsFiles(join(ro
 
 test("the scan finds the product's listeners (relay, e2b surface, metrics, simulator)", () => {
   const files = new Set(sites.map((s) => s.where.replace(/:\d+$/, "")));
-  for (const f of ["shared/relay/server.ts", "shared/e2b/index.ts", "shared/http/metrics-listener.ts", "services/sandboxd-sim/guest/server.ts"]) expect(files.has(f)).toBe(true);
+  for (const f of ["shared/relay/server.ts", "shared/e2b/index.ts", "shared/http/metrics-listener.ts", "services/sandboxd-sim/guest/server.ts", "shared/secure-front/front.ts"]) expect(files.has(f)).toBe(true);
 });
 
-// Until the branches of the helpers who own services/sandbox-apiserver/serving/secure-server.ts and
-// services/vk-sandbox/kubelet-api/serve.ts merge, those two sites are listed here: that failure is expected.
+// The secure ports (sandbox-apiserver, the kubelet API) host their Bun.serve in shared/secure-front/front.ts.
 test("every Bun.serve in services/ and shared/ sets development: false and an error handler", () => {
   const offenders = sites.filter((s) => s.missing.length > 0).map((s) => `${s.where} lacks ${s.missing.join(" and ")}`);
   expect(offenders).toEqual([]);

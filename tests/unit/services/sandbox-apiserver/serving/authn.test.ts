@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
+import { KubeClient, type Transport } from "#shared/kube/index.ts";
 import { Authenticator, fromRequestHeaders, identityHeaderNames } from "#services/sandbox-apiserver/serving/authn.ts";
 import type { PeerCert } from "#services/sandbox-apiserver/serving/client-certs.ts";
 import { forbiddenMessage, requestInfo } from "#services/sandbox-apiserver/serving/request-info.ts";
@@ -64,5 +65,45 @@ describe("identity headers as kube-apiserver sends them (issue 22 case 5)", () =
     expect(anon).toEqual({ ok: true, user: { name: "system:anonymous", groups: ["team", "system:unauthenticated"] } });
     const unauth = await a.authenticate(new Headers([["X-Remote-User", "bob"], ["X-Remote-Group", "system:unauthenticated"]]), proxy);
     expect(unauth).toEqual({ ok: true, user: { name: "bob", groups: ["system:unauthenticated"] } });
+  });
+});
+
+describe("bearer tokens through shared/kube/reviews.ts (TokenReviewer)", () => {
+  type Answer = "alice" | "reject" | "throw";
+  function tokenCluster() {
+    const state = { next: "alice" as Answer, reviews: 0 };
+    const transport: Transport = async () => {
+      state.reviews++;
+      if (state.next === "throw") throw new Error("connect ECONNREFUSED 10.0.0.1:443");
+      const status = state.next === "alice" ? { authenticated: true, user: { username: "alice", groups: ["devs"] } } : { authenticated: false };
+      return Response.json({ kind: "TokenReview", status });
+    };
+    return { state, client: new KubeClient({ server: "https://kube.test" }, { transport }) };
+  }
+  const bearer = (t: string) => new Headers([["authorization", `Bearer ${t}`]]);
+
+  test("a verdict is cached for --authentication-token-webhook-cache-ttl both ways; a failed review is a 401 naming it, not cached", async () => {
+    const clock = new FakeClock(0);
+    const { state, client } = tokenCluster();
+    const a = new Authenticator({ requestHeader: cfg, tokenReviewer: client, cacheTtlMs: 10_000, clock });
+    expect(await a.authenticate(bearer("t1"), undefined)).toEqual({ ok: true, user: { name: "alice", groups: ["devs", "system:authenticated"] } });
+    state.next = "reject";
+    expect((await a.authenticate(bearer("t1"), undefined)).ok).toBe(true);
+    expect(state.reviews).toBe(1);
+    expect(await a.authenticate(bearer("t2"), undefined)).toEqual({ ok: false, message: "Unauthorized" });
+    state.next = "alice";
+    expect(await a.authenticate(bearer("t2"), undefined)).toEqual({ ok: false, message: "Unauthorized" });
+    expect(state.reviews).toBe(2);
+    clock.advance(10_001);
+    expect((await a.authenticate(bearer("t2"), undefined)).ok).toBe(true);
+    expect(state.reviews).toBe(3);
+
+    state.next = "throw";
+    const failed = await a.authenticate(bearer("t3"), undefined);
+    expect(failed).toMatchObject({ ok: false });
+    expect((failed as { message: string }).message).toStartWith("token review failed:");
+    state.next = "alice";
+    expect((await a.authenticate(bearer("t3"), undefined)).ok).toBe(true);
+    expect(state.reviews).toBe(5);
   });
 });

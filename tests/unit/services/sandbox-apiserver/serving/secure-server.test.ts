@@ -3,13 +3,12 @@
 // one value each, and heads the front will not forward are answered with a Kubernetes Status.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { statSync } from "node:fs";
-import net from "node:net";
 import { dirname } from "node:path";
 import tls from "node:tls";
 import pino from "pino";
 import { createCA, issueCertificate, selfSignedServingCert } from "#shared/tls/index.ts";
 import { Authenticator, ClientCertVerifier, type PeerCert, parseCertBundle, startSecureServer } from "#services/sandbox-apiserver/serving/index.ts";
-import { borrowIdentity, curlUnixAsNobody, unixListeners } from "#tests/integration/sandbox-apiserver/internal-listener.ts";
+import { borrowIdentity, curlUnixAsNobody, rawOverUnix, unixListeners } from "#tests/integration/sandbox-apiserver/internal-listener.ts";
 import { parseResponses, rawExchange } from "#tests/integration/sandbox-apiserver/raw-http.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
@@ -88,17 +87,11 @@ describe("issue 22 case 1: nobody but the TLS front reaches the internal listene
 
     // This user (root bypasses the directory's mode) still gets nothing without a connection secret the front made.
     const before = handled;
-    const raw = await new Promise<string>((resolve, reject) => {
-      const c = net.connect({ path: server.internalSocket });
-      let got = "";
-      c.on("data", (d) => (got += d.toString("latin1")));
-      c.on("close", () => resolve(got));
-      c.on("error", reject);
-      c.write(
-        "GET /x HTTP/1.1\r\nhost: x\r\nX-Remote-User: mallory\r\nX-Remote-Group: system:masters\r\n" +
-          "x-sandbox-apiserver-connection: guessed\r\nconnection: close\r\n\r\n",
-      );
-    });
+    const raw = await rawOverUnix(
+      server.internalSocket,
+      "GET /x HTTP/1.1\r\nhost: x\r\nX-Remote-User: mallory\r\nX-Remote-Group: system:masters\r\n" +
+        "x-sandbox-apiserver-connection: guessed\r\nconnection: close\r\n\r\n",
+    );
     const [answer] = parseResponses(raw);
     expect(answer?.status).toBe(403);
     expect(JSON.parse(answer!.body)).toMatchObject({ kind: "Status", code: 403 });

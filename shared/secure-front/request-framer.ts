@@ -1,26 +1,30 @@
-// The TLS front's view of the requests on one connection (docs/serving.md "Secure serving"): it finds each request
+// The TLS front's view of the requests on one connection (front.ts): it finds each request
 // head, rewrites it (adds the connection's secret, escapes identity header values, drops a client's copies of the
 // internal headers) and passes the body through by its framing (Content-Length or chunked), so the next head is found
 // again. A head the front will not forward (asterisk or authority form, CONNECT, an ambiguous or oversized body, a
 // malformed or oversized head) is replaced by one refusal request that the internal handler answers with a Kubernetes
 // Status; everything the client sends after it is dropped and the connection closes after that answer.
 // Only bytes from the client go through here; responses are piped untouched.
-import { CONNECTION_HEADER, INTERNAL_HEADERS, REFUSED_HEADER, escapeHeaderValue } from "./internal-headers.ts";
+import { type InternalHeaders, escapeHeaderValue } from "./internal-headers.ts";
 
 /** A head larger than this is refused: Bun's own limit is 16 KiB, and the front's additions must still fit under it. */
 export const MAX_HEAD_BYTES = 15 * 1024;
 const MAX_CHUNK_LINE = 4096;
 const CRLFCRLF = Buffer.from("\r\n\r\n");
 /** Name lengths of the headers the front reads or drops: content-length, transfer-encoding, the internal ones. */
-const SPECIAL_NAME_LENGTHS: ReadonlySet<number> = new Set(["content-length", "transfer-encoding", ...INTERNAL_HEADERS].map((h) => h.length));
+const specialNameLengths = (h: InternalHeaders): ReadonlySet<number> => new Set(["content-length", "transfer-encoding", ...h.all].map((n) => n.length));
+/** Computed once per front (framers of one front share its headers object). */
+const LENGTHS = new WeakMap<InternalHeaders, ReadonlySet<number>>();
 
 export interface FramerOptions {
   /** The connection's secret (added to every forwarded head). */
   secret: string;
+  /** The front's internal header names (internal-headers.ts). */
+  headers: InternalHeaders;
   /** Largest request body accepted (bytes); a declared Content-Length over it is refused with 413. */
   maxBodyBytes: number;
   /** Lower-cased header name → whether its values carry identity (escaped so each line stays one value). */
-  isIdentityHeader: (lowerName: string) => boolean;
+  isIdentityHeader?: (lowerName: string) => boolean;
 }
 
 export interface Refusal {
@@ -45,9 +49,13 @@ export class RequestFramer {
   private pending: Buffer = Buffer.alloc(0);
 
   private readonly connectionLine: Buffer;
+  private readonly specialLengths: ReadonlySet<number>;
 
   constructor(private readonly o: FramerOptions) {
-    this.connectionLine = Buffer.from(`${CONNECTION_HEADER}: ${o.secret}\r\n`, "latin1");
+    this.connectionLine = Buffer.from(`${o.headers.connection}: ${o.secret}\r\n`, "latin1");
+    let lengths = LENGTHS.get(o.headers);
+    if (!lengths) LENGTHS.set(o.headers, (lengths = specialNameLengths(o.headers)));
+    this.specialLengths = lengths;
   }
 
   /** True once a refusal was forwarded or the body framing broke: nothing more goes upstream. */
@@ -172,7 +180,7 @@ export class RequestFramer {
   private refuse(r: Refusal): Buffer {
     this.at = "refused";
     const msg = `${r.code} ${r.message}`.replace(/[^\x20-\x7e]/g, "?");
-    return Buffer.from(`GET / HTTP/1.1\r\nhost: localhost\r\n${CONNECTION_HEADER}: ${this.o.secret}\r\n${REFUSED_HEADER}: ${msg}\r\nconnection: close\r\n\r\n`, "latin1");
+    return Buffer.from(`GET / HTTP/1.1\r\nhost: localhost\r\n${this.o.headers.connection}: ${this.o.secret}\r\n${this.o.headers.refused}: ${msg}\r\nconnection: close\r\n\r\n`, "latin1");
   }
 
   /**
@@ -193,7 +201,7 @@ export class RequestFramer {
     if (!target.startsWith("/") && !/^https?:\/\//i.test(target)) return { code: 400, message: "the request target must be an absolute path" };
     /** Built only once a line changes (most heads need none: their bytes are reused as they are). */
     let kept: string[] | undefined;
-    const change = (i: number) => (kept ??= [requestLine, `${CONNECTION_HEADER}: ${this.o.secret}`, ...lines.slice(1, i)]);
+    const change = (i: number) => (kept ??= [requestLine, `${this.o.headers.connection}: ${this.o.secret}`, ...lines.slice(1, i)]);
     let length: number | undefined;
     let te: string | undefined;
     for (let i = 1; i < lines.length; i++) {
@@ -205,12 +213,12 @@ export class RequestFramer {
       // Only a line whose name has the length of a framing or internal header, or whose value holds `,` or `%`, can
       // matter: every other line is kept as it is without lower-casing its name (the common case, per line).
       const escapable = line.indexOf(",", colon) >= 0 || line.indexOf("%", colon) >= 0;
-      if (!escapable && !SPECIAL_NAME_LENGTHS.has(colon)) {
+      if (!escapable && !this.specialLengths.has(colon)) {
         kept?.push(line);
         continue;
       }
       const name = raw.toLowerCase();
-      if (INTERNAL_HEADERS.has(name)) {
+      if (this.o.headers.all.has(name)) {
         change(i);
         continue;
       }
@@ -223,7 +231,7 @@ export class RequestFramer {
       } else if (name === "transfer-encoding") {
         const value = line.slice(colon + 1).trim().toLowerCase();
         te = te === undefined ? value : `${te}, ${value}`;
-      } else if (escapable && this.o.isIdentityHeader(name)) {
+      } else if (escapable && this.o.isIdentityHeader?.(name)) {
         change(i).push(`${raw}: ${escapeHeaderValue(line.slice(colon + 1).trim())}`);
         continue;
       }

@@ -3,12 +3,12 @@
 // (so the next head is found again); arbitrary bytes never throw and are processed in linear time.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { RequestFramer } from "#services/sandbox-apiserver/serving/request-framer.ts";
+import { internalHeaders, RequestFramer } from "#shared/secure-front/index.ts";
 
 const SECRET = "s3cr3t";
 const LINE = `x-sandbox-apiserver-connection: ${SECRET}\r\n`;
 const framer = () =>
-  new RequestFramer({ secret: SECRET, maxBodyBytes: 1 << 20, isIdentityHeader: (n) => n === "x-remote-user" || n === "x-remote-group" || n.startsWith("x-remote-extra-") });
+  new RequestFramer({ secret: SECRET, headers: internalHeaders("sandbox-apiserver"), maxBodyBytes: 1 << 20, isIdentityHeader: (n) => n === "x-remote-user" || n === "x-remote-group" || n.startsWith("x-remote-extra-") });
 
 interface Req {
   method: string;
