@@ -125,10 +125,35 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
     let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
     let decoder: BodyDecoder | undefined;
     let finished = false;
-    const emit = (slice: Buffer) => {
+    // What one guest read yields is gathered into one queue entry (docs/envd-relay.md "Bounds"): a body of 1-byte
+    // chunks would otherwise queue one object per chunk (each pinning its read buffer) in a queue that counts bytes.
+    let first: Buffer | undefined;
+    let gathered: Buffer | undefined;
+    let gatheredLen = 0;
+    let readLen = 0;
+    const collect = (slice: Buffer) => {
       if (slice.length === 0) return;
-      r.onBytesOut(slice.length);
-      ctrl!.enqueue(new Uint8Array(slice.buffer, slice.byteOffset, slice.byteLength));
+      if (first === undefined) {
+        first = slice;
+        return;
+      }
+      if (gathered === undefined) {
+        gathered = Buffer.allocUnsafe(readLen); // the body bytes of one read never exceed the read
+        first.copy(gathered, 0);
+        gatheredLen = first.length;
+      }
+      slice.copy(gathered, gatheredLen);
+      gatheredLen += slice.length;
+    };
+    const emit = (readBytes: number) => {
+      if (first === undefined) return;
+      let out = gathered ? gathered.subarray(0, gatheredLen) : first;
+      // A lone slice much smaller than its read is copied, so what the queue counts is what it pins.
+      if (!gathered && out.length * 2 < readBytes) out = Buffer.from(out);
+      first = gathered = undefined;
+      gatheredLen = 0;
+      r.onBytesOut(out.length);
+      ctrl!.enqueue(new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
       // relay bounds (limits.ts): report what waits for the client.
       r.queued?.(QUEUE_BYTES - (ctrl!.desiredSize ?? 0));
     };
@@ -157,7 +182,9 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
       teardown();
     };
     const body = (b: Buffer) => {
-      decoder!.feed(b, emit);
+      readLen = b.length;
+      decoder!.feed(b, collect);
+      emit(b.length);
       if (decoder!.done) finish();
       else if (ctrl && (ctrl.desiredSize ?? 0) <= 0) sock.pause();
     };
