@@ -20,7 +20,7 @@ export const DEFAULT_RELAY_LIMITS: RelayLimitOptions = {
   maxRelays: 128,
   maxRelaysPerSandbox: 64,
   maxRelaysPerClient: 0,
-  bufferBytes: 64 * 1024 * 1024,
+  bufferBytes: 32 * 1024 * 1024,
   guestHandshakeMs: 30_000,
 };
 

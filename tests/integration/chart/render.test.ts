@@ -447,7 +447,7 @@ describe("envd proxy Deployment", () => {
       "--max-relays=128",
       "--max-relays-per-sandbox=64",
       "--max-relays-per-client=0",
-      "--relay-buffer-max=67108864",
+      "--relay-buffer-max=33554432",
       "--guest-handshake-timeout=30s",
       "--metrics-bind-address=:9090",
     ]);
