@@ -8,7 +8,7 @@ import { HostileClient, type Outcome } from "./client.ts";
 import { floodCommand, type FloodArgs, type FloodResult } from "./flood.ts";
 import { HTTP_CASES, WS_CASES, BIG_FRAME_BYTES, type HostileGuest, type HttpCase } from "./guest.ts";
 import { gauges, gaugesOffIdle, percentile, rssBytes, sampler } from "./measure.ts";
-import type { Tenant, TenantOpts, TenantRun } from "./tenant.ts";
+import { loopLag, type Tenant, type TenantOpts, type TenantRun } from "./tenant.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
 export interface Deployment {
@@ -89,9 +89,14 @@ export interface Summary {
   fresh: number;
   freshP99: number;
   failures: string[];
+  /** Event-loop delay p99 (ms) of the tenant's process and of the test's process (guest, node, attack clients). */
+  tenantLagP99: number;
+  testLagP99: number;
 }
 
-const summary = (r: TenantRun): Summary => ({
+const summary = (r: TenantRun, testLagP99: number): Summary => ({
+  tenantLagP99: r.loopLagP99,
+  testLagP99,
   calls: r.calls,
   p50: percentile(r.latencies, 50),
   p99: percentile(r.latencies, 99),
@@ -150,7 +155,9 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   const idleRss = await rssBytes(d.proxyPid);
   const idleApiRss = d.apiPid ? await rssBytes(d.apiPid) : 0;
 
-  const baseline = summary(await tenant.run(plan.baselineMs));
+  const baseLag = loopLag();
+  const baseRun = await tenant.run(plan.baselineMs);
+  const baseline = summary(baseRun, baseLag.stop()[0]);
 
   const proxyS = sampler(d.proxyPid);
   const apiS = d.apiPid ? sampler(d.apiPid) : undefined;
@@ -256,7 +263,9 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   }
 
   const attackEnd = setTimeout(() => stopAttack(), plan.attackMs);
-  const attacked = summary(await tenant.run(plan.attackMs));
+  const attackLag = loopLag();
+  const attackRun = await tenant.run(plan.attackMs);
+  const attacked = summary(attackRun, attackLag.stop()[0]);
   stopAttack();
   clearTimeout(attackEnd);
   flood?.kill("SIGTERM");
@@ -319,6 +328,7 @@ export function describeResult(r: RigResult): string {
     `second tenant baseline: ${r.baseline.calls} calls, p50 ${ms(r.baseline.p50)}, p99 ${ms(r.baseline.p99)}, fresh create-then-use ${r.baseline.fresh} (p99 ${ms(r.baseline.freshP99)}), ${r.baseline.failures.length} failed`,
     `second tenant attack:   ${r.attack.calls} calls, p50 ${ms(r.attack.p50)}, p99 ${ms(r.attack.p99)} (${(r.attack.p99 / r.baseline.p99).toFixed(2)}x), fresh ${r.attack.fresh} (p99 ${ms(r.attack.freshP99)}), ${r.attack.failures.length} failed`,
     ...r.attack.failures.slice(0, 5).map((f) => `  failure: ${f}`),
+    `event-loop delay p99, baseline -> attack: tenant process ${ms(r.baseline.tenantLagP99)} -> ${ms(r.attack.tenantLagP99)}, test process (guest, node, attack clients) ${ms(r.baseline.testLagP99)} -> ${ms(r.attack.testLagP99)}`,
     `proxy RSS: idle ${mib(r.rss.idle)}, peak under attack ${mib(r.rss.peakAttack)} (+${mib(r.rss.peakAttack - r.rss.idle)}), after recovery ${mib(r.rss.afterRecovery)}`,
     ...(r.rss.apiPeak !== undefined ? [`API process RSS: idle ${mib(r.rss.apiIdle!)}, peak under attack ${mib(r.rss.apiPeak)}`] : []),
     `proxy CPU: busiest 250 ms ${(r.cpu.proxyMax * 100).toFixed(0)}%, mean ${(r.cpu.proxyMean * 100).toFixed(0)}%${r.cpu.apiMax !== undefined ? `; API process busiest ${(r.cpu.apiMax * 100).toFixed(0)}%` : ""}`,
