@@ -61,7 +61,7 @@ test("a guest that never reads: the client sending 300 MiB is held back (or clos
   const after = await peakRss(child.proc.pid);
   const grewMb = (after - before) / MiB;
   console.log(`deaf guest: client wrote ${(written / MiB).toFixed(0)} MiB before it was held back, close=${c.closeCode ?? "none"}; proxy peak RSS +${grewMb.toFixed(1)} MB`);
-  // The proxy holds at most a message or two toward the guest (16 MiB each) plus socket buffers.
+  // The proxy holds at most a message or two toward the guest (1 MiB each) plus socket buffers.
   expect(grewMb).toBeLessThan(96);
   const heldBack = written < 300 * MiB;
   const closedTooBig = c.closeCode === 1008 || c.closeCode === 1009;
@@ -125,6 +125,24 @@ test("issue 17: a frame one byte over the 16 MiB cap closes the client 1009 at i
   await waitFor("the client's close", () => c.closeCode !== undefined, 10_000, 20);
   expect(c.closeCode).toBe(1009);
   expect(c.messages.length).toBe(0);
+  c.sock.destroy();
+}, 30_000);
+
+test("issue 17: a client message at the 1 MiB cap reaches the guest; one byte more closes the client 1009", async () => {
+  const { host, token } = await sandboxWith(talker);
+  const seen = talker.upgraded.length;
+  const c = await rawWsClient(proxyPort, host, token);
+  expect(c.status).toBe(101);
+  await waitFor("the guest's side of the WebSocket", () => talker.upgraded.length > seen);
+  const guestSock = talker.upgraded.at(-1)!;
+  let got = 0;
+  guestSock.on("data", (b: Buffer) => void (got += b.length));
+  // The stated cap (docs/envd-relay.md "Bounds"), not the constant: a larger one breaks the worst-case sum.
+  c.sock.write(encodeFrame(2, Buffer.alloc(MiB, 4)));
+  await waitFor("the 1 MiB message at the guest", () => got >= MiB, 10_000, 20);
+  c.sock.write(encodeFrame(2, Buffer.alloc(MiB + 1, 4)));
+  await waitFor("the client's close", () => c.closeCode !== undefined, 10_000, 20);
+  expect(c.closeCode).toBe(1009);
   c.sock.destroy();
 }, 30_000);
 
