@@ -92,10 +92,13 @@ export interface Summary {
   /** Event-loop delay p99 (ms) of the tenant's process and of the test's process (guest, node, attack clients). */
   tenantLagP99: number;
   testLagP99: number;
+  /** p99 per steady call (getInfo, files.write, files.read), ms. */
+  p99ByCall: Record<string, number>;
 }
 
 const summary = (r: TenantRun, testLagP99: number): Summary => ({
   tenantLagP99: r.loopLagP99,
+  p99ByCall: Object.fromEntries(Object.entries(r.byCall).map(([k, v]) => [k, percentile(v, 99)])),
   testLagP99,
   calls: r.calls,
   p50: percentile(r.latencies, 50),
@@ -328,6 +331,7 @@ export function describeResult(r: RigResult): string {
     `second tenant baseline: ${r.baseline.calls} calls, p50 ${ms(r.baseline.p50)}, p99 ${ms(r.baseline.p99)}, fresh create-then-use ${r.baseline.fresh} (p99 ${ms(r.baseline.freshP99)}), ${r.baseline.failures.length} failed`,
     `second tenant attack:   ${r.attack.calls} calls, p50 ${ms(r.attack.p50)}, p99 ${ms(r.attack.p99)} (${(r.attack.p99 / r.baseline.p99).toFixed(2)}x), fresh ${r.attack.fresh} (p99 ${ms(r.attack.freshP99)}), ${r.attack.failures.length} failed`,
     ...r.attack.failures.slice(0, 5).map((f) => `  failure: ${f}`),
+    `p99 per call, baseline -> attack: ${Object.keys(r.baseline.p99ByCall).map((k) => `${k} ${ms(r.baseline.p99ByCall[k]!)} -> ${ms(r.attack.p99ByCall[k] ?? NaN)}`).join(", ")}`,
     `event-loop delay p99, baseline -> attack: tenant process ${ms(r.baseline.tenantLagP99)} -> ${ms(r.attack.tenantLagP99)}, test process (guest, node, attack clients) ${ms(r.baseline.testLagP99)} -> ${ms(r.attack.testLagP99)}`,
     `proxy RSS: idle ${mib(r.rss.idle)}, peak under attack ${mib(r.rss.peakAttack)} (+${mib(r.rss.peakAttack - r.rss.idle)}), after recovery ${mib(r.rss.afterRecovery)}`,
     ...(r.rss.apiPeak !== undefined ? [`API process RSS: idle ${mib(r.rss.apiIdle!)}, peak under attack ${mib(r.rss.apiPeak)}`] : []),

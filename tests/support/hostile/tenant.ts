@@ -14,6 +14,8 @@ export type TenantOpts = SandboxOpts & { apiUrl: string; sandboxUrl?: string };
 export interface TenantRun {
   /** Milliseconds of each steady call (getInfo, files.write, files.read) that succeeded. */
   latencies: number[];
+  /** The same, per call (getInfo goes to the REST surface only, files.* through the proxy and the node). */
+  byCall: Record<string, number[]>;
   /** create + files.write + kill of a fresh sandbox, ms, for those that succeeded. */
   fresh: number[];
   calls: number;
@@ -37,7 +39,7 @@ async function localTenant(opts: TenantOpts, template: string): Promise<Tenant> 
   await sbx.files.write("/tenant/warm.txt", "warm");
   return {
     async run(ms) {
-      const out: TenantRun = { latencies: [], fresh: [], calls: 0, failures: [], loopLagP99: 0, loopLagMax: 0 };
+      const out: TenantRun = { latencies: [], byCall: {}, fresh: [], calls: 0, failures: [], loopLagP99: 0, loopLagMax: 0 };
       const lag = loopLag();
       const end = performance.now() + ms;
       const timed = async (what: string, f: () => Promise<unknown>, into: number[]) => {
@@ -45,7 +47,9 @@ async function localTenant(opts: TenantOpts, template: string): Promise<Tenant> 
         out.calls++;
         try {
           await f();
-          into.push(performance.now() - t0);
+          const took = performance.now() - t0;
+          into.push(took);
+          if (into === out.latencies) (out.byCall[what] ??= []).push(took);
         } catch (e) {
           out.failures.push(`${what} after ${Math.round(performance.now() - t0)} ms: ${(e as Error).message}`);
         }
