@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on a machine that has only Node/npm and Go:
 # Bun (pinned, from npm), the JS dependencies (frozen lockfile), and the Go-built test peers
-# (kube-apiserver with embedded etcd, helm), each cached under $SANDBOX_CACHE so a second run is instant.
+# (kube-apiserver with embedded etcd, helm) and the Python e2b SDK's venv, each cached under $SANDBOX_CACHE so a
+# second run is instant.
 # Source it (". scripts/bootstrap.sh") to get bun on PATH.
 set -euo pipefail
 BUN_VERSION=1.4.5
@@ -24,4 +25,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 (cd "$repo" && bun install --frozen-lockfile >&2)
 if [ "${SKIP_TEST_PEERS:-}" != "1" ]; then
   (cd "$repo" && bun run tests/kube/peers.ts ensure >&2)
+  # The Python e2b SDK the SDK matrix drives (pinned in tests/support/python/requirements.txt), a venv in the cache.
+  # Not fatal: the stack needs no Python, and the Python SDK tests make the venv themselves or say why they cannot.
+  (cd "$repo" && bun run tests/support/python/venv.ts ensure >&2) || echo "bootstrap: no Python SDK venv (see above); the Python SDK tests will retry" >&2
 fi

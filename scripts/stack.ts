@@ -18,7 +18,8 @@ const USAGE = `usage: bash scripts/stack.sh [--mesh]
 Ports (127.0.0.1; override with the variable): STACK_E2B_PORT 3280, STACK_PROXY_PORT 3281, STACK_NODE0_PORT 7780,
 STACK_NODE1_PORT 7781, STACK_KUBELET0_PORT 10260, STACK_KUBELET1_PORT 10261, STACK_APISERVER_PORT 3443.
 State (API key, logs of the last run): STACK_STATE_DIR, default $SANDBOX_CACHE/stack.
-The sandboxes are process sandboxes on this machine (services/sandboxd-sim/guest/README.md), not VMs.`;
+The sandboxes are Linux namespaces with an overlay root on this machine as root, else process sandboxes (the
+startup says which; services/sandboxd-sim/guest/README.md); never VMs, never a security boundary.`;
 
 const root = join(import.meta.dir, "..");
 const started = performance.now();

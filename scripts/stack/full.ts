@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { binary } from "./binary.ts";
 import { startKubeApiserver } from "#tests/kube/harness.ts";
 import { startSimulators, type StackContext, type StackExports } from "./mesh.ts";
+import { isolationLine } from "#services/sandboxd-sim/sim.ts";
 import { answers, waitFor } from "./supervisor.ts";
 import { E2B_DOMAIN } from "./mesh.ts";
 import { startAggregatedApiserver } from "./apiserver.ts";
@@ -42,7 +43,8 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
   for (const f of readdirSync(crdDir).filter((f) => f.endsWith(".yaml")).sort()) await cluster.apply(readFileSync(join(crdDir, f), "utf8"));
   const kubeconfig = cluster.kubeconfig({ path: join(files.work, "kubeconfig") });
 
-  say(`sandboxd simulators (development substrate: sandboxes are local process sandboxes) on 127.0.0.1:${ctx.ports.node0}, 127.0.0.1:${ctx.ports.node1}`);
+  say(`sandboxd simulators (development substrate, no VMs) on 127.0.0.1:${ctx.ports.node0}, 127.0.0.1:${ctx.ports.node1}`);
+  say(isolationLine());
   const addrs = await startSimulators(ctx, false);
 
   const kubelets = [ctx.kubeletPorts.kubelet0, ctx.kubeletPorts.kubelet1];

@@ -3,7 +3,7 @@
 // same process. The stock e2b SDK talks to the surface (E2B_API_URL) and the proxy (E2B_SANDBOX_URL).
 import { join } from "node:path";
 import { binary } from "./binary.ts";
-import { startSimCluster } from "#services/sandboxd-sim/sim.ts";
+import { isolationLine, startSimCluster } from "#services/sandboxd-sim/sim.ts";
 import type { StackFiles } from "./files.ts";
 import { TEMPLATE_IMAGE } from "./files.ts";
 import { answers, waitFor, type Supervisor } from "./supervisor.ts";
@@ -44,7 +44,8 @@ export async function startSimulators(ctx: StackContext, mesh: boolean): Promise
 
 export async function startMesh(ctx: StackContext): Promise<StackExports> {
   const { files, ports, sup, say } = ctx;
-  say(`sandboxd simulators (development substrate: sandboxes are local process sandboxes) on 127.0.0.1:${ports.node0}, 127.0.0.1:${ports.node1}`);
+  say(`sandboxd simulators (development substrate, no VMs) on 127.0.0.1:${ports.node0}, 127.0.0.1:${ports.node1}`);
+  say(isolationLine());
   const seeds = await startSimulators(ctx, true);
   say(`sandbox-e2b (e2b API :${ports.e2b}, envd proxy in-process :${ports.proxy})`);
   sup.spawn("sandbox-e2b", [

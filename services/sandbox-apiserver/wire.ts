@@ -111,7 +111,9 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
 
   // 9. The e2b surface on its own plain-HTTP listener, over the same inventory source (docs/architecture.md).
   if (config.enableE2bApi) {
-    const e2b = loadE2bSurface({ options: config.e2b, fleet, rootToken: token, log: log.child({ component: "e2b" }) });
+    // The quota series name every namespace: they join this server's own /metrics (secure port, SubjectAccessReview
+    // on non-resource /metrics), never the keyless e2b listener.
+    const e2b = loadE2bSurface({ options: config.e2b, fleet, rootToken: token, log: log.child({ component: "e2b" }), metricsRegistry: metrics.registry });
     let e2bServer: ReturnType<typeof Bun.serve>;
     try {
       e2bServer = e2b.serve(config.e2b.bindAddress);

@@ -59,7 +59,7 @@ export const e2bMeshFlags = {
   // the public listeners.
   metricsBindAddress: stringFlag({
     flag: "metrics-bind-address",
-    help: "Address of a separate plain-HTTP listener serving only /metrics (the in-process proxy's series), e.g. :9090. Empty: no metrics listener.",
+    help: "Address of a separate plain-HTTP listener serving only /metrics (the e2b quota series and the in-process proxy's), e.g. :9090. Empty: no metrics listener.",
     check: (v) => (v === "" ? undefined : listenAddressCheck()(v)),
   }),
   ...envdProxyRelayLimitFlags,

@@ -5,7 +5,7 @@ import { checkE2bMeshConfig, type E2bMeshConfig } from "./flags.ts";
 import { StartupError } from "#shared/config/index.ts";
 import { MeshFleet } from "#shared/fleet/index.ts";
 import { loadE2bSurface, resolveRootToken } from "#shared/e2b/index.ts";
-import { serveMetrics } from "#shared/http/index.ts";
+import { startMetricsListener } from "#shared/http/index.ts";
 import type { Shutdown } from "#shared/lifecycle/index.ts";
 import type { Logger } from "#shared/log/index.ts";
 import { EnvdRelay, serveRelay, stopRelay } from "#shared/relay/index.ts";
@@ -68,21 +68,19 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
     shutdown?.addListener("envd-proxy", () => stopRelay(ps));
     log.info({ address: p.bindAddress, port: ps.port, tls: Boolean(p.tlsCertFile) }, "envd proxy listening");
   }
-  // One metrics listener for the process: the in-process proxy's registry (the e2b surface keeps none of its own).
-  let metricsServer: ReturnType<typeof Bun.serve> | undefined;
-  if (config.metricsBindAddress !== undefined) {
-    try {
-      metricsServer = serveMetrics({ address: config.metricsBindAddress, registries: relay ? [relay.metrics.registry] : [], log: log.child({ component: "metrics" }) });
-    } catch (err) {
+  // One metrics listener for the process: the e2b surface's quota series (fleet-wide namespace names and counts, so
+  // never on the keyless e2b listener) and the in-process proxy's.
+  const metricsServer = await startMetricsListener({
+    address: config.metricsBindAddress,
+    registries: [e2b.surface.quotas.registry, ...(relay ? [relay.metrics.registry] : [])],
+    log: log.child({ component: "metrics" }),
+    shutdown,
+    undo: async () => {
       await proxyServer?.stop(true);
       await server.stop(true);
       await fleet.stop();
-      throw new StartupError(`cannot listen on --metrics-bind-address ${config.metricsBindAddress}: ${(err as Error).message}`, { flag: "--metrics-bind-address" }, err);
-    }
-    const ms = metricsServer;
-    shutdown?.addListener("metrics", () => ms.stop(true));
-    log.info({ address: config.metricsBindAddress, port: ms.port }, "metrics listening");
-  }
+    },
+  });
   return {
     e2bPort: server.port!,
     proxyPort: proxyServer?.port,

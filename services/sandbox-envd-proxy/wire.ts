@@ -8,7 +8,7 @@ import { KubeClient } from "#shared/kube/index.ts";
 import { KubeConfigError, loadKubeConnection } from "#shared/kube/index.ts";
 import type { Shutdown } from "#shared/lifecycle/index.ts";
 import type { Logger } from "#shared/log/index.ts";
-import { serveMetrics } from "#shared/http/index.ts";
+import { startMetricsListener } from "#shared/http/index.ts";
 import { EnvdRelay, serveRelay, stopRelay } from "#shared/relay/index.ts";
 import { buildInfo } from "#shared/version.ts";
 import { checkEnvdProxyConfig, type EnvdProxyConfig } from "./flags.ts";
@@ -84,19 +84,16 @@ export async function startEnvdProxy(
     await fleet.stop();
     throw new StartupError(`cannot listen on --bind-address ${config.bindAddress}: ${(err as Error).message}`, { flag: "--bind-address" }, err);
   }
-  let metrics: ReturnType<typeof Bun.serve> | undefined;
-  if (config.metricsBindAddress !== undefined) {
-    try {
-      metrics = serveMetrics({ address: config.metricsBindAddress, registries: [relay.metrics.registry], log: log.child({ component: "metrics" }) });
-    } catch (err) {
+  const metrics = await startMetricsListener({
+    address: config.metricsBindAddress,
+    registries: [relay.metrics.registry],
+    log: log.child({ component: "metrics" }),
+    shutdown,
+    undo: async () => {
       await server.stop(true);
       await fleet.stop();
-      throw new StartupError(`cannot listen on --metrics-bind-address ${config.metricsBindAddress}: ${(err as Error).message}`, { flag: "--metrics-bind-address" }, err);
-    }
-    const m = metrics;
-    shutdown?.addListener("metrics", () => m.stop(true));
-    log.info({ address: config.metricsBindAddress, port: m.port }, "metrics listening");
-  }
+    },
+  });
   shutdown?.addListener("envd-proxy", () => stopRelay(server));
   shutdown?.addCloser("inventory", () => fleet.stop());
   log.info({ address: config.bindAddress, port: server.port, tls: Boolean(config.tlsCertFile), nodes: fleet.nodes().length }, "envd proxy listening");

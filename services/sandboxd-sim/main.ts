@@ -5,7 +5,7 @@
 // other fatal startup error (one line naming the flag or file).
 import { parseArgs } from "node:util";
 import { readFileSync } from "node:fs";
-import { startSimCluster, poolSpec, type SimCluster } from "./sim.ts";
+import { isolationLine, startSimCluster, poolSpec, type SimCluster } from "./sim.ts";
 import { createAdminHandler, serveAdmin } from "./admin.ts";
 import { splitHostPort } from "./node.ts";
 import type { TenantConfig } from "./auth.ts";
@@ -33,8 +33,9 @@ Usage: bun services/sandboxd-sim/main.ts [flags]
   --preview-advertise ADDR    host:port (or origin) that minted preview URLs name (default
                               preview.sandboxd-sim.invalid; nothing serves them); "" = no preview listener (501)
   --guests process|none       process (default): every sandbox handed out gets a guest agent speaking envd's
-                              protocol, running commands as local child processes in its own directory (a
-                              process sandbox, NOT isolation); none: the ports relay reaches nothing
+                              protocol; as root its commands run in the sandbox's own Linux namespaces over an
+                              overlay root (not a VM, NOT a security boundary), else (fallback, said at startup)
+                              as local child processes in its own directory; none: the ports relay reaches nothing
   --version                   print the build identity and exit
   --help                      this text
 
@@ -204,6 +205,7 @@ export async function run(argv: string[]): Promise<number> {
     }
   }
   console.log("sandboxd-sim: development substrate standing in for sandboxd (no VMs, no KVM)");
+  if (cfg.guests) console.log(`sandboxd-sim: ${isolationLine()}`);
   cluster.nodes.forEach((n, i) => console.log(`sandboxd-sim: node ${i} listening on ${n.url}`));
   if (admin) console.log(`sandboxd-sim: admin listening on http://${cfg.admin![0]}:${admin.port}/_sim/`);
   await new Promise<void>((resolve) => {

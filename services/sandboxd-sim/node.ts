@@ -23,6 +23,8 @@ export interface TemplateRec {
   tenant?: string;
   createdAt: number;
   labels: Record<string, string>;
+  /** The sandbox it was promoted from (its guest's layer and envd defaults are captured: guest/captures.ts). */
+  sourceId?: string;
 }
 
 export interface CheckpointRec {
@@ -145,7 +147,7 @@ export class SimNode {
 
   /** Bring the guest agents in line with the claim table (guest/host.ts); a no-op without guest agents. */
   syncGuests(): void {
-    this.guestHost?.sync(this.table.all(), this.checkpoints.values());
+    this.guestHost?.sync(this.table.all(), this.checkpoints.values(), this.templates.values());
   }
 
   /** Sandbox-token data-plane access (ports relay, exec): a hibernated or archived sandbox wakes, activity is stamped. */

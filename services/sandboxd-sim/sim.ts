@@ -15,6 +15,9 @@ import { RequestLog, type RequestLogEntry } from "./http/index.ts";
 import { NodeServer } from "./http/index.ts";
 import { createAdminHandler } from "./admin.ts";
 import { startFakeGuest, type FakeGuest, type FakeGuestOptions } from "./guest.ts";
+
+/** Which sandboxes guest agents give on this host (namespaced or the process-sandbox fallback), for startup lines. */
+export { hostIsolation, isolationLine, type Isolation } from "./guest/index.ts";
 import type { TenantConfig } from "./auth.ts";
 import { readPreviewUrl, type PreviewGrant } from "./preview.ts";
 import type { Claim } from "./claims.ts";

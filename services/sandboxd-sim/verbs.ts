@@ -187,7 +187,7 @@ export function promote(node: SimNode, src: Claim, scope: Scope, name: string): 
   const owner = tenantOf(scope);
   const existing = node.templateFor(key);
   if (existing && existing.tenant !== owner) throw conflict("template owned by another tenant");
-  const rec = { key, contentDigest: node.ids.digest(), tenant: owner, createdAt: node.clock.now(), labels: {} };
+  const rec = { key, contentDigest: node.ids.digest(), tenant: owner, createdAt: node.clock.now(), labels: {}, sourceId: src.id };
   node.templates.set(poolKeyString(key), rec);
   node.count("promotes_total");
   return { key, content_digest: rec.contentDigest };

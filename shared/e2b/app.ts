@@ -45,9 +45,10 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   const { surface, log } = o;
   const app = new OpenAPIHono<Env>();
   const anonymous = !o.keys || o.keys.size === 0;
-  // /openapi.json documents routes, not tenants: public like e2b cloud's spec. /metrics is for the operator's
-  // scraper (docs/decisions.md "e2b surface: probe lanes, namespaces and quotas").
-  const unauthenticated = new Set(["/health", "/openapi.json", "/metrics"]);
+  // /openapi.json documents routes, not tenants: public like e2b cloud's spec. The quota series name every
+  // namespace, so they are served by the process's metrics listener, never here (docs/decisions.md "e2b quota
+  // metrics off the e2b listener").
+  const unauthenticated = new Set(["/health", "/openapi.json"]);
 
   app.use("*", async (c, next) => {
     if (unauthenticated.has(c.req.path)) return next();
@@ -233,7 +234,6 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
     );
     return new Response(openapi, { headers: { "content-type": "application/json" } });
   });
-  app.get("/metrics", async () => new Response(await surface.quotas.registry.metrics(), { headers: { "content-type": surface.quotas.registry.contentType } }));
 
   app.notFound((c) => errorResponse(404, `no route ${c.req.method} ${c.req.path}`));
   app.onError((err, c) => {

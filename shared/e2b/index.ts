@@ -12,6 +12,7 @@ import { splitHostPort } from "../config/index.ts";
 import { StartupError } from "../config/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import type { Logger } from "../log/index.ts";
+import type { Registry } from "../metrics/index.ts";
 import { guardRequests, uncaughtErrorHandler } from "../http/index.ts";
 import { createE2bApp } from "./app.ts";
 import { errorResponse } from "./errors.ts";
@@ -35,6 +36,8 @@ export interface LoadE2bOptions {
   onReleased?: (claimId: string) => void;
   /** Called after a claim is initialised (the in-process proxy learns its owner). */
   onClaimed?: (claimId: string, address: string, claimToken: string) => void;
+  /** Where the quota series register (sandbox-apiserver: its own /metrics registry); default: their own. */
+  metricsRegistry?: Registry;
 }
 
 export interface LoadedE2b {
@@ -77,6 +80,7 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
       log: o.log.child({ component: "e2b" }),
       ...(o.onReleased ? { onReleased: o.onReleased } : {}),
       ...(o.onClaimed ? { onClaimed: o.onClaimed } : {}),
+      ...(o.metricsRegistry ? { metricsRegistry: o.metricsRegistry } : {}),
     },
   );
   const app = createE2bApp({ surface, keys, defaultNamespace: opts.namespace, log: o.log.child({ component: "e2b" }) });

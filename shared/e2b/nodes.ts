@@ -5,13 +5,15 @@
 //      accepted only when the row's claim_ref puts it in the caller's namespace.
 // A miss is 404 `sandbox "<id>" not found`, the same answer as "exists in another namespace". A claim belongs to a
 // namespace only when its claim_ref starts with `<ns>/`: a claim with no prefix (made outside the e2b surface) is
-// reachable by no key, although the fleet files it under `default`.
+// reachable by no key, although the fleet files it under `default`. A claim that backs a Kubernetes Pod (vk-sandbox's
+// `vk-sandbox.pod-uid` stamp, on the fleet entry or the live row) belongs to no key either, whatever its claim_ref:
+// the e2b surface has no Kubernetes identity to check the Pod's RBAC with (docs/e2b.md "Pod-backed sandboxes").
 import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { FleetNode, FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
 import type { EntryHit, FleetEntry } from "../fleet/index.ts";
-import { findEntry, nodeByAddress } from "../fleet/index.ts";
+import { findEntry, isPodBacked, nodeByAddress } from "../fleet/index.ts";
 import { SandboxdClient } from "../sandboxd/index.ts";
 import type { SandboxDetail } from "../sandboxd/index.ts";
 import { sandboxNotFound } from "./errors.ts";
@@ -55,14 +57,20 @@ export function inNamespace(claimRef: string | undefined, namespace: string): bo
   return namespace !== "" && claimRef !== undefined && claimRef.startsWith(`${namespace}/`);
 }
 
-/** Every fleet entry of a namespace (by its `<ns>/` prefix, never the fleet's `default` fallback). */
+/** Whether a fleet entry is a key's of `namespace`: under its `<ns>/` prefix and not a Pod's microVM. */
+const belongs = (entry: FleetEntry, namespace: string) => inNamespace(entry.name, namespace) && !isPodBacked(entry.metadata);
+
+/** Every fleet entry a key of the namespace owns (by its `<ns>/` prefix, never the `default` fallback; no Pod's VM). */
 export function entriesIn(nodes: readonly FleetNode[], namespace: string): EntryHit[] {
   const out: EntryHit[] = [];
-  for (const node of nodes) for (const entry of node.entries) if (inNamespace(entry.name, namespace)) out.push({ node, entry });
+  for (const node of nodes) for (const entry of node.entries) if (belongs(entry, namespace)) out.push({ node, entry });
   return out;
 }
 
-const belongs = (entry: FleetEntry, namespace: string) => inNamespace(entry.name, namespace);
+/** Whether a live sandboxd row is a key's of `namespace` (the probe's and the live read's test). */
+export function rowBelongs(row: Pick<SandboxDetail, "claim_ref" | "metadata">, namespace: string): boolean {
+  return inNamespace(row.claim_ref, namespace) && !isPodBacked(row.metadata);
+}
 
 export class NodeAccess {
   private readonly clients = new Map<string, SandboxdClient>();
@@ -162,7 +170,7 @@ export class NodeAccess {
       FANOUT_CONCURRENCY,
       async (node, signal) => {
         const row = await this.client(node.address).get(claimId, { signal, timeoutMs: PROBE_TIMEOUT_MS });
-        if (!inNamespace(row.claim_ref, namespace)) return undefined;
+        if (!rowBelongs(row, namespace)) return undefined;
         return { node, row };
       },
     );

@@ -23,10 +23,12 @@ export interface QuotaOptions {
   /** Sandboxes the namespace holds now (fleet view plus unlisted claims of this replica). */
   live: (namespace: string) => number;
   clock?: Clock;
+  /** The registry the series join (sandbox-apiserver's own); default: one of their own. */
+  registry?: Registry;
 }
 
 export class NamespaceQuotas {
-  readonly registry = new Registry();
+  readonly registry: Registry;
   private readonly buckets = new Map<string, TokenBucket>();
   private readonly inFlight = new Map<string, number>();
   private readonly known: Set<string>;
@@ -36,6 +38,7 @@ export class NamespaceQuotas {
 
   constructor(private readonly o: QuotaOptions) {
     this.clock = o.clock ?? realClock;
+    this.registry = o.registry ?? new Registry();
     this.known = new Set(o.namespaces);
     const self = this;
     new Gauge({

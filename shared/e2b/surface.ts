@@ -4,11 +4,13 @@
 import { randomBytes } from "node:crypto";
 import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
+import type { Registry } from "../metrics/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/index.ts";
 import { advertisesImage, nodeByAddress } from "../fleet/index.ts";
 import { COLD_CLAIM_TIMEOUT_MS } from "../sandboxd/index.ts";
 import { isSandboxdError, metadataProblem, provablyUndelivered } from "../sandboxd/index.ts";
+
 import {
   CHECKPOINT_ID_RE,
   parseWireTime,
@@ -16,12 +18,12 @@ import {
   type ClaimRequest,
   type SandboxDetail,
 } from "../sandboxd/index.ts";
-import { E2bError, badRequest, fromNode, templateNotFound } from "./errors.ts";
+import { E2bError, badRequest, fromNode, sandboxNotFound, templateNotFound } from "./errors.ts";
 import { INIT_TIMEOUT_MS, METRICS_MAX_BYTES, METRICS_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd } from "./envd.ts";
 import type { AliasTarget } from "./files.ts";
 import type { QuotaLimits } from "./keys.ts";
 import { matches, page, parseFilters, parsePaging } from "./list.ts";
-import { NodeAccess, entriesIn, type Located } from "./nodes.ts";
+import { NodeAccess, entriesIn, rowBelongs, type Located } from "./nodes.ts";
 import { NamespaceQuotas } from "./quotas.ts";
 import { BUILT_PREFIX, NAME_BUDGET, Renderer, isPaused, wireTime } from "./render.ts";
 import { Snapshots } from "./snapshots.ts";
@@ -37,6 +39,9 @@ import {
   type SandboxReply,
 } from "./schemas.ts";
 import { accessTokenHash, envdAccessToken } from "./tokens.ts";
+
+/** The metadata keys vk-sandbox stamps on a Pod's claim (shared/sandboxd/metadata.ts) all start with this. */
+const RESERVED_METADATA_PREFIX = "vk-sandbox.";
 
 export interface E2bSettings {
   namespace: string;
@@ -62,6 +67,8 @@ export interface E2bDeps {
   /** Called when a sandbox was claimed and initialised (the in-process proxy learns its owner at once). */
   onClaimed?: (claimId: string, address: string, claimToken: string) => void;
   clock?: Clock;
+  /** Where the quota series register (the process's metrics registry); default: a registry of their own. */
+  metricsRegistry?: Registry;
 }
 
 
@@ -96,6 +103,7 @@ export class E2bSurface {
       namespaces: settings.namespaces ?? [settings.namespace],
       live: (ns) => this.nodes.liveCount(ns),
       clock: this.clock,
+      ...(deps.metricsRegistry ? { registry: deps.metricsRegistry } : {}),
     });
   }
 
@@ -111,12 +119,19 @@ export class E2bSurface {
   private async locateLive(ns: string, id: string, fixed: string): Promise<{ loc: Located; row: SandboxDetail }> {
     const loc = await this.nodes.locate(ns, id);
     if (loc.row) return { loc, row: loc.row };
+    let row: SandboxDetail;
     try {
-      return { loc, row: await this.nodes.client(loc.address).get(loc.claimId) };
+      row = await this.nodes.client(loc.address).get(loc.claimId);
     } catch (err) {
       if (isSandboxdError(err) && err.status === 404) this.nodes.forget(ns, loc.claimId);
       throw fromNode(err, id, fixed);
     }
+    // The live row is the last word: a Pod's microVM (stamped after the view last saw it) is not found here.
+    if (!rowBelongs(row, ns)) {
+      this.nodes.forget(ns, loc.claimId);
+      throw sandboxNotFound(id);
+    }
+    return { loc, row };
   }
 
   private resolvePool(templateID: string): { image: string; size: AliasTarget["size"] } {
@@ -139,6 +154,9 @@ export class E2bSurface {
     // The node's own rules, checked here so the client gets our words for them, not the node's text.
     const metaProblem = body.metadata ? metadataProblem(body.metadata) : null;
     if (metaProblem) throw badRequest(metaProblem);
+    // vk-sandbox's stamps mark a Pod's microVM (and its node, its authority): a key may not forge them.
+    const reserved = Object.keys(body.metadata ?? {}).find((k) => k.startsWith(RESERVED_METADATA_PREFIX));
+    if (reserved !== undefined) throw badRequest(`metadata: key ${JSON.stringify(reserved)} is reserved (prefix "${RESERVED_METADATA_PREFIX}")`);
     // Admission before any claim (a snapshot restore and a built template included); the reservation holds until
     // the claim is remembered or released.
     const settle = this.quotas.admit(ns, "create");

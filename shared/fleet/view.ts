@@ -2,7 +2,7 @@
 // rule, the namespace of a claim_ref, entry lookup by either id spelling, and claim placement candidates.
 // Pure functions: the sources (mesh.ts, the Kubernetes one) produce FleetNode lists, these read them.
 import { sameSandboxId } from "../e2b/index.ts";
-import type { PoolKey } from "../sandboxd/index.ts";
+import { POD_UID_METADATA_KEY, type PoolKey } from "../sandboxd/index.ts";
 import type { FleetEntry, FleetNode } from "./types.ts";
 
 /** The namespace a `claim_ref` / inventory entry name belongs to: the part before the first `/`, else `default`. */
@@ -22,6 +22,14 @@ export function freshNodes<N extends { publishedAt?: number }>(nodes: readonly N
   if (stamps.length === 0) return [...nodes];
   const newest = Math.min(Math.max(...stamps), nowMs);
   return nodes.filter((n) => n.publishedAt !== undefined && newest - n.publishedAt <= staleAfterMs);
+}
+
+/**
+ * Whether a claim's metadata carries vk-sandbox's Pod stamp: the microVM backs a Kubernetes Pod, which only the
+ * Kubernetes-facing surfaces may act on (docs/e2b.md "Pod-backed sandboxes"). Entries and live rows both carry it.
+ */
+export function isPodBacked(metadata: Readonly<Record<string, string>> | undefined): boolean {
+  return metadata !== undefined && Object.hasOwn(metadata, POD_UID_METADATA_KEY);
 }
 
 export interface EntryHit {

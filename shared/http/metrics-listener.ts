@@ -2,7 +2,8 @@
 // a binary counts (fleet-wide request and lookup figures) is not open to whoever reaches the public port (spec
 // README, decisions for wave 3; issue 17 case 10). Plain HTTP: it is meant for a pod port that only the scraper
 // reaches; every other path is a 404 envelope.
-import { splitHostPort } from "../config/index.ts";
+import { StartupError, splitHostPort } from "../config/index.ts";
+import type { Shutdown } from "../lifecycle/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { Registry } from "../metrics/index.ts";
 import { codeMessageEnvelope, guardRequests, uncaughtErrorHandler } from "./entry.ts";
@@ -32,4 +33,24 @@ export function serveMetrics(l: MetricsListen): ReturnType<typeof Bun.serve> {
     error: uncaughtErrorHandler(l.log, codeMessageEnvelope),
     fetch: guardRequests(codeMessageEnvelope, answer),
   });
+}
+
+/**
+ * A binary's `--metrics-bind-address` listener at startup: none when the flag is empty; a listen failure undoes what
+ * the binary already started (`undo`) and is a StartupError naming the flag; registered with the shutdown sequence.
+ */
+export async function startMetricsListener(
+  o: Omit<MetricsListen, "address"> & { address: string | undefined; shutdown?: Shutdown; undo: () => Promise<void> },
+): Promise<ReturnType<typeof Bun.serve> | undefined> {
+  if (o.address === undefined) return undefined;
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = serveMetrics({ address: o.address, registries: o.registries, log: o.log });
+  } catch (err) {
+    await o.undo();
+    throw new StartupError(`cannot listen on --metrics-bind-address ${o.address}: ${(err as Error).message}`, { flag: "--metrics-bind-address" }, err);
+  }
+  o.shutdown?.addListener("metrics", () => server.stop(true));
+  o.log.info({ address: o.address, port: server.port }, "metrics listening");
+  return server;
 }

@@ -57,6 +57,11 @@ export interface GuestRequest {
   mayRead?(): boolean;
   /** Aborts when the client goes away. */
   signal: AbortSignal;
+  /**
+   * The guest's body broke its framing after the response head was handed on (the client's download then fails):
+   * called once per exchange, for the relay's metric and warn line.
+   */
+  onBodyFramingError?(err: Error): void;
 }
 
 /**

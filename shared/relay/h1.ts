@@ -7,7 +7,7 @@
 // Replaces node:http on the hot path: it parsed and re-emitted every chunk through JS event machinery.
 import type net from "node:net";
 import { realClock, type Clock, type Timer } from "../clock/index.ts";
-import { bodyDecoder, FramingError, ResponseHeadReader, type BodyDecoder } from "./framing/index.ts";
+import { bodyDecoder, FramingError, isFramingError, ResponseHeadReader, type BodyDecoder } from "./framing/index.ts";
 import type { GuestRequest } from "./guest.ts";
 import { GUEST_BODY_QUEUE, HOP_BY_HOP, connectionOptions, drained } from "./guest.ts";
 
@@ -173,7 +173,11 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
       finished = true;
       headTimer?.cancel();
       if (ctrl) {
+        if (isFramingError(err)) r.onBodyFramingError?.(err);
         try {
+          // Errored, not closed: the client must see a failed download, never a truncated success. Bun reports
+          // nothing for it because the response reaches Bun through rearmIdleTimeout's pull-only wrapper (idle.ts),
+          // which turns this into a rejected pull (a stream errored before Bun reads it directly is printed raw).
           ctrl.error(err);
         } catch {
           // cancelled

@@ -1,5 +1,6 @@
 // The proxy's own Prometheus metrics (upstream's proxy has none): requests by status, bytes each way, time to the
-// guest's response head, open tunnels, active relays, buffered bytes, refusals by cap, owner lookups by source. One
+// guest's response head, open tunnels, active relays, buffered bytes, refusals by cap, guest framing errors, owner
+// lookups by source. One
 // registry per proxy instance, so two proxies in one process (tests) do not collide. The relay and buffer gauges
 // are read at scrape time from their counters (limits.ts), so the hot path never touches them.
 import { Counter, Gauge, Histogram, Registry } from "../metrics/index.ts";
@@ -49,6 +50,12 @@ export class RelayMetrics {
     name: "sandbox_envd_proxy_upstream_errors_total",
     help: "Relays that failed toward the node or guest (answered 502), by reason: unavailable, refused, paused, unreachable, guest.",
     labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly framingErrors = new Counter({
+    name: "sandbox_envd_proxy_guest_framing_errors_total",
+    help: "Guest replies that broke HTTP/1.1 framing, by phase: head (answered 502), body (the client's download failed).",
+    labelNames: ["phase"] as const,
     registers: [this.registry],
   });
   readonly lookups = new Counter({

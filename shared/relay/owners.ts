@@ -10,12 +10,14 @@
 // Before any of it, the id and the token must have the shapes the surface issues (sb_ + 16 hex; 64 or 96 hex digits):
 // a caller with no valid credential never costs a node read beyond one per listed id (then cached), and never a
 // probe. The proxy stores no per-sandbox secret: the expected token is recomputed from the claim token.
+// A Pod's microVM (vk-sandbox's `vk-sandbox.pod-uid` stamp on the entry or the node's row) is never an owner here:
+// the relay has no Kubernetes identity to check the Pod's RBAC with, so it reads as unknown on every path.
 import { type Clock, realClock } from "../clock/index.ts";
 import { TokenBucket } from "../kube/index.ts";
 import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
-import { findEntry } from "../fleet/index.ts";
+import { findEntry, isPodBacked } from "../fleet/index.ts";
 import { SandboxdClient } from "../sandboxd/index.ts";
 import { SANDBOX_ID_RE, isSandboxdError } from "../sandboxd/index.ts";
 import { claimIdOf } from "../e2b/index.ts";
@@ -188,9 +190,11 @@ export class OwnerResolver {
     const nodes = this.o.fleet.nodes();
     const hit = findEntry(nodes, requestedId, this.o.namespace || undefined);
     if (hit) {
+      if (isPodBacked(hit.entry.metadata)) return { kind: "unavailable", reason: "unknown" };
       if (!hit.node.address) return { kind: "unavailable", reason: "no-address" };
       try {
         const row = await this.client(hit.node.address).get(hit.entry.id);
+        if (isPodBacked(row.metadata)) return { kind: "unavailable", reason: "unknown" };
         if (!row.token) return { kind: "unavailable", reason: "node-read-failed" };
         const owner = this.ownerOf(hit.entry.id, hit.node.address, row.token);
         this.cache.set(owner);
@@ -235,6 +239,11 @@ export class OwnerResolver {
       async (address, signal) => {
         try {
           const row = await this.client(address).get(claimId, { signal, timeoutMs: PROBE_BUDGET_MS });
+          // A Pod's VM counts as absent (and so fills the negative cache like an id nobody holds).
+          if (isPodBacked(row.metadata)) {
+            notFound++;
+            return undefined;
+          }
           return row.token ? this.ownerOf(claimId, address, row.token) : undefined;
         } catch (err) {
           if (isSandboxdError(err) && err.status === 404) notFound++;

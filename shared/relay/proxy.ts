@@ -6,10 +6,12 @@
 // Every relay holds a slot (limits.ts: 429 per sandbox or client, 503 global) from the dial until its tunnel closes,
 // reports what it buffers to the global budget, and gets a deadline on the guest's answer (docs/envd-relay.md "Bounds").
 import type { Server } from "bun";
+import { publicSandboxId } from "../e2b/index.ts";
 import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { forwardHttp2, guestRequestHeaders, type GuestRequest } from "./guest.ts";
 import { BunTunnel } from "./bun-tunnel.ts";
+import { isFramingError } from "./framing/index.ts";
 import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
 import { BufferBudget, BufferShare, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
 import { RelayMetrics } from "./metrics.ts";
@@ -174,6 +176,7 @@ export class EnvdRelay {
       queued: this.o.guestHttp2 ? (n) => share.set(n) : (n) => share.set(n) || (wire.pause(), false),
       mayRead: () => share.mayRead(),
       signal: req.signal,
+      onBodyFramingError: (err) => this.framingError("body", owner, route, err),
     };
     try {
       const forwarded = sock instanceof BunTunnel ? forwardOverBunTunnel(sock, g) : this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1Raw(sock, g);
@@ -186,10 +189,20 @@ export class EnvdRelay {
         this.metrics.upstreamErrors.inc({ reason: "timeout" });
         return relayError(504, "the sandbox did not answer in time");
       }
-      this.o.log.debug({ err: (err as Error).message }, "guest leg failed");
+      if (isFramingError(err)) this.framingError("head", owner, route, err);
+      else this.o.log.debug({ err: (err as Error).message }, "guest leg failed");
       this.metrics.upstreamErrors.inc({ reason: "guest" });
       return relayError(502, "sandbox unreachable");
     }
+  }
+
+  /**
+   * A guest reply that broke HTTP/1.1 framing (before the head: answered 502; after it: the download fails): counted,
+   * and one warn line per exchange naming the sandbox and the violation (never a token or a header value).
+   */
+  private framingError(phase: "head" | "body", owner: Owner, route: Route, err: Error): void {
+    this.metrics.framingErrors.inc({ phase });
+    this.o.log.warn({ sandbox: publicSandboxId(owner.claimId), port: route.port, phase, err: err.message }, "guest broke the response framing");
   }
 
   /** Handshake with the guest first; only a guest 101 upgrades the client (else the guest's status is answered). */

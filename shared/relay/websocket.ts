@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import type net from "node:net";
 import type { ServerWebSocket } from "bun";
+import { ResponseHeadReader, type HeadDone } from "./framing/index.ts";
 import type { BufferShare } from "./limits.ts";
 import { encodeFrame, FrameReader, OP, TOO_BIG, WS_MAX_MESSAGE_BYTES } from "./ws-frames.ts";
 
@@ -58,7 +59,6 @@ export function guestHandshake(
 ): Promise<{ protocol: string | undefined; rest: Buffer }> {
   return new Promise((resolve, reject) => {
     const key = randomBytes(16).toString("base64");
-    let buf: Buffer = Buffer.alloc(0);
     const done = () => {
       clearTimeout(timer);
       o.signal?.removeEventListener("abort", onAbort);
@@ -73,20 +73,24 @@ export function guestHandshake(
     const onAbort = () => fail(new HandshakeTimeout("the client left before the guest answered the WebSocket upgrade"));
     const onClose = () => fail(new Error("the tunnel closed before the guest answered the WebSocket upgrade"));
     const timer = setTimeout(() => fail(new HandshakeTimeout(`the guest did not answer the WebSocket upgrade within ${o.timeoutMs} ms`)), o.timeoutMs);
+    // The guest's handshake head goes through the one framing parser like every other guest head: CRLF only, no
+    // NUL or obs-fold, bounded size and line count, a status in 100..599 (interim heads skipped).
+    const reader = new ResponseHeadReader("GET", { upgrade: true });
     const onData = (c: Buffer) => {
-      buf = buf.length ? Buffer.concat([buf, c]) : c;
-      const end = buf.indexOf("\r\n\r\n");
-      if (end < 0) {
-        if (buf.length > 16 * 1024) fail(new Error("guest handshake reply too large"));
-        return;
+      let got: HeadDone | undefined;
+      try {
+        got = reader.feed(c);
+      } catch (err) {
+        return fail(err as Error);
       }
+      if (!got) return;
       done();
       sock.pause();
-      const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
-      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? "")?.[1] ?? NaN);
+      const { status, headers } = got.head;
       if (status !== 101) return reject(Object.assign(new Error(`guest answered ${status} to the WebSocket upgrade`), { status }));
-      const proto = lines.find((l) => /^sec-websocket-protocol:/i.test(l));
-      resolve({ protocol: proto ? proto.slice(proto.indexOf(":") + 1).trim() : undefined, rest: buf.subarray(end + 4) });
+      const proto = headers.find(([k]) => k === "sec-websocket-protocol");
+      // A copy: the reader's buffer is not ours to keep.
+      resolve({ protocol: proto ? proto[1] : undefined, rest: Buffer.from(got.rest) });
     };
     if (o.signal?.aborted) return onAbort();
     o.signal?.addEventListener("abort", onAbort, { once: true });

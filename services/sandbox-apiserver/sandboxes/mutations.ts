@@ -4,7 +4,7 @@
 import { isSandboxdError, type SandboxdError } from "#shared/sandboxd/index.ts";
 import { ApiError, badRequest, internal, notFound } from "../api/index.ts";
 import type { NodeClients } from "./nodes.ts";
-import type { Caller, PodGuard } from "./pod-guard.ts";
+import { type Caller, POD_SNAPSHOT_PREFIX, type PodGuard } from "./pod-guard.ts";
 import { ANN_CLAIM_ID, API_VERSION, type Sandbox, rfc3339Seconds } from "./object.ts";
 import type { SandboxReader } from "./store.ts";
 import { parseWireTime } from "#shared/sandboxd/index.ts";
@@ -21,7 +21,7 @@ async function owned(deps: MutationDeps, caller: Caller | undefined, namespace: 
   const what = action === "delete" ? "delete" : "verb";
   const hit = await deps.reader.resolve(namespace, name);
   if (!hit) throw notFound(name);
-  await deps.podGuard.check(caller, namespace, name, hit, action);
+  const podBacked = await deps.podGuard.check(caller, namespace, name, hit, action);
   const node = hit.node;
   const id = hit.sandbox.metadata.annotations?.[ANN_CLAIM_ID] ?? "";
   if (what === "delete") {
@@ -39,7 +39,7 @@ async function owned(deps: MutationDeps, caller: Caller | undefined, namespace: 
   const rec = deps.reader.fleet.freshNode(node);
   if (!rec) throw internal(`sandbox ${namespace}/${name}: node "${node}" has no fresh inventory; cannot reach its sandboxd`, name);
   if (!rec.address) throw internal(`sandbox ${namespace}/${name}: node "${node}" advertises no sandboxd address`, name);
-  return { hit, id, node, client: deps.clients.for(rec.address) };
+  return { hit, id, node, podBacked, client: deps.clients.for(rec.address) };
 }
 
 export async function deleteSandbox(deps: MutationDeps, caller: Caller | undefined, namespace: string, name: string): Promise<Sandbox> {
@@ -106,6 +106,11 @@ export async function runVerb(
   }
 
   const o = await owned(deps, caller, namespace, name, verb);
+  // A Pod-backed sandbox's named snapshot is stamped out of every e2b namespace's reach (pod-guard.ts).
+  const stampPrefix = o.podBacked ? POD_SNAPSHOT_PREFIX : "";
+  if (snapName !== undefined && stampPrefix.length + namespace.length + 1 + snapName.length > 63) {
+    throw badRequest(`snapshot name "${snapName}": at most ${63 - stampPrefix.length - namespace.length - 1} characters for a Pod-backed sandbox in namespace "${namespace}"`, name);
+  }
   try {
     switch (verb) {
       case "pause":
@@ -124,7 +129,7 @@ export async function runVerb(
         };
       }
       case "snapshot": {
-        const cp = await o.client.checkpoint(o.id, snapName ? { name: `${namespace}/${snapName}` } : {});
+        const cp = await o.client.checkpoint(o.id, snapName ? { name: `${stampPrefix}${namespace}/${snapName}` } : {});
         const created = parseWireTime(cp.created_at);
         return {
           apiVersion: API_VERSION,

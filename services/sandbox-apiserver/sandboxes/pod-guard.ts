@@ -6,6 +6,9 @@
 //   fork, snapshot -> create pods/exec   (a copy of the running VM is as good as a shell in it)
 //   delete         -> delete pods        (ending the VM ends the Pod's workload)
 //   pause, resume  -> update pods        (stops or starts the Pod's workload)
+// Fork children inherit the parent's claim metadata (sandboxd.md), so they carry the stamp and stay out of the e2b
+// surface's reach; checkpoints carry none, so a Pod-backed sandbox's named snapshot is stamped `pod:<ns>/<name>`,
+// a name no e2b namespace (a DNS-1123 label) prefixes (POD_SNAPSHOT_PREFIX).
 // A sandbox is Pod-backed when its claim carries vk-sandbox's stamp (inventory metadata) or when a Pod of that
 // namespace and name exists: live lookups carry no metadata, and a Go-daemon node stamps none. A lookup or review
 // that fails is a denial (fail closed), never a pass.
@@ -22,6 +25,9 @@ export interface Caller {
   uid?: string;
   extra?: Record<string, string[]>;
 }
+
+/** Prefix of a Pod-backed sandbox's named checkpoints: `pod:<ns>/<name>` is in no e2b namespace. */
+export const POD_SNAPSHOT_PREFIX = "pod:";
 
 export type PodAction = "delete" | "pause" | "resume" | "fork" | "snapshot";
 
@@ -87,8 +93,11 @@ function describe(p: PodPermission): string {
 export class PodGuard {
   constructor(private readonly backend: PodGuardBackend) {}
 
-  /** Throws 403 unless `caller` may act on the sandbox's Pod too (or no Pod backs it); 503 when that cannot be told. */
-  async check(caller: Caller | undefined, namespace: string, name: string, hit: Resolved, action: PodAction): Promise<void> {
+  /**
+   * Throws 403 unless `caller` may act on the sandbox's Pod too (or no Pod backs it); 503 when that cannot be told.
+   * Returns whether a Pod backs the sandbox (its snapshots are then named out of the e2b surface's reach).
+   */
+  async check(caller: Caller | undefined, namespace: string, name: string, hit: Resolved, action: PodAction): Promise<boolean> {
     const stamped = stampedForPod(hit);
     let backed = stamped;
     if (!backed) {
@@ -98,10 +107,10 @@ export class PodGuard {
         throw new ApiError(503, `cannot tell whether sandbox ${namespace}/${name} is backed by a Pod (get pod: ${(e as Error).message}); refusing to ${action} it`, "ServiceUnavailable", name);
       }
     }
-    if (!backed) return;
+    if (!backed) return false;
     const p = POD_PERMISSION[action];
     if (!caller) throw forbidden(`sandbox ${namespace}/${name} is backed by a Pod; ${action} needs ${describe(p)} and the caller is unknown`, name);
-    if (caller.groups.includes("system:masters")) return;
+    if (caller.groups.includes("system:masters")) return true;
     let ok: boolean;
     try {
       ok = await this.backend.allowed(caller, namespace, name, p);
@@ -114,6 +123,7 @@ export class PodGuard {
         name,
       );
     }
+    return true;
   }
 }
 

@@ -2,8 +2,8 @@
 //
 // envd's EntryInfo for a host path: name, type, guest path, size, permission bits, Go-style permission string
 // ("drwxr-xr-x"), owner and group names, modification time and a symlink's target.
-import { lstatSync, readFileSync, readlinkSync, type Stats } from "node:fs";
-import { basename } from "node:path";
+import { lstatSync, readFileSync, readlinkSync, statSync, type Stats } from "node:fs";
+import { basename, join } from "node:path";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { FileType, type EntryInfoSchema } from "./gen/filesystem/filesystem_pb.ts";
@@ -26,12 +26,29 @@ function namesFrom(file: string): Map<number, string> {
   return out;
 }
 
-// Read once: commands run as the simulator's user, so nearly every file has one owner. (os.userInfo() under
-// Bun answers "unknown" for the name, hence the files.)
-const users = namesFrom("/etc/passwd");
-const groups = namesFrom("/etc/group");
-const ownerName = (uid: number) => users.get(uid) ?? String(uid);
-const groupName = (gid: number) => groups.get(gid) ?? String(gid);
+// A namespaced sandbox names owners from its own /etc (a user `useradd` made counts); a process sandbox, whose
+// "/" has no /etc, from the host's. Re-read when the file changes. (os.userInfo() under Bun answers "unknown".)
+const nameCache = new Map<string, { mtimeMs: number; names: Map<number, string> }>();
+function namesOf(root: string, file: "passwd" | "group"): Map<number, string> {
+  let path = join(root, "etc", file);
+  let st = statOrUndefined(path);
+  if (!st) {
+    path = `/etc/${file}`;
+    st = statOrUndefined(path);
+  }
+  const hit = nameCache.get(path);
+  if (hit && st && hit.mtimeMs === st.mtimeMs) return hit.names;
+  const names = namesFrom(path);
+  if (st) nameCache.set(path, { mtimeMs: st.mtimeMs, names });
+  return names;
+}
+function statOrUndefined(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
+}
 
 export function fileTypeOf(st: Stats): FileType {
   if (st.isSymbolicLink()) return FileType.SYMLINK;
@@ -61,8 +78,8 @@ export function entryOf(paths: GuestPaths, hostPath: string, metadata?: FileMeta
     size: BigInt(st.size),
     mode: st.mode & 0o7777,
     permissions: permissionString(st),
-    owner: ownerName(st.uid),
-    group: groupName(st.gid),
+    owner: namesOf(paths.root, "passwd").get(st.uid) ?? String(st.uid),
+    group: namesOf(paths.root, "group").get(st.gid) ?? String(st.gid),
     modifiedTime: timestampFromMs(Math.floor(st.mtimeMs)),
   };
   if (st.isSymbolicLink()) {

@@ -20,7 +20,7 @@ export type ExecOutcome =
   | { kind: "too-large" };
 
 export async function execInGuest(sb: GuestSandbox, o: ExecInput): Promise<ExecOutcome> {
-  const cwdHost = sb.paths.toHost(o.cwd ?? sb.defaultWorkdir);
+  await sb.ready;
   const out: Uint8Array[] = [];
   const err: Uint8Array[] = [];
   let size = 0;
@@ -29,7 +29,7 @@ export async function execInGuest(sb: GuestSandbox, o: ExecInput): Promise<ExecO
   const ended = new Promise<number>((r) => (resolveEnd = r));
   const proc = await sb.processes.start(
     { cmd: o.argv[0]!, args: o.argv.slice(1), envs: o.env ?? {}, cwd: o.cwd },
-    { stdin: false, cwdHost, env: sb.env(o.env ?? {}, cwdHost) },
+    { stdin: false, ...sb.launch(o.cwd, undefined, o.env ?? {}) },
     (e) => {
       if (e.kind === "end") return resolveEnd(e.end.exitCode);
       if (e.kind !== "data" || verdict) return;

@@ -13,6 +13,7 @@ import type { Context } from "hono";
 import { PathError } from "./paths.ts";
 import { MetadataError, metadataFromHeaders } from "./metadata.ts";
 import type { GuestSandbox } from "./sandbox.ts";
+import { basicUser } from "./request-user.ts";
 
 export const envdError = (status: number, message: string) => Response.json({ code: status, message }, { status });
 
@@ -55,9 +56,10 @@ interface Written {
 }
 
 /** Write one file and give it the upload's metadata (replacing what it had). */
-async function writeTo(sb: GuestSandbox, host: string, body: Blob | ReadableStream<Uint8Array>, meta: Record<string, string>): Promise<Written> {
-  mkdirSync(dirname(host), { recursive: true });
+async function writeTo(sb: GuestSandbox, host: string, body: Blob | ReadableStream<Uint8Array>, meta: Record<string, string>, user: string | undefined): Promise<Written> {
+  const madeFrom = mkdirSync(dirname(host), { recursive: true });
   await Bun.write(host, new Response(body));
+  sb.chownUp(host, madeFrom ?? host, user);
   const path = sb.paths.toGuest(host);
   sb.metadata.set(path, meta);
   return { name: basename(host), type: "file", path, ...(Object.keys(meta).length ? { metadata: meta } : {}) };
@@ -65,6 +67,7 @@ async function writeTo(sb: GuestSandbox, host: string, body: Blob | ReadableStre
 
 export async function uploadFiles(sb: GuestSandbox, c: Context): Promise<Response> {
   const path = c.req.query("path");
+  const user = c.req.query("username") || basicUser(c.req.header("authorization"));
   const type = (c.req.header("content-type") ?? "").toLowerCase();
   const written: Written[] = [];
   let meta: Record<string, string>;
@@ -90,7 +93,7 @@ export async function uploadFiles(sb: GuestSandbox, c: Context): Promise<Respons
       if (host instanceof Response) return host;
       if (isDirectory(host)) return envdError(400, `path ${JSON.stringify(dest)} is a directory`);
       try {
-        written.push(await writeTo(sb, host, part, meta));
+        written.push(await writeTo(sb, host, part, meta, user));
       } catch (e) {
         return envdError(400, `upload of ${JSON.stringify(dest)} failed: ${(e as Error).message}`);
       }
@@ -106,7 +109,7 @@ export async function uploadFiles(sb: GuestSandbox, c: Context): Promise<Respons
   if (encoding !== "" && encoding !== "identity" && encoding !== "gzip") return envdError(400, `unsupported Content-Encoding ${JSON.stringify(encoding)}`);
   const body = encoding === "gzip" ? raw.pipeThrough(new DecompressionStream("gzip")) : raw;
   try {
-    written.push(await writeTo(sb, host, body, meta));
+    written.push(await writeTo(sb, host, body, meta, user));
   } catch (e) {
     return envdError(400, `upload of ${JSON.stringify(path)} failed: ${(e as Error).message}`);
   }

@@ -13,6 +13,7 @@ import { EventType, Filesystem, type FilesystemEventSchema } from "./gen/filesys
 import { entryOf, type EntryInit } from "./entries.ts";
 import { PathError } from "./paths.ts";
 import type { GuestSandbox } from "./sandbox.ts";
+import { basicUser } from "./request-user.ts";
 
 type FsEventInit = MessageInitShape<typeof FilesystemEventSchema>;
 
@@ -84,11 +85,11 @@ export function filesystemService(sb: GuestSandbox, watchers: Map<string, Pollin
       }
     },
 
-    makeDir(req) {
+    makeDir(req, ctx) {
       try {
         const host = resolve(req.path);
         if (existsSync(host)) throw new ConnectError(`path ${JSON.stringify(req.path)} already exists`, Code.AlreadyExists);
-        mkdirSync(host, { recursive: true });
+        sb.makeDirs(host, basicUser(ctx.requestHeader.get("authorization")));
         return { entry: entryOf(sb.paths, host, sb.metadata) };
       } catch (e) {
         throw fsError(e, req.path);

@@ -5,20 +5,27 @@
 //   - starts a guest for each claim that has none (a fork child starts as a copy of its parent's files and
 //     access token, like a VM clone; the e2b surface then re-inits it with its own token; a checkpoint claim
 //     starts as a copy of the files the source had when the checkpoint was taken),
-//   - captures a copy of the source's files for each new checkpoint, and drops the copy of a deleted one,
+//   - captures a copy of the source's files for each new checkpoint and promoted template (a template with its
+//     envd defaults; a claim of it starts from that copy), and drops the copy of a deleted one,
 //   - pauses (SIGSTOP) the processes of hibernated/archived/failed claims and resumes (SIGCONT) running ones,
 //   - destroys the guest of every claim that left the table (release, expiry, vanish): all processes killed, the
 //     directory removed.
+// Where the host allows it (isolation.ts) each guest is a namespaced sandbox (namespace.ts, layer.ts): copies are
+// of its layer, pause is the freezer cgroup, destroy kills its PID namespace. Otherwise a process sandbox.
 // All sandbox directories live under one temporary base directory per node, removed by stop(). A simulator that
 // exits without stop() (process.exit, an uncaught error) still kills every sandbox's processes on its way out;
 // one killed by SIGKILL cannot, and its sandboxes' process groups outlive it (README.md).
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import { hostIsolation, type Isolation } from "./isolation.ts";
+import { simLog } from "../log.ts";
+import { Captures } from "./captures.ts";
+import { copyLayer, ensureWorkDirs, nameLayer, prepareLayer } from "./layer.ts";
+import { Namespace } from "./namespace.ts";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import type { Claim } from "../claims.ts";
 import { GuestSandbox } from "./sandbox.ts";
-import { FileMetadata } from "./metadata.ts";
 import { startGuestServer, type GuestServer } from "./server.ts";
 
 /** The guest port envd listens on; the ports relay maps it to the guest agent. */
@@ -26,6 +33,8 @@ export const ENVD_PORT = 49983;
 
 interface Guest {
   sb: GuestSandbox;
+  /** The sandbox's host directory (a namespaced sandbox's layer lives in it: layer.ts). */
+  dir: string;
   server: GuestServer;
   paused: boolean;
 }
@@ -37,25 +46,41 @@ export interface GuestHostOptions {
   host?: string;
   /** The node's clock: judges signed-URL expiry in every guest (default the real clock). */
   clock?: Clock;
+  /** "auto" (default): namespaced sandboxes where the host allows them; "process": always the process sandbox. */
+  isolation?: "auto" | "process";
+  /** false: namespaced sandboxes get no freezer cgroup and hibernate with SIGSTOP (as on a host without one). */
+  freezer?: boolean;
 }
 
 export class GuestHost {
   readonly baseDir: string;
   private readonly guests = new Map<string, Guest>();
-  /** Checkpoint id -> the source's files (a directory) and file metadata as they were when it was taken. */
-  private readonly captures = new Map<string, { dir: string; metadata: FileMetadata }>();
+  /** Checkpoints ("ck:<id>") and promoted templates ("tpl:<digest>"): copies of their source (captures.ts). */
+  private readonly captures: Captures;
   private readonly host: string;
   private readonly clock: Clock;
+  /** What kind of sandbox this node's guests are (isolation.ts). */
+  readonly isolation: Isolation;
+  /** Destroys still in flight (a namespaced sandbox waits for its last process before removing its files). */
+  private readonly dying = new Set<Promise<void>>();
+  private readonly useFreezer: boolean;
 
   private readonly onExit = () => {
-    for (const g of this.guests.values()) g.sb.processes.killAll();
+    for (const g of this.guests.values()) g.sb.killNow();
   };
 
   constructor(o: GuestHostOptions = {}) {
     this.baseDir = mkdtempSync(join(o.dir ?? tmpdir(), "sandboxd-sim-guests-"));
+    this.captures = new Captures(this.baseDir);
     this.host = o.host ?? "127.0.0.1";
     this.clock = o.clock ?? realClock;
+    this.useFreezer = o.freezer !== false;
+    this.isolation = o.isolation === "process" ? { mode: "process", reason: "asked for (isolation: process)" } : hostIsolation();
     process.on("exit", this.onExit);
+  }
+
+  private get namespaced(): boolean {
+    return this.isolation.mode === "namespaces";
   }
 
   get size(): number {
@@ -74,26 +99,29 @@ export class GuestHost {
   target(id: string, port: number): { host: string; port: number } | undefined {
     const g = this.guests.get(id);
     if (!g) return undefined;
-    return port === ENVD_PORT ? { host: this.host, port: g.server.port } : { host: "127.0.0.1", port };
+    if (port === ENVD_PORT) return { host: this.host, port: g.server.port };
+    // A sandbox with its own network is reached on its own loopback, through the relay inside it.
+    if (g.sb.ns?.ownNetwork) {
+      g.sb.ns.ensureRelay().catch(() => {}); // the dial waits for its socket (http/relay.ts)
+      return { host: `unix:${g.sb.ns.socketPath}`, port };
+    }
+    return { host: "127.0.0.1", port };
   }
 
-  sync(claims: Iterable<Claim>, checkpoints: Iterable<{ id: string; sandboxId: string }> = []): void {
+  /**
+   * Checkpoints and promoted templates: a new one captures its source as it stands now (a template also its
+   * envd defaults); a deleted or replaced one drops its copy.
+   */
+  sync(claims: Iterable<Claim>, checkpoints: Iterable<{ id: string; sandboxId: string }> = [], templates: Iterable<{ contentDigest: string; sourceId?: string }> = []): void {
     const kept = new Set<string>();
-    for (const ck of checkpoints) {
-      kept.add(ck.id);
-      const source = this.guests.get(ck.sandboxId);
-      if (this.captures.has(ck.id) || !source) continue;
-      const dir = join(this.baseDir, "checkpoints", ck.id);
-      cpSync(source.sb.paths.root, dir, { recursive: true, verbatimSymlinks: true });
-      const metadata = new FileMetadata();
-      metadata.copyFrom(source.sb.metadata);
-      this.captures.set(ck.id, { dir, metadata });
-    }
-    for (const [id, capture] of this.captures) {
-      if (kept.has(id)) continue;
-      rmSync(capture.dir, { recursive: true, force: true });
-      this.captures.delete(id);
-    }
+    const capture = (key: string, sourceId: string | undefined, defaults: boolean) => {
+      kept.add(key);
+      const source = sourceId ? this.guests.get(sourceId) : undefined;
+      if (!this.captures.has(key) && source) this.captures.take(key, source, { defaults });
+    };
+    for (const ck of checkpoints) capture(`ck:${ck.id}`, ck.sandboxId, false);
+    for (const t of templates) capture(`tpl:${t.contentDigest}`, t.sourceId, true);
+    this.captures.retain(kept);
     const live = new Set<string>();
     for (const c of claims) {
       live.add(c.id);
@@ -108,25 +136,47 @@ export class GuestHost {
       if (live.has(id)) continue;
       this.guests.delete(id);
       void g.server.stop();
-      g.sb.destroy();
+      this.track(g.sb.destroy());
     }
   }
 
+  private track(p: Promise<void>): void {
+    this.dying.add(p);
+    void p.finally(() => this.dying.delete(p));
+  }
+
   private create(c: Claim): Guest {
-    const root = join(this.baseDir, c.id);
+    const dir = join(this.baseDir, c.id);
     const parent = c.forkedFrom ? this.guests.get(c.forkedFrom) : undefined;
-    const capture = c.fromCheckpoint ? this.captures.get(c.fromCheckpoint) : undefined;
-    const from = parent ? { dir: parent.sb.paths.root, metadata: parent.sb.metadata } : capture;
-    if (from) cpSync(from.dir, root, { recursive: true, verbatimSymlinks: true });
-    const sb = new GuestSandbox({ id: c.id, root, instanceMetadata: () => c.instanceMetadata });
+    // A checkpoint claim starts from the checkpoint's copy; a promoted template's clone from the template's.
+    const capture = c.fromCheckpoint ? this.captures.get(`ck:${c.fromCheckpoint}`) : c.templateDigest ? this.captures.get(`tpl:${c.templateDigest}`) : undefined;
+    const from = parent ? { dir: parent.dir, metadata: parent.sb.metadata } : capture;
+    let sb: GuestSandbox;
+    if (this.namespaced) {
+      if (from) {
+        copyLayer(from.dir, dir);
+        ensureWorkDirs(dir);
+      } else prepareLayer(dir);
+      nameLayer(dir, c.id);
+      const ns = new Namespace({ dir, hostname: c.id, ownNetwork: c.key.net !== "egress", cgroup: `${basename(this.baseDir)}-${c.id}`, freezer: this.useFreezer });
+      sb = new GuestSandbox({ id: c.id, root: join(dir, "layer"), ns, instanceMetadata: () => c.instanceMetadata });
+      // Its requests answer 503 with the reason; the log says it once.
+      sb.ready.catch((e: Error) => {
+        if (sb.alive) simLog().warn({ sandbox: c.id, err: e.message }, "namespaced sandbox did not start");
+      });
+    } else {
+      if (from) cpSync(from.dir, dir, { recursive: true, verbatimSymlinks: true });
+      sb = new GuestSandbox({ id: c.id, root: dir, instanceMetadata: () => c.instanceMetadata });
+    }
     if (from) sb.metadata.copyFrom(from.metadata);
+    if (capture?.defaults) Object.assign(sb, { ...capture.defaults, envVars: { ...capture.defaults.envVars } });
     if (parent) {
       sb.accessToken = parent.sb.accessToken;
       sb.envVars = { ...parent.sb.envVars };
       sb.defaultUser = parent.sb.defaultUser;
       sb.defaultWorkdir = parent.sb.defaultWorkdir;
     }
-    const g: Guest = { sb, server: startGuestServer(sb, this.host, this.clock), paused: false };
+    const g: Guest = { sb, dir, server: startGuestServer(sb, this.host, this.clock), paused: false };
     this.guests.set(c.id, g);
     return g;
   }
@@ -136,8 +186,8 @@ export class GuestHost {
     process.off("exit", this.onExit);
     const all = [...this.guests.values()];
     this.guests.clear();
-    for (const g of all) g.sb.destroy();
-    await Promise.all(all.map((g) => g.server.stop()));
+    for (const g of all) this.track(g.sb.destroy());
+    await Promise.all([...all.map((g) => g.server.stop()), ...this.dying]);
     rmSync(this.baseDir, { recursive: true, force: true });
   }
 }

@@ -10,7 +10,8 @@ import { isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
 export const GUEST_HOME = "/home/user";
 
 export class GuestPaths {
-  constructor(readonly root: string) {}
+  // A namespaced sandbox rebases it onto /proc/<pid 1>/root once started (sandbox.ts).
+  constructor(public root: string) {}
 
   /** The host directory commands start in and HOME points at. */
   get home(): string {

@@ -13,6 +13,7 @@ import type { ProcessEventSchema } from "./gen/process/process_pb.ts";
 import { NoSuchProcess, ProcessRefused, type GuestProcess, type ProcEvent, type Selector } from "./processes.ts";
 import { PathError } from "./paths.ts";
 import type { GuestSandbox } from "./sandbox.ts";
+import { basicUser } from "./request-user.ts";
 
 type EventInit = MessageInitShape<typeof ProcessEventSchema>;
 
@@ -120,15 +121,14 @@ export function processService(sb: GuestSandbox): ServiceImpl<typeof Process> {
       let proc: GuestProcess;
       let early: ProcEvent[] | undefined = [];
       try {
-        const cwdHost = sb.paths.toHost(cfg.cwd ?? sb.defaultWorkdir);
+        await sb.ready;
         proc = await t.start(
           { cmd: cfg.cmd, args: [...cfg.args], envs: { ...cfg.envs }, cwd: cfg.cwd },
           {
             tag: req.tag,
             stdin: req.stdin ?? true,
             pty: req.pty ? { cols: req.pty.size?.cols ?? 0, rows: req.pty.size?.rows ?? 0 } : undefined,
-            cwdHost,
-            env: sb.env(cfg.envs, cwdHost),
+            ...sb.launch(cfg.cwd || undefined, basicUser(ctx.requestHeader.get("authorization")), cfg.envs),
           },
           // Output that arrives between spawn and the stream's own subscription is kept, not lost.
           (e) => early?.push(e),

@@ -6,7 +6,7 @@
 // attached to the process: the Start stream that spawned it and any Connect streams.
 import { spawn, type ChildProcess } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 
 export interface ProcessConfig {
   cmd: string;
@@ -84,20 +84,32 @@ export class GuestProcess {
 }
 
 /**
- * The /dev/pts/N that the command under `script` (pid `leader`) reads as stdin, from Linux /proc: `script` starts
- * it in a session of its own, so it is found as a child of the leader, not by process group.
+ * The terminal the command under `script` (a descendant of `leader`) reads as stdin, as /proc/<pid>/fd/0: that
+ * path reopens the same pseudo-terminal from the host even when it lives in a sandbox's own devpts instance.
+ * `script` starts the command in a session of its own, so it is found by parentage, not by process group.
  */
 function terminalOf(leader: number): string | undefined {
+  const children = new Map<number, number[]>();
   for (const d of readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      const fields = readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]!.split(" ");
-      if (Number(fields[1]) !== leader) continue; // field 4 of stat: the parent
-      const stdin = readlinkSync(`/proc/${d}/fd/0`);
-      if (stdin.startsWith("/dev/pts/")) return stdin;
+      const ppid = Number(readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]!.split(" ")[1]); // field 4: the parent
+      (children.get(ppid) ?? children.set(ppid, []).get(ppid)!).push(Number(d));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const queue = [...(children.get(leader) ?? [])];
+  while (queue.length) {
+    const pid = queue.shift()!;
+    try {
+      // A pty slave (Unix98 majors 136-143), whichever devpts instance holds it.
+      const major = Math.floor(statSync(`/proc/${pid}/fd/0`).rdev / 256) & 0xfff;
+      if (major >= 136 && major <= 143) return `/proc/${pid}/fd/0`;
     } catch {
       // exited, or not ours to read
     }
+    queue.push(...(children.get(pid) ?? []));
   }
   return undefined;
 }
@@ -110,7 +122,12 @@ export interface SpawnOptions {
   /** Host directory to start in (already resolved and checked by the caller). */
   cwdHost: string;
   env: Record<string, string>;
+  /** Namespaced sandbox: the guest directory and identity the command runs with inside (namespace.ts). */
+  inside?: { cwd: string; uid: number; gid: number };
 }
+
+/** Turns a command line into the host command that runs it inside a namespaced sandbox. */
+export type Launcher = (argv: string[], cwd: string, who: { uid: number; gid: number }) => [string, string[]];
 
 const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
 const HAS_SCRIPT = existsSync("/usr/bin/script");
@@ -132,6 +149,8 @@ export class ProcessTable {
   private readonly groups = new Set<number>();
   private paused = false;
 
+  constructor(private readonly launcher?: Launcher) {}
+
   list(): GuestProcess[] {
     return [...this.procs.values()];
   }
@@ -145,9 +164,12 @@ export class ProcessTable {
   /** Spawn and resolve once the OS has started it (or reject with why it could not). */
   async start(config: ProcessConfig, o: SpawnOptions, onEvent: (e: ProcEvent) => void): Promise<GuestProcess> {
     if (!existsSync(o.cwdHost) || !statSync(o.cwdHost).isDirectory()) throw new ProcessRefused(`cwd ${JSON.stringify(config.cwd ?? o.cwdHost)} is not a directory`);
-    const [cmd, args] = o.pty ? inTerminal(config, o.pty) : [config.cmd, config.args];
+    // A namespaced sandbox never runs a command on the host: one without its identity inside is refused.
+    if (this.launcher && !o.inside) throw new ProcessRefused(`cannot start ${JSON.stringify(config.cmd)}: no user inside the sandbox`);
+    const [cmd0, args0] = o.pty ? inTerminal(config, o.pty) : [config.cmd, config.args];
+    const [cmd, args] = this.launcher && o.inside ? this.launcher([cmd0, ...args0], o.inside.cwd, o.inside) : [cmd0, args0];
     const child = spawn(cmd, args, {
-      cwd: o.cwdHost,
+      cwd: this.launcher ? "/" : o.cwdHost,
       env: o.env,
       detached: true, // own process group: signals reach the whole tree
       stdio: [o.stdin || o.pty ? "pipe" : "ignore", "pipe", "pipe"],

@@ -1,28 +1,46 @@
 // sandboxd-sim guest — development substrate, not product code. See README.md in this folder.
 //
-// One sandbox's guest-side state: its directory, its processes, and what envd's /init set (access token, env
-// vars, default user and working directory). Release, expiry and kill call destroy(): every process group is
-// killed and the directory removed. Hibernate and wake call pause()/resume() (SIGSTOP / SIGCONT).
+// One sandbox's guest-side state: its files, its processes, and what envd's /init set (access token, env vars,
+// default user and working directory). Two kinds (isolation.ts): a namespaced sandbox (namespace.ts) runs its
+// commands inside its own namespaces and overlay root, as the user they name; a process sandbox runs them as host
+// child processes in its directory. Release, expiry and kill call destroy(): every process killed and the
+// directory removed. Hibernate and wake call pause()/resume() (the freezer cgroup, else SIGSTOP / SIGCONT).
 import { createHash } from "node:crypto";
-import { mkdirSync, rmSync } from "node:fs";
+import { chownSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { dirname } from "node:path";
 import { GuestPaths } from "./paths.ts";
-import { ProcessTable } from "./processes.ts";
+import { ProcessRefused, ProcessTable, type SpawnOptions } from "./processes.ts";
 import { FileMetadata } from "./metadata.ts";
+import type { Namespace } from "./namespace.ts";
 
 export interface GuestSandboxOptions {
   id: string;
-  /** The sandbox's directory; created (with home/user inside) if missing. */
+  /** The sandbox's directory (a process sandbox's "/", created with home/user inside if missing). */
   root: string;
   /** The claim's instance metadata (sandboxd `PUT …/instance-metadata`), read at /init time for a re-init. */
   instanceMetadata?: () => Record<string, unknown> | undefined;
+  /** A namespaced sandbox: its namespaces and overlay root; the files are then reached through them. */
+  ns?: Namespace;
 }
+
+export interface GuestUser {
+  name: string;
+  uid: number;
+  gid: number;
+  home: string;
+}
+
+const STD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 export class GuestSandbox {
   readonly id: string;
   readonly paths: GuestPaths;
-  readonly processes = new ProcessTable();
+  readonly processes: ProcessTable;
   /** User-defined file metadata (metadata.ts). */
   readonly metadata = new FileMetadata();
+  readonly ns: Namespace | undefined;
+  /** Settles once the sandbox can run commands and serve files (a namespaced one has to start first). */
+  readonly ready: Promise<void>;
   /** The access token envd checks as X-Access-Token; unset until /init sets one (then every route but /health is checked). */
   accessToken: string | undefined;
   envVars: Record<string, string> = {};
@@ -37,7 +55,19 @@ export class GuestSandbox {
     this.paths = new GuestPaths(o.root);
     this.defaultWorkdir = "/home/user";
     this.instanceMetadata = o.instanceMetadata ?? (() => undefined);
-    mkdirSync(this.paths.home, { recursive: true });
+    this.ns = o.ns;
+    const ns = o.ns;
+    this.processes = new ProcessTable(ns ? (argv, cwd, who) => ns.command(argv, cwd, who) : undefined);
+    if (ns) {
+      // Files are reached through PID 1's root: the overlay as the sandbox sees it, symlinks resolved inside it.
+      this.ready = ns.ready.then(() => {
+        this.paths.root = ns.rootPath;
+      });
+      this.ready.catch(() => {});
+    } else {
+      mkdirSync(this.paths.home, { recursive: true });
+      this.ready = Promise.resolve();
+    }
   }
 
   get alive(): boolean {
@@ -56,34 +86,85 @@ export class GuestSandbox {
     return typeof hash === "string" && bodyToken !== undefined && createHash("sha512").update(bodyToken).digest("hex") === hash.toLowerCase();
   }
 
-  /** The environment a command starts with: a minimal host base, then /init's env vars, then the request's. */
-  env(extra: Record<string, string>, cwdHost: string): Record<string, string> {
+  /**
+   * A user of a namespaced sandbox, from its own /etc/passwd (so one `useradd` created counts); undefined for
+   * a process sandbox, where everything runs as the simulator's user. An unknown name is refused.
+   */
+  user(name: string | undefined): GuestUser | undefined {
+    if (!this.ns) return undefined;
+    const want = name && name !== "" ? name : this.defaultUser;
+    for (const line of readFileSync(this.paths.toHost("/etc/passwd"), "utf8").split("\n")) {
+      const f = line.split(":");
+      if (f[0] === want && f.length >= 7) return { name: want, uid: Number(f[2]), gid: Number(f[3]), home: f[5] || "/" };
+    }
+    throw new ProcessRefused(`user ${JSON.stringify(want)} does not exist in the sandbox`);
+  }
+
+  /**
+   * How a command starts: its host directory (checked by the process table), and for a namespaced sandbox the
+   * guest directory and identity inside. The environment: a minimal base, then /init's env vars, then the request's.
+   */
+  launch(cwd: string | undefined, userName: string | undefined, extra: Record<string, string>): Pick<SpawnOptions, "cwdHost" | "env" | "inside"> {
+    const guestCwd = cwd ?? this.defaultWorkdir;
+    const cwdHost = this.paths.toHost(guestCwd);
+    const who = this.user(userName);
+    const name = who?.name ?? this.defaultUser;
     const base: Record<string, string> = {
-      PATH: process.env.PATH ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-      HOME: this.paths.home,
-      USER: this.defaultUser,
-      LOGNAME: this.defaultUser,
+      PATH: who ? STD_PATH : (process.env.PATH ?? STD_PATH),
+      HOME: who ? who.home : this.paths.home,
+      USER: name,
+      LOGNAME: name,
       SHELL: "/bin/bash",
       LANG: process.env.LANG ?? "C.UTF-8",
-      PWD: cwdHost,
+      PWD: who ? this.paths.toGuest(cwdHost) : cwdHost,
       E2B_SANDBOX: "true",
       E2B_SANDBOX_ID: this.id,
     };
-    return { ...base, ...this.envVars, ...extra };
+    const env = { ...base, ...this.envVars, ...extra };
+    return who ? { cwdHost, env, inside: { cwd: this.paths.toGuest(cwdHost), uid: who.uid, gid: who.gid } } : { cwdHost, env };
+  }
+
+  /**
+   * Create a directory (and its missing parents) owned by the user a files request acts as, as envd does: a
+   * file the SDK writes as `user` is `user`'s to change in a command. A process sandbox only creates it.
+   */
+  makeDirs(host: string, userName: string | undefined): void {
+    const first = mkdirSync(host, { recursive: true });
+    if (first !== undefined) this.chownUp(host, first, userName);
+  }
+
+  /** Give a file just written (and the directories made for it, from `upTo`) to the request's user. */
+  chownUp(host: string, upTo: string, userName: string | undefined): void {
+    const who = this.ns ? this.user(userName) : undefined;
+    if (!who) return;
+    for (let p = host; ; p = dirname(p)) {
+      chownSync(p, who.uid, who.gid);
+      if (p === upTo || p.length <= upTo.length) break;
+    }
   }
 
   pause(): void {
-    this.processes.pauseAll();
+    if (this.ns) this.ns.pause();
+    else this.processes.pauseAll();
   }
   resume(): void {
-    this.processes.resumeAll();
+    if (this.ns) this.ns.resume();
+    else this.processes.resumeAll();
   }
 
-  /** Kill every process and remove the directory. Idempotent. */
-  destroy(): void {
-    if (this.destroyed) return;
+  /** Kill every process and remove the directory (a namespaced sandbox: once its last process is gone). Idempotent. */
+  destroy(): Promise<void> {
+    if (this.destroyed) return this.ns?.destroy() ?? Promise.resolve();
     this.destroyed = true;
     this.processes.killAll();
+    if (this.ns) return this.ns.destroy();
     rmSync(this.paths.root, { recursive: true, force: true });
+    return Promise.resolve();
+  }
+
+  /** The process-exit path: kill what can be killed synchronously. */
+  killNow(): void {
+    this.processes.killAll();
+    this.ns?.killNow();
   }
 }

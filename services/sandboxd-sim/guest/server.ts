@@ -13,7 +13,7 @@ import { z } from "zod";
 import { createConnectRouter } from "@connectrpc/connect";
 import { createFetchHandler } from "@connectrpc/connect/protocol";
 import { cpus, freemem, totalmem } from "node:os";
-import { mkdirSync, statfsSync } from "node:fs";
+import { statfsSync } from "node:fs";
 import { Process } from "./gen/process/process_pb.ts";
 import { Filesystem } from "./gen/filesystem/filesystem_pb.ts";
 import { processService } from "./process-service.ts";
@@ -100,7 +100,7 @@ export function createGuestApp(sb: GuestSandbox, clock: Clock = realClock): Hono
     if (body.defaultUser) sb.defaultUser = body.defaultUser;
     if (body.defaultWorkdir) {
       try {
-        mkdirSync(sb.paths.toHost(body.defaultWorkdir), { recursive: true });
+        sb.makeDirs(sb.paths.toHost(body.defaultWorkdir), undefined);
       } catch (e) {
         if (e instanceof PathError) return envdError(400, e.message);
         throw e;
@@ -157,7 +157,15 @@ export function startGuestServer(sb: GuestSandbox, host = "127.0.0.1", clock: Cl
     // Never Bun's development page: odd request targets get envd's envelope, a throw one log line (shared/http).
     development: false,
     error: uncaughtErrorHandler(simLog(), codeMessageEnvelope),
-    fetch: guardRequests(codeMessageEnvelope, (req: Request) => app.fetch(req)),
+    fetch: guardRequests(codeMessageEnvelope, async (req: Request) => {
+      // A namespaced sandbox answers once its namespaces and root are up (a claim's first request may race them).
+      try {
+        await sb.ready;
+      } catch (e) {
+        return envdError(503, `sandbox not started: ${(e as Error).message}`);
+      }
+      return app.fetch(req);
+    }),
   });
   return {
     port: server.port!,

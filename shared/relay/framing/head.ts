@@ -1,7 +1,8 @@
 // The response head of one HTTP/1.1 exchange, read incrementally from untrusted guest bytes (docs/envd-relay.md
 // "Framing"): CRLF line ends only (a bare LF or CR, or a NUL, is refused as it arrives), a bounded size and header
 // count, a status line `HTTP/1.x NNN reason` with NNN in 100..599, no obs-fold, token header names, and one
-// unambiguous body framing (see `framingOf`). Interim 1xx heads are skipped (101 is refused: no upgrade was asked).
+// unambiguous body framing (see `framingOf`). Interim 1xx heads are skipped; 101 is final when an upgrade was asked
+// (the relay's WebSocket handshake), else refused.
 import { FramingError } from "./error.ts";
 import { MAX_HEAD_BYTES, MAX_HEADER_COUNT, MAX_INTERIM_HEADS, MAX_LENGTH_DIGITS } from "./limits.ts";
 
@@ -102,7 +103,14 @@ export class ResponseHeadReader {
   private lineLen = 0;
   private lines = 0;
 
-  constructor(private readonly method: string) {}
+  /**
+   * `upgrade`: the request asked for a protocol switch (a WebSocket handshake), so a `101` is the final head (its
+   * framing `none`: what follows is the new protocol's bytes) instead of a violation.
+   */
+  constructor(
+    private readonly method: string,
+    private readonly o: { upgrade?: boolean } = {},
+  ) {}
 
   /** Bytes of a head not yet complete have arrived (a deadline on finishing the head runs while this holds). */
   get started(): boolean {
@@ -135,7 +143,11 @@ export class ResponseHeadReader {
         this.len = 0;
         return { head: { status, headers, framing: framingOf(this.method, status, headers) }, rest };
       }
-      if (status === 101) throw fail("101 Switching Protocols without an upgrade request");
+      if (status === 101) {
+        if (!this.o.upgrade) throw fail("101 Switching Protocols without an upgrade request");
+        this.len = 0;
+        return { head: { status, headers, framing: { kind: "none" } }, rest };
+      }
       if (++this.interim > MAX_INTERIM_HEADS) throw fail(`more than ${MAX_INTERIM_HEADS} interim responses`);
       this.consumed += end;
       this.prev = -1;

@@ -1,6 +1,7 @@
 // The quota flags are shared (shared/config/common-flags.ts): sandbox-apiserver with --enable-e2b-api enforces a
 // key line's max-sandboxes and the default rate from --e2b-default-creates-per-second, answers 429 with the e2b body
-// and Retry-After (the SDK's RateLimitError), and reports the counts on the e2b listener's /metrics.
+// and Retry-After (the SDK's RateLimitError), and reports the counts on its own /metrics (secure port, behind its
+// SubjectAccessReview), never on the keyless e2b listener: the series name every namespace.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -70,7 +71,15 @@ describe("sandbox-apiserver --enable-e2b-api: per-namespace quotas", () => {
       await Sandbox.create("base", opts);
       const err = await Sandbox.create("base", opts).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(RateLimitError);
-      const metrics = await (await fetch(`${api}/metrics`)).text();
+      const onE2b = await fetch(`${api}/metrics`);
+      expect(onE2b.status).toBe(401);
+      expect(await onE2b.text()).not.toContain("team-one");
+      // Anonymous on the secure port: refused like every non-resource URL without a grant.
+      const tls = { ca: stack.caPem, cert: stack.cluster.admin.certPem, key: stack.cluster.admin.keyPem };
+      expect((await fetch(`https://127.0.0.1:${server.port}/metrics`, { tls: { ca: stack.caPem } })).status).toBe(403);
+      const scraped = await fetch(`https://127.0.0.1:${server.port}/metrics`, { tls });
+      expect(scraped.status).toBe(200);
+      const metrics = await scraped.text();
       expect(metrics).toContain('e2b_quota_rejections_total{namespace="team-one",quota="max-sandboxes"} 1');
       expect(metrics).toContain('e2b_quota_rejections_total{namespace="team-rate",quota="creates-per-second"} 1');
       expect(metrics).toContain('e2b_namespace_quota_creates_per_second{namespace="team-rate"} 0.1');

@@ -1,6 +1,7 @@
 // Issue 17 cases 6, 7, 9 and 10 against the real sandbox-e2b and the simulator: the probe path cannot be starved by
 // callers without a credential; namespaces are DNS-1123 labels and a claim without a `<ns>/` prefix reaches no key;
-// per-namespace quotas answer 429 + Retry-After (the SDK's RateLimitError) and show on /metrics.
+// per-namespace quotas answer 429 + Retry-After (the SDK's RateLimitError) and show on the metrics listener's /metrics
+// (not on the keyless e2b listener: the series name every namespace).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { request as httpRequest } from "node:http";
@@ -194,13 +195,19 @@ describe("case 10: a claim without a <ns>/ claim_ref reaches no key", () => {
   }, 60_000);
 });
 
+/** The process's metrics listener (--metrics-bind-address): where the quota series are served. */
+async function scrape(s: Stack): Promise<string> {
+  expect(s.mesh.metricsPort).toBeDefined();
+  return (await fetch(`http://127.0.0.1:${s.mesh.metricsPort}/metrics`)).text();
+}
+
 describe("case 9: per-namespace quotas", () => {
   let s: Stack;
   beforeAll(async () => {
     s = await startStack({
       pools: ["img:1/none/small=8"],
       keys: `${KEY_A} team-a max-sandboxes=2\n${KEY_B} team-b max-sandboxes=0 creates-per-second=0.2\n${KEY_C} team-c\n`,
-      extraFlags: ["--e2b-default-max-sandboxes=1"],
+      extraFlags: ["--e2b-default-max-sandboxes=1", "--metrics-bind-address=127.0.0.1:0"],
     });
   }, 60_000);
   afterAll(async () => {
@@ -221,7 +228,7 @@ describe("case 9: per-namespace quotas", () => {
     expect(fork.headers.get("retry-after")).not.toBeNull();
     // Refused before any claim: the node saw no claim or fork for them.
     expect(s.cluster.nodes[0]!.requests.filter((e) => e.route === "claim" || e.route === "fork").length).toBe(claimsBefore);
-    const metrics = await (await fetch(`${s.apiUrl}/metrics`)).text();
+    const metrics = await scrape(s);
     expect(metrics).toContain('e2b_namespace_sandboxes{namespace="team-a"} 2');
     expect(metrics).toContain('e2b_namespace_quota_max_sandboxes{namespace="team-a"} 2');
     expect(metrics).toMatch(/e2b_quota_rejections_total\{namespace="team-a",quota="max-sandboxes"\} 2/);
@@ -238,10 +245,20 @@ describe("case 9: per-namespace quotas", () => {
     expect(b2.status).toBe(429);
     expect(b2.json).toEqual({ code: 429, message: expect.stringContaining("creates-per-second") });
     expect(b2.headers.get("retry-after")).toBe("5");
-    const metrics = await (await fetch(`${s.apiUrl}/metrics`)).text();
+    const metrics = await scrape(s);
     expect(metrics).toContain('e2b_quota_rejections_total{namespace="team-b",quota="creates-per-second"} 1');
     expect(metrics).toContain('e2b_namespace_quota_max_sandboxes{namespace="team-b"} 0');
   }, 60_000);
+
+  test("the quota series (every namespace's name and count) are not on the e2b listener, with or without a key", async () => {
+    const keyless = await fetch(`${s.apiUrl}/metrics`);
+    expect(keyless.status).toBe(401);
+    expect(await keyless.text()).not.toContain("e2b_namespace");
+    const keyed = await api(s, "GET", "/metrics", KEY_C);
+    expect(keyed.status).toBe(404);
+    expect(JSON.stringify(keyed.json)).not.toContain("team-a");
+    expect(await scrape(s)).toContain('e2b_namespace_quota_max_sandboxes{namespace="team-a"} 2');
+  });
 
   test("the e2b SDK sees the 429 as its RateLimitError", async () => {
     await Sandbox.create("base", { ...sdkOpts(s, KEY_C), requestTimeoutMs: 3_000 });

@@ -16,14 +16,14 @@ let child: Child;
 let api = "";
 let proxyPort = 0;
 let proxyUrl = "";
-/** The process's metrics listener (--metrics-bind-address): the gauges are not on the public listener. */
+/** The process's metrics listener: the proxy's gauges are served there only. */
 let metricsUrl = "";
 let silent: HostileGuest;
 
 beforeAll(async () => {
   silent = await startHostileGuest("silent");
   fixture = await e2bProcessFixture({ rootToken: ROOT, apiKey: KEY, domain: DOMAIN });
-  child = spawnE2b([...fixture.args, "--metrics-bind-address=127.0.0.1:0", `--envd-proxy-guest-handshake-timeout=${DEADLINE_S}s`]);
+  child = spawnE2b([...fixture.args, `--envd-proxy-guest-handshake-timeout=${DEADLINE_S}s`, "--metrics-bind-address=127.0.0.1:0"]);
   api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
   proxyPort = Number((await child.waitFor("envd proxy listening")).port);
   proxyUrl = `http://127.0.0.1:${proxyPort}`;

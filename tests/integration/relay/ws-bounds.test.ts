@@ -16,7 +16,7 @@ let child: Child;
 let api = "";
 let proxyPort = 0;
 let proxyUrl = "";
-/** The process's metrics listener (--metrics-bind-address): the gauges are not on the public listener. */
+/** The process's metrics listener: the proxy's gauges are served there only. */
 let metricsUrl = "";
 let deaf: HostileGuest;
 let talker: HostileGuest;

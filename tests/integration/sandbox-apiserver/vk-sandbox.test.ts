@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { Daemon } from "../../e2e/vk-sandbox/daemon.ts";
 import { kubectl, kubectlStream } from "../../kube/kubectl.ts";
 import { freePorts } from "../../kube/ports.ts";
@@ -159,5 +160,14 @@ subjects: [{kind: User, name: ${user}}]
   expect(result.kind).toBe("SandboxForkResult");
   expect(result.children).toHaveLength(1);
   expect(sim.claims()).toHaveLength(claimsBefore + 1);
+  // The clone inherits the Pod's claim stamp (sandboxd.md: fork children inherit metadata), so the e2b surface never
+  // shows it; a named snapshot is stamped `pod:<ns>/<name>`, a name in no e2b namespace.
+  const child = sim.claims().find((c) => c.id === result.children[0]!.sandboxID);
+  expect(child?.metadata?.["vk-sandbox.pod-uid"]).toBeTruthy();
+  const snap = await kubectl(["create", "--raw", "/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/guarded-pod/snapshot", "-f", "-"], { kubeconfig: userKubeconfig, stdin: '{"name":"before-upgrade"}' });
+  expect(snap.code).toBe(0);
+  const snapshotID = (JSON.parse(snap.stdout) as { snapshotID: string }).snapshotID;
+  const checkpoints = await new SandboxdClient({ baseUrl: sim.url, token: ROOT }).listCheckpoints();
+  expect(checkpoints.find((c) => c.id === snapshotID)?.name).toBe("pod:default/before-upgrade");
   await kubectl(["delete", "pod", "guarded-pod", "--wait=false"], { kubeconfig: stack.admin });
 }, 120_000);

@@ -56,6 +56,10 @@ describe("sandboxd-sim standalone binary", () => {
     })();
     await until(() => out.includes("admin listening"), "the admin listener", 10_000);
     expect(out).toContain("development substrate");
+    // It says once which guest sandboxes it runs: as root (CI) the namespaced ones, never the fallback.
+    expect(out.match(/guest sandboxes: /g)).toHaveLength(1);
+    if (process.getuid?.() === 0) expect(out).toContain("guest sandboxes: own Linux namespaces");
+    else expect(out).toContain("guest sandboxes: FALLBACK to process sandboxes");
     const urls = [...out.matchAll(/node \d listening on (http:\/\/\S+)/g)].map((m) => m[1]!);
     const admin = /admin listening on (http:\/\/\S+?)\/_sim\//.exec(out)![1]!;
     expect(urls).toHaveLength(2);

@@ -16,9 +16,13 @@ const ENVD = 49983;
 let sim: SandboxdSim;
 let front: RelayFront;
 const routes = new Map<string, FrontRoute>();
+// The process sandbox (the fallback where namespaces are unavailable), for the tests of its own signal semantics.
+let procSim: SandboxdSim;
+let procFront: RelayFront;
 
 /** POST /v1/claim, then envd /init over the passive relay with the given access token (and init body extras). */
-async function newSandbox(accessToken: string, init: Record<string, unknown> = {}): Promise<{ sb: Sandbox; claimId: string; claimToken: string }> {
+async function newSandbox(accessToken: string, init: Record<string, unknown> = {}, on: { sim: SandboxdSim; front: RelayFront } = { sim, front }): Promise<{ sb: Sandbox; claimId: string; claimToken: string }> {
+  const { sim, front } = on;
   const r = await fetch(`${sim.url}/v1/claim`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` }, body: JSON.stringify({ template: "base" }) });
   const claim = (await r.json()) as { id: string; token: string };
   const publicId = claim.id.replace("_", "-");
@@ -29,13 +33,13 @@ async function newSandbox(accessToken: string, init: Record<string, unknown> = {
     body: JSON.stringify({ accessToken, defaultUser: "user", defaultWorkdir: "/home/user", ...init }),
   });
   expect(initReply.status).toBe(204);
-  return { sb: sdkFor(publicId, accessToken), claimId: claim.id, claimToken: claim.token };
+  return { sb: sdkFor(publicId, accessToken, front.url), claimId: claim.id, claimToken: claim.token };
 }
 
 /** The SDK's own Sandbox object for an existing sandbox (what Sandbox.create returns after its REST call). */
-function sdkFor(publicId: string, accessToken: string): Sandbox {
+function sdkFor(publicId: string, accessToken: string, sandboxUrl = front.url): Sandbox {
   const Ctor = Sandbox as unknown as new (o: Record<string, unknown>) => Sandbox;
-  return new Ctor({ sandboxId: publicId, envdAccessToken: accessToken, envdVersion: "0.8.0", sandboxUrl: front.url, domain: "sim.test", apiKey: "unused" });
+  return new Ctor({ sandboxId: publicId, envdAccessToken: accessToken, envdVersion: "0.8.0", sandboxUrl, domain: "sim.test", apiKey: "unused" });
 }
 
 
@@ -60,10 +64,12 @@ function procState(pid: number): string | undefined {
 beforeAll(async () => {
   sim = await startSandboxdSim({ rootToken: ROOT, pools: ["base/none/small=2"], guestAgents: true });
   front = await startRelayFront(sim.url, ROOT, (id) => routes.get(id));
+  procSim = await startSandboxdSim({ rootToken: ROOT, pools: ["base/none/small=1"], guestAgents: { isolation: "process" } });
+  procFront = await startRelayFront(procSim.url, ROOT, (id) => routes.get(id));
 });
 afterAll(async () => {
-  await front.stop();
-  await sim.stop();
+  await Promise.all([front.stop(), procFront.stop()]);
+  await Promise.all([sim.stop(), procSim.stop()]);
 });
 
 describe("commands", () => {
@@ -313,9 +319,10 @@ describe("access", () => {
   });
 });
 
-describe("lifecycle", () => {
+describe("lifecycle of the process sandbox (the fallback without namespaces)", () => {
   test("hibernate stops every process (SIGSTOP), wake resumes them, release kills them and removes the directory", async () => {
-    const { sb, claimId } = await newSandbox("tok-life");
+    const sim = procSim;
+    const { sb, claimId } = await newSandbox("tok-life", {}, { sim: procSim, front: procFront });
     const h = await sb.commands.run("sleep 120", { background: true, timeoutMs: 0 });
     const root = sim.node.guestHost!.get(claimId)!.paths.root;
     expect(existsSync(root)).toBe(true);
@@ -332,7 +339,8 @@ describe("lifecycle", () => {
   });
 
   test("a command in a session of its own (setsid, or the shell under a pty) is stopped, resumed and killed too", async () => {
-    const { sb, claimId } = await newSandbox("tok-session");
+    const sim = procSim;
+    const { sb, claimId } = await newSandbox("tok-session", {}, { sim: procSim, front: procFront });
     const h = await sb.commands.run("setsid sleep 300 & echo $!; wait", { background: true, timeoutMs: 0 });
     const pid = Number(await waitFor("the setsid child's pid", () => h.stdout.trim() || undefined));
     const post = (verb: string) => fetch(`${sim.url}/v1/sandboxes/${claimId}/${verb}`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` } });
@@ -343,7 +351,9 @@ describe("lifecycle", () => {
     expect((await post("release")).status).toBe(204);
     await waitFor("killed", () => (procState(pid) === undefined || procState(pid) === "Z" ? true : undefined));
   });
+});
 
+describe("lifecycle", () => {
   test("expiry (reap) ends the sandbox's processes and removes its directory", async () => {
     const { sb, claimId } = await newSandbox("tok-exp");
     const h = await sb.commands.run("sleep 120", { background: true, timeoutMs: 0 });

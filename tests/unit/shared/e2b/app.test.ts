@@ -1,9 +1,10 @@
 // The e2b app's document route: /openapi.json is served without a key and built once per process (rebuilding the
-// document cost 2.7 ms CPU per request, so anyone could burn the surface's CPU with it).
+// document cost 2.7 ms CPU per request, so anyone could burn the surface's CPU with it); /metrics is not served here.
 import { describe, expect, test } from "bun:test";
 import { createE2bApp } from "#shared/e2b/app.ts";
 import { E2bSurface } from "#shared/e2b/surface.ts";
 import { createLogger } from "#shared/log/index.ts";
+import { Registry } from "#shared/metrics/index.ts";
 
 const log = createLogger({ level: "error", name: "test" });
 const fleet = { nodes: () => [], ready: () => Promise.resolve(), stop: () => Promise.resolve() };
@@ -38,11 +39,23 @@ describe("/openapi.json", () => {
     expect(doc.paths["/sandboxes"].post.responses["429"]).toBeDefined();
   });
 
-  test("/metrics needs no key and carries the quota series; every sandbox route still needs one", async () => {
+  test("/metrics is not an e2b route (the quota series name every namespace): 401 without a key, 404 with one", async () => {
     const a = app();
-    const m = await a.request("/metrics");
-    expect(m.status).toBe(200);
-    expect(await m.text()).toContain('e2b_namespace_sandboxes{namespace="team-a"} 0');
+    const keyless = await a.request("/metrics");
+    expect(keyless.status).toBe(401);
+    expect(await keyless.text()).not.toContain("e2b_namespace");
+    const keyed = await a.request("/metrics", { headers: { "x-api-key": "k" } });
+    expect(keyed.status).toBe(404);
+    expect(await keyed.text()).not.toContain("e2b_namespace");
     expect((await a.request("/sandboxes")).status).toBe(401);
+  });
+
+  test("the quota series join the registry the process hands in (sandbox-apiserver's own /metrics)", async () => {
+    const registry = new Registry();
+    new E2bSurface(
+      { namespace: "team-a", domain: "sb.test", envdVersion: "0.8.0", defaultTimeoutSeconds: 300, aliases: new Map(), envdSecret: "s", rootToken: "r" },
+      { fleet, log, metricsRegistry: registry },
+    );
+    expect(await registry.metrics()).toContain('e2b_namespace_sandboxes{namespace="team-a"} 0');
   });
 });

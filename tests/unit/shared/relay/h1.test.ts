@@ -168,3 +168,42 @@ test("issue 17: a body of 1-byte chunks queues one entry per guest read, counted
   }
   expect(sizes).toEqual(Array(16).fill(4096));
 });
+
+test("a body framing error is reported once (the relay's metric and warn line); a head error or a clean end is not", async () => {
+  const seen: Error[] = [];
+  const start = () => {
+    const wire = fakeWire();
+    const { response, events } = startHttp1(wire, {
+      method: "GET",
+      path: "/x",
+      authority: "3000-sb-x.example",
+      headers: {},
+      body: null,
+      onBytesIn: () => undefined,
+      onBytesOut: () => undefined,
+      signal: new AbortController().signal,
+      onBodyFramingError: (err) => seen.push(err),
+    });
+    return { response, events, send: (s: string) => events.data(Buffer.from(s, "latin1")) };
+  };
+  const broken = start();
+  broken.send("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\nZ\r\n-6\r\nQ");
+  broken.events.end();
+  broken.events.close();
+  await (await broken.response).text().catch(() => undefined);
+  expect(seen).toHaveLength(1);
+  expect(seen[0]).toBeInstanceOf(FramingError);
+
+  const badHead = start();
+  badHead.send("HTTP/1.1 099 Low\r\ncontent-length: 0\r\n\r\n");
+  await badHead.response.catch(() => undefined);
+  const clean = start();
+  clean.send("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+  expect(await (await clean.response).text()).toBe("ok");
+  const cut = start();
+  cut.send("HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhello");
+  cut.events.close();
+  await (await cut.response).text().catch(() => undefined);
+  // Only the broken body above: a head error is the proxy's to count, and a tunnel that drops is not the guest's framing.
+  expect(seen).toHaveLength(1);
+});

@@ -2,7 +2,11 @@
 import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
 import { TokenBucket } from "#shared/kube/index.ts";
-import { OwnerCache } from "#shared/relay/index.ts";
+import { createLogger } from "#shared/log/index.ts";
+import { OwnerCache, OwnerResolver } from "#shared/relay/index.ts";
+import { envdAccessToken } from "#shared/e2b/tokens.ts";
+import { POD_UID_METADATA_KEY } from "#shared/sandboxd/metadata.ts";
+import type { FleetNode } from "#shared/fleet/index.ts";
 
 const owner = (claimId: string) => ({ claimId, address: "n:1", claimToken: "t", accessToken: "a" });
 
@@ -54,5 +58,29 @@ describe("TokenBucket (probe budget, scenario 25)", () => {
     let refilled = 0;
     while (b.tryAcquire()) refilled++;
     expect(refilled).toBe(400);
+  });
+});
+
+describe("OwnerResolver and a Pod's microVM (sandbox-envd-proxy on NodeInventory)", () => {
+  test("an inventory entry stamped vk-sandbox.pod-uid is unknown, with no node read; the same entry unstamped is read", async () => {
+    const node = (metadata?: Record<string, string>): FleetNode => ({
+      name: "n1",
+      // Nothing listens here: a read of the node fails, which tells "read and failed" from "never read".
+      address: "127.0.0.1:1",
+      pools: [],
+      templates: [],
+      entries: [{ id: "sb_0123456789abcdef", name: "default/web-0", namespace: "default", phase: "Running", ...(metadata ? { metadata } : {}) }],
+    });
+    const resolver = (n: FleetNode) =>
+      new OwnerResolver({
+        fleet: { nodes: () => [n], ready: () => Promise.resolve(), stop: () => Promise.resolve() },
+        envdSecret: "s",
+        rootToken: "r",
+        namespace: "",
+        log: createLogger({ level: "error", name: "test" }),
+      });
+    const token = envdAccessToken("s", "sb_0123456789abcdef", "claim-token");
+    expect(await resolver(node({ [POD_UID_METADATA_KEY]: "uid-1" })).resolve("sb-0123456789abcdef", token)).toEqual({ kind: "unavailable", reason: "unknown" });
+    expect(await resolver(node()).resolve("sb-0123456789abcdef", token)).toEqual({ kind: "unavailable", reason: "node-read-failed" });
   });
 });

@@ -1,0 +1,58 @@
+// sandboxd-sim guest — development substrate, not product code. See README.md in this folder.
+//
+// Copies of a sandbox taken for later claims: a checkpoint's (files and file metadata as they were), and a
+// promoted template's (the same plus what envd's /init set: default user, working directory and env vars, so a
+// clone starts as the build left it). A namespaced sandbox's copy is its layer (layer.ts copyLayer); a process
+// sandbox's, its directory. No memory: processes are not part of a copy.
+import { cpSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { copyLayer } from "./layer.ts";
+import { FileMetadata } from "./metadata.ts";
+import type { GuestSandbox } from "./sandbox.ts";
+
+export interface EnvdDefaults {
+  envVars: Record<string, string>;
+  defaultUser: string;
+  defaultWorkdir: string;
+}
+
+export interface Capture {
+  dir: string;
+  metadata: FileMetadata;
+  defaults?: EnvdDefaults;
+}
+
+export class Captures {
+  private readonly byKey = new Map<string, Capture>();
+
+  constructor(private readonly baseDir: string) {}
+
+  get(key: string): Capture | undefined {
+    return this.byKey.get(key);
+  }
+  has(key: string): boolean {
+    return this.byKey.has(key);
+  }
+
+  /** Copy `source` (its host directory `dir`) under `key`; with `defaults`, its envd /init state too. */
+  take(key: string, source: { dir: string; sb: GuestSandbox }, o: { defaults: boolean }): void {
+    const dir = join(this.baseDir, "captures", key.replace(/[^A-Za-z0-9_.-]/g, "_"));
+    rmSync(dir, { recursive: true, force: true });
+    if (source.sb.ns) copyLayer(source.dir, dir);
+    else cpSync(source.sb.paths.root, dir, { recursive: true, verbatimSymlinks: true });
+    const metadata = new FileMetadata();
+    metadata.copyFrom(source.sb.metadata);
+    const sb = source.sb;
+    const defaults = o.defaults ? { envVars: { ...sb.envVars }, defaultUser: sb.defaultUser, defaultWorkdir: sb.defaultWorkdir } : undefined;
+    this.byKey.set(key, { dir, metadata, defaults });
+  }
+
+  /** Drop every capture whose key is not in `keep` (a deleted checkpoint, a replaced or deleted template). */
+  retain(keep: Set<string>): void {
+    for (const [key, c] of this.byKey) {
+      if (keep.has(key)) continue;
+      rmSync(c.dir, { recursive: true, force: true });
+      this.byKey.delete(key);
+    }
+  }
+}

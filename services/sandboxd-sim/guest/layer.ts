@@ -1,0 +1,123 @@
+// sandboxd-sim guest — development substrate, not product code. See README.md in this folder.
+//
+// A namespaced sandbox's writable layer, as host directories under the sandbox's directory D:
+//   D/layer            the sandbox's "/": its own /tmp, /root, /home/user, /var, /run, /opt … (plain directories),
+//                      mount points for the system directories, /proc and /dev, and the host's usrmerge symlinks
+//   D/sys/<dir>/up     the upper layer of the overlay mounted on /<dir> for each host system directory (/usr,
+//                      /etc, …): writes there (useradd editing /etc/passwd) copy up into it, the host's stays as is
+//   D/sys/<dir>/work   overlayfs's work directory (never copied)
+// The lower layers are the host's system directories one by one, never `/` as a whole: a lower of `/` would show
+// the host's /tmp, /root and every other sandbox's layer (and the kernel refuses an upper inside its lower).
+import { spawnSync } from "node:child_process";
+import { chownSync, chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** Host directories the sandbox sees (read-only below its own layer). */
+const SYSTEM_DIRS = ["usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32"];
+/** Directories every sandbox gets empty and private (mode), besides the system ones. */
+const PRIVATE_DIRS: [string, number][] = [
+  ["tmp", 0o1777], ["root", 0o700], ["home", 0o755], ["var", 0o755], ["var/tmp", 0o1777], ["run", 0o755],
+  ["opt", 0o755], ["srv", 0o755], ["mnt", 0o755], ["media", 0o755], ["proc", 0o555], ["dev", 0o755], ["sys", 0o555],
+];
+
+export const SANDBOX_USER = { name: "user", uid: 1000, gid: 1000, home: "/home/user" } as const;
+
+export interface SystemDir {
+  name: string;
+  /** A host symlink (usrmerge: /bin -> usr/bin) is copied as a symlink, not overlaid. */
+  link?: string;
+}
+
+/** The host's system directories present on this machine (computed once). */
+export const systemDirs: () => SystemDir[] = (() => {
+  let dirs: SystemDir[] | undefined;
+  return () =>
+    (dirs ??= SYSTEM_DIRS.flatMap((name): SystemDir[] => {
+      const p = `/${name}`;
+      if (!existsSync(p)) return [];
+      return lstatSync(p).isSymbolicLink() ? [{ name, link: readlinkSync(p) }] : [{ name }];
+    }));
+})();
+
+/** The overlaid (real) system directories: what the namespace mounts. */
+export const overlaidDirs = (): string[] => systemDirs().filter((d) => !d.link).map((d) => d.name);
+
+/** A sandbox's own /etc/passwd, /etc/group and /etc/shadow: the host's, minus uid 1000 and password hashes, plus `user`. */
+function seedUsers(etcUpper: string): void {
+  const lines = (f: string) => (existsSync(f) ? readFileSync(f, "utf8").split("\n").filter((l) => l.trim() !== "") : []);
+  const u = SANDBOX_USER;
+  const clash = (l: string, idField: number) => {
+    const f = l.split(":");
+    return f[0] === u.name || f[idField] === String(u.uid);
+  };
+  const passwd = lines("/etc/passwd").filter((l) => !clash(l, 2));
+  passwd.push(`${u.name}:x:${u.uid}:${u.gid}::${u.home}:/bin/bash`);
+  const group = lines("/etc/group").filter((l) => !clash(l, 2));
+  group.push(`${u.name}:x:${u.gid}:`);
+  const names = new Set(passwd.map((l) => l.split(":")[0]));
+  // No host password hash enters a sandbox; `user` has none either (root can `su user`).
+  const shadow = lines("/etc/shadow")
+    .map((l) => l.split(":"))
+    .filter((f) => names.has(f[0]!) && f[0] !== u.name)
+    .map((f) => [f[0], "*", ...f.slice(2)].join(":"));
+  shadow.push(`${u.name}:*:19700:0:99999:7:::`);
+  writeFileSync(join(etcUpper, "passwd"), passwd.join("\n") + "\n", { mode: 0o644 });
+  writeFileSync(join(etcUpper, "group"), group.join("\n") + "\n", { mode: 0o644 });
+  writeFileSync(join(etcUpper, "shadow"), shadow.join("\n") + "\n", { mode: 0o640 });
+}
+
+/** Create a fresh layer in `dir` (the sandbox's directory). */
+export function prepareLayer(dir: string): void {
+  const root = join(dir, "layer");
+  mkdirSync(root, { recursive: true });
+  for (const [p, mode] of PRIVATE_DIRS) {
+    mkdirSync(join(root, p), { recursive: true });
+    chmodSync(join(root, p), mode);
+  }
+  const home = join(root, SANDBOX_USER.home);
+  mkdirSync(home, { recursive: true });
+  chownSync(home, SANDBOX_USER.uid, SANDBOX_USER.gid);
+  for (const d of systemDirs()) {
+    if (d.link) symlinkSync(d.link, join(root, d.name));
+    else mkdirSync(join(dir, "sys", d.name, "up"), { recursive: true });
+  }
+  seedUsers(join(dir, "sys", "etc", "up"));
+  ensureWorkDirs(dir);
+}
+
+/** The sandbox's /etc/hostname and an /etc/hosts naming it (the host's entries kept), for a new or copied layer. */
+export function nameLayer(dir: string, hostname: string): void {
+  const etc = join(dir, "sys", "etc", "up");
+  mkdirSync(etc, { recursive: true });
+  writeFileSync(join(etc, "hostname"), `${hostname}\n`);
+  const hosts = (existsSync("/etc/hosts") ? readFileSync("/etc/hosts", "utf8") : "127.0.0.1\tlocalhost\n").trimEnd();
+  writeFileSync(join(etc, "hosts"), `${hosts}\n127.0.1.1\t${hostname}\n`);
+}
+
+/** Mount points and overlay work directories (a copied layer has neither). */
+export function ensureWorkDirs(dir: string): void {
+  for (const name of overlaidDirs()) {
+    mkdirSync(join(dir, "layer", name), { recursive: true });
+    mkdirSync(join(dir, "sys", name, "up"), { recursive: true });
+    mkdirSync(join(dir, "sys", name, "work"), { recursive: true });
+  }
+}
+
+/**
+ * Copy a layer (fork, checkpoint, promote): the sandbox's own tree and each system directory's upper layer, with
+ * owners, modes, xattrs and whiteouts (`cp -a`, a reflink where the filesystem can). A live source is copied as it
+ * stands; no memory comes along.
+ */
+export function copyLayer(from: string, to: string): void {
+  mkdirSync(join(to, "sys"), { recursive: true });
+  const cp = (src: string, dst: string) => {
+    if (!existsSync(src)) return;
+    const r = spawnSync("cp", ["--reflink=auto", "-a", src, dst], { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`copying the sandbox layer ${src} -> ${dst} failed: ${r.stderr || r.error?.message}`);
+  };
+  cp(join(from, "layer"), join(to, "layer"));
+  for (const name of overlaidDirs()) {
+    mkdirSync(join(to, "sys", name), { recursive: true });
+    cp(join(from, "sys", name, "up"), join(to, "sys", name, "up"));
+  }
+}

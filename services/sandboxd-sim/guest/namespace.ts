@@ -1,0 +1,236 @@
+// sandboxd-sim guest — development substrate, not product code. See README.md in this folder.
+//
+// One namespaced sandbox: a process tree in its own mount, PID, IPC and UTS namespaces (and, on the `none`
+// lane, its own network namespace with only `lo`), whose root is the sandbox's layer (layer.ts) with the host's
+// system directories overlaid read-only below. Started with util-linux `unshare`; its PID 1 is a shell chrooted
+// into the root that only waits. Commands enter it with `nsenter` (all namespaces and the root), then drop to the
+// sandbox user with `setpriv` against the sandbox's own /etc/passwd. The host reaches the sandbox's files through
+// /proc/<pid 1>/root (the kernel resolves it in the sandbox's mount namespace and root), and its loopback ports
+// through ns-relay.ts, started on first use inside its network namespace only, listening on D/relay.sock.
+// Not a VM and not a security boundary: same kernel, root inside is root on the host's files it can reach.
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { Freezer } from "./freezer.ts";
+import { overlaidDirs } from "./layer.ts";
+
+const RELAY_SCRIPT = new URL("./ns-relay.ts", import.meta.url).pathname;
+const START_TIMEOUT_MS = 20_000;
+
+// $1 dir, $2 hostname, $3 own network (1/0), then the overlaid system dirs.
+const SETUP = String.raw`set -e
+D=$1; ID=$2; NET=$3; shift 3
+L=$D/layer
+for s in "$@"; do mount -t overlay overlay -o "lowerdir=/$s,upperdir=$D/sys/$s/up,workdir=$D/sys/$s/work" "$L/$s"; done
+mount -t proc proc "$L/proc"
+mount -t tmpfs -o mode=755,size=1m dev "$L/dev"
+for n in null zero full random urandom tty; do : > "$L/dev/$n"; mount --bind "/dev/$n" "$L/dev/$n"; done
+mkdir "$L/dev/pts" "$L/dev/shm"
+mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$L/dev/pts"
+ln -s pts/ptmx "$L/dev/ptmx"
+mount -t tmpfs -o mode=1777 shm "$L/dev/shm"
+ln -s /proc/self/fd "$L/dev/fd"; ln -s /proc/self/fd/0 "$L/dev/stdin"; ln -s /proc/self/fd/1 "$L/dev/stdout"; ln -s /proc/self/fd/2 "$L/dev/stderr"
+printf %s "$ID" > /proc/sys/kernel/hostname # the hostname tool refuses the "_" of a sandbox id
+if [ "$NET" = 1 ]; then ip link set lo up; fi
+exec chroot "$L" /bin/sh -c 'echo ready; exec </dev/null >/dev/null 2>&1; trap "exit 0" TERM; while :; do sleep infinity & wait; done'
+`;
+
+export interface NamespaceOptions {
+  /** The sandbox's host directory (layer.ts layout). */
+  dir: string;
+  hostname: string;
+  /** Own network namespace (the `none` lane); false shares the host's network (the `egress` lane). */
+  ownNetwork: boolean;
+  /** Freezer cgroup name (unique per sandbox on the host). */
+  cgroup: string;
+  /** false: no freezer cgroup, hibernate stops the processes with SIGSTOP (the path for hosts without one). */
+  freezer?: boolean;
+}
+
+export interface Identity {
+  uid: number;
+  gid: number;
+}
+
+function childOf(parent: number): number | undefined {
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const f = readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]!.split(" ");
+      if (Number(f[1]) === parent) return Number(d);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return undefined;
+}
+
+/** Host pids whose PID namespace is `nsLink` (readlink of /proc/<pid>/ns/pid). */
+function pidsInNamespace(nsLink: string): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readlinkSync(`/proc/${d}/ns/pid`) === nsLink) out.push(Number(d));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+export class Namespace {
+  readonly ready: Promise<void>;
+  readonly ownNetwork: boolean;
+  readonly socketPath: string;
+  private readonly freezer: Freezer | undefined;
+  private readonly launcher: ChildProcess;
+  private pid1 = 0;
+  private nsLink = "";
+  private relay: Promise<void> | undefined;
+  private relayProc: ChildProcess | undefined;
+  private gone: Promise<void> | undefined;
+
+  constructor(readonly o: NamespaceOptions) {
+    this.ownNetwork = o.ownNetwork;
+    this.socketPath = join(o.dir, "relay.sock");
+    this.freezer = o.freezer === false ? undefined : Freezer.create(o.cgroup);
+    const unshare = ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--uts", "--ipc", ...(o.ownNetwork ? ["--net"] : []), "--propagation", "private",
+      "/bin/sh", "-c", SETUP, "sh", o.dir, o.hostname, o.ownNetwork ? "1" : "0", ...overlaidDirs()];
+    const [cmd, args] = this.inCgroup(unshare);
+    this.launcher = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/" });
+    let stderr = "";
+    this.launcher.stderr!.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-2000)));
+    this.ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`sandbox ${o.hostname}: namespace not ready after ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+      let out = "";
+      this.launcher.stdout!.on("data", (c: Buffer) => {
+        out += c.toString();
+        if (!out.includes("ready\n") || this.pid1) return;
+        clearTimeout(timer);
+        const pid1 = childOf(this.launcher.pid!);
+        if (!pid1) return reject(new Error(`sandbox ${o.hostname}: namespace init not found`));
+        this.pid1 = pid1;
+        this.nsLink = readlinkSync(`/proc/${pid1}/ns/pid`);
+        resolve();
+      });
+      this.launcher.once("exit", (code, sig) => {
+        clearTimeout(timer);
+        reject(new Error(`sandbox ${o.hostname}: namespace setup exited (${code ?? sig}): ${stderr.trim()}`));
+      });
+    });
+    this.ready.catch(() => {}); // observed by the guest's requests; not an unhandled rejection here
+  }
+
+  /** The sandbox's "/" seen from the host (valid once ready). */
+  get rootPath(): string {
+    return `/proc/${this.pid1}/root`;
+  }
+
+  /**
+   * Start the ports relay (ns-relay.ts) on first use: a Bun process that enters only the sandbox's network
+   * namespace (so the sandbox's own processes never see it, and a sandbox that serves no port pays nothing for
+   * it), in the sandbox's cgroup (frozen with it, killed with it). Settles once it listens on socketPath.
+   */
+  ensureRelay(): Promise<void> {
+    if (!this.ownNetwork) return Promise.resolve();
+    return (this.relay ??= this.ready.then(
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const [cmd, args] = this.inCgroup(["nsenter", "-t", String(this.pid1), "-n", "--", process.execPath, RELAY_SCRIPT, this.socketPath]);
+          const p = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/" });
+          this.relayProc = p;
+          let err = "";
+          p.stderr!.on("data", (c: Buffer) => (err = (err + c.toString()).slice(-1000)));
+          p.stdout!.on("data", (c: Buffer) => {
+            if (c.toString().includes("listening")) resolve();
+          });
+          p.once("exit", (code, sig) => {
+            this.relay = undefined; // a later connection starts a new one
+            reject(new Error(`sandbox ${this.o.hostname}: ports relay exited (${code ?? sig}): ${err.trim()}`));
+          });
+        }),
+    ));
+  }
+
+  /** Host command line that runs argv inside the sandbox as `who`, starting in the guest directory `cwd`. */
+  command(argv: string[], cwd: string, who: Identity): [string, string[]] {
+    const enter = ["nsenter", "-t", String(this.pid1), "-m", "-p", "-u", "-i", ...(this.ownNetwork ? ["-n"] : []), "-r", `-w${this.rootPath}${cwd}`, "--",
+      "setpriv", `--reuid=${who.uid}`, `--regid=${who.gid}`, ...(who.uid === 0 ? ["--clear-groups"] : ["--init-groups"]), "--", ...argv];
+    return this.inCgroup(enter);
+  }
+
+  private inCgroup(argv: string[]): [string, string[]] {
+    if (!this.freezer) return [argv[0]!, argv.slice(1)];
+    // The shell joins the cgroup, then becomes argv: everything it starts is in the cgroup from its first instruction.
+    return ["/bin/sh", ["-c", 'echo $$ > "$0" && exec "$@"', this.freezer.procsFile, ...argv]];
+  }
+
+  /** Every host pid of the sandbox: its PID namespace, plus the nsenter parents in the cgroup. */
+  pids(): number[] {
+    const all = new Set(this.nsLink ? pidsInNamespace(this.nsLink) : []);
+    for (const p of this.freezer?.pids() ?? []) all.add(p);
+    const relay = this.relayProc;
+    if (relay?.pid && relay.exitCode === null && relay.signalCode === null) all.add(relay.pid);
+    return [...all];
+  }
+
+  /** How hibernate stops this sandbox. */
+  get pauseMode(): "freezer-v1" | "freezer-v2" | "sigstop" {
+    return this.freezer ? (`freezer-v${this.freezer.version}` as const) : "sigstop";
+  }
+  /** The sandbox's freezer cgroup directory, if it has one. */
+  get cgroupDir(): string | undefined {
+    return this.freezer?.dir;
+  }
+  /** The freezer reports every process frozen (always false without one). */
+  frozen(): boolean {
+    return this.freezer?.frozen() ?? false;
+  }
+
+  pause(): void {
+    if (this.freezer) return this.freezer.freeze();
+    for (const p of this.pids()) signal(p, "SIGSTOP");
+  }
+  resume(): void {
+    if (this.freezer) return this.freezer.thaw();
+    for (const p of this.pids()) signal(p, "SIGCONT");
+  }
+
+  /** Kill synchronously what can be killed now (process exit path). */
+  killNow(): void {
+    this.freezer?.thaw();
+    if (this.pid1) signal(this.pid1, "SIGKILL");
+    signal(this.launcher.pid!, "SIGKILL");
+    if (this.relayProc?.pid) signal(this.relayProc.pid, "SIGKILL");
+    for (const p of this.pids()) signal(p, "SIGKILL");
+  }
+
+  /**
+   * Release: kill every process (PID 1's death ends the PID namespace; the mounts go with the mount namespace),
+   * wait until none is left, remove the cgroup and the directory. Idempotent.
+   */
+  destroy(): Promise<void> {
+    return (this.gone ??= (async () => {
+      this.killNow();
+      const deadline = Date.now() + 10_000;
+      while (Date.now() < deadline) {
+        const left = this.pids();
+        const exited = (p: ChildProcess | undefined) => !p || p.exitCode !== null || p.signalCode !== null;
+        if (left.length === 0 && exited(this.launcher) && exited(this.relayProc)) break;
+        for (const p of left) signal(p, "SIGKILL");
+        await Bun.sleep(10);
+      }
+      while (this.freezer && !this.freezer.remove() && Date.now() < deadline) await Bun.sleep(10);
+      rmSync(this.o.dir, { recursive: true, force: true });
+    })());
+  }
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // ESRCH: gone already
+  }
+}

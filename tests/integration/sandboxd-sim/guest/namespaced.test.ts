@@ -1,0 +1,287 @@
+// The namespaced guest (services/sandboxd-sim/guest/namespace.ts), driven by the stock e2b SDK (2.51.0) through
+// the simulated node's ports relay: a sandbox looks like a small Linux machine of its own — its own /, /tmp,
+// /root, /home/user and /etc (an overlay over the host's system directories), its own PID, IPC, UTS and (on the
+// `none` lane) network namespaces, `user` (uid 1000) by default and `root` when the SDK names it.
+// Python check: the same scenarios with the stock Python SDK belong here once tests/support/python/ (the e2b
+// Python venv harness another change builds) lands; they are not written against it yet.
+//
+// These tests need the namespaced mode. As root (CI runs as root) it must be active: the first test fails, not
+// skips, if the guest fell back to the process sandbox. Not root: they skip, naming why, in the code below.
+import { waitFor } from "#tests/support/wait.ts";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { Sandbox } from "e2b";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { startRelayFront, type FrontRoute, type RelayFront } from "./relay-front.ts";
+
+const ROOT = "ns-root-token";
+const ENVD = 49983;
+const AS_ROOT = process.getuid?.() === 0;
+// Without root the guest takes the process-sandbox fallback (no unprivileged user namespaces), which has no
+// private root filesystem, users or network to test.
+const nsTest = AS_ROOT ? test : test.skip;
+
+let sim: SandboxdSim;
+let front: RelayFront;
+const routes = new Map<string, FrontRoute>();
+const auth = { authorization: `Bearer ${ROOT}` };
+
+interface Made {
+  sb: Sandbox;
+  claimId: string;
+  /** The sandbox's directory on the host (its layer lives in it). */
+  dir: string;
+}
+
+function sdkFor(publicId: string, accessToken: string): Sandbox {
+  const Ctor = Sandbox as unknown as new (o: Record<string, unknown>) => Sandbox;
+  return new Ctor({ sandboxId: publicId, envdAccessToken: accessToken, envdVersion: "0.8.0", sandboxUrl: front.url, domain: "sim.test", apiKey: "unused" });
+}
+
+/** Route a claim through the front and /init it with its access token, as the e2b surface does. */
+async function adopt(claim: { id: string; token: string }, accessToken: string, initBody: Record<string, unknown> = { defaultUser: "user", defaultWorkdir: "/home/user" }): Promise<Made> {
+  const publicId = claim.id.replace("_", "-");
+  routes.set(publicId, { claimId: claim.id, claimToken: claim.token });
+  const init = await fetch(`${front.url}/init`, {
+    method: "POST",
+    headers: { "e2b-sandbox-id": publicId, "e2b-sandbox-port": String(ENVD) },
+    body: JSON.stringify({ accessToken, ...initBody }),
+  });
+  expect(init.status).toBe(204);
+  return { sb: sdkFor(publicId, accessToken), claimId: claim.id, dir: join(sim.node.guestHost!.baseDir, claim.id) };
+}
+
+async function newSandbox(accessToken: string, body: Record<string, unknown> = { template: "base" }, initBody?: Record<string, unknown>): Promise<Made> {
+  const r = await fetch(`${sim.url}/v1/claim`, { method: "POST", headers: auth, body: JSON.stringify(body) });
+  expect(r.status).toBe(200);
+  return adopt((await r.json()) as { id: string; token: string }, accessToken, initBody);
+}
+
+const post = (claimId: string, verb: string, body?: unknown) =>
+  fetch(`${sim.url}/v1/sandboxes/${claimId}/${verb}`, { method: "POST", headers: auth, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+
+const out = async (sb: Sandbox, cmd: string, o: { user?: "root" | "user"; cwd?: string } = {}) => (await sb.commands.run(cmd, o)).stdout.trim();
+
+/** Every host pid whose mount namespace still shows `dir` mounted, and every line of the host's own mount table naming it. */
+function mountsNaming(dir: string): string[] {
+  const hits: string[] = [];
+  for (const line of readFileSync("/proc/mounts", "utf8").split("\n")) if (line.includes(dir)) hits.push(`host: ${line}`);
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/mountinfo`, "utf8").includes(dir)) hits.push(`pid ${d}`);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return hits;
+}
+
+/** Host pids whose command line or working directory names `dir` (what a leaked sandbox process would show). */
+function processesNaming(dir: string): number[] {
+  const pids: number[] = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
+    try {
+      const cmd = readFileSync(`/proc/${d}/cmdline`, "utf8");
+      if (cmd.includes(dir)) pids.push(Number(d));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return pids;
+}
+
+beforeAll(async () => {
+  sim = await startSandboxdSim({ rootToken: ROOT, pools: ["base/none/small=2", "base/egress/small=1"], guestAgents: true });
+  front = await startRelayFront(sim.url, ROOT, (id) => routes.get(id));
+});
+afterAll(async () => {
+  await front.stop();
+  await sim.stop();
+});
+
+describe("a namespaced sandbox is a small machine of its own", () => {
+  test("as root (CI) the namespaced mode is active, not the process-sandbox fallback", () => {
+    if (!AS_ROOT) return; // the fallback is the expected mode without root (isolation.ts)
+    expect(sim.node.guestHost!.isolation).toEqual({ mode: "namespaces" });
+  });
+
+  nsTest("pwd is /home/user; commands run as user (uid 1000) unless the SDK names root; the hostname is the sandbox id", async () => {
+    const { sb, claimId } = await newSandbox("tok-who");
+    expect(await out(sb, "pwd")).toBe("/home/user");
+    expect(await out(sb, "id -u; id -un; echo $HOME")).toBe("1000\nuser\n/home/user");
+    expect(await out(sb, "id -u; echo $HOME; pwd", { user: "root" })).toBe("0\n/root\n/home/user");
+    expect(await out(sb, "hostname; cat /etc/hostname; getent hosts " + claimId + " | cut -f1 -d' '")).toBe(`${claimId}\n${claimId}\n127.0.1.1`);
+    // A file the SDK writes as the default user is that user's to change in a command.
+    await sb.files.write("notes/a.txt", "one");
+    expect(await out(sb, "echo two >> notes/a.txt && stat -c %U notes notes/a.txt && cat notes/a.txt")).toBe("user\nuser\nonetwo");
+  });
+
+  nsTest("cwd /tmp works; /tmp is the sandbox's own: absent in another sandbox and on the host, and the host's /tmp and /root are invisible", async () => {
+    const a = await newSandbox("tok-tmp-a");
+    const b = await newSandbox("tok-tmp-b");
+    const name = `ns-test-${randomBytes(6).toString("hex")}`;
+    expect(await out(a.sb, `echo from-a > ${name}; pwd`, { cwd: "/tmp" })).toBe("/tmp");
+    expect(await a.sb.files.read(`/tmp/${name}`)).toBe("from-a\n");
+    expect(await b.sb.files.exists(`/tmp/${name}`)).toBe(false);
+    expect(existsSync(`/tmp/${name}`)).toBe(false);
+    // The host's own files stay outside.
+    writeFileSync(`/tmp/${name}.host`, "host tmp");
+    writeFileSync(`/root/${name}.host`, "host root");
+    try {
+      expect(await out(a.sb, `ls -A /tmp; test -e /tmp/${name}.host || echo no-tmp; test -e /root/${name}.host || echo no-root`, { user: "root" })).toBe(`${name}\nno-tmp\nno-root`);
+      expect(await a.sb.files.exists(`/root/${name}.host`)).toBe(false);
+      // Nor does one sandbox see another's layer or the simulator's directories anywhere in its tree.
+      expect(await out(a.sb, `find / -xdev -name '${name}*' 2>/dev/null`, { user: "root" })).toBe(`/tmp/${name}`);
+    } finally {
+      rmSync(`/tmp/${name}.host`, { force: true });
+      rmSync(`/root/${name}.host`, { force: true });
+    }
+  });
+
+  nsTest("/etc is the sandbox's own: useradd, chown and su act inside it and the host's /etc is untouched", async () => {
+    const { sb, dir } = await newSandbox("tok-users");
+    const r = await out(sb, "useradd -m -s /bin/bash alice && id -u alice && touch /home/user/f && chown alice /home/user/f && stat -c %U /home/user/f && su alice -c 'id -un; echo $HOME'", { user: "root" });
+    expect(r).toBe("1001\nalice\nalice\n/home/alice");
+    expect(readFileSync("/etc/passwd", "utf8")).not.toContain("alice:");
+    // The change is in the sandbox's layer (the upper layer of its /etc).
+    expect(readFileSync(join(dir, "sys", "etc", "up", "passwd"), "utf8")).toContain("alice:x:1001:");
+    const listed = await sb.files.list("/home/user");
+    expect(listed.find((e) => e.name === "f")?.owner).toBe("alice");
+    // The default user cannot write the system directories.
+    const denied = await sb.commands.run("touch /usr/x", {}).catch((e: Error) => e);
+    expect(denied).toBeInstanceOf(Error);
+  });
+
+  nsTest("two sandboxes both serve port 3000; each one's port 3000 reaches its own server; only lo is in the namespace", async () => {
+    const a = await newSandbox("tok-port-a");
+    const b = await newSandbox("tok-port-b");
+    for (const [m, text] of [[a, "served by A"], [b, "served by B"]] as const) {
+      await m.sb.files.write("site/index.html", text);
+      await m.sb.commands.run("cd site && exec python3 -m http.server 3000 --bind 127.0.0.1", { background: true, timeoutMs: 0 });
+    }
+    const get = (m: Made, token: string) =>
+      waitFor(`port 3000 of ${m.claimId}`, async () => {
+        const r = await fetch(`${front.url}/index.html`, { headers: { "e2b-sandbox-id": m.sb.sandboxId, "e2b-sandbox-port": "3000", "x-access-token": token } }).catch(() => undefined);
+        return r?.status === 200 ? r.text() : undefined;
+      }, 15_000);
+    expect(await get(a, "tok-port-a")).toBe("served by A");
+    expect(await get(b, "tok-port-b")).toBe("served by B");
+    expect(await out(a.sb, "ip -o link | cut -d: -f2 | tr -d ' '")).toBe("lo");
+    // A port nobody listens on inside is the relay's 502, not a hang.
+    const none = await fetch(`${front.url}/`, { headers: { "e2b-sandbox-id": a.sb.sandboxId, "e2b-sandbox-port": "3001", "x-access-token": "tok-port-a" } });
+    expect(none.status).toBe(502);
+    // The relay that reached them runs in the sandbox's network namespace only: its processes do not see it.
+    expect(await out(a.sb, "ps -eo args", { user: "root" })).not.toContain("ns-relay");
+  });
+
+  nsTest("the egress lane shares the host's network (a host listener is reachable inside) but keeps its own root", async () => {
+    const e = await newSandbox("tok-egress", { template: "base", net: "egress" });
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("from the host") });
+    try {
+      expect(await out(e.sb, `python3 -c "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:${server.port}/').read().decode())"`)).toBe("from the host");
+      expect(await out(e.sb, "pwd; ls -A /tmp | wc -l")).toBe("/home/user\n0");
+    } finally {
+      await server.stop(true);
+    }
+  });
+
+  nsTest("hibernate freezes every process (a counter stops), wake resumes it where it was, files kept", async () => {
+    const { sb, claimId, dir } = await newSandbox("tok-freeze");
+    await sb.commands.run("i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done", { background: true, timeoutMs: 0 });
+    const countFile = join(dir, "layer", "tmp", "count"); // the layer on the host: reading it does not wake the sandbox
+    const count = () => Number(readFileSync(countFile, "utf8"));
+    await waitFor("the counter running", () => existsSync(countFile) && count() > 3);
+    expect((await post(claimId, "hibernate")).status).toBe(204);
+    const ns = sim.node.guestHost!.get(claimId)!.ns!;
+    expect(ns.pauseMode).toStartWith("freezer-v"); // this host has a freezer cgroup (v1 here; v2 on unified hosts)
+    await waitFor("frozen", () => ns.frozen());
+    const frozenAt = count();
+    await Bun.sleep(400); // a running counter would move ~8 times meanwhile
+    expect(count()).toBe(frozenAt);
+    expect((await post(claimId, "wake")).status).toBe(204);
+    await waitFor("counting again", () => count() > frozenAt + 2);
+    // The same process went on (its count continued); it did not restart from 1.
+    expect(count()).toBeGreaterThan(frozenAt);
+  });
+
+  nsTest("without a freezer cgroup, hibernate stops the sandbox's processes with SIGSTOP and wake resumes them", async () => {
+    const other = await startSandboxdSim({ rootToken: ROOT, pools: ["base/none/small=1"], guestAgents: { freezer: false } });
+    try {
+      const r = await fetch(`${other.url}/v1/claim`, { method: "POST", headers: auth, body: JSON.stringify({ template: "base" }) });
+      const c = (await r.json()) as { id: string };
+      const g = other.node.guestHost!.get(c.id)!;
+      await g.ready;
+      expect(g.ns!.pauseMode).toBe("sigstop");
+      const before = new Set(g.ns!.pids());
+      void g.processes.start({ cmd: "/bin/sh", args: ["-c", "while :; do date +%s%N > /tmp/t; sleep 0.05; done"], envs: {} }, { stdin: false, ...g.launch(undefined, undefined, {}) }, () => {});
+      const loop = await waitFor("the loop inside", () => g.ns!.pids().find((p) => !before.has(p) && readFileSync(`/proc/${p}/cmdline`, "utf8").startsWith("/bin/sh\0-c\0while")));
+      const state = () => readFileSync(`/proc/${loop}/stat`, "utf8").split(") ")[1]![0];
+      expect((await fetch(`${other.url}/v1/sandboxes/${c.id}/hibernate`, { method: "POST", headers: auth })).status).toBe(204);
+      await waitFor("stopped", () => state() === "T");
+      expect((await fetch(`${other.url}/v1/sandboxes/${c.id}/wake`, { method: "POST", headers: auth })).status).toBe(204);
+      await waitFor("resumed", () => state() !== "T");
+    } finally {
+      await other.stop();
+    }
+  });
+
+  nsTest("a fork child sees its parent's files (home, /tmp, /etc) and then diverges", async () => {
+    const parent = await newSandbox("tok-fork-parent");
+    await parent.sb.commands.run("echo parent > /tmp/t && echo parent > ~/h && useradd bob", { user: "root" });
+    const fr = await post(parent.claimId, "fork", { count: 1 });
+    expect(fr.status).toBe(200);
+    const c = ((await fr.json()) as { children: { id: string; token: string }[] }).children[0]!;
+    // A fork child holds its parent's access token until the e2b surface hands it its own.
+    const child = await adopt(c, "tok-fork-parent");
+    expect(await out(child.sb, "cat /tmp/t /root/h; id -u bob", { user: "root" })).toBe("parent\nparent\n1001");
+    expect(await out(child.sb, "hostname; cat /etc/hostname")).toBe(`${c.id}\n${c.id}`);
+    await child.sb.commands.run("echo child > /tmp/t", { user: "root" });
+    await parent.sb.commands.run("echo parent2 > /tmp/t", { user: "root" });
+    expect(await out(child.sb, "cat /tmp/t")).toBe("child");
+    expect(await out(parent.sb, "cat /tmp/t")).toBe("parent2");
+  });
+
+  nsTest("a promoted template's clone starts from a copy of the source's layer and its envd defaults", async () => {
+    const src = await newSandbox("tok-build");
+    // What a template build leaves behind: files anywhere in the tree, a system change, /init's env and workdir.
+    await src.sb.commands.run("mkdir -p /opt/app && echo built > /opt/app/out && useradd builder && echo home > ~/h", { user: "root" });
+    const init = await fetch(`${front.url}/init`, {
+      method: "POST",
+      headers: { "e2b-sandbox-id": src.sb.sandboxId, "e2b-sandbox-port": String(ENVD), "x-access-token": "tok-build" },
+      body: JSON.stringify({ envVars: { BUILD_MODE: "release" }, defaultWorkdir: "/opt/app" }),
+    });
+    expect(init.status).toBe(204);
+    const pr = await post(src.claimId, "promote", { token: "", template: "built:v1" });
+    expect(pr.status).toBe(200);
+    // The clone's /init sets only its token, so the template's defaults stand.
+    const clone = await newSandbox("tok-clone", { template: "built:v1" }, {});
+    expect(await out(clone.sb, "pwd; cat out; echo $BUILD_MODE; id -u builder; cat /root/h", { user: "root" })).toBe("/opt/app\nbuilt\nrelease\n1001\nhome");
+    // A copy: the clone's writes stay in the clone.
+    await clone.sb.commands.run("echo changed > /opt/app/out", { user: "root" });
+    expect(await out(src.sb, "cat /opt/app/out")).toBe("built");
+  });
+
+  nsTest("release leaves no process, mount, cgroup or directory behind on the host", async () => {
+    const { sb, claimId, dir } = await newSandbox("tok-release");
+    await sb.commands.run("setsid sleep 300 & nohup sleep 301 >/dev/null 2>&1 & sleep 302", { background: true, timeoutMs: 0 });
+    // A relayed port starts the sandbox's ports relay; it must go with the sandbox too.
+    const relayed = await fetch(`${front.url}/`, { headers: { "e2b-sandbox-id": sb.sandboxId, "e2b-sandbox-port": "3000", "x-access-token": "tok-release" } });
+    expect(relayed.status).toBe(502);
+    expect(processesNaming(dir).length).toBeGreaterThan(0);
+    await waitFor("the sleeps", () => (sim.node.guestHost!.get(claimId)!.ns!.pids().length >= 5 ? true : undefined));
+    expect(mountsNaming(dir).length).toBeGreaterThan(0); // the sandbox's own mount namespace shows its overlay
+    const pids = sim.node.guestHost!.get(claimId)!.ns!.pids();
+    const cgroup = sim.node.guestHost!.get(claimId)!.ns!.cgroupDir;
+    expect(cgroup && existsSync(cgroup)).toBe(true);
+    expect((await post(claimId, "release")).status).toBe(204);
+    await waitFor("every process gone", () => pids.every((p) => !existsSync(`/proc/${p}`) || readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1]![0] === "Z"));
+    await waitFor("the directory removed", () => !existsSync(dir));
+    expect(processesNaming(dir)).toEqual([]);
+    expect(mountsNaming(dir)).toEqual([]);
+    expect(existsSync(cgroup!)).toBe(false);
+  });
+});
