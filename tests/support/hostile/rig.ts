@@ -283,6 +283,10 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   const proxyStats = await proxyS.stop();
   const apiStats = await apiS?.stop();
 
+  // The attack's end includes the sandboxes its create flood got (held until now): a per-namespace gauge such as
+  // e2b_namespace_sandboxes returns to idle only once they are gone.
+  await Promise.all(drained.map((x) => x.kill({ requestTimeoutMs: 5_000 }).catch(() => undefined)));
+  drained = [];
   // Recovery: every relay gauge back at idle, the guest holds no connection, health answers.
   const started = performance.now();
   let offIdle: RigResult["gauges"]["offIdleAfter"] = {};
@@ -300,8 +304,6 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
     const f = await healthy(u);
     if (f) health.failures.push(`after: ${f}`);
   }
-  await Promise.all(drained.map((x) => x.kill({ requestTimeoutMs: 5_000 }).catch(() => undefined)));
-  drained = [];
   const afterRss = await rssBytes(d.proxyPid).catch(() => NaN);
   const guestOpenAfter = guest.open();
   guest.closeAll(); // what the proxy or the API process still held (counted above) is cut, so teardown cannot hang
