@@ -1,13 +1,13 @@
 // Issue 17's hostile-tenant rig, one describe per deployment: while an attacker with its own key and sandbox runs
 // every hostile guest reply and every hostile client pattern at once (tests/support/hostile/), a second tenant's
 // real e2b SDK keeps working. Within the same run: its calls all succeed and their p99 stays within 3x of the
-// baseline phase, the proxy's RSS stays under 256 MiB above idle, health answers throughout, and after the attack
+// baseline phase (less what the attack's code in this process adds, measured there: the floor), the proxy's RSS stays under 256 MiB above idle, health answers throughout, and after the attack
 // every gauge on the proxy's /metrics is back at its idle value with no connection left at the guest.
 // HOSTILE_ONLY=stalled,junk (parts: stalled http ws upgrade-drop junk envd drain, or one case: http/neg-chunk) runs a
 // subset, to measure one case alone (docs/hostile-tenants.md has the figures per case).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startHostileGuest, type HostileGuest } from "#tests/support/hostile/guest.ts";
-import { DEFAULT_PLAN, describeResult, runRig, type RigPlan, type RigResult } from "#tests/support/hostile/rig.ts";
+import { DEFAULT_PLAN, describeResult, floorRise, runRig, type RigPlan, type RigResult } from "#tests/support/hostile/rig.ts";
 import { startE2bDeployment, type RunningDeployment } from "#tests/support/hostile/e2b-deployment.ts";
 import { startKubeDeployment } from "#tests/support/hostile/kube-deployment.ts";
 import { startTenant, type Tenant } from "#tests/support/hostile/tenant.ts";
@@ -25,9 +25,13 @@ function rigClaims(result: () => RigResult) {
     expect(r.attack.failures).toEqual([]);
     expect(r.attack.fresh).toBeGreaterThan(0);
   });
-  test("the second tenant's p99 under attack stays within 3x of its baseline in the same run", () => {
+  // The tenant's files.* calls are served by the simulated node and guest in this process, where the attack's own
+  // code (hostile guest, attack clients) also runs: what it adds there is measured in the same run by a do-nothing
+  // server beside them (the floor) and taken off, so the claim is about what the deployment does to the tenant
+  // (docs/hostile-tenants.md "The floor").
+  test("the second tenant's p99 under attack, less the floor's rise in the test process, stays within 3x of its baseline", () => {
     const r = result();
-    expect(r.attack.p99).toBeLessThanOrEqual(3 * r.baseline.p99);
+    expect(r.attack.p99 - floorRise(r)).toBeLessThanOrEqual(3 * r.baseline.p99);
   });
   test("the proxy's RSS stays under 256 MiB above idle", () => {
     const r = result();

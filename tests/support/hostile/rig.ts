@@ -92,12 +92,15 @@ export interface Summary {
   /** Event-loop delay p99 (ms) of the tenant's process and of the test's process (guest, node, attack clients). */
   tenantLagP99: number;
   testLagP99: number;
+  /** p99 of the floor: a request to a server in the test's process that does nothing (TenantRun.floor), ms. */
+  floorP99: number;
   /** p99 per steady call (getInfo, files.write, files.read), ms. */
   p99ByCall: Record<string, number>;
 }
 
 const summary = (r: TenantRun, testLagP99: number): Summary => ({
   tenantLagP99: r.loopLagP99,
+  floorP99: percentile(r.floor, 99),
   p99ByCall: Object.fromEntries(Object.entries(r.byCall).map(([k, v]) => [k, percentile(v, 99)])),
   testLagP99,
   calls: r.calls,
@@ -324,6 +327,14 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   };
 }
 
+/**
+ * What the attack's own code in the test's process adds to a request served there (docs/hostile-tenants.md "The
+ * floor"): the rise of the floor's p99 from baseline to attack, never negative.
+ */
+export function floorRise(r: RigResult): number {
+  return Math.max(0, r.attack.floorP99 - r.baseline.floorP99);
+}
+
 /** The figures a human reads (docs/hostile-tenants.md is written from these lines). */
 export function describeResult(r: RigResult): string {
   const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
@@ -334,6 +345,7 @@ export function describeResult(r: RigResult): string {
     `second tenant attack:   ${r.attack.calls} calls, p50 ${ms(r.attack.p50)}, p99 ${ms(r.attack.p99)} (${(r.attack.p99 / r.baseline.p99).toFixed(2)}x), fresh ${r.attack.fresh} (p99 ${ms(r.attack.freshP99)}), ${r.attack.failures.length} failed`,
     ...r.attack.failures.slice(0, 5).map((f) => `  failure: ${f}`),
     `p99 per call, baseline -> attack: ${Object.keys(r.baseline.p99ByCall).map((k) => `${k} ${ms(r.baseline.p99ByCall[k]!)} -> ${ms(r.attack.p99ByCall[k] ?? NaN)}`).join(", ")}`,
+    `floor (a do-nothing server in the test process) p99, baseline -> attack: ${ms(r.baseline.floorP99)} -> ${ms(r.attack.floorP99)}; tenant p99 less the floor's rise ${ms(r.attack.p99 - floorRise(r))} (${((r.attack.p99 - floorRise(r)) / r.baseline.p99).toFixed(2)}x)`,
     `event-loop delay p99, baseline -> attack: tenant process ${ms(r.baseline.tenantLagP99)} -> ${ms(r.attack.tenantLagP99)}, test process (guest, node, attack clients) ${ms(r.baseline.testLagP99)} -> ${ms(r.attack.testLagP99)}`,
     `proxy RSS: idle ${mib(r.rss.idle)}, peak under attack ${mib(r.rss.peakAttack)} (+${mib(r.rss.peakAttack - r.rss.idle)}), after recovery ${mib(r.rss.afterRecovery)}`,
     ...(r.rss.apiPeak !== undefined ? [`API process RSS: idle ${mib(r.rss.apiIdle!)}, peak under attack ${mib(r.rss.apiPeak)}`] : []),

@@ -16,6 +16,12 @@ export interface TenantRun {
   latencies: number[];
   /** The same, per call (getInfo goes to the REST surface only, files.* through the proxy and the node). */
   byCall: Record<string, number[]>;
+  /**
+   * One bare request a round to a Bun server in the test's process that does nothing (the floor): what the
+   * attack's own code there (hostile guest, simulated node, attack clients) adds to any request served there, which
+   * the tenant's files.* calls are (their node and guest run there), ms.
+   */
+  floor: number[];
   /** create + files.write + kill of a fresh sandbox, ms, for those that succeeded. */
   fresh: number[];
   calls: number;
@@ -34,12 +40,12 @@ export interface Tenant {
 const FRESH_EVERY = 4;
 
 /** The tenant's loop in this process (what the tenant process runs). */
-async function localTenant(opts: TenantOpts, template: string): Promise<Tenant> {
+async function localTenant(opts: TenantOpts, template: string, floorUrl: string): Promise<Tenant> {
   const sbx = await Sandbox.create(template, opts);
   await sbx.files.write("/tenant/warm.txt", "warm");
   return {
     async run(ms) {
-      const out: TenantRun = { latencies: [], byCall: {}, fresh: [], calls: 0, failures: [], loopLagP99: 0, loopLagMax: 0 };
+      const out: TenantRun = { latencies: [], byCall: {}, floor: [], fresh: [], calls: 0, failures: [], loopLagP99: 0, loopLagMax: 0 };
       const lag = loopLag();
       const end = performance.now() + ms;
       const timed = async (what: string, f: () => Promise<unknown>, into: number[]) => {
@@ -55,6 +61,8 @@ async function localTenant(opts: TenantOpts, template: string): Promise<Tenant> 
         }
       };
       for (let round = 0; performance.now() < end; round++) {
+        const f0 = performance.now();
+        await fetch(floorUrl).then((r) => r.arrayBuffer()).then(() => out.floor.push(performance.now() - f0), () => undefined);
         await timed("getInfo", () => sbx.getInfo(), out.latencies);
         await timed("files.write", () => sbx.files.write(`/tenant/r${round % 8}.txt`, `round ${round}`), out.latencies);
         await timed("files.read", async () => {
@@ -102,7 +110,10 @@ const Answer = z.union([z.object({ ready: z.literal(true) }), z.object({ run: z.
 
 /** The tenant as its own process; the returned Tenant talks to it over stdin/stdout. */
 export async function startTenant(opts: TenantOpts, template: string): Promise<Tenant> {
-  const proc = Bun.spawn([process.execPath, import.meta.path, JSON.stringify({ opts, template })], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+  // The floor: a server in this (the test's) process that does nothing, timed by the tenant each round.
+  const floor = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(null, { status: 204 }) });
+  const floorUrl = `http://127.0.0.1:${floor.port}/`;
+  const proc = Bun.spawn([process.execPath, import.meta.path, JSON.stringify({ opts, template, floorUrl })], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
   const lines = (async function* () {
     let buf = "";
     for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) {
@@ -133,6 +144,7 @@ export async function startTenant(opts: TenantOpts, template: string): Promise<T
       return a.run;
     },
     async stop() {
+      void floor.stop(true);
       if (proc.exitCode !== null) return;
       send({ op: "stop" });
       await Promise.race([next().catch(() => undefined), Bun.sleep(10_000)]);
@@ -143,11 +155,11 @@ export async function startTenant(opts: TenantOpts, template: string): Promise<T
 }
 
 if (import.meta.main) {
-  const Args = z.object({ opts: z.custom<TenantOpts>((v) => typeof v === "object" && v !== null), template: z.string() });
+  const Args = z.object({ opts: z.custom<TenantOpts>((v) => typeof v === "object" && v !== null), template: z.string(), floorUrl: z.string().url() });
   const say = (a: z.infer<typeof Answer>) => process.stdout.write(`${JSON.stringify(a)}\n`);
   try {
     const a = Args.parse(JSON.parse(process.argv[2] ?? "{}"));
-    const tenant = await localTenant(a.opts, a.template);
+    const tenant = await localTenant(a.opts, a.template, a.floorUrl);
     say({ ready: true });
     let buf = "";
     for await (const chunk of Bun.stdin.stream()) {
