@@ -117,6 +117,22 @@ export class ChunkedDecoder implements BodyDecoder {
         if (this.size === 0) this.s = S.DataCr;
         continue;
       }
+      // Fast paths for a body of tiny chunks (the same checks as step, without a call per byte): the CRLF after a
+      // chunk's data, and the size's hex digits.
+      if (this.s === S.DataCr && i + 1 < b.length && b[i] === CR && b[i + 1] === LF) {
+        this.s = S.Size;
+        i += 2;
+        continue;
+      }
+      if (this.s === S.Size) {
+        let v: number;
+        while (i < b.length && (v = hexValue(b[i]!)) >= 0) {
+          if (++this.digits > MAX_CHUNK_SIZE_DIGITS) throw fail(`chunk size longer than ${MAX_CHUNK_SIZE_DIGITS} hex digits`);
+          this.size = this.size * 16 + v;
+          i++;
+        }
+        if (i === b.length) break;
+      }
       this.step(b[i]!);
       i++;
     }
