@@ -94,11 +94,16 @@ export interface Summary {
   testLagP99: number;
   /** p99 of the floor: a request to a server in the test's process that does nothing (TenantRun.floor), ms. */
   floorP99: number;
+  /** The machine's 1-minute load average at the end of the phase (other work on the shared cores shows here). */
+  load: number;
   /** p99 per steady call (getInfo, files.write, files.read), ms. */
   p99ByCall: Record<string, number>;
 }
 
-const summary = (r: TenantRun, testLagP99: number): Summary => ({
+const loadAverage = async () => Number((await Bun.file("/proc/loadavg").text().catch(() => "NaN")).split(" ")[0]);
+
+const summary = (r: TenantRun, testLagP99: number, load: number): Summary => ({
+  load,
   tenantLagP99: r.loopLagP99,
   floorP99: percentile(r.floor, 99),
   p99ByCall: Object.fromEntries(Object.entries(r.byCall).map(([k, v]) => [k, percentile(v, 99)])),
@@ -163,7 +168,7 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
 
   const baseLag = loopLag();
   const baseRun = await tenant.run(plan.baselineMs);
-  const baseline = summary(baseRun, baseLag.stop()[0]);
+  const baseline = summary(baseRun, baseLag.stop()[0], await loadAverage());
 
   const proxyS = sampler(d.proxyPid);
   const apiS = d.apiPid ? sampler(d.apiPid) : undefined;
@@ -271,7 +276,7 @@ export async function runRig(d: Deployment, tenant: Tenant, guest: HostileGuest,
   const attackEnd = setTimeout(() => stopAttack(), plan.attackMs);
   const attackLag = loopLag();
   const attackRun = await tenant.run(plan.attackMs);
-  const attacked = summary(attackRun, attackLag.stop()[0]);
+  const attacked = summary(attackRun, attackLag.stop()[0], await loadAverage());
   stopAttack();
   clearTimeout(attackEnd);
   flood?.kill("SIGTERM");
@@ -346,6 +351,7 @@ export function describeResult(r: RigResult): string {
     ...r.attack.failures.slice(0, 5).map((f) => `  failure: ${f}`),
     `p99 per call, baseline -> attack: ${Object.keys(r.baseline.p99ByCall).map((k) => `${k} ${ms(r.baseline.p99ByCall[k]!)} -> ${ms(r.attack.p99ByCall[k] ?? NaN)}`).join(", ")}`,
     `floor (a do-nothing server in the test process) p99, baseline -> attack: ${ms(r.baseline.floorP99)} -> ${ms(r.attack.floorP99)}; tenant p99 less the floor's rise ${ms(r.attack.p99 - floorRise(r))} (${((r.attack.p99 - floorRise(r)) / r.baseline.p99).toFixed(2)}x)`,
+    `machine load average (2 cores) at the end of baseline -> attack: ${r.baseline.load} -> ${r.attack.load}`,
     `event-loop delay p99, baseline -> attack: tenant process ${ms(r.baseline.tenantLagP99)} -> ${ms(r.attack.tenantLagP99)}, test process (guest, node, attack clients) ${ms(r.baseline.testLagP99)} -> ${ms(r.attack.testLagP99)}`,
     `proxy RSS: idle ${mib(r.rss.idle)}, peak under attack ${mib(r.rss.peakAttack)} (+${mib(r.rss.peakAttack - r.rss.idle)}), after recovery ${mib(r.rss.afterRecovery)}`,
     ...(r.rss.apiPeak !== undefined ? [`API process RSS: idle ${mib(r.rss.apiIdle!)}, peak under attack ${mib(r.rss.apiPeak)}`] : []),
