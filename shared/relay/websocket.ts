@@ -9,7 +9,7 @@ import type net from "node:net";
 import type { ServerWebSocket } from "bun";
 import { ResponseHeadReader, type HeadDone } from "./framing/index.ts";
 import type { BufferShare } from "./limits.ts";
-import { encodeFrame, FrameReader, OP, TOO_BIG, WS_MAX_MESSAGE_BYTES } from "./ws-frames.ts";
+import { BAD_CONTROL, encodeFrame, FrameReader, OP, TOO_BIG, WS_MAX_MESSAGE_BYTES } from "./ws-frames.ts";
 
 export { decodeFrames, encodeFrame, FrameReader, WS_MAX_MESSAGE_BYTES, type Frame } from "./ws-frames.ts";
 
@@ -148,6 +148,7 @@ export class WsPump {
     const at = this.reader.feed(c, 0, this.onFrame);
     if (this.done) return;
     if (at === TOO_BIG) return this.close(1009, "message too big");
+    if (at === BAD_CONTROL) return this.close(1002, "control frame over 125 bytes or fragmented");
     if (at < c.length) {
       this.backlog = c.subarray(at);
       this.sock.pause();
@@ -158,7 +159,9 @@ export class WsPump {
   private readonly onFrame = (fin: boolean, op: number, payload: Buffer): boolean => {
     if (this.done) return false;
     if (op === OP.ping) {
-      this.sock.write(encodeFrame(OP.pong, payload));
+      // At most 125 bytes (the reader refuses more); and none while the tunnel is backed up: RFC 6455 §5.5.3 lets an
+      // endpoint answer only the latest ping, so a guest that pings without reading cannot grow the write buffer.
+      if (this.sock.writableLength === 0) this.sock.write(encodeFrame(OP.pong, payload));
       return true;
     }
     if (op === OP.pong) return true;

@@ -39,6 +39,10 @@ export function encodeFrame(op: number, payload: Uint8Array): Buffer {
 export type FrameSink = (fin: boolean, op: number, payload: Buffer) => boolean;
 
 export const TOO_BIG = -1;
+/** A control frame (close, ping, pong) longer than 125 bytes or fragmented: RFC 6455 §5.5 forbids both. */
+export const BAD_CONTROL = -2;
+/** RFC 6455 §5.5: a control frame carries at most 125 payload bytes. */
+export const MAX_CONTROL_PAYLOAD = 125;
 
 /** Reads frames from successive socket reads without joining them. */
 export class FrameReader {
@@ -62,7 +66,8 @@ export class FrameReader {
 
   /**
    * Read frames from `b` starting at `off`, handing each whole one to `sink`. Returns where it stopped: `b.length`
-   * once everything was read, earlier when `sink` returned false, TOO_BIG when a frame declares more than the cap.
+   * once everything was read, earlier when `sink` returned false, TOO_BIG when a frame declares more than the cap,
+   * BAD_CONTROL for a control frame over 125 bytes or without FIN.
    */
   feed(b: Buffer, off: number, sink: FrameSink): number {
     let i = off;
@@ -80,6 +85,8 @@ export class FrameReader {
         }
         const len = this.declaredLength();
         if (len > this.maxFrameBytes) return TOO_BIG;
+        // A guest must not make the relay hold (and echo as a pong) megabytes under the name of a ping.
+        if ((this.head[0]! & 0x0f) >= 8 && (len > MAX_CONTROL_PAYLOAD || (this.head[0]! & 0x80) === 0)) return BAD_CONTROL;
         // A whole unmasked frame inside this read is handed over without a copy.
         if (!this.masked() && b.length - i >= len) {
           const payload = b.subarray(i, i + len);
@@ -137,7 +144,7 @@ export interface Frame {
 }
 
 /** Frames complete in `buf`, and the bytes left over (a partial frame): the reader, for callers holding one buffer. */
-export function decodeFrames(buf: Buffer, maxFrameBytes = WS_MAX_MESSAGE_BYTES): { frames: Frame[]; rest: Buffer; tooBig: boolean } {
+export function decodeFrames(buf: Buffer, maxFrameBytes = WS_MAX_MESSAGE_BYTES): { frames: Frame[]; rest: Buffer; tooBig: boolean; badControl?: true } {
   const frames: Frame[] = [];
   const reader = new FrameReader(maxFrameBytes);
   let off = 0;
@@ -150,6 +157,7 @@ export function decodeFrames(buf: Buffer, maxFrameBytes = WS_MAX_MESSAGE_BYTES):
       return false;
     });
     if (at === TOO_BIG) return { frames, rest: Buffer.alloc(0), tooBig: true };
+    if (at === BAD_CONTROL) return { frames, rest: Buffer.alloc(0), tooBig: false, badControl: true };
     if (!got) break;
     end = at;
     if (at >= buf.length) break;

@@ -6,7 +6,8 @@ import { decodeFrames, encodeFrame } from "#shared/relay/websocket.ts";
 
 test("encode -> decode round-trips any payload and opcode, across any split of the bytes", () => {
   fc.assert(
-    fc.property(fc.constantFrom(0, 1, 2, 8, 9, 10), fc.oneof(fc.integer({ min: 0, max: 125 }), fc.integer({ min: 126, max: 70_000 })), fc.nat(), (op, len, cut) => {
+    fc.property(fc.constantFrom(0, 1, 2, 8, 9, 10), fc.oneof(fc.integer({ min: 0, max: 125 }), fc.integer({ min: 126, max: 70_000 })), fc.nat(), (op, anyLen, cut) => {
+      const len = op >= 8 ? anyLen % 126 : anyLen; // a control frame carries at most 125 bytes (RFC 6455 §5.5)
       const payload = new Uint8Array(len).map((_, i) => (i * 31 + len) & 0xff);
       const frame = encodeFrame(op, payload);
       const at = cut % (frame.length + 1);
@@ -29,4 +30,17 @@ test("several frames in one read, and a declared length over the cap", () => {
   expect(decodeFrames(two).frames.map((f) => f.op)).toEqual([1, 2]);
   const huge = Buffer.from([0x82, 127, 0, 0, 0, 1, 0, 0, 0, 0]);
   expect(decodeFrames(huge).tooBig).toBe(true);
+});
+
+test("a control frame over 125 bytes, or without FIN, is a protocol error, refused at its header", () => {
+  fc.assert(
+    fc.property(fc.constantFrom(8, 9, 10), fc.integer({ min: 126, max: 70_000 }), (op, len) => {
+      const frame = encodeFrame(op, new Uint8Array(len));
+      // The header alone is enough: the payload is never waited for or held.
+      const head = frame.subarray(0, len < 65536 ? 8 : 14);
+      expect(decodeFrames(head).badControl).toBe(true);
+    }),
+  );
+  const fragmentedPing = Buffer.from([0x09, 0x80, 0, 0, 0, 0]); // FIN clear, masked, empty
+  expect(decodeFrames(fragmentedPing).badControl).toBe(true);
 });
