@@ -64,8 +64,14 @@ export interface GuestRequest {
   onBodyFramingError?(err: Error): void;
 }
 
-/** How much of the guest's body may wait for the client before the guest is held back (docs/envd-relay.md "Streaming"). */
-const GUEST_BODY_BUFFER = 1024 * 1024;
+/**
+ * How much of the guest's body may wait for the client before the guest is held back (docs/envd-relay.md "Bounds"):
+ * a stalled download costs about twice this in RSS (Bun's chunk objects and its response sink come on top), so 1 MiB
+ * made 128 stalled relays ~2 MiB each. The kernel's socket buffers hold several MiB more per stream, outside RSS.
+ */
+const GUEST_BODY_BUFFER = 256 * 1024;
+/** The h2 stream's receive window: at the 64 KiB default the guest waits a round trip after every four frames. */
+const GUEST_H2_WINDOW = 1024 * 1024;
 
 /**
  * The guest body's queue, counted in bytes: guest chunks are 16-64 KiB, so a count of a few chunks paused the tunnel
@@ -163,9 +169,8 @@ const noBody = (method: string, status: number) => method === "HEAD" || status =
 
 export async function forwardHttp2(sock: net.Socket, r: GuestRequest): Promise<Response> {
   sock.resume();
-  // The stream's receive window matches the queue: at the 64 KiB default the guest waits for a WINDOW_UPDATE (a round
-  // trip through the node's splice) after every four frames. The guest still stops once the window is unacknowledged.
-  const session = http2.connect(`http://${r.authority}`, { createConnection: () => sock, settings: { initialWindowSize: GUEST_BODY_BUFFER } });
+  // The guest still stops once the window (GUEST_H2_WINDOW) is unacknowledged.
+  const session = http2.connect(`http://${r.authority}`, { createConnection: () => sock, settings: { initialWindowSize: GUEST_H2_WINDOW } });
   const teardown = () => {
     session.destroy();
     sock.destroy();

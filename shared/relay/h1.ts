@@ -18,6 +18,7 @@ import { GUEST_BODY_QUEUE, HOP_BY_HOP, connectionOptions, drained } from "./gues
  */
 export const HEAD_DEADLINE_MS = 10_000;
 const QUEUE_BYTES = GUEST_BODY_QUEUE.highWaterMark ?? 0;
+const NO_BYTES: Buffer = Buffer.alloc(0);
 
 export interface Http1Options {
   headDeadlineMs?: number;
@@ -125,10 +126,41 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
     let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
     let decoder: BodyDecoder | undefined;
     let finished = false;
-    const emit = (slice: Buffer) => {
-      if (slice.length === 0) return;
-      r.onBytesOut(slice.length);
-      ctrl!.enqueue(new Uint8Array(slice.buffer, slice.byteOffset, slice.byteLength));
+    // What one guest read yields is gathered into one queue entry (docs/envd-relay.md "Bounds"): a body of 1-byte
+    // chunks would otherwise queue one object per chunk (each pinning its read buffer) in a queue that counts bytes.
+    // The decoder hands over offsets (no view object per chunk); the first range is kept as offsets, later ones are
+    // copied into one buffer.
+    let read = NO_BYTES;
+    let firstStart = -1;
+    let firstEnd = 0;
+    let gathered: Buffer | undefined;
+    let gatheredLen = 0;
+    const collect = (start: number, end: number) => {
+      if (end === start) return;
+      if (firstStart < 0) {
+        firstStart = start;
+        firstEnd = end;
+        return;
+      }
+      if (gathered === undefined) {
+        gathered = Buffer.allocUnsafe(read.length); // the body bytes of one read never exceed the read
+        gatheredLen = read.copy(gathered, 0, firstStart, firstEnd);
+      }
+      // A tiny chunk is cheaper to copy byte by byte than through a native call.
+      if (end - start <= 8) for (let i = start; i < end; i++) gathered[gatheredLen++] = read[i]!;
+      else gatheredLen += read.copy(gathered, gatheredLen, start, end);
+    };
+    const emit = () => {
+      if (firstStart < 0) return;
+      let out: Buffer;
+      if (gathered) out = gathered.subarray(0, gatheredLen);
+      // A lone slice much smaller than its read is copied, so what the queue counts is what it pins.
+      else out = (firstEnd - firstStart) * 2 < read.length ? Buffer.from(read.subarray(firstStart, firstEnd)) : read.subarray(firstStart, firstEnd);
+      firstStart = -1;
+      gathered = undefined;
+      gatheredLen = 0;
+      r.onBytesOut(out.length);
+      ctrl!.enqueue(new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
       // relay bounds (limits.ts): report what waits for the client.
       r.queued?.(QUEUE_BYTES - (ctrl!.desiredSize ?? 0));
     };
@@ -161,7 +193,10 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
       teardown();
     };
     const body = (b: Buffer) => {
-      decoder!.feed(b, emit);
+      read = b;
+      decoder!.feedRanges(b, collect);
+      emit();
+      read = NO_BYTES; // a paused stream pins no read buffer of its own
       if (decoder!.done) finish();
       else if (ctrl && (ctrl.desiredSize ?? 0) <= 0) sock.pause();
     };

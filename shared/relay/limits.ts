@@ -26,7 +26,7 @@ export const DEFAULT_RELAY_LIMITS: RelayLimitOptions = {
   maxRelaysPerSandbox: 64,
   maxRelaysPerClient: 0,
   maxRelaysPerNamespace: 32,
-  bufferBytes: 64 * 1024 * 1024,
+  bufferBytes: 32 * 1024 * 1024,
   guestHandshakeMs: 30_000,
 };
 

@@ -14,8 +14,11 @@ import { BAD_CONTROL, encodeFrame, FrameReader, OP, TOO_BIG, WS_MAX_MESSAGE_BYTE
 export { decodeFrames, encodeFrame, FrameReader, WS_MAX_MESSAGE_BYTES, type Frame } from "./ws-frames.ts";
 
 export const WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-/** The largest message Bun takes from the client (its maxPayloadLength; larger closes 1009). */
-export const WS_MAX_CLIENT_MESSAGE_BYTES = 16 * 1024 * 1024;
+/**
+ * The largest message Bun takes from the client (its maxPayloadLength; larger closes 1009). Bun holds a partial
+ * message where no counter sees it, so this times --max-relays is in the worst case (docs/envd-relay.md "Bounds").
+ */
+export const WS_MAX_CLIENT_MESSAGE_BYTES = 1024 * 1024;
 /** What may wait toward the guest on one WebSocket: past it the client is closed 1008 (it is paused long before). */
 export const WS_MAX_TOWARD_GUEST_BYTES = 2 * WS_MAX_CLIENT_MESSAGE_BYTES;
 /** A paused client socket reads nothing, so it would never see its client leave: it is pinged this often. */

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 
 /** A message larger than this from the guest closes the connection (1009) rather than growing without bound. */
-export const WS_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+export const WS_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
 export const OP = { cont: 0, text: 1, binary: 2, close: 8, ping: 9, pong: 10 } as const;
 

@@ -451,7 +451,7 @@ describe("envd proxy Deployment", () => {
       "--max-relays-per-sandbox=64",
       "--max-relays-per-client=0",
       "--max-relays-per-namespace=32",
-      "--relay-buffer-max=67108864",
+      "--relay-buffer-max=33554432",
       "--guest-handshake-timeout=30s",
       "--metrics-bind-address=:9090",
     ]);

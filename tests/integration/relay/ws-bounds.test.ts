@@ -1,8 +1,8 @@
 // Issue 17 case 3: a relayed WebSocket is bounded both ways. A guest that never reads holds the client back instead
-// of filling the proxy; a 64 MiB frame (the cap) is reassembled in linear time; a message the client cannot take is
+// of filling the proxy; a 16 MiB frame (the cap) is reassembled in linear time, one byte more closes 1009; a message the client cannot take is
 // a close code, never a silent loss. sandbox-e2b runs as its own process so its RSS and CPU time are its own.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { encodeFrame } from "#shared/relay/ws-frames.ts";
+import { encodeFrame, WS_MAX_MESSAGE_BYTES } from "#shared/relay/ws-frames.ts";
 import { e2bProcessFixture, peakRss, spawnE2b, type Child, type E2bProcessFixture } from "../e2b/process.ts";
 import { waitFor } from "#tests/support/wait.ts";
 import { cpuSeconds, createSandbox, gauge, rawWsClient, serverFrameHead, startHostileGuest, writeAll, type HostileGuest } from "./hostile.ts";
@@ -61,7 +61,7 @@ test("a guest that never reads: the client sending 300 MiB is held back (or clos
   const after = await peakRss(child.proc.pid);
   const grewMb = (after - before) / MiB;
   console.log(`deaf guest: client wrote ${(written / MiB).toFixed(0)} MiB before it was held back, close=${c.closeCode ?? "none"}; proxy peak RSS +${grewMb.toFixed(1)} MB`);
-  // The proxy holds at most a message or two toward the guest (16 MiB each) plus socket buffers.
+  // The proxy holds at most a message or two toward the guest (1 MiB each) plus socket buffers.
   expect(grewMb).toBeLessThan(96);
   const heldBack = written < 300 * MiB;
   const closedTooBig = c.closeCode === 1008 || c.closeCode === 1009;
@@ -69,14 +69,14 @@ test("a guest that never reads: the client sending 300 MiB is held back (or clos
   c.sock.destroy();
 }, 90_000);
 
-test("a 32 MiB and a 64 MiB frame (the cap) from the guest arrive whole, in linear time, while the proxy keeps answering", async () => {
+test("an 8 MiB and a 16 MiB frame (the cap) from the guest arrive whole, in linear time, while the proxy keeps answering", async () => {
   const { host, token } = await sandboxWith(talker);
   const seen = talker.upgraded.length;
   const c = await rawWsClient(proxyPort, host, token);
   expect(c.status).toBe(101);
   await waitFor("the guest's side of the WebSocket", () => talker.upgraded.length > seen);
   const guestSock = talker.upgraded.at(-1)!;
-  for (const size of [32 * MiB, 64 * MiB]) {
+  for (const size of [8 * MiB, WS_MAX_MESSAGE_BYTES]) {
     const payload = Buffer.alloc(size, 3);
     payload.writeUInt32BE(size, 0);
     payload.writeUInt32BE(0xfeedface, size - 4);
@@ -105,13 +105,46 @@ test("a 32 MiB and a 64 MiB frame (the cap) from the guest arrive whole, in line
     expect(got.length).toBe(size);
     expect(got.readUInt32BE(0)).toBe(size);
     expect(got.readUInt32BE(size - 4)).toBe(0xfeedface);
-    // Linear: ~4 ms of proxy CPU per MiB relayed (0.12 s for 32 MiB, 0.22 s for 64). Joining on every read was
+    // Linear: ~4 ms of proxy CPU per MiB relayed (0.12 s for 32 MiB, 0.22 s for 64 before the cap was 16). Joining on every read was
     // quadratic: 2.2 s for 32 MiB (68 ms per MiB), and the /healthz beside it waited 1.9 s.
     expect(cpu).toBeLessThan((size / MiB) * 0.025);
     expect(slowest).toBeLessThan(1_500);
   }
   c.sock.destroy();
 }, 180_000);
+
+test("issue 17: a frame one byte over the 16 MiB cap closes the client 1009 at its header, before the proxy holds it", async () => {
+  const { host, token } = await sandboxWith(talker);
+  const seen = talker.upgraded.length;
+  const c = await rawWsClient(proxyPort, host, token);
+  expect(c.status).toBe(101);
+  await waitFor("the guest's side of the WebSocket", () => talker.upgraded.length > seen);
+  const guestSock = talker.upgraded.at(-1)!;
+  // The header alone declares the size: the proxy refuses it without waiting for (or allocating) the payload.
+  guestSock.write(serverFrameHead(2, WS_MAX_MESSAGE_BYTES + 1));
+  await waitFor("the client's close", () => c.closeCode !== undefined, 10_000, 20);
+  expect(c.closeCode).toBe(1009);
+  expect(c.messages.length).toBe(0);
+  c.sock.destroy();
+}, 30_000);
+
+test("issue 17: a client message at the 1 MiB cap reaches the guest; one byte more closes the client 1009", async () => {
+  const { host, token } = await sandboxWith(talker);
+  const seen = talker.upgraded.length;
+  const c = await rawWsClient(proxyPort, host, token);
+  expect(c.status).toBe(101);
+  await waitFor("the guest's side of the WebSocket", () => talker.upgraded.length > seen);
+  const guestSock = talker.upgraded.at(-1)!;
+  let got = 0;
+  guestSock.on("data", (b: Buffer) => void (got += b.length));
+  // The stated cap (docs/envd-relay.md "Bounds"), not the constant: a larger one breaks the worst-case sum.
+  c.sock.write(encodeFrame(2, Buffer.alloc(MiB, 4)));
+  await waitFor("the 1 MiB message at the guest", () => got >= MiB, 10_000, 20);
+  c.sock.write(encodeFrame(2, Buffer.alloc(MiB + 1, 4)));
+  await waitFor("the client's close", () => c.closeCode !== undefined, 10_000, 20);
+  expect(c.closeCode).toBe(1009);
+  c.sock.destroy();
+}, 30_000);
 
 test("a client that stops reading loses no message: every message arrives in order, or the proxy closes 1008/1009", async () => {
   const { host, token } = await sandboxWith(talker);
@@ -121,9 +154,9 @@ test("a client that stops reading loses no message: every message arrives in ord
   await waitFor("the guest's side of the WebSocket", () => talker.upgraded.length > seen);
   const guestSock = talker.upgraded.at(-1)!;
   c.sock.pause(); // the client stops reading
-  // A message bigger than Bun's send buffer limit, then many small ones in the same reads: after the big one the
-  // client's buffer is full, and each further send() must wait for drain instead of being dropped.
-  const BIG = 20 * MiB;
+  // A message as large as the cap (and Bun's send buffer limit), then many small ones in the same reads: after the
+  // big one the client's buffer is full, and each further send() must wait for drain instead of being dropped.
+  const BIG = WS_MAX_MESSAGE_BYTES;
   const N = 20_000;
   const SMALL = 60;
   const big = Buffer.alloc(BIG, 1);

@@ -138,6 +138,37 @@ test("any split of a valid chunked reply streams the exact body", async () => {
   );
 });
 
+test("issue 17: a body of 1-byte chunks queues one entry per guest read, counted by its bytes, not one per chunk", async () => {
+  const queued: number[] = [];
+  const wire = fakeWire();
+  const { response, events } = startHttp1(wire, {
+    method: "GET",
+    path: "/x",
+    authority: "3000-sb-x.example",
+    headers: {},
+    body: null,
+    onBytesIn: () => undefined,
+    onBytesOut: () => undefined,
+    queued: (n) => (queued.push(n), true),
+    signal: new AbortController().signal,
+  });
+  events.data(Buffer.from("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n", "latin1"));
+  const res = await response;
+  const read = Buffer.from("1\r\nx\r\n".repeat(4096), "latin1"); // one 24 KiB guest read, 4096 bytes of body
+  for (let i = 0; i < 16; i++) events.data(read);
+  events.data(Buffer.from("0\r\n\r\n", "latin1"));
+  // One report per read: the queue holds 16 entries of 4096 bytes each (before: 65,536 entries of 1 byte).
+  expect(queued.at(-1)).toBe(16 * 4096);
+  const reader = res.body!.getReader();
+  const sizes: number[] = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    sizes.push(value.byteLength);
+  }
+  expect(sizes).toEqual(Array(16).fill(4096));
+});
+
 test("a body framing error is reported once (the relay's metric and warn line); a head error or a clean end is not", async () => {
   const seen: Error[] = [];
   const start = () => {
