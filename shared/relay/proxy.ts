@@ -16,6 +16,7 @@ import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
 import { BufferBudget, BufferShare, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
+import { FailedLookupTarpit, type TarpitOptions } from "./tarpit.ts";
 import { envdPathVerdict, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
 import { endpointOf, openTunnel, TunnelRefused } from "./tunnel.ts";
 import { guestHandshake, HandshakeTimeout, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
@@ -31,6 +32,8 @@ export interface RelayOptions {
   log: Logger;
   /** Caps, budget and deadlines; each unset one takes DEFAULT_RELAY_LIMITS'. */
   limits?: Partial<RelayLimitOptions>;
+  /** The failed-lookup tarpit's budget and delay (default DEFAULT_TARPIT). */
+  tarpit?: TarpitOptions;
 }
 
 export function relayError(status: number, message: string): Response {
@@ -43,12 +46,15 @@ export class EnvdRelay {
   readonly budget: BufferBudget;
   readonly metrics: RelayMetrics;
   readonly owners: OwnerResolver;
+  /** Failed lookups past a per-address budget are answered late (tarpit.ts): a junk loop cannot take the thread. */
+  readonly tarpit: FailedLookupTarpit;
 
   constructor(private readonly o: RelayOptions) {
     this.limits = { ...DEFAULT_RELAY_LIMITS, ...o.limits };
     this.slots = new RelaySlots(this.limits);
     this.budget = new BufferBudget(this.limits.bufferBytes);
     this.metrics = new RelayMetrics({ activeRelays: () => this.slots.active, bufferedBytes: () => this.budget.bytes });
+    this.tarpit = new FailedLookupTarpit(o.tarpit);
     this.owners = new OwnerResolver({ fleet: o.fleet, envdSecret: o.envdSecret, rootToken: o.rootToken, namespace: o.namespace, log: o.log });
   }
 
@@ -88,14 +94,18 @@ export class EnvdRelay {
     const signed = presented === "" && isSignedFileUrl(route.port, req.method, url);
     if (presented === "" && !signed) return relayError(401, "missing X-Access-Token");
 
-    const r = await this.owners.resolve(route.id, signed ? undefined : presented, { client: server.requestIP(req)?.address });
+    const client = server.requestIP(req)?.address;
+    const r = await this.owners.resolve(route.id, signed ? undefined : presented, { client });
     if (r.kind === "bad-token") {
       this.metrics.lookups.inc({ result: "bad_token" });
+      await this.tarpit.failed(client, req.signal);
       return relayError(401, "invalid sandbox access token");
     }
     if (r.kind === "unavailable") {
       this.metrics.lookups.inc({ result: "unavailable" });
-      if (r.reason !== "unknown") this.o.log.warn({ reason: r.reason }, "sandbox owner not resolved");
+      // Only "unknown" is the caller's doing (an id nobody holds, a shape never issued); the rest are ours.
+      if (r.reason === "unknown") await this.tarpit.failed(client, req.signal);
+      else this.o.log.warn({ reason: r.reason }, "sandbox owner not resolved");
       this.metrics.upstreamErrors.inc({ reason: "unavailable" });
       return relayError(502, "sandbox unavailable");
     }

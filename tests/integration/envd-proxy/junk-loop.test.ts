@@ -1,0 +1,60 @@
+// Issue 17, claim 2 (docs/hostile-tenants.md "The junk loop"): a closed loop of lookups for sandboxes nobody holds
+// (the next sent as soon as the last is answered) used to get ~1,300 answers a second from one address and with
+// them most turns of the proxy's one JS thread. Past the failed-lookup budget its answers wait, so the loop gets a
+// few a second; the answers are still the 502 envelope.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { createLogger } from "#shared/log/index.ts";
+import { EnvdRelay, serveRelay } from "#shared/relay/index.ts";
+
+const DOMAIN = "junk.test";
+const TARPIT = { ratePerS: 5, burst: 10, delayMs: 200, maxHeld: 64 };
+let proxy: ReturnType<typeof Bun.serve>;
+
+beforeAll(() => {
+  const relay = new EnvdRelay({
+    domain: DOMAIN,
+    fleet: { nodes: () => [], ready: async () => undefined, stop: async () => undefined },
+    envdSecret: "junk-secret",
+    rootToken: "root",
+    namespace: "",
+    guestHttp2: false,
+    log: createLogger({ level: "error" }),
+    tarpit: TARPIT,
+  });
+  proxy = serveRelay(relay, { address: "127.0.0.1:0", log: createLogger({ level: "error" }) });
+});
+afterAll(() => proxy?.stop(true));
+
+const junk = () =>
+  fetch(`http://127.0.0.1:${proxy.port}/health`, {
+    headers: { host: `49983-sb-${randomBytes(8).toString("hex")}.${DOMAIN}`, "x-access-token": randomBytes(32).toString("hex") },
+  });
+
+test("two closed loops of junk lookups from one address get their burst, then a few answers a second", async () => {
+  const statuses: Record<number, number> = {};
+  let sent = 0;
+  const end = performance.now() + 1_000;
+  const loop = async () => {
+    while (performance.now() < end) {
+      const r = await junk();
+      await r.text();
+      statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+      sent++;
+    }
+  };
+  await Promise.all([loop(), loop()]);
+  expect(statuses).toEqual({ 502: sent });
+  // burst 10 + 5/s, plus two held answers every 200 ms: about 25 in the second (without the tarpit: hundreds).
+  expect(sent).toBeGreaterThanOrEqual(10);
+  expect(sent).toBeLessThan(40);
+});
+
+test("a held answer is the relay's JSON envelope, and comes after the delay", async () => {
+  for (let i = 0; i < TARPIT.burst + 5; i++) await (await junk()).text();
+  const t0 = performance.now();
+  const r = await junk();
+  expect(performance.now() - t0).toBeGreaterThanOrEqual(TARPIT.delayMs - 5);
+  expect(r.status).toBe(502);
+  expect(await r.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+});
