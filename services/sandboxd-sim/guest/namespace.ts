@@ -15,6 +15,8 @@ import { Freezer } from "./freezer.ts";
 import { overlaidDirs } from "./layer.ts";
 
 const RELAY_SCRIPT = new URL("./ns-relay.ts", import.meta.url).pathname;
+/** Launches of `unshare` tried when it fails at once on its signal mask (started()). */
+const LAUNCH_ATTEMPTS = 3;
 const START_TIMEOUT_MS = 20_000;
 
 // $1 dir, $2 hostname, $3 own network (1/0), then the overlaid system dirs.
@@ -84,7 +86,7 @@ export class Namespace {
   readonly ownNetwork: boolean;
   readonly socketPath: string;
   private readonly freezer: Freezer | undefined;
-  private readonly launcher: ChildProcess;
+  private launcher: ChildProcess;
   private pid1 = 0;
   private nsLink = "";
   private relay: Promise<void> | undefined;
@@ -99,27 +101,44 @@ export class Namespace {
       "/bin/sh", "-c", SETUP, "sh", o.dir, o.hostname, o.ownNetwork ? "1" : "0", ...overlaidDirs()];
     const [cmd, args] = this.inCgroup(unshare);
     this.launcher = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/" });
+    this.ready = this.started(cmd, args, LAUNCH_ATTEMPTS);
+    this.ready.catch(() => {}); // observed by the guest's requests; not an unhandled rejection here
+  }
+
+  /**
+   * Resolves once the launcher's PID 1 is up. util-linux `unshare --fork` started from Bun now and then dies at once
+   * with `sigprocmask unblock failed: Invalid argument`, before it created anything: that failure alone is retried
+   * with a fresh launcher (LAUNCH_ATTEMPTS in all); any other exit is final.
+   */
+  private started(cmd: string, args: string[], attempts: number): Promise<void> {
+    const o = this.o;
+    const launcher = this.launcher;
     let stderr = "";
-    this.launcher.stderr!.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-2000)));
-    this.ready = new Promise<void>((resolve, reject) => {
+    launcher.stderr!.on("data", (c: Buffer) => (stderr = (stderr + c.toString()).slice(-2000)));
+    return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`sandbox ${o.hostname}: namespace not ready after ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
       let out = "";
-      this.launcher.stdout!.on("data", (c: Buffer) => {
+      launcher.stdout!.on("data", (c: Buffer) => {
         out += c.toString();
         if (!out.includes("ready\n") || this.pid1) return;
         clearTimeout(timer);
-        const pid1 = childOf(this.launcher.pid!);
+        const pid1 = childOf(launcher.pid!);
         if (!pid1) return reject(new Error(`sandbox ${o.hostname}: namespace init not found`));
         this.pid1 = pid1;
         this.nsLink = readlinkSync(`/proc/${pid1}/ns/pid`);
         resolve();
       });
-      this.launcher.once("exit", (code, sig) => {
+      launcher.once("exit", (code, sig) => {
         clearTimeout(timer);
+        if (this.pid1) return;
+        if (attempts > 1 && code === 1 && stderr.includes("sigprocmask")) {
+          this.launcher = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/" });
+          this.started(cmd, args, attempts - 1).then(resolve, reject);
+          return;
+        }
         reject(new Error(`sandbox ${o.hostname}: namespace setup exited (${code ?? sig}): ${stderr.trim()}`));
       });
     });
-    this.ready.catch(() => {}); // observed by the guest's requests; not an unhandled rejection here
   }
 
   /** The sandbox's "/" seen from the host (valid once ready). */
