@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { e2bProcessFixture, spawnE2b, type Child, type E2bProcessFixture } from "../e2b/process.ts";
 import { waitFor } from "#tests/support/wait.ts";
-import { createSandbox, dialRawWs, gauge, startHostileGuest, type HostileGuest } from "./hostile.ts";
+import { createSandbox, dialRawWs, gauge, startHostileGuest, type HostileGuest, e2bListeners } from "./hostile.ts";
 
 const ROOT = "root-hsd";
 const DOMAIN = "hsd.test";
@@ -25,10 +25,7 @@ beforeAll(async () => {
   fixture = await e2bProcessFixture({ rootToken: ROOT, apiKey: KEY, domain: DOMAIN });
   // 50 handshakes to one tenant's sandbox: the deadline is under test, not the namespace cap (namespace-cap.test.ts).
   child = spawnE2b([...fixture.args, `--envd-proxy-guest-handshake-timeout=${DEADLINE_S}s`, "--metrics-bind-address=127.0.0.1:0", "--envd-proxy-max-relays-per-namespace=0"]);
-  api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
-  proxyPort = Number((await child.waitFor("envd proxy listening")).port);
-  proxyUrl = `http://127.0.0.1:${proxyPort}`;
-  metricsUrl = `http://127.0.0.1:${(await child.waitFor("metrics listening")).port}`;
+  ({ api, proxyPort, proxyUrl, metricsUrl } = await e2bListeners(child));
 });
 // Guests first: their sockets close the tunnels, so the proxy has no open stream to drain on SIGTERM.
 afterAll(async () => {

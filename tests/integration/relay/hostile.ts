@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import net from "node:net";
 import { FrameReader } from "#shared/relay/ws-frames.ts";
+import type { Child } from "../e2b/process.ts";
 
 const GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
@@ -169,4 +170,12 @@ export async function createSandbox(apiUrl: string, apiKey: string): Promise<{ i
   if (r.status !== 201) throw new Error(`create answered ${r.status}: ${await r.text()}`);
   const sbx = (await r.json()) as { sandboxID: string; envdAccessToken: string };
   return { id: sbx.sandboxID, claimId: sbx.sandboxID.replace("sb-", "sb_"), token: sbx.envdAccessToken };
+}
+
+/** The addresses a spawned sandbox-e2b (started with `--metrics-bind-address`) logs once it listens. */
+export async function e2bListeners(child: Child): Promise<{ api: string; proxyPort: number; proxyUrl: string; metricsUrl: string }> {
+  const api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
+  const proxyPort = Number((await child.waitFor("envd proxy listening")).port);
+  const metricsUrl = `http://127.0.0.1:${(await child.waitFor("metrics listening")).port}`;
+  return { api, proxyPort, proxyUrl: `http://127.0.0.1:${proxyPort}`, metricsUrl };
 }

@@ -8,7 +8,7 @@ import { DEFAULT_RELAY_LIMITS } from "#shared/relay/limits.ts";
 import { countedBytes } from "../e2b/guest.ts";
 import { currentRss, e2bProcessFixture, spawnE2b, type Child, type E2bProcessFixture } from "../e2b/process.ts";
 import { waitFor } from "#tests/support/wait.ts";
-import { createSandbox, gauge } from "./hostile.ts";
+import { createSandbox, gauge, e2bListeners } from "./hostile.ts";
 
 const ROOT = "root-stl";
 const DOMAIN = "stl.test";
@@ -31,10 +31,7 @@ beforeAll(async () => {
   // The per-sandbox and global caps are under test here, with one tenant's sandbox: its namespace cap is off
   // (namespace-cap.test.ts covers that one).
   child = spawnE2b([...fixture.args, "--metrics-bind-address=127.0.0.1:0", "--envd-proxy-max-relays-per-namespace=0"]);
-  api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
-  proxyPort = Number((await child.waitFor("envd proxy listening")).port);
-  proxyUrl = `http://127.0.0.1:${proxyPort}`;
-  metricsUrl = `http://127.0.0.1:${(await child.waitFor("metrics listening")).port}`;
+  ({ api, proxyPort, proxyUrl, metricsUrl } = await e2bListeners(child));
 });
 // Guests first: their sockets close the tunnels, so the proxy has no open stream to drain on SIGTERM.
 afterAll(async () => {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { encodeFrame, WS_MAX_MESSAGE_BYTES } from "#shared/relay/ws-frames.ts";
 import { e2bProcessFixture, peakRss, spawnE2b, type Child, type E2bProcessFixture } from "../e2b/process.ts";
 import { waitFor } from "#tests/support/wait.ts";
-import { cpuSeconds, createSandbox, gauge, rawWsClient, serverFrameHead, startHostileGuest, writeAll, type HostileGuest } from "./hostile.ts";
+import { cpuSeconds, createSandbox, gauge, rawWsClient, serverFrameHead, startHostileGuest, writeAll, type HostileGuest, e2bListeners } from "./hostile.ts";
 
 const ROOT = "root-wsb";
 const DOMAIN = "wsb.test";
@@ -26,10 +26,7 @@ beforeAll(async () => {
   talker = await startHostileGuest("ws");
   fixture = await e2bProcessFixture({ rootToken: ROOT, apiKey: KEY, domain: DOMAIN });
   child = spawnE2b([...fixture.args, "--metrics-bind-address=127.0.0.1:0"]);
-  api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
-  proxyPort = Number((await child.waitFor("envd proxy listening")).port);
-  proxyUrl = `http://127.0.0.1:${proxyPort}`;
-  metricsUrl = `http://127.0.0.1:${(await child.waitFor("metrics listening")).port}`;
+  ({ api, proxyPort, proxyUrl, metricsUrl } = await e2bListeners(child));
 });
 // Guests first: their sockets close the tunnels, so the proxy has no open stream to drain on SIGTERM.
 afterAll(async () => {
