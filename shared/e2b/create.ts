@@ -1,15 +1,17 @@
 // Create (docs/e2b.md "Create"): validate, take the namespace's admission, claim (a pool image by placement, a
 // snapshot id on the node holding it, a built template of the namespace on its holders), then initialise envd and
 // release the claim if that fails. Every node call uses the fleet root token and the raw claim id.
-import { randomBytes } from "node:crypto";
 import type { Clock } from "../clock/index.ts";
 import { advertisesImage, nodeByAddress } from "../fleet/index.ts";
 import type { Logger } from "../log/index.ts";
-import { CHECKPOINT_ID_RE, COLD_CLAIM_TIMEOUT_MS, isSandboxdError, metadataProblem, provablyUndelivered, type ClaimReply, type ClaimRequest } from "../sandboxd/index.ts";
+import { CHECKPOINT_ID_RE, COLD_CLAIM_TIMEOUT_MS, SIZE_TIERS, isSandboxdError, metadataProblem, provablyUndelivered, type ClaimReply, type ClaimRequest, type Size } from "../sandboxd/index.ts";
 import { INIT_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd, type EnvdTarget } from "./envd.ts";
 import { E2bError, badRequest, templateNotFound } from "./errors.ts";
 import type { AliasTarget } from "./files.ts";
+import { newClaimName, type IdempotentCreates, type Made, type Stamp } from "./idempotency.ts";
+import { SURFACE_METADATA_PREFIX } from "./surface-metadata.ts";
 import type { NodeAccess } from "./nodes.ts";
+import type { OwnWrites } from "./own-writes.ts";
 import { claimFailure, placeClaim, type PlacementNodes } from "./placement.ts";
 import { BUILT_PREFIX, NAME_BUDGET, type Renderer } from "./render.ts";
 import type { NewSandbox, SandboxReply } from "./schemas.ts";
@@ -18,8 +20,11 @@ import type { Snapshots } from "./snapshots.ts";
 import type { TemplateCatalog } from "./templates.ts";
 import { envdAccessToken } from "./tokens.ts";
 
-/** The metadata keys vk-sandbox stamps on a Pod's claim (shared/sandboxd/metadata.ts) all start with this. */
-const RESERVED_METADATA_PREFIX = "vk-sandbox.";
+/**
+ * Metadata key prefixes a client may not set: vk-sandbox's stamps on a Pod's claim (shared/sandboxd/metadata.ts) and
+ * the surface's own (idempotency.ts).
+ */
+const RESERVED_METADATA_PREFIXES = ["vk-sandbox.", SURFACE_METADATA_PREFIX];
 
 /** The claim fields every kind of create shares. */
 interface CommonClaim {
@@ -29,7 +34,7 @@ interface CommonClaim {
   on_expire?: "archive";
 }
 
-type Placed = { reply: ClaimReply; template: string; calledAddress?: string };
+type Placed = { reply: ClaimReply; template: string; size: Size; calledAddress?: string };
 
 export interface CreateDeps {
   settings: Pick<E2bSettings, "aliases" | "envdSecret" | "rootToken" | "defaultTimeoutSeconds">;
@@ -40,6 +45,9 @@ export interface CreateDeps {
   snapshots: Pick<Snapshots, "findCheckpoints">;
   quotas: Admission;
   render: Pick<Renderer, "sandboxReply">;
+  /** This replica lists what it created at once (own-writes.ts). */
+  ownWrites: Pick<OwnWrites, "created">;
+  idempotency: Pick<IdempotentCreates, "run">;
   events: SandboxEvents;
   log: Logger;
   clock: Clock;
@@ -48,7 +56,8 @@ export interface CreateDeps {
 export class SandboxCreator {
   constructor(private readonly d: CreateDeps) {}
 
-  async create(ns: string, body: NewSandbox): Promise<SandboxReply> {
+  /** `idempotencyKey`: already checked (idempotencyKeyOf); a retry with it returns the first create's sandbox. */
+  async create(ns: string, body: NewSandbox, idempotencyKey?: string): Promise<SandboxReply> {
     const templateID = body.templateID.trim();
     if (templateID === "") throw badRequest("templateID is required");
     if (templateID.startsWith(BUILT_PREFIX)) throw templateNotFound(templateID);
@@ -58,13 +67,23 @@ export class SandboxCreator {
     const metaProblem = body.metadata ? metadataProblem(body.metadata) : null;
     if (metaProblem) throw badRequest(metaProblem);
     // vk-sandbox's stamps mark a Pod's microVM (and its node, its authority): a key may not forge them.
-    const reserved = Object.keys(body.metadata ?? {}).find((k) => k.startsWith(RESERVED_METADATA_PREFIX));
-    if (reserved !== undefined) throw badRequest(`metadata: key ${JSON.stringify(reserved)} is reserved (prefix "${RESERVED_METADATA_PREFIX}")`);
-    // Admission before any claim (a snapshot restore and a built template included); the reservation holds until
-    // the claim is remembered or released.
+    for (const prefix of RESERVED_METADATA_PREFIXES) {
+      const reserved = Object.keys(body.metadata ?? {}).find((k) => k.startsWith(prefix));
+      if (reserved !== undefined) throw badRequest(`metadata: key ${JSON.stringify(reserved)} is reserved (prefix "${prefix}")`);
+    }
+    if (idempotencyKey === undefined) return (await this.admitted(ns, body, templateID, undefined)).reply;
+    return this.d.idempotency.run(ns, idempotencyKey, body, async (stamp) => {
+      const problem = metadataProblem({ ...body.metadata, ...stamp.metadata });
+      if (problem) throw badRequest(`${problem} (with the Idempotency-Key stamp, which takes one metadata pair)`);
+      return this.admitted(ns, body, templateID, stamp);
+    });
+  }
+
+  /** Admission before any claim (a snapshot restore and a built template included); held until remembered or released. */
+  private async admitted(ns: string, body: NewSandbox, templateID: string, stamp: Stamp | undefined): Promise<Made> {
     const settle = this.d.quotas.admit(ns, "create");
     try {
-      return await this.claimAndInit(ns, body, templateID);
+      return await this.claimAndInit(ns, body, templateID, stamp);
     } finally {
       settle();
     }
@@ -88,7 +107,7 @@ export class SandboxCreator {
       ...(body.allow_internet_access === false ? { egress: false } : {}),
     };
     const hit = await placeClaim(this.d.nodes, this.d.log, { template: pool.image, net, size: pool.size }, req);
-    if (hit) return { placed: { reply: hit.reply, template: pool.image, calledAddress: hit.calledAddress }, builtTemplate: false };
+    if (hit) return { placed: { reply: hit.reply, template: pool.image, size: pool.size, calledAddress: hit.calledAddress }, builtTemplate: false };
     // Only the no-capacity branch looks for a built template (pool images pay nothing for the lookup).
     const knownPool = this.d.settings.aliases.has(templateID) || advertisesImage(this.d.nodes.nodes(), pool.image);
     const built = knownPool ? undefined : await this.claimBuilt(ns, templateID, net, common, body.allow_internet_access);
@@ -98,12 +117,13 @@ export class SandboxCreator {
   }
 
   /** A create after validation and admission: claim, then initialise envd (releasing the claim if that fails). */
-  private async claimAndInit(ns: string, body: NewSandbox, templateID: string): Promise<SandboxReply> {
+  private async claimAndInit(ns: string, body: NewSandbox, templateID: string, stamp: Stamp | undefined): Promise<Made> {
     const { settings, nodes, log, clock } = this.d;
+    const metadata = stamp ? { ...body.metadata, ...stamp.metadata } : body.metadata;
     const common: CommonClaim = {
       ttl_seconds: body.timeout ?? settings.defaultTimeoutSeconds,
-      claim_ref: `${ns}/e2b-${randomBytes(5).toString("hex")}`,
-      ...(body.metadata ? { metadata: body.metadata } : {}),
+      claim_ref: `${ns}/${stamp?.claimName ?? newClaimName()}`,
+      ...(metadata ? { metadata } : {}),
       ...(body.autoPause === true ? { on_expire: "archive" as const } : {}),
     };
     const { placed, builtTemplate } = await this.claim(ns, body, templateID, common);
@@ -141,7 +161,21 @@ export class SandboxCreator {
       throw new E2bError(500, "failed to start the sandbox");
     }
     this.d.events.claimed(reply.id, address, reply.token, ns);
-    return this.d.render.sandboxReply({ claimId: reply.id, nodeName, template: placed.template, claimToken: reply.token });
+    const tier = SIZE_TIERS[placed.size];
+    const now = clock.now();
+    this.d.ownWrites.created(ns, {
+      claimId: reply.id,
+      nodeName,
+      template: placed.template,
+      claimedAt: now,
+      deadline: common.ttl_seconds > 0 ? now + common.ttl_seconds * 1000 : undefined,
+      paused: false,
+      cpuCount: tier.cpu_count,
+      memoryBytes: tier.mem_total_bytes,
+      metadata,
+    });
+    const sandbox = this.d.render.sandboxReply({ claimId: reply.id, nodeName, template: placed.template, claimToken: reply.token });
+    return { reply: sandbox, claimId: reply.id, address, nodeName };
   }
 
   /**
@@ -163,7 +197,7 @@ export class SandboxCreator {
         ...(allowInternet === false ? { egress: false } : {}),
       };
       try {
-        return { reply: await this.d.nodes.client(node.address).claim(req, { timeoutMs: COLD_CLAIM_TIMEOUT_MS }), template: t.template, calledAddress: node.address };
+        return { reply: await this.d.nodes.client(node.address).claim(req, { timeoutMs: COLD_CLAIM_TIMEOUT_MS }), template: t.template, size: t.size, calledAddress: node.address };
       } catch (err) {
         if (isSandboxdError(err) && err.status === 404) continue;
         if (provablyUndelivered(err)) {
@@ -183,7 +217,7 @@ export class SandboxCreator {
     if (!hit) throw templateNotFound(snapshotId);
     try {
       const reply = await this.d.nodes.client(hit.address).claimCheckpoint(snapshotId, common);
-      return { reply, template: hit.ck.key.template, calledAddress: hit.address };
+      return { reply, template: hit.ck.key.template, size: hit.ck.key.size, calledAddress: hit.address };
     } catch (err) {
       if (provablyUndelivered(err)) throw new E2bError(503, `no capacity to start snapshot "${snapshotId}"; retry later`);
       throw claimFailure(err);

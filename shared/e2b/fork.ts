@@ -3,11 +3,12 @@
 import type { Clock } from "../clock/index.ts";
 import { FANOUT_CONCURRENCY, mapLimit, nodeByAddress } from "../fleet/index.ts";
 import type { Logger } from "../log/index.ts";
-import type { ClaimReply, SandboxDetail } from "../sandboxd/index.ts";
+import { parseWireTime, type ClaimReply, type SandboxDetail } from "../sandboxd/index.ts";
 import { initEnvd } from "./envd.ts";
 import { E2bError, badRequest, fromNode } from "./errors.ts";
 import type { LiveLookup } from "./lookup.ts";
 import type { Located, NodeAccess } from "./nodes.ts";
+import type { OwnWrites } from "./own-writes.ts";
 import { isPaused, type Renderer } from "./render.ts";
 import type { SandboxReply } from "./schemas.ts";
 import type { Admission, E2bSettings, SandboxEvents } from "./settings.ts";
@@ -19,6 +20,7 @@ export interface ForkDeps {
   lookup: Pick<LiveLookup, "read">;
   quotas: Admission;
   render: Pick<Renderer, "sandboxReply">;
+  ownWrites: Pick<OwnWrites, "created">;
   events: SandboxEvents;
   log: Logger;
   clock: Clock;
@@ -67,10 +69,23 @@ export class Forks {
       throw new E2bError(500, "failed to fork the sandbox");
     }
     this.d.events.changed(loc.address);
+    const now = clock.now();
     return children.map((child, k) => {
       const address = results[k] as string;
       const nodeName = nodes.nodeNameFor(address);
       nodes.remember(ns, child.id, address, nodeName);
+      const deadline = parseWireTime(child.deadline);
+      this.d.ownWrites.created(ns, {
+        claimId: child.id,
+        nodeName,
+        template: row.key.template,
+        claimedAt: now,
+        deadline: deadline && deadline > 0 ? deadline : undefined,
+        paused: false,
+        cpuCount: row.cpu_count,
+        memoryBytes: row.mem_total_bytes,
+        metadata: row.metadata,
+      });
       this.d.events.claimed(child.id, address, child.token, ns);
       return this.d.render.sandboxReply({ claimId: child.id, nodeName, template: row.key.template, claimToken: child.token });
     });

@@ -4,6 +4,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { readJsonBody, readQuery } from "./body.ts";
 import type { SandboxCreator } from "./create.ts";
 import type { Forks } from "./fork.ts";
+import { idempotencyKeyOf } from "./idempotency.ts";
 import { errors, idParams, json, jsonBody, noContent, notServed, quotaErrors, sandboxIdOf as id, type RouteKit } from "./route-kit.ts";
 import type { SandboxMetrics } from "./sandbox-metrics.ts";
 import type { Sandboxes } from "./sandboxes.ts";
@@ -21,8 +22,11 @@ export interface SandboxRouteTargets {
 export function registerSandboxRoutes({ route, unserved }: RouteKit, t: SandboxRouteTargets): void {
   for (const path of ["/sandboxes", "/v2/sandboxes"]) {
     route(
-      createRoute({ method: "post", path, request: jsonBody(S.NewSandbox, true), responses: { 201: json(S.SandboxSchema, "Created"), 503: json(S.ErrorSchema, "No warm capacity"), ...quotaErrors, ...errors } }),
-      async (c, ns) => c.json(await t.creator.create(ns, await readJsonBody(c.req.raw, S.NewSandbox, true)), 201),
+      createRoute({ method: "post", path, request: { ...jsonBody(S.NewSandbox, true), headers: S.IdempotencyHeader }, responses: { 201: json(S.SandboxSchema, "Created"), 409: json(S.ErrorSchema, "Idempotency-Key reused with another body"), 503: json(S.ErrorSchema, "No warm capacity"), ...quotaErrors, ...errors } }),
+      async (c, ns) => {
+        const key = idempotencyKeyOf(c.req.header("idempotency-key"));
+        return c.json(await t.creator.create(ns, await readJsonBody(c.req.raw, S.NewSandbox, true), key), 201);
+      },
     );
   }
 

@@ -3,10 +3,11 @@
 // fork fork.ts, metrics sandbox-metrics.ts. Every node call uses the fleet root token and the raw claim id.
 import type { Clock } from "../clock/index.ts";
 import { parseWireTime } from "../sandboxd/index.ts";
-import { E2bError, badRequest, fromNode } from "./errors.ts";
+import { E2bError, badRequest, fromNode, sandboxNotFound } from "./errors.ts";
 import { matches, page, parseFilters, parsePaging } from "./list.ts";
 import { claimedAtOf, type LiveLookup } from "./lookup.ts";
-import { entriesIn, type NodeAccess } from "./nodes.ts";
+import type { NodeAccess } from "./nodes.ts";
+import type { OwnWrites } from "./own-writes.ts";
 import { isPaused, type Renderer } from "./render.ts";
 import type { ListQuery, ListedSandbox, SandboxReply } from "./schemas.ts";
 import type { Admission, E2bSettings, SandboxEvents } from "./settings.ts";
@@ -20,6 +21,8 @@ export interface SandboxesDeps {
   quotas: Admission;
   render: Pick<Renderer, "detailFromRow" | "listed" | "sandboxReply">;
   tokenForms: Pick<TokenForms, "accessTokenFor">;
+  /** This replica's recent writes, laid over the snapshot (own-writes.ts). */
+  ownWrites: Pick<OwnWrites, "rows" | "isKilled" | "killed" | "paused" | "resumed">;
   events: SandboxEvents;
   clock: Clock;
 }
@@ -31,6 +34,7 @@ export class Sandboxes {
   resolveTemplateFilter = (t: string): string => this.d.settings.aliases.get(t)?.image ?? t;
 
   async get(ns: string, id: string): Promise<ListedSandbox> {
+    if (this.d.ownWrites.isKilled(ns, id)) throw sandboxNotFound(id);
     const { loc, row } = await this.d.lookup.read(ns, id, "failed to read the sandbox");
     return this.d.render.detailFromRow(loc, row);
   }
@@ -38,37 +42,32 @@ export class Sandboxes {
   list(ns: string, q: ListQuery, paged: boolean): { items: ListedSandbox[]; nextToken: string | undefined } {
     const filters = parseFilters(q, this.resolveTemplateFilter);
     const paging = paged ? parsePaging(q) : undefined;
-    const items = entriesIn(this.d.nodes.nodes(), ns)
-      .map(({ node, entry }) =>
-        this.d.render.listed({
-          claimId: entry.id,
-          nodeName: node.name,
-          template: entry.template ?? "",
-          claimedAt: entry.claimedAt,
-          deadline: entry.deadline,
-          paused: entry.phase === "Hibernated",
-          cpuCount: entry.cpuCount,
-          memoryBytes: entry.memoryBytes,
-          metadata: entry.metadata,
-        }),
-      )
+    const items = this.d.ownWrites
+      .rows(this.d.nodes.nodes(), ns)
+      .map((row) => this.d.render.listed(row))
       .filter((it) => matches(it, filters));
     if (!paging) return { items, nextToken: undefined };
     return page(items, paging);
   }
 
   async kill(ns: string, id: string): Promise<void> {
-    const { nodes, events } = this.d;
+    const { nodes, events, ownWrites } = this.d;
+    // Killed here a moment ago: 404 at once, though the snapshot may list it a while longer.
+    if (ownWrites.isKilled(ns, id)) throw sandboxNotFound(id);
     const loc = await nodes.locate(ns, id);
+    let outcome: "released" | "already-gone";
     try {
-      await nodes.client(loc.address).release(loc.claimId);
+      outcome = await nodes.client(loc.address).release(loc.claimId);
     } catch {
       throw new E2bError(500, "failed to release the sandbox");
     }
     nodes.forget(ns, loc.claimId);
     nodes.markReleased(loc.claimId);
+    ownWrites.killed(ns, loc.claimId);
     events.released(loc.claimId);
     events.changed(loc.address);
+    // Gone on the node already (killed by another replica, or expired): the SDK's kill() answers false on 404.
+    if (outcome === "already-gone") throw sandboxNotFound(id);
   }
 
   async setTimeout(ns: string, id: string, seconds: number): Promise<void> {
@@ -97,6 +96,7 @@ export class Sandboxes {
     } catch (err) {
       throw fromNode(err, id, "failed to pause the sandbox");
     }
+    this.d.ownWrites.paused(ns, loc.claimId);
     this.d.events.changed(loc.address);
   }
 
@@ -120,6 +120,7 @@ export class Sandboxes {
         await client.wake(loc.claimId);
         row = await client.get(loc.claimId);
         status = 201;
+        this.d.ownWrites.resumed(ns, loc.claimId);
         this.d.events.changed(loc.address);
       } else if (kind === "resume") {
         throw new E2bError(409, `sandbox "${id}" is already running`);

@@ -8,8 +8,10 @@ import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
 import { SandboxCreator } from "./create.ts";
 import { Forks } from "./fork.ts";
+import { IdempotentCreates } from "./idempotency.ts";
 import { LiveLookup } from "./lookup.ts";
 import { NodeAccess } from "./nodes.ts";
+import { OwnWrites } from "./own-writes.ts";
 import { NamespaceQuotas } from "./quotas.ts";
 import { Renderer } from "./render.ts";
 import { SandboxMetrics } from "./sandbox-metrics.ts";
@@ -25,6 +27,8 @@ export type { E2bDeps, E2bSettings, SandboxEvents } from "./settings.ts";
 export class E2bSurface {
   readonly nodes: NodeAccess;
   readonly lookup: LiveLookup;
+  readonly ownWrites: OwnWrites;
+  readonly idempotency: IdempotentCreates;
   readonly quotas: NamespaceQuotas;
   readonly render: Renderer;
   readonly tokenForms: TokenForms;
@@ -66,14 +70,16 @@ export class E2bSurface {
     }));
     this.catalog = new TemplateCatalog(nodes, settings.aliases, imageAliases, settings.envdVersion);
     this.snapshots = new Snapshots(nodes);
-    this.creator = new SandboxCreator({ settings, nodes, catalog: this.catalog, snapshots: this.snapshots, quotas, render, events, log, clock });
-    this.sandboxes = new Sandboxes({ settings, nodes, lookup, quotas, render, tokenForms, events, clock });
-    this.forks = new Forks({ settings, nodes, lookup, quotas, render, events, log, clock });
+    const ownWrites = (this.ownWrites = new OwnWrites(clock));
+    const idempotency = (this.idempotency = new IdempotentCreates({ nodes, ownWrites, tokenForms, render, clock }));
+    this.creator = new SandboxCreator({ settings, nodes, catalog: this.catalog, snapshots: this.snapshots, quotas, render, ownWrites, idempotency, events, log, clock });
+    this.sandboxes = new Sandboxes({ settings, nodes, lookup, quotas, render, tokenForms, ownWrites, events, clock });
+    this.forks = new Forks({ settings, nodes, lookup, quotas, render, ownWrites, events, log, clock });
     this.metrics = new SandboxMetrics({ settings, lookup, tokenForms, clock });
   }
 
   /** Create in `ns` (create.ts); kept on the root for callers that drive the surface without HTTP. */
-  create(ns: string, body: NewSandbox): Promise<SandboxReply> {
-    return this.creator.create(ns, body);
+  create(ns: string, body: NewSandbox, idempotencyKey?: string): Promise<SandboxReply> {
+    return this.creator.create(ns, body, idempotencyKey);
   }
 }
