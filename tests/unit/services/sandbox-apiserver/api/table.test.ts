@@ -21,7 +21,7 @@ describe("the sandboxes Table", () => {
     { name: "a/rich", id: "sb_1", phase: "Hibernated", template: "img:1", addr: "10.0.0.5:7777", deadline: "2026-12-02T00:00:00Z", claimedAt: "2026-12-01T11:58:30Z" },
     "n1",
   );
-  const bare = sandboxFromEntry({ name: "bare", phase: "" }, "n2");
+  const bare = sandboxFromEntry({ name: "bare", phase: "Running" }, "n2");
 
   test("columns Name, Phase, Node, Template, Age, and Claim ID, Address, Deadline at priority 1 (-o wide)", () => {
     const table = toTable([rich], t) as { columnDefinitions: { name: string; priority: number }[] };
@@ -33,7 +33,7 @@ describe("the sandboxes Table", () => {
   test("cells carry the node's values; Age is measured on the server's clock", () => {
     const row = (s: typeof rich) => toTable([s], t).rows[0]!.cells;
     expect(row(rich)).toEqual(["rich", "Hibernated", "n1", "img:1", "90s", "sb_1", "10.0.0.5", "2026-12-02T00:00:00Z"]);
-    expect(row(bare)).toEqual(["bare", "<none>", "n2", "<none>", "<unknown>", "<none>", "<none>", "<none>"]);
+    expect(row(bare)).toEqual(["bare", "Running", "n2", "<none>", "<unknown>", "<none>", "<none>", "<none>"]);
     clock.advance(60 * 60_000);
     expect(row(rich)[4]).toBe("61m");
   });
