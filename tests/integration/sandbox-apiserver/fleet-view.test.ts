@@ -15,6 +15,8 @@ const now = () => rfc3339(Date.now());
 
 beforeAll(async () => {
   stack = await startStack();
+  // Events live in the sandbox's namespace, which must exist in Kubernetes (the sandboxes themselves need none).
+  await stack.cluster.apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: view}");
   server = await stack.startServer({ args: ["--enable-warm-pool-driver=false"] });
   await stack.register(server.port);
 }, 120_000);
@@ -100,4 +102,90 @@ describe("kubectl get sandboxes (issue 21 item 3)", () => {
       await w.stop();
     }
   }, 60_000);
+});
+
+interface CoreEvent {
+  reason: string;
+  type: string;
+  message: string;
+  count?: number;
+  involvedObject: { apiVersion?: string; kind?: string; name?: string; namespace?: string; uid?: string };
+}
+
+async function eventsOf(name: string): Promise<CoreEvent[]> {
+  const r = await stack.cluster.adminFetch(`/api/v1/namespaces/view/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${name},involvedObject.kind=Sandbox`)}`);
+  return ((await r.json()) as { items: CoreEvent[] }).items;
+}
+const reasons = async (name: string) => new Set((await eventsOf(name)).map((e) => e.reason));
+const hasReasons = (name: string, want: string[]) => waitFor(`${name} events ${want.join(", ")}`, async () => {
+  const got = await reasons(name);
+  return want.every((w) => got.has(w)) ? got : undefined;
+}, 15_000);
+
+describe("Kubernetes Events for sandboxes (issue 21 item 3)", () => {
+  const beta = (phase: string) => ({ name: "view/beta", id: "sb_beta", phase, template: IMG, claimedAt });
+
+  test("claim, pause, resume and release seen in inventory become core Events on the Sandbox; kubectl describe and get events show them", async () => {
+    await stack.publish(inv("Running"));
+    await rows(["get", "sandboxes", "-n", "view"], 3);
+    // Each publish is one transition of beta, on a node that stays fresh.
+    const publish = async (extra: Record<string, unknown>[]) => stack.publish({ ...inv("Running"), entries: [...entries("Running"), ...extra] });
+    await publish([beta("Running")]);
+    await hasReasons("beta", ["Claimed"]);
+    await publish([beta("Hibernated")]);
+    await hasReasons("beta", ["Paused"]);
+    await publish([beta("Running")]);
+    await hasReasons("beta", ["Resumed"]);
+    const evs = await eventsOf("beta");
+    const claimed = evs.find((e) => e.reason === "Claimed")!;
+    expect(claimed.type).toBe("Normal");
+    expect(claimed.message).toBe('claimed on node "node-a" (claim id sb_beta)');
+    expect(claimed.involvedObject).toMatchObject({ apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", name: "beta", namespace: "view" });
+
+    const described = await k(["describe", "sandbox", "beta", "-n", "view"]);
+    expect(described.stderr).toBe("");
+    expect(described.code).toBe(0);
+    expect(described.stdout).toMatch(/^Name:\s+beta$/m);
+    expect(described.stdout).toMatch(/^Events:/m);
+    for (const r of ["Claimed", "Paused", "Resumed"]) expect(described.stdout).toMatch(new RegExp(`Normal\\s+${r}\\s`));
+
+    await publish([]);
+    await hasReasons("beta", ["Released"]);
+    const listed = await k(["get", "events", "-n", "view", "--field-selector", "involvedObject.name=beta"]);
+    expect(listed.stdout).toMatch(/Released\s+sandbox\/beta\s+released by node "node-a" \(claim id sb_beta\)/);
+  }, 60_000);
+
+  test("a node that stops being fresh makes its sandboxes Lost (Warning); its return makes them Recovered", async () => {
+    await stack.publish({ node: "node-b", address: "127.0.0.2:1", publishedAt: now(), entries: [{ name: "view/gamma", id: "sb_gamma", phase: "Running" }] });
+    await waitFor("gamma listed", async () => (await k(["get", "sandbox", "gamma", "-n", "view"])).code === 0, 15_000);
+    await stack.unpublish("node-b");
+    const lost = await waitFor("gamma Lost", async () => (await eventsOf("gamma")).find((e) => e.reason === "Lost"), 15_000);
+    expect(lost.type).toBe("Warning");
+    expect(lost.message).toContain('node "node-b" no longer publishes a fresh inventory');
+    await stack.publish({ node: "node-b", address: "127.0.0.2:1", publishedAt: now(), entries: [{ name: "view/gamma", id: "sb_gamma", phase: "Running" }] });
+    await hasReasons("gamma", ["Recovered"]);
+    // A node rejoining is not a claim.
+    expect(await reasons("gamma")).not.toContain("Claimed");
+  }, 60_000);
+
+  test("a flapping sandbox is rate-limited: 60 phase flips write at most the object's burst of 25, on a handful of Events", async () => {
+    const flappy = (phase: string) => ({ name: "view/flappy", id: "sb_flappy", phase });
+    const publish = (phase: string, extra: Record<string, unknown>[] = []) =>
+      stack.publish({ node: "node-a", address: "127.0.0.1:1", publishedAt: now(), entries: [...entries("Running"), flappy(phase), ...extra] });
+    await publish("Running");
+    await hasReasons("flappy", ["Claimed"]);
+    for (let i = 0; i < 30; i++) {
+      await publish("Hibernated");
+      await publish("Running");
+    }
+    const total = async () => (await eventsOf("flappy")).reduce((n, e) => n + (e.count ?? 1), 0);
+    await waitFor("flappy's 25 admitted events written", async () => (await total()) >= 25, 30_000);
+    // A later transition of another sandbox is written, so the pipeline is past every flip; flappy stays at 25.
+    await publish("Running", [{ name: "view/fence", id: "sb_fence", phase: "Running" }]);
+    await hasReasons("fence", ["Claimed"]);
+    expect(await total()).toBe(25);
+    const evs = await eventsOf("flappy");
+    expect(evs.length).toBeLessThanOrEqual(5);
+    expect(evs.some((e) => e.message.startsWith("(combined from similar events): "))).toBe(true);
+  }, 120_000);
 });
