@@ -1,4 +1,4 @@
-// The rate limits in front of the Event writes (services/sandbox-apiserver/docs/events.md "Rate limits"), the kubelet's event correlator in
+// The rate limits in front of the Event writes (docs/events.md "Rate limits"), the kubelet's event correlator in
 // spirit: a flapping sandbox, or a fleet-wide burst, must not flood etcd.
 //   1. per object: a token bucket per `<ns>/<name>` (burst 25, one token back every 5 minutes); an empty bucket drops.
 //   2. per object and reason: past 10 events in 10 minutes the message becomes one constant "(combined from similar

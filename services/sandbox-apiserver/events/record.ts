@@ -1,4 +1,4 @@
-// Kubernetes Events for the aggregated API's sandboxes (services/sandbox-apiserver/docs/events.md): every inventory change the fleet's watch
+// Kubernetes Events for the aggregated API's sandboxes (docs/events.md): every inventory change the fleet's watch
 // index computes (sandboxes/changes.ts) is judged for a lifecycle transition, rate-limited (gate.ts), and written as
 // a core/v1 Event whose involvedObject is the Sandbox as this API serves it, so `kubectl describe sandbox` and
 // `kubectl get events` show it. Only the active replica writes (the warm-pool driver's leader), so two replicas do

@@ -1,4 +1,4 @@
-// What happened to a sandbox between two inventory states (services/sandbox-apiserver/docs/events.md): one change of the fleet's holders
+// What happened to a sandbox between two inventory states (docs/events.md): one change of the fleet's holders
 // (sandboxes/changes.ts) becomes at most one lifecycle transition — claimed, paused, resumed, released, lost, or
 // recovered after a loss. Pure: the caller says which nodes were fresh before and after the change.
 import type { Sandbox, SandboxChange } from "../sandboxes/index.ts";

@@ -1,0 +1,80 @@
+import { describe, expect, test } from "bun:test";
+import { COMBINED_PREFIX, EventGate, startSandboxEvents, transitionOf } from "#services/sandbox-apiserver/events/index.ts";
+import type { ChangeListener, SandboxChange } from "#services/sandbox-apiserver/sandboxes/changes.ts";
+import { sandboxFromEntry } from "#services/sandbox-apiserver/sandboxes/object.ts";
+import { FakeClock } from "#shared/clock/index.ts";
+import type { InventoryRecord } from "#shared/fleet/index.ts";
+
+const sb = (phase: "Running" | "Hibernated", node = "n1") => sandboxFromEntry({ name: "a/x", id: "sb_x", phase }, node);
+const change = (before: ReturnType<typeof sb>[], after: ReturnType<typeof sb>[]): SandboxChange => ({ key: "a/x", namespace: "a", before, after });
+const moment = (before: string[], after: string[], lost = false) => ({ freshBefore: new Set(before), freshAfter: new Set(after), wasLost: () => lost });
+
+describe("transitions from inventory changes", () => {
+  test("appearing on a fresh node is Claimed; on a node that just (re)joined, nothing; after a loss, Recovered", () => {
+    expect(transitionOf(change([], [sb("Running")]), moment(["n1"], ["n1"]))).toMatchObject({ reason: "Claimed", type: "Normal", message: 'claimed on node "n1" (claim id sb_x)' });
+    expect(transitionOf(change([], [sb("Running")]), moment([], ["n1"]))).toBeUndefined();
+    expect(transitionOf(change([], [sb("Running")]), moment([], ["n1"], true))?.reason).toBe("Recovered");
+  });
+  test("Running → Hibernated is Paused, back is Resumed; other changes (a deadline) are nothing", () => {
+    expect(transitionOf(change([sb("Running")], [sb("Hibernated")]), moment(["n1"], ["n1"]))?.reason).toBe("Paused");
+    expect(transitionOf(change([sb("Hibernated")], [sb("Running")]), moment(["n1"], ["n1"]))?.reason).toBe("Resumed");
+    expect(transitionOf(change([sb("Running")], [sb("Running")]), moment(["n1"], ["n1"]))).toBeUndefined();
+  });
+  test("gone while its node is fresh is Released; gone with its node stale or removed is a Lost Warning", () => {
+    expect(transitionOf(change([sb("Running")], []), moment(["n1"], ["n1"]))?.reason).toBe("Released");
+    expect(transitionOf(change([sb("Running")], []), moment(["n1"], []))).toMatchObject({ reason: "Lost", type: "Warning" });
+  });
+});
+
+describe("the event gate", () => {
+  test("an object's burst is 25, then one event per 5 minutes", () => {
+    const clock = new FakeClock();
+    const gate = new EventGate({ clock });
+    let admitted = 0;
+    for (let i = 0; i < 100; i++) if (gate.admit("a/x", "Normal", i % 2 ? "Paused" : "Resumed", "m") !== undefined) admitted++;
+    expect(admitted).toBe(25);
+    expect(gate.counts.droppedObject).toBe(75);
+    clock.advance(300_000);
+    expect(gate.admit("a/x", "Normal", "Paused", "m")).toBeDefined();
+    expect(gate.admit("a/x", "Normal", "Paused", "m")).toBeUndefined();
+    // Another object has its own bucket.
+    expect(gate.admit("a/y", "Normal", "Paused", "m")).toBe("m");
+  });
+  test("past 10 similar events in 10 minutes the message is one constant combined text", () => {
+    const gate = new EventGate({ clock: new FakeClock() });
+    const out = Array.from({ length: 14 }, (_, i) => gate.admit("a/x", "Normal", "Claimed", `claim ${i}`));
+    expect(out.slice(0, 10)).toEqual(Array.from({ length: 10 }, (_, i) => `claim ${i}`));
+    expect(new Set(out.slice(10))).toEqual(new Set([`${COMBINED_PREFIX}claim 10`]));
+  });
+  test("the process bucket bounds every object together, and the per-object state is bounded", () => {
+    const gate = new EventGate({ clock: new FakeClock(), processQps: 1, processBurst: 5, maxObjects: 100 });
+    let admitted = 0;
+    for (let i = 0; i < 1000; i++) if (gate.admit(`ns/s${i}`, "Normal", "Claimed", "m") !== undefined) admitted++;
+    expect(admitted).toBe(5);
+    expect(gate.counts.droppedProcess).toBe(995);
+    expect(gate.size).toBe(100);
+  });
+});
+
+describe("startSandboxEvents", () => {
+  test("transitions after the start are recorded on the Sandbox, only while this replica is active", () => {
+    let listener: ChangeListener = () => {};
+    let nodes = [{ name: "n1" }] as InventoryRecord[];
+    const changes = { subscribe: (fn: ChangeListener) => ((listener = fn), () => {}), current: () => nodes };
+    const written: { obj: unknown; reason: string }[] = [];
+    let active = true;
+    startSandboxEvents({ changes, writer: { record: (obj, _t, reason) => written.push({ obj, reason }) }, gate: new EventGate({ clock: new FakeClock() }), active: () => active });
+    const batch = (c: SandboxChange) => listener({ changes: new Map([[c.key, c]]), memo: (_o, _k, make) => make() });
+    batch(change([], [sb("Running")]));
+    expect(written).toEqual([{ obj: { apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", metadata: { name: "x", namespace: "a" } }, reason: "Claimed" }]);
+    active = false;
+    batch(change([sb("Running")], [sb("Hibernated")]));
+    expect(written).toHaveLength(1);
+    active = true;
+    nodes = [];
+    batch(change([sb("Hibernated")], []));
+    nodes = [{ name: "n1" }] as InventoryRecord[];
+    batch(change([], [sb("Hibernated")]));
+    expect(written.map((w) => w.reason)).toEqual(["Claimed", "Lost", "Recovered"]);
+  });
+});
