@@ -15,7 +15,7 @@ import type { Shutdown } from "#shared/lifecycle/index.ts";
 import { buildInfo } from "#shared/version.ts";
 import { ApiError, MAX_REQUEST_BODY_BYTES, apiRoutes, statusResponse } from "./api/index.ts";
 import { createApp } from "./app.ts";
-import { EventGate, startSandboxEvents } from "./events/index.ts";
+import { EventGate, NamespaceAwareSink, startSandboxEvents } from "./events/index.ts";
 import { type ApiserverConfig, inertFlagWarnings } from "./flags.ts";
 import { NodeClients, PodGuard, kubePodGuardBackend } from "./sandboxes/index.ts";
 import { SandboxChanges, SandboxReader } from "./sandboxes/index.ts";
@@ -112,8 +112,16 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
   }
 
   // Events for sandbox transitions seen in inventory changes (docs/events.md), written by the driver's leader only.
-  const sandboxEvents = new EventRecorder({ sink: kubeEventSink(kube), component: "sandbox-apiserver", host: hostname(), clock, isNotFound, log: log.child({ component: "events" }) });
-  const stopEvents = startSandboxEvents({ changes, writer: sandboxEvents, gate: new EventGate({ clock }), active: () => driver?.isLeader() ?? true, log: log.child({ component: "events" }) });
+  const eventSink = new NamespaceAwareSink(kubeEventSink(kube), clock);
+  const sandboxEvents = new EventRecorder({ sink: eventSink, component: "sandbox-apiserver", host: hostname(), clock, isNotFound, log: log.child({ component: "events" }) });
+  const stopEvents = startSandboxEvents({
+    changes,
+    writer: sandboxEvents,
+    gate: new EventGate({ clock }),
+    active: () => driver?.isLeader() ?? true,
+    isMissingNamespace: (ns) => eventSink.isMissing(ns),
+    log: log.child({ component: "events" }),
+  });
   shutdown.addCloser("sandbox events", async () => {
     stopEvents();
     await sandboxEvents.close();

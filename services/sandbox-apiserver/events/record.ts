@@ -21,6 +21,8 @@ export interface SandboxEventsOptions {
   /** Whether this replica writes events now (the driver's leader; always when the driver is off). */
   active: () => boolean;
   log?: Logger;
+  /** Namespaces known not to exist: their events are skipped before the rate limits (namespaces.ts). */
+  isMissingNamespace?: (namespace: string) => boolean;
   /** How many lost sandboxes are remembered so their return reads Recovered (oldest forgotten first). */
   maxLost?: number;
 }
@@ -45,7 +47,7 @@ export function startSandboxEvents(o: SandboxEventsOptions): () => void {
       } else if (t.reason === "Recovered" || t.reason === "Claimed") {
         lost.delete(c.key);
       }
-      if (!writing) continue;
+      if (!writing || o.isMissingNamespace?.(c.namespace)) continue;
       const message = o.gate.admit(c.key, t.type, t.reason, t.message);
       if (message === undefined) {
         o.log?.debug({ sandbox: c.key, reason: t.reason }, "sandbox event dropped by the rate limit");

@@ -1,9 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { COMBINED_PREFIX, EventGate, startSandboxEvents, transitionOf } from "#services/sandbox-apiserver/events/index.ts";
+import { COMBINED_PREFIX, EventGate, MISSING_NAMESPACE_TTL_MS, NamespaceAwareSink, startSandboxEvents, transitionOf } from "#services/sandbox-apiserver/events/index.ts";
 import type { ChangeListener, SandboxChange } from "#services/sandbox-apiserver/sandboxes/changes.ts";
 import { sandboxFromEntry } from "#services/sandbox-apiserver/sandboxes/object.ts";
 import { FakeClock } from "#shared/clock/index.ts";
 import type { InventoryRecord } from "#shared/fleet/index.ts";
+import { KubeApiError } from "#shared/kube/index.ts";
 
 const sb = (phase: "Running" | "Hibernated", node = "n1") => sandboxFromEntry({ name: "a/x", id: "sb_x", phase }, node);
 const change = (before: ReturnType<typeof sb>[], after: ReturnType<typeof sb>[]): SandboxChange => ({ key: "a/x", namespace: "a", before, after });
@@ -76,5 +77,33 @@ describe("startSandboxEvents", () => {
     nodes = [{ name: "n1" }] as InventoryRecord[];
     batch(change([], [sb("Hibernated")]));
     expect(written.map((w) => w.reason)).toEqual(["Claimed", "Lost", "Recovered"]);
+  });
+});
+
+describe("events in a namespace Kubernetes does not have", () => {
+  test("a 404 on create marks the namespace missing for a minute; other errors do not", async () => {
+    const clock = new FakeClock();
+    let calls = 0;
+    const sink = new NamespaceAwareSink(
+      {
+        create: async (ns) => {
+          calls++;
+          if (ns === "e2b-team") throw new KubeApiError({ status: 404, verb: "create", path: `/api/v1/namespaces/${ns}/events`, reason: "NotFound", message: `namespaces "${ns}" not found` });
+          if (ns === "flaky") throw new Error("connection reset");
+          return {};
+        },
+        patch: async () => ({}),
+      },
+      clock,
+    );
+    await expect(sink.create("e2b-team", {} as never)).rejects.toThrow();
+    expect(sink.isMissing("e2b-team")).toBe(true);
+    await expect(sink.create("flaky", {} as never)).rejects.toThrow("connection reset");
+    expect(sink.isMissing("flaky")).toBe(false);
+    await sink.create("real", {} as never);
+    expect(sink.isMissing("real")).toBe(false);
+    clock.advance(MISSING_NAMESPACE_TTL_MS);
+    expect(sink.isMissing("e2b-team")).toBe(false);
+    expect(calls).toBe(3);
   });
 });
