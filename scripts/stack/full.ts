@@ -99,7 +99,7 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
     // kubectl on PATH (scripts/bun, scripts/kubectl find the bootstrap's and the test peers'). The export lines first.
     notes: [
       `try: ${join(root, "scripts", "bun")} ${join(root, "examples", "hello.ts")} --keep`,
-      `try: ${join(root, "scripts", "kubectl")} get sandboxes -A`,
+      `try: ${join(root, "scripts", "kubectl")} get sandboxes -A -o wide`,
       `try: ${join(root, "scripts", "kubectl")} apply -f ${join(root, "examples", "sandbox-pod.yaml")}`,
       `(hello.ts --keep leaves its sandbox for get sandboxes to list; the example Pod binds to ${NODE_NAMES[0]})`,
     ],
