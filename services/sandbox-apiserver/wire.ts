@@ -15,7 +15,7 @@ import type { Shutdown } from "#shared/lifecycle/index.ts";
 import { buildInfo } from "#shared/version.ts";
 import { ApiError, MAX_REQUEST_BODY_BYTES, apiRoutes, statusResponse } from "./api/index.ts";
 import { createApp } from "./app.ts";
-import { EventGate, NamespaceAwareSink, startSandboxEvents } from "./events/index.ts";
+import { EventGate, NamespaceAwareSink, sandboxEventsCounter, startSandboxEvents } from "./events/index.ts";
 import { type ApiserverConfig, inertFlagWarnings } from "./flags.ts";
 import { NodeClients, PodGuard, kubePodGuardBackend } from "./sandboxes/index.ts";
 import { SandboxChanges, SandboxReader } from "./sandboxes/index.ts";
@@ -120,6 +120,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
     gate: new EventGate({ clock }),
     active: () => driver?.isLeader() ?? true,
     isMissingNamespace: (ns) => eventSink.isMissing(ns),
+    counter: sandboxEventsCounter(metrics.registry),
     log: log.child({ component: "events" }),
   });
   shutdown.addCloser("sandbox events", async () => {

@@ -6,7 +6,9 @@
 import type { Logger } from "pino";
 import type { EventType, InvolvedObject } from "#shared/kube/index.ts";
 import { API_VERSION, KIND, type SandboxChanges } from "../sandboxes/index.ts";
+import type { Counter } from "#shared/metrics/index.ts";
 import type { EventGate } from "./gate.ts";
+import type { EventOutcome } from "./metrics.ts";
 import { transitionOf } from "./transitions.ts";
 
 /** The recorder's one call used here (shared/kube EventRecorder: aggregation of identical events, never blocking). */
@@ -23,6 +25,8 @@ export interface SandboxEventsOptions {
   log?: Logger;
   /** Namespaces known not to exist: their events are skipped before the rate limits (namespaces.ts). */
   isMissingNamespace?: (namespace: string) => boolean;
+  /** Counts each judged transition by reason and outcome (metrics.ts). */
+  counter?: Counter<"reason" | "outcome">;
   /** How many lost sandboxes are remembered so their return reads Recovered (oldest forgotten first). */
   maxLost?: number;
 }
@@ -47,12 +51,19 @@ export function startSandboxEvents(o: SandboxEventsOptions): () => void {
       } else if (t.reason === "Recovered" || t.reason === "Claimed") {
         lost.delete(c.key);
       }
-      if (!writing || o.isMissingNamespace?.(c.namespace)) continue;
+      if (!writing) continue;
+      const count = (outcome: EventOutcome) => o.counter?.inc({ reason: t.reason, outcome });
+      if (o.isMissingNamespace?.(c.namespace)) {
+        count("namespace_missing");
+        continue;
+      }
       const message = o.gate.admit(c.key, t.type, t.reason, t.message);
       if (message === undefined) {
+        count("rate_limited");
         o.log?.debug({ sandbox: c.key, reason: t.reason }, "sandbox event dropped by the rate limit");
         continue;
       }
+      count("recorded");
       const md = t.sandbox.metadata;
       o.writer.record(
         { apiVersion: API_VERSION, kind: KIND, metadata: { name: md.name, namespace: md.namespace, ...(md.uid ? { uid: md.uid } : {}) } },

@@ -1,10 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { COMBINED_PREFIX, EventGate, MISSING_NAMESPACE_TTL_MS, NamespaceAwareSink, startSandboxEvents, transitionOf } from "#services/sandbox-apiserver/events/index.ts";
+import { COMBINED_PREFIX, EventGate, MISSING_NAMESPACE_TTL_MS, NamespaceAwareSink, sandboxEventsCounter, startSandboxEvents, transitionOf } from "#services/sandbox-apiserver/events/index.ts";
 import type { ChangeListener, SandboxChange } from "#services/sandbox-apiserver/sandboxes/changes.ts";
 import { sandboxFromEntry } from "#services/sandbox-apiserver/sandboxes/object.ts";
 import { FakeClock } from "#shared/clock/index.ts";
 import type { InventoryRecord } from "#shared/fleet/index.ts";
 import { KubeApiError } from "#shared/kube/index.ts";
+import { Registry } from "#shared/metrics/index.ts";
 
 const sb = (phase: "Running" | "Hibernated", node = "n1") => sandboxFromEntry({ name: "a/x", id: "sb_x", phase }, node);
 const change = (before: ReturnType<typeof sb>[], after: ReturnType<typeof sb>[]): SandboxChange => ({ key: "a/x", namespace: "a", before, after });
@@ -58,13 +59,21 @@ describe("the event gate", () => {
 });
 
 describe("startSandboxEvents", () => {
-  test("transitions after the start are recorded on the Sandbox, only while this replica is active", () => {
+  test("transitions after the start are recorded on the Sandbox, only while this replica is active, and counted", async () => {
     let listener: ChangeListener = () => {};
     let nodes = [{ name: "n1" }] as InventoryRecord[];
     const changes = { subscribe: (fn: ChangeListener) => ((listener = fn), () => {}), current: () => nodes };
     const written: { obj: unknown; reason: string }[] = [];
     let active = true;
-    startSandboxEvents({ changes, writer: { record: (obj, _t, reason) => written.push({ obj, reason }) }, gate: new EventGate({ clock: new FakeClock() }), active: () => active });
+    const registry = new Registry();
+    startSandboxEvents({
+      changes,
+      writer: { record: (obj, _t, reason) => written.push({ obj, reason }) },
+      gate: new EventGate({ clock: new FakeClock(), objectBurst: 3 }),
+      active: () => active,
+      isMissingNamespace: (ns) => ns === "gone",
+      counter: sandboxEventsCounter(registry),
+    });
     const batch = (c: SandboxChange) => listener({ changes: new Map([[c.key, c]]), memo: (_o, _k, make) => make() });
     batch(change([], [sb("Running")]));
     expect(written).toEqual([{ obj: { apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", metadata: { name: "x", namespace: "a" } }, reason: "Claimed" }]);
@@ -77,6 +86,14 @@ describe("startSandboxEvents", () => {
     nodes = [{ name: "n1" }] as InventoryRecord[];
     batch(change([], [sb("Hibernated")]));
     expect(written.map((w) => w.reason)).toEqual(["Claimed", "Lost", "Recovered"]);
+    // The object's burst (3 here) is spent: the next transition is counted as rate limited, not written.
+    batch(change([sb("Hibernated")], [sb("Running")]));
+    expect(written).toHaveLength(3);
+    batch({ key: "gone/y", namespace: "gone", before: [], after: [sandboxFromEntry({ name: "gone/y", phase: "Running" }, "n1")] });
+    const text = await registry.metrics();
+    expect(text).toContain('sandbox_apiserver_sandbox_events_total{reason="Claimed",outcome="recorded"} 1');
+    expect(text).toContain('sandbox_apiserver_sandbox_events_total{reason="Resumed",outcome="rate_limited"} 1');
+    expect(text).toContain('sandbox_apiserver_sandbox_events_total{reason="Claimed",outcome="namespace_missing"} 1');
   });
 });
 
