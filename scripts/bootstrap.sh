@@ -22,7 +22,13 @@ if [ ! -x "$bun_dir/node_modules/.bin/bun" ]; then
 fi
 export PATH="$bun_dir/node_modules/.bin:$PATH"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-(cd "$repo" && bun install --frozen-lockfile >&2)
+# SANDBOX_SKIP_JS_INSTALL=1 leaves node_modules alone: for a checkout whose node_modules is another checkout's
+# (a worktree sharing it), where an install would rewrite the other's tree (tests/integration/readme sets it then).
+if [ "${SANDBOX_SKIP_JS_INSTALL:-}" = "1" ]; then
+  echo "bootstrap: SANDBOX_SKIP_JS_INSTALL=1: JS dependencies left as they are" >&2
+else
+  (cd "$repo" && bun install --frozen-lockfile >&2)
+fi
 if [ "${SKIP_TEST_PEERS:-}" != "1" ]; then
   (cd "$repo" && bun run tests/kube/peers.ts ensure >&2)
   # The Python e2b SDK the SDK matrix drives (pinned in tests/support/python/requirements.txt), a venv in the cache.

@@ -128,6 +128,8 @@ describe("object sets", () => {
       { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
       { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
       { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
+      // Sandbox lifecycle Events in the sandboxes' namespaces (issue 21), with or without the driver.
+      { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
     ]);
     expect(container(objects, "sandbox-apiserver").args).toContain("--enable-warm-pool-driver=false");
   });
@@ -262,6 +264,7 @@ describe("RBAC", () => {
       { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
       { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
       { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
+      { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
       {
         apiGroups: ["extensions.agents.x-k8s.io"],
         resources: ["sandboxwarmpools", "sandboxtemplates"],
