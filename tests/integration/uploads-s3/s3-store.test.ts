@@ -150,6 +150,23 @@ describe("S3 upload store failures are bounded and clear", () => {
     }
   });
 
+  test("a store that fails itself: 500 answers 502 naming S3's status, 503 answers 503 'busy; retry'", async () => {
+    let status = 500;
+    const srv = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(null, { status }) });
+    try {
+      await withAwsEnv(rootKeys(), async () => {
+        const s = createS3UploadStore({ bucket: "b-x", endpoint: `http://127.0.0.1:${srv.port}`, forcePathStyle: true });
+        const failed = await caught(s.locate("team-a", "t", HASH(10), origin));
+        expect([failed.status, failed.message]).toEqual([502, "upload store: HEAD in bucket b-x: S3 answered HTTP 500 (Unknown)"]);
+        status = 503;
+        const busy = await caught(s.locate("team-a", "t", HASH(10), origin));
+        expect([busy.status, busy.message]).toEqual([503, "upload store: HEAD in bucket b-x: S3 is busy (HTTP 503); retry"]);
+      });
+    } finally {
+      srv.stop(true);
+    }
+  });
+
   test("a GetObject body that stalls mid-way errors after the idle bound instead of hanging the build", async () => {
     // A stand-in server on a raw socket: a 200 with Content-Length 1000 and the first 10 bytes, then nothing.
     const srv = Bun.listen({
