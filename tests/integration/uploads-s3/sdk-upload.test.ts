@@ -1,8 +1,10 @@
-// The stock SDKs' COPY upload path against the S3 store and a real S3 server, without the build API: the JS SDK
-// (e2b 2.51, Template.buildInBackground) and the Python SDK (e2b 2.63 from the cached venv, build_in_background)
-// talk to a stand-in e2b API whose upload links come from the real S3 store (stand-in.ts). What each SDK sends: a
-// gzipped tar per COPY with an exact Content-Length (not chunked); S3 accepts it at the key the hash names; a
-// rebuild with the same files finds them present and uploads nothing.
+// The stock clients' COPY upload path against the S3 store and a real S3 server, without the build API: the JS SDK
+// (e2b 2.51, Template.buildInBackground), the Python SDK (e2b 2.63 from the cached venv, build_in_background) and
+// the e2b CLI (@e2b/cli 2.19, `template create` from a Dockerfile) talk to a stand-in e2b API whose upload links come
+// from the real S3 store (stand-in.ts). What each sends: a gzipped tar per COPY with an exact Content-Length (not
+// chunked); S3 accepts it at the key the hash names; a rebuild with the same files finds them present and uploads
+// nothing. The CLI sends no header but Content-Length (it drops the link's `headers`), which is why the store signs
+// nothing but Host.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,6 +30,7 @@ beforeAll(async () => {
   writeFileSync(join(context, "data", "a.txt"), "alpha\n");
   writeFileSync(join(context, "data", "sub", "b.txt"), "beta\n".repeat(1000));
   writeFileSync(join(context, "one.txt"), "single file\n");
+  writeFileSync(join(context, "Dockerfile"), "FROM ubuntu:22.04\nCOPY data/ /app/data/\nCOPY one.txt /app/one.txt\nRUN echo built > /opt/marker\n");
   store = createS3UploadStore({ bucket: s3.bucket, prefix: "sdk", endpoint: s3.endpoint, region: s3.region, forcePathStyle: true });
   standIn = startStandIn(store, s3.endpoint, NS);
 });
@@ -123,6 +126,30 @@ describe("the stock Python SDK uploads COPY archives through the S3 store's pres
       const { logs } = await pythonBuild("py-app");
       expect(standIn.puts.length).toBe(before);
       expect(logs.filter((m) => m.includes("already cached"))).toHaveLength(2);
+    });
+  }, 150_000);
+});
+
+describe("the e2b CLI uploads COPY archives through the S3 store's presigned URLs", () => {
+  const cli = (name: string) =>
+    run(["bun", join(import.meta.dir, "../../../node_modules/@e2b/cli/dist/index.js"), "template", "create", name, "--path", context], {
+      // A HOME of its own: no login config of the machine's user; the API key and URL as a user exports them.
+      env: { ...process.env, HOME: context, E2B_API_KEY: "e2b_stand_in", E2B_API_URL: standIn.apiUrl },
+      timeoutMs: 120_000,
+    });
+
+  test("template create from a Dockerfile: the same two archives, Content-Length only, accepted by S3; the CLI finishes", async () => {
+    await withAwsEnv(keys(), async () => {
+      const since = standIn.puts.length;
+      const r = await cli("cli-app");
+      expect(`${r.code} ${r.code === 0 ? "" : r.stderr.slice(-2000)}`).toBe("0 ");
+      expect(r.stdout).toContain("Building sandbox template cli-app finished");
+      await expectTwoUploads("cli-app", since);
+      for (const put of standIn.puts.slice(since)) {
+        expect(Object.keys(put.headers).filter((h) => !["accept", "accept-encoding", "accept-language", "connection", "content-length", "host", "sec-fetch-mode", "user-agent"].includes(h))).toEqual([]);
+      }
+      const steps = standIn.starts.findLast((s) => s.templateID === "cli-app")!.body.steps;
+      expect(steps.find((s) => s.type === "RUN")?.args[0]).toBe("echo built > /opt/marker");
     });
   }, 150_000);
 });

@@ -1,6 +1,6 @@
-// A stand-in e2b API for the SDKs' COPY upload path, without the build API: it answers the three calls a
-// background build makes (POST /v3/templates, GET /templates/{id}/files/{hash} through a real S3 store's locate, and
-// the build start), and hands out the presigned URL through a recording hop in front of the S3 server. The hop keeps
+// A stand-in e2b API for the SDKs' COPY upload path, without the build API: it answers the calls a build makes
+// (POST /v3/templates, GET /templates/{id}/files/{hash} through a real S3 store's locate, the build start, and a
+// status that is `ready` at once), and hands out the presigned URL through a recording hop in front of the S3 server. The hop keeps
 // what the SDK's PUT carried and passes it on unchanged to the host the URL was signed for, so the signature holds.
 import type { UploadStore } from "#shared/e2b/uploads/store.ts";
 
@@ -60,6 +60,10 @@ export function startStandIn(store: UploadStore, s3Endpoint: string, namespace: 
       if (req.method === "POST" && parts[0] === "v2" && parts[3] === "builds") {
         starts.push({ templateID: parts[2]!, body: (await req.json()) as BuildStart["body"] });
         return new Response(null, { status: 202 });
+      }
+      // A build the stand-in never runs reports ready at once, so a client that waits (the CLI) finishes.
+      if (req.method === "GET" && parts[0] === "templates" && parts[2] === "builds" && parts[4] === "status") {
+        return Response.json({ templateID: parts[1], buildID: parts[3], status: "ready", logs: [], logEntries: [] });
       }
       return Response.json({ code: 404, message: `stand-in: no ${req.method} ${url.pathname}` }, { status: 404 });
     },
