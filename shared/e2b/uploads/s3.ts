@@ -7,6 +7,7 @@ import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from 
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { z } from "zod";
+import { StartupError } from "../../config/index.ts";
 import { E2bError } from "../errors.ts";
 import { isS3NotFound, s3Failure } from "./s3-errors.ts";
 import type { UploadStore } from "./store.ts";
@@ -107,6 +108,30 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
       return { size: got.ContentLength, body: idleBounded(got.Body.transformToWebStream(), bodyIdleMs) };
     },
   };
+}
+
+/** Which flag carries each option, for startup errors. */
+const FLAG_OF: Record<string, string> = {
+  bucket: "--e2b-build-store-s3-bucket",
+  prefix: "--e2b-build-store-s3-prefix",
+  endpoint: "--e2b-build-store-s3-endpoint",
+  region: "--e2b-build-store-s3-region",
+  forcePathStyle: "--e2b-build-store-s3-force-path-style",
+};
+
+/**
+ * The store from the `--e2b-build-store-s3-*` flags (e2bOptionsFrom's `builds.s3` with a bucket): a value the store
+ * cannot use (an endpoint that is no http(s) URL) is a StartupError naming its flag, so the process exits 1 before
+ * listening instead of failing on the first upload.
+ */
+export function createS3UploadStoreFromFlags(s3: { bucket: string; prefix?: string; endpoint?: string; region?: string; forcePathStyle: boolean }): S3UploadStore {
+  const parsed = S3StoreOptionsSchema.safeParse(s3);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const flag = FLAG_OF[String(issue.path[0])] ?? "--e2b-build-store-s3-bucket";
+    throw new StartupError(`e2b: ${flag}: ${issue.message}`, { flag });
+  }
+  return createS3UploadStore(parsed.data);
 }
 
 /**

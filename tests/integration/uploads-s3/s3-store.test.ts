@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createS3UploadStore, PRESIGN_SECONDS } from "#shared/e2b/uploads/s3.ts";
+import { createS3UploadStore, createS3UploadStoreFromFlags, PRESIGN_SECONDS } from "#shared/e2b/uploads/s3.ts";
+import { parseApiserverFlags } from "#services/sandbox-apiserver/flags.ts";
+import { StartupError } from "#shared/config/index.ts";
 import { E2bError } from "#shared/e2b/errors.ts";
 import { startS3Server, type S3Server } from "#tests/support/s3/server.ts";
 import { freePorts } from "#tests/kube/ports.ts";
@@ -119,6 +121,42 @@ describe("S3 upload store against versitygw", () => {
       const err = await caught(s.locate(ns, tpl, hash, origin));
       expect(err.status).toBe(400);
     }
+  });
+});
+
+describe("the store from sandbox-apiserver's flags", () => {
+  const s3Flags = (args: string[]) => {
+    const outcome = parseApiserverFlags(["--e2b-builds", ...args], {});
+    if (outcome.kind !== "run") throw new Error(`flags parsed ${outcome.kind}`);
+    const { bucket, ...rest } = outcome.config.e2b.builds.s3;
+    if (bucket === undefined) throw new Error("no bucket flag");
+    return { bucket, ...rest };
+  };
+
+  test("--e2b-build-store-s3-{bucket,prefix,endpoint,region,force-path-style} make a store the server accepts", async () => {
+    await withAwsEnv(rootKeys(), async () => {
+      const s = createS3UploadStoreFromFlags(
+        s3Flags([`--e2b-build-store-s3-bucket=${s3.bucket}`, "--e2b-build-store-s3-prefix=flags/", `--e2b-build-store-s3-endpoint=${s3.endpoint}`, "--e2b-build-store-s3-region=us-east-1", "--e2b-build-store-s3-force-path-style"]),
+      );
+      const link = await s.locate("team-a", "flags-app", HASH(11), origin);
+      if (link.present) throw new Error("unexpectedly present");
+      expect(new URL(link.url).pathname).toBe(`/${s3.bucket}/flags/e2b-files/team-a/flags-app/${HASH(11)}.tar`);
+      const put = await fetch(link.url, { method: "PUT", body: "x" });
+      expect(put.status).toBe(200);
+      await put.body?.cancel();
+    });
+  });
+
+  test("an endpoint that is no http(s) URL is a startup error naming --e2b-build-store-s3-endpoint", () => {
+    let err: unknown;
+    try {
+      createS3UploadStoreFromFlags(s3Flags([`--e2b-build-store-s3-bucket=${s3.bucket}`, "--e2b-build-store-s3-endpoint=s3.example.com"]));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(StartupError);
+    expect((err as StartupError).message).toStartWith("e2b: --e2b-build-store-s3-endpoint: ");
+    expect((err as StartupError).context).toEqual({ flag: "--e2b-build-store-s3-endpoint" });
   });
 });
 
