@@ -67,12 +67,25 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
     return `${prefix ? `${prefix}/` : ""}e2b-files/${ns}/${template}/${hash}.tar`;
   };
 
-  /** Runs one S3 call under its own deadline; a failure becomes the route's 502/503, a 404 `undefined`. */
+  /**
+   * Runs one S3 call under its own deadline; a failure becomes the route's 502/503, a 404 `undefined`. The call gets
+   * the abort signal and is also raced against it: the SDK does not pass the signal to every step (a credential
+   * provider's fetch, a presign), and the bound must hold for all of them.
+   */
   async function bounded<T>(what: string, call: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
     const ctl = new AbortController();
-    const timer = setTimeout(() => ctl.abort(new DOMException("S3 call timed out", "TimeoutError")), timeoutMs);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const reason = new DOMException("S3 call timed out", "TimeoutError");
+        ctl.abort(reason);
+        reject(reason);
+      }, timeoutMs);
+    });
+    const running = call(ctl.signal);
+    running.catch(() => {}); // a call that loses the race may still reject later
     try {
-      return await call(ctl.signal);
+      return await Promise.race([running, deadline]);
     } catch (err) {
       if (isS3NotFound(err)) return undefined;
       throw s3Failure(ctl.signal.aborted ? { name: "TimeoutError", message: String(ctl.signal.reason) } : err, `${what} in bucket ${o.bucket}`, timeoutMs);

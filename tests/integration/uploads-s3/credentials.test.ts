@@ -151,6 +151,25 @@ describe("credential failures", () => {
     });
   });
 
+  test("a credentials endpoint that never answers: 503 within the call bound, not a hang", async () => {
+    const hung = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Promise<Response>(() => {}) });
+    try {
+      await withAwsEnv({ AWS_CONTAINER_CREDENTIALS_FULL_URI: `http://127.0.0.1:${hung.port}/v1/credentials` }, async () => {
+        const s = createS3UploadStore({ bucket: s3.bucket, endpoint: s3.endpoint, forcePathStyle: true, callTimeoutMs: 500 });
+        const started = performance.now();
+        const err = await caught(s.locate("team-a", "creds", freshHash(), origin));
+        expect(err.status).toBe(503);
+        expect(err.message).toBe("upload store: HEAD in bucket e2b-uploads: S3 did not answer within 500 ms");
+        expect(performance.now() - started).toBeLessThan(5_000);
+        // The presign alone resolves credentials too, and is bounded the same way.
+        const presign = await caught(s.presign("team-a", "creds", freshHash()));
+        expect(presign.status).toBe(503);
+      });
+    } finally {
+      hung.stop(true);
+    }
+  });
+
   test("no credentials anywhere in the chain: 503 'no AWS credentials found by the default chain'", async () => {
     await withAwsEnv({}, async () => {
       const err = await caught(store().locate("team-a", "creds", freshHash(), origin));
