@@ -18,6 +18,11 @@ export const PRESIGN_SECONDS = 3600;
 export const DEFAULT_CALL_TIMEOUT_MS = 15_000;
 /** A GetObject body that delivers nothing for this long is failed, so a stalled store cannot pin a build. */
 export const DEFAULT_BODY_IDLE_MS = 60_000;
+/**
+ * S3 calls in flight at once (HEADs and presigns for upload links, GETs for builds); one more answers 503 at once.
+ * Each key holder can ask for links as fast as it likes; a slow store must not turn that into unbounded waiters.
+ */
+export const DEFAULT_MAX_IN_FLIGHT = 64;
 
 export const S3StoreOptionsSchema = z.object({
   bucket: z.string().min(1, "bucket is required"),
@@ -31,6 +36,7 @@ export const S3StoreOptionsSchema = z.object({
   forcePathStyle: z.boolean(),
   callTimeoutMs: z.number().int().positive().optional(),
   bodyIdleMs: z.number().int().positive().optional(),
+  maxInFlight: z.number().int().positive().optional(),
 });
 export type S3StoreOptions = z.input<typeof S3StoreOptionsSchema>;
 
@@ -49,6 +55,8 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
   const o = S3StoreOptionsSchema.parse(input);
   const timeoutMs = o.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
   const bodyIdleMs = o.bodyIdleMs ?? DEFAULT_BODY_IDLE_MS;
+  const maxInFlight = o.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+  let inFlight = 0;
   const prefix = (o.prefix ?? "").replace(/^\/+|\/+$/g, "");
   const client = new S3Client({
     region: o.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? "us-east-1",
@@ -73,6 +81,10 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
    * provider's fetch, a presign), and the bound must hold for all of them.
    */
   async function bounded<T>(what: string, call: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
+    if (inFlight >= maxInFlight) {
+      throw new E2bError(503, `upload store: ${what} in bucket ${o.bucket}: ${maxInFlight} S3 calls already in flight; retry`);
+    }
+    inFlight++;
     const ctl = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const deadline = new Promise<never>((_, reject) => {
@@ -91,6 +103,7 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
       throw s3Failure(ctl.signal.aborted ? { name: "TimeoutError", message: String(ctl.signal.reason) } : err, `${what} in bucket ${o.bucket}`, timeoutMs);
     } finally {
       clearTimeout(timer);
+      inFlight--;
     }
   }
 

@@ -205,6 +205,25 @@ describe("S3 upload store failures are bounded and clear", () => {
     }
   });
 
+  test("calls past the in-flight cap answer 503 at once; the slot frees when a call ends", async () => {
+    const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    try {
+      await withAwsEnv(rootKeys(), async () => {
+        const s = createS3UploadStore({ bucket: "b-x", endpoint: `http://127.0.0.1:${silent.port}`, forcePathStyle: true, callTimeoutMs: 600, maxInFlight: 2 });
+        const held = [caught(s.locate("team-a", "t", HASH(12), origin)), caught(s.open("team-a", "t", HASH(13)))];
+        const started = performance.now();
+        const refused = await caught(s.locate("team-a", "t", HASH(14), origin));
+        expect(performance.now() - started).toBeLessThan(100);
+        expect([refused.status, refused.message]).toEqual([503, "upload store: HEAD in bucket b-x: 2 S3 calls already in flight; retry"]);
+        expect((await Promise.all(held)).map((e) => e.status)).toEqual([503, 503]);
+        // Both slots are free again: the next call waits for S3 (and times out) instead of being refused.
+        expect((await caught(s.locate("team-a", "t", HASH(15), origin))).message).toContain("did not answer within 600 ms");
+      });
+    } finally {
+      silent.stop(true);
+    }
+  });
+
   test("a GetObject body that stalls mid-way errors after the idle bound instead of hanging the build", async () => {
     // A stand-in server on a raw socket: a 200 with Content-Length 1000 and the first 10 bytes, then nothing.
     const srv = Bun.listen({
