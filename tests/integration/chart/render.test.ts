@@ -403,6 +403,9 @@ describe("apiserver Deployment", () => {
       "--e2b-default-timeout=600",
       "--e2b-builds",
       "--e2b-build-parallel=2",
+      // With builds on, the timeout and log-line bound are always passed (their values: builds.test.ts).
+      "--e2b-build-timeout=30m",
+      "--e2b-build-log-lines=10000",
     ]);
   });
 
