@@ -1,7 +1,7 @@
 // shared/relay — the envd relay (docs/envd-relay.md): route.ts (host/header routing), owners.ts (owner cache,
 // inventory lookup, probes), tunnel.ts + bun-tunnel.ts (the node's ports relay), guest.ts + h1.ts (the streaming guest leg),
 // http1.ts (the envd client's small exchanges), framing/ (the HTTP/1.1 parser for every guest byte),
-// proxy.ts (the pipeline and failure mapping), limits.ts + limit-flags.ts (caps, budget, deadlines), metrics.ts,
+// proxy.ts (the pipeline and failure mapping), answers.ts (the failure answers the SDKs branch on), limits.ts + limit-flags.ts (caps, budget, deadlines), metrics.ts,
 // websocket.ts + ws-frames.ts (the WebSocket leg), server.ts (the listener and its request entry), idle.ts
 // (the listener's idle timeout, held off while a request is answered).
 export { EnvdRelay, relayError, type RelayOptions } from "./proxy.ts";

@@ -15,6 +15,7 @@ import { isFramingError } from "./framing/index.ts";
 import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
 import { BufferBudget, BufferShare, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
 import { RelayMetrics } from "./metrics.ts";
+import { rateLimited, relayError, sandboxNotFound, sandboxPaused, unresolvedAnswer } from "./answers.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
 import { FailedLookupTarpit, type TarpitOptions } from "./tarpit.ts";
 import { envdPathVerdict, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
@@ -36,9 +37,7 @@ export interface RelayOptions {
   tarpit?: TarpitOptions;
 }
 
-export function relayError(status: number, message: string): Response {
-  return new Response(`${JSON.stringify({ code: status, message })}\n`, { status, headers: { "content-type": "application/json" } });
-}
+export { relayError } from "./answers.ts";
 
 export class EnvdRelay {
   readonly limits: RelayLimitOptions;
@@ -107,7 +106,7 @@ export class EnvdRelay {
       if (r.reason === "unknown") await this.tarpit.failed(client, req.signal);
       else this.o.log.warn({ reason: r.reason }, "sandbox owner not resolved");
       this.metrics.upstreamErrors.inc({ reason: "unavailable" });
-      return relayError(502, "sandbox unavailable");
+      return unresolvedAnswer(r.reason);
     }
     this.metrics.lookups.inc({ result: r.source });
     return this.relay(req, url, host, route, r.owner, signed, server);
@@ -119,9 +118,7 @@ export class EnvdRelay {
     const slot = this.slots.acquire(owner.claimId, clientIp, owner.namespace);
     if ("status" in slot) {
       this.metrics.refused.inc({ cap: slot.cap });
-      const res = relayError(slot.status, slot.message);
-      res.headers.set("retry-after", "1");
-      return res;
+      return rateLimited(slot.status, slot.message);
     }
     // A plain-TCP node's HTTP/1.1 leg runs on a Bun socket (bun-tunnel.ts); TLS nodes, --guest-http2 and
     // WebSocket need a node:net socket.
@@ -138,13 +135,15 @@ export class EnvdRelay {
           // isRunning() reads false instead of an authentication error.
           this.owners.cache.drop(owner.claimId);
           this.metrics.upstreamErrors.inc({ reason: "refused" });
-          return relayError(502, "sandbox unavailable");
+          return sandboxNotFound();
         }
         if (err.status === 401) return relayError(401, "invalid sandbox access token");
         if (err.status === 400) return relayError(400, "unsupported sandbox port");
-        if (err.status === 409) {
+        // A passive relay may not wake a paused sandbox: e2b cloud's 409. An active one wakes it, so its 409 is a
+        // sandbox that cannot run (failed, being archived): unreachable, as before.
+        if (err.status === 409 && passive) {
           this.metrics.upstreamErrors.inc({ reason: "paused" });
-          return relayError(502, "sandbox is paused");
+          return sandboxPaused();
         }
       }
       this.metrics.upstreamErrors.inc({ reason: "unreachable" });
