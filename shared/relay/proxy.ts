@@ -139,6 +139,8 @@ export class EnvdRelay {
         }
         if (err.status === 401) return relayError(401, "invalid sandbox access token");
         if (err.status === 400) return relayError(400, "unsupported sandbox port");
+        // The node's own relay cap: the client's rate-limit error, with Retry-After, not an unreachable sandbox.
+        if (err.status === 429) return rateLimited(429, "the sandbox's node is busy; retry later");
         // A passive relay may not wake a paused sandbox: e2b cloud's 409. An active one wakes it, so its 409 is a
         // sandbox that cannot run (failed, being archived): unreachable, as before.
         if (err.status === 409 && passive) {
