@@ -169,7 +169,12 @@ export class GuestHost {
       sb = new GuestSandbox({ id: c.id, root: dir, instanceMetadata: () => c.instanceMetadata });
     }
     if (from) sb.metadata.copyFrom(from.metadata);
-    if (capture?.defaults) Object.assign(sb, { ...capture.defaults, envVars: { ...capture.defaults.envVars } });
+    if (capture?.defaults) {
+      const { envVars, defaultUser, defaultWorkdir, startCommands } = capture.defaults;
+      Object.assign(sb, { envVars: { ...envVars }, defaultUser, defaultWorkdir });
+      // The template's start commands run again in the clone once it is up (captures.ts): the build's startCmd.
+      void sb.ready.then(() => sb.runStartCommands(startCommands), () => {});
+    }
     if (parent) {
       sb.accessToken = parent.sb.accessToken;
       sb.envVars = { ...parent.sb.envVars };

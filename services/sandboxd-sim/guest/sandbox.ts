@@ -12,6 +12,8 @@ import { GuestPaths } from "./paths.ts";
 import { ProcessRefused, ProcessTable, type SpawnOptions } from "./processes.ts";
 import { FileMetadata } from "./metadata.ts";
 import type { Namespace } from "./namespace.ts";
+import type { StartCommand } from "./captures.ts";
+import { simLog } from "../log.ts";
 
 export interface GuestSandboxOptions {
   id: string;
@@ -140,6 +142,22 @@ export class GuestSandbox {
     for (let p = host; ; p = dirname(p)) {
       chownSync(p, who.uid, who.gid);
       if (p === upTo || p.length <= upTo.length) break;
+    }
+  }
+
+  /**
+   * A promoted template's clone: run the commands its source had running at promote time (its start command),
+   * each as the user and in the directory it was started with, over the clone's own env (/init's, then its own).
+   * One that cannot start is logged and skipped: the clone is still handed out, as a VM whose service crashed.
+   */
+  async runStartCommands(cmds: StartCommand[]): Promise<void> {
+    for (const c of cmds) {
+      if (this.destroyed) return;
+      try {
+        await this.processes.start(c.config, { tag: c.tag, user: c.user, stdin: false, ...this.launch(c.config.cwd || undefined, c.user, c.config.envs) }, () => {});
+      } catch (e) {
+        simLog().warn({ sandbox: this.id, cmd: c.config.cmd, err: (e as Error).message }, "a promoted template's start command did not start in its clone");
+      }
     }
   }
 
