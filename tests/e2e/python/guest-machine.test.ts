@@ -21,11 +21,12 @@ beforeAll(async () => {
   await ensurePythonSdk();
 }, 300_000);
 
-const ok = (rec: ScenarioRecord, call: string) => {
+/** The value an ok step recorded; a step that failed throws with what the record says. */
+function ok<T = unknown>(rec: ScenarioRecord, call: string): T {
   const s = step(rec, call);
   if (s.status !== "ok") throw new Error(`${call}: ${JSON.stringify(s)}`);
-  return s.value as never;
-};
+  return s.value as T;
+}
 
 async function scenario(target: PythonTarget): Promise<void> {
   const name = `py-guest-${randomBytes(6).toString("hex")}`;
@@ -45,20 +46,20 @@ async function scenario(target: PythonTarget): Promise<void> {
   expect(ok(rec, "/tmp is each sandbox's own")).toEqual({ a_reads: "from-a\n", b_exists: false, b_command: "absent" });
   expect(existsSync(`/tmp/${name}`)).toBe(false);
   expect(ok(rec, "the host's /tmp and /root are unseen")).toEqual({ command: "done", files_tmp: false, files_root: false });
-  const ports = ok(rec, "two sandboxes serve port 3000, each get_host(3000) its own") as Record<string, string>;
+  const ports = ok<Record<string, string>>(rec, "two sandboxes serve port 3000, each get_host(3000) its own");
   expect([ports.a, ports.b, ports.a_links]).toEqual(["served by a", "served by b", "lo"]);
   expect(ports.a_host).not.toBe(ports.b_host);
   expect(ports.a_host).toStartWith("3000-");
   expect(ok(rec, "useradd inside, the host's /etc untouched")).toEqual({ id: "dave\n/home/dave" });
   expect((await Bun.file("/etc/passwd").text()).includes("dave:")).toBe(false);
-  const sudo = ok(rec, "sudo inside") as { host_has_sudo: boolean; inside: string };
+  const sudo = ok<{ host_has_sudo: boolean; inside: string }>(rec, "sudo inside");
   expect(sudo.inside).toBe(sudo.host_has_sudo ? "0" : "no-sudo");
-  const paused = ok(rec, "pause and connect keep files and a running process") as { kept: string; before: number; after: number };
+  const paused = ok<{ kept: string; before: number; after: number }>(rec, "pause and connect keep files and a running process");
   expect(paused.kept).toBe("kept");
   // The same counter went on from where it stood: it did not start over at 1.
   expect(paused.before).toBeGreaterThan(2);
   expect(paused.after).toBeGreaterThan(paused.before);
-  const fork = ok(rec, "a fork child sees its parent's files, then diverges") as { seen: string; parent_host: string; child: string; parent: string };
+  const fork = ok<{ seen: string; parent_host: string; child: string; parent: string }>(rec, "a fork child sees its parent's files, then diverges");
   const [f, h, erin, childHost] = fork.seen.split("\n");
   expect([f, h, erin]).toEqual(["parent", "parent", "erin"]);
   expect(childHost).not.toBe(fork.parent_host);
