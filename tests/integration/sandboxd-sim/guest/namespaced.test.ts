@@ -19,8 +19,8 @@ import { startRelayFront, type FrontRoute, type RelayFront } from "./relay-front
 const ROOT = "ns-root-token";
 const ENVD = 49983;
 const AS_ROOT = process.getuid?.() === 0;
-// Without root the guest takes the process-sandbox fallback (no unprivileged user namespaces), which has no
-// private root filesystem, users or network to test.
+// These assert root's namespaced sandbox (uid 1000 for `user`, a freezer cgroup). Without root the guest is rootless
+// (one uid inside, no freezer: rootless.test.ts covers it) or the fallback: neither gives what these check.
 const nsTest = AS_ROOT ? test : test.skip;
 
 let sim: SandboxdSim;
@@ -227,7 +227,7 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     } finally {
       await other.stop();
     }
-  });
+  }, 30_000); // a second simulator and its namespaced sandbox start under load
 
   nsTest("a fork child sees its parent's files (home, /tmp, /etc) and then diverges", async () => {
     const parent = await newSandbox("tok-fork-parent");
