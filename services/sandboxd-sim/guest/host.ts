@@ -14,8 +14,8 @@
 // of its layer, pause is the freezer cgroup, destroy kills its PID namespace. Otherwise a process sandbox.
 // All sandbox directories live under one temporary base directory per node, removed by stop(). A simulator that
 // exits without stop() (process.exit, an uncaught error) still kills every sandbox's processes on its way out;
-// one killed by SIGKILL cannot, and its sandboxes' process groups outlive it (README.md).
-import { cpSync, mkdtempSync } from "node:fs";
+// one killed by SIGKILL cannot: the next GuestHost on the same parent directory removes what it left (reap.ts).
+import { cpSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { hostIsolation, type Isolation } from "./isolation.ts";
@@ -23,6 +23,7 @@ import { simLog } from "../log.ts";
 import { Captures } from "./captures.ts";
 import { copyLayer, ensureWorkDirs, nameLayer, prepareLayer, removeTree } from "./layer.ts";
 import { Namespace } from "./namespace.ts";
+import { BASE_PREFIX, markOwner, reapDead } from "./reap.ts";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import type { Claim } from "../claims.ts";
 import { GuestSandbox } from "./sandbox.ts";
@@ -72,7 +73,13 @@ export class GuestHost {
   };
 
   constructor(o: GuestHostOptions = {}) {
-    this.baseDir = mkdtempSync(join(o.dir ?? tmpdir(), "sandboxd-sim-guests-"));
+    const parent = o.dir ?? tmpdir();
+    mkdirSync(parent, { recursive: true });
+    // A simulator killed with SIGKILL on this directory left sandboxes running: remove them first (reap.ts).
+    const reaped = reapDead(parent);
+    if (reaped.length) simLog().warn({ removed: reaped }, "removed the sandboxes of simulators that died without stopping");
+    this.baseDir = mkdtempSync(join(parent, BASE_PREFIX));
+    markOwner(this.baseDir);
     this.captures = new Captures(this.baseDir);
     this.host = o.host ?? "127.0.0.1";
     this.clock = o.clock ?? realClock;

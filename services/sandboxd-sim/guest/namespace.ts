@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { Freezer } from "./freezer.ts";
 import { overlaidDirs, removeTree } from "./layer.ts";
 import { toolEnv, userNamespaceArgs } from "./isolation.ts";
+import { recordNamespace } from "./reap.ts";
 
 const RELAY_SCRIPT = new URL("./ns-relay.ts", import.meta.url).pathname;
 /** Launches of `unshare` tried when it fails at once on its signal mask (started()). */
@@ -132,6 +133,7 @@ export class Namespace {
         if (!pid1) return reject(new Error(`sandbox ${o.hostname}: namespace init not found`));
         this.pid1 = pid1;
         this.nsLink = readlinkSync(`/proc/${pid1}/ns/pid`);
+        recordNamespace(o.dir, pid1, this.nsLink); // found again after a SIGKILL of the simulator (reap.ts)
         resolve();
       });
       launcher.once("exit", (code, sig) => {
