@@ -2,8 +2,7 @@
 // the simulated node's ports relay: a sandbox looks like a small Linux machine of its own — its own /, /tmp,
 // /root, /home/user and /etc (an overlay over the host's system directories), its own PID, IPC, UTS and (on the
 // `none` lane) network namespaces, `user` (uid 1000) by default and `root` when the SDK names it.
-// Python check: the same scenarios with the stock Python SDK belong here once tests/support/python/ (the e2b
-// Python venv harness another change builds) lands; they are not written against it yet.
+// The same scenarios with the stock Python SDK, on both stacks: tests/e2e/python/guest-machine.test.ts.
 //
 // These tests need the namespaced mode. As root (CI runs as root) it must be active: the first test fails, not
 // skips, if the guest fell back to the process sandbox. Not root: they skip, naming why, in the code below.
