@@ -10,6 +10,7 @@ import { chmodSync, chownSync, copyFileSync, existsSync, linkSync, mkdtempSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
+import { startRelayFront } from "./relay-front.ts";
 
 const REPO = join(import.meta.dir, "../../../..");
 const AS_ROOT = process.getuid?.() === 0;
@@ -116,6 +117,7 @@ rootTest("run as an unprivileged user, the simulator's guests are namespaced (ro
   expect(out).not.toContain("FALLBACK");
   const a = await claim();
   const b = await claim();
+  expect(a.id).not.toBe(b.id);
   const name = `rootless-${randomBytes(5).toString("hex")}`;
   const r = await exec(a, `hostname; id -u; cat /proc/self/uid_map | tr -s ' ' ' '; ls -A /tmp | wc -l; ip -o link | cut -d: -f2 | tr -d ' '; ls /proc | grep -c '^[0-9]'; echo a > /tmp/${name}; pwd`);
   expect(r.stderr).toBe("");
@@ -134,6 +136,19 @@ rootTest("run as an unprivileged user, the simulator's guests are namespaced (ro
   const u = await exec(a, "useradd -m frank && getent passwd frank | cut -d: -f1,6");
   expect([u.exit_code, u.stdout]).toEqual([0, "frank:/home/frank\n"]);
   expect(readFileSync("/etc/passwd", "utf8")).not.toContain("frank:");
+  // Its loopback is its own, reached through the ports relay it starts in its network namespace (nsenter -U -n).
+  const srv = await exec(b, "mkdir -p /tmp/site && echo served-by-b > /tmp/site/index.html && cd /tmp/site && (setsid python3 -m http.server 3000 --bind 127.0.0.1 >/dev/null 2>&1 &) && echo up");
+  expect(srv.stdout).toBe("up\n");
+  const front = await startRelayFront(url, ROOT_TOKEN, (id) => (id === "b" ? { claimId: b.id, claimToken: b.token } : undefined));
+  try {
+    const body = await waitFor("port 3000 of the rootless sandbox", async () => {
+      const r = await fetch(`${front.url}/index.html`, { headers: { "e2b-sandbox-id": "b", "e2b-sandbox-port": "3000" } }).catch(() => undefined);
+      return r?.status === 200 ? r.text() : undefined;
+    }, 15_000);
+    expect(body).toBe("served-by-b\n");
+  } finally {
+    await front.stop();
+  }
   // A fork child starts from a copy of the layer (an unprivileged cp): it sees the parent's /tmp file and user.
   const fr = await fetch(`${url}/v1/sandboxes/${a.id}/fork`, { method: "POST", headers: auth, body: JSON.stringify({ token: "", count: 1 }) });
   expect(fr.status).toBe(200);
