@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { leftoverPids } from "#services/sandboxd-sim/guest/reap.ts";
+import { startRelayFront } from "./relay-front.ts";
 
 const REPO = join(import.meta.dir, "../../../..");
 const TOKEN = "reap-root-token";
@@ -47,14 +48,14 @@ async function startSim(): Promise<{ proc: ChildProcess; url: string; out: () =>
 
 const auth = { authorization: `Bearer ${TOKEN}` };
 
-async function claimBusy(url: string): Promise<string> {
+async function claimBusy(url: string): Promise<{ id: string; token: string }> {
   const r = await fetch(`${url}/v1/claim`, { method: "POST", headers: auth, body: JSON.stringify({ template: "base" }) });
   expect(r.status).toBe(200);
   const c = (await r.json()) as { id: string; token: string };
   // Something running inside that outlives the command that started it, as a server would.
   const e = await fetch(`${url}/v1/sandboxes/${c.id}/exec`, { method: "POST", headers: { authorization: `Bearer ${c.token}` }, body: JSON.stringify({ argv: ["/bin/sh", "-c", "setsid sleep 600 >/dev/null 2>&1 & sleep 601 >/dev/null 2>&1 & echo started"] }) });
   expect(await e.json()).toMatchObject({ exit_code: 0, stdout: "started\n" });
-  return c.id;
+  return c;
 }
 
 const alive = (pid: number) => {
@@ -83,8 +84,14 @@ const cgroupsNaming = (base: string) =>
 
 nsTest("a simulator started on the guest directory of one killed with SIGKILL removes its sandboxes' processes, mounts, cgroups and layers", async () => {
   const first = await startSim();
-  const a = await claimBusy(first.url);
-  const b = await claimBusy(first.url);
+  const ca = await claimBusy(first.url);
+  const a = ca.id;
+  const b = (await claimBusy(first.url)).id;
+  // A relayed port starts a's ports relay (a Bun process in its network namespace): a holder of its own to remove.
+  const front = await startRelayFront(first.url, TOKEN, (id) => (id === "a" ? { claimId: ca.id, claimToken: ca.token } : undefined));
+  const relayed = await fetch(`${front.url}/`, { headers: { "e2b-sandbox-id": "a", "e2b-sandbox-port": "3000" } });
+  expect(relayed.status).toBe(502); // nothing listens on 3000 inside, but the relay is up
+  await front.stop();
   // One of them hibernated: its processes are frozen, and a frozen process ignores SIGKILL until thawed.
   expect((await fetch(`${first.url}/v1/sandboxes/${b}/hibernate`, { method: "POST", headers: auth })).status).toBe(204);
   const base = readdirSync(guestDir).find((n) => n.startsWith("sandboxd-sim-guests-"))!;
@@ -94,6 +101,7 @@ nsTest("a simulator started on the guest directory of one killed with SIGKILL re
     const p = leftoverPids(baseDir);
     return p.length >= 6 ? p : undefined; // per sandbox: its unshare holder, PID 1, the two sleeps at least
   });
+  expect(pids.some((p) => readFileSync(`/proc/${p}/cmdline`, "utf8").includes("ns-relay.ts"))).toBe(true);
   expect(mountsNaming(baseDir).length).toBeGreaterThan(0); // the sandboxes' own mount namespaces show their overlays
 
   first.proc.kill("SIGKILL");
@@ -109,7 +117,7 @@ nsTest("a simulator started on the guest directory of one killed with SIGKILL re
   expect(mountsNaming(baseDir)).toEqual([]);
   expect(cgroupsNaming(base)).toEqual([]);
   // The new simulator works on the same directory, with a base directory of its own.
-  const c = await claimBusy(second.url);
+  const c = (await claimBusy(second.url)).id;
   const now = readdirSync(guestDir).filter((n) => n.startsWith("sandboxd-sim-guests-"));
   expect(now.length).toBe(1);
   expect(existsSync(join(guestDir, now[0]!, c))).toBe(true);
