@@ -4,9 +4,14 @@
 // works: the node pauses the sandbox at its timeout, getInfo says `paused` at once (a get by id asks the owning
 // node), and data-plane traffic, or connect, resumes it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Sandbox, type SandboxInfo } from "e2b";
+import { ensurePythonSdk } from "#tests/support/python/venv.ts";
+import { run } from "#tests/support/run.ts";
 import { until } from "#tests/support/wait.ts";
-import { sdkOpts, startStack, type Stack } from "./harness.ts";
+import { DOMAIN, KEY_A, sdkOpts, startStack, type Stack } from "./harness.ts";
 
 let s: Stack;
 beforeAll(async () => {
@@ -46,6 +51,57 @@ describe("list filters and order (as the SDK sends them)", () => {
     expect((await all({ query: { metadata: md, state: ["running"] }, order: "asc" } as Parameters<typeof Sandbox.list>[0])).map((x) => x.sandboxId)).toEqual(ids.slice(1));
     for (const id of ids) await Sandbox.kill(id, sdkOpts(s));
   }, 30_000);
+});
+
+// The Python SDK 2.63's own list call (sync client): its SandboxQuery fields, order, limit and next_token paging.
+const PY_LIST = [
+  "import json, sys",
+  "from datetime import datetime",
+  "from e2b import Sandbox, SandboxQuery, SandboxState",
+  "after = datetime.fromisoformat(sys.argv[1])",
+  "md = {'suite': 'py-filters'}",
+  "def ids(**kw):",
+  "    p = Sandbox.list(**kw)",
+  "    out = []",
+  "    while p.has_next:",
+  "        out += [x.sandbox_id for x in p.next_items()]",
+  "    return out",
+  "print(json.dumps({",
+  "    'asc': ids(query=SandboxQuery(metadata=md), limit=1, order='asc'),",
+  "    'desc': ids(query=SandboxQuery(metadata=md), limit=2, order='desc'),",
+  "    'template': ids(query=SandboxQuery(metadata=md, template='base')),",
+  "    'other': ids(query=SandboxQuery(metadata=md, template='other-image')),",
+  "    'after': ids(query=SandboxQuery(metadata=md, started_after=after), order='asc'),",
+  "    'paused': ids(query=SandboxQuery(metadata=md, state=[SandboxState.PAUSED])),",
+  "    'running': ids(query=SandboxQuery(metadata=md, state=[SandboxState.RUNNING]), order='asc'),",
+  "}))",
+].join("\n");
+
+describe("list filters and order (as the Python SDK 2.63 sends them)", () => {
+  test("SandboxQuery state/metadata/template/started_after, order, limit + next_token", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push((await Sandbox.create("base", { ...sdkOpts(s), metadata: { suite: "py-filters" } })).sandboxId);
+      if (i < 2) await Bun.sleep(1_050);
+    }
+    await Sandbox.pause(ids[2]!, sdkOpts(s));
+    const second = (await Sandbox.getInfo(ids[1]!, sdkOpts(s))).startedAt;
+    const dir = mkdtempSync(join(tmpdir(), "e2b-pylist-"));
+    try {
+      writeFileSync(join(dir, "list.py"), PY_LIST);
+      const { python } = await ensurePythonSdk();
+      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("E2B_")));
+      Object.assign(env, { E2B_API_KEY: KEY_A, E2B_API_URL: s.apiUrl, E2B_DOMAIN: DOMAIN, E2B_HTTP_VERSION: "1.1", PYTHONUNBUFFERED: "1" });
+      const r = await run([python, join(dir, "list.py"), second.toISOString()], { env, timeoutMs: 60_000 });
+      expect(r.stderr).toBe("");
+      const got = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+      expect(got).toEqual({ asc: ids, desc: [...ids].reverse(), template: expect.any(Array), other: [], after: ids.slice(1), paused: ids.slice(2), running: ids.slice(0, 2) });
+      expect([...got.template].sort()).toEqual([...ids].sort());
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      for (const id of ids) await Sandbox.kill(id, sdkOpts(s));
+    }
+  }, 60_000);
 });
 
 describe('lifecycle: { onTimeout: "pause", autoResume: true }', () => {
