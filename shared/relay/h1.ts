@@ -209,9 +209,10 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
       if (finished) return;
       try {
         if (decoder) return body(c);
-        headTimer ??= clock.after(headDeadlineMs, onHeadDeadline);
         const got = headReader.feed(c);
         if (!got) {
+          // The deadline runs from the head's first byte; a head that came whole in one read never needs a timer.
+          headTimer ??= clock.after(headDeadlineMs, onHeadDeadline);
           // A complete interim head (100 Continue before a long upload) restarts the clock for the next head.
           if (headReader.interimHeads !== interimSeen) {
             interimSeen = headReader.interimHeads;
@@ -220,7 +221,7 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
           }
           return;
         }
-        headTimer.cancel();
+        headTimer?.cancel();
         const { status, framing } = got.head;
         const headers = clientHeaders(got.head.headers);
         if (framing.kind === "none" || (framing.kind === "length" && framing.length === 0)) {
