@@ -86,23 +86,23 @@ export class EnvdRelay {
   private async handle(req: Request, server: Server<WsRelayData>, bodyEnd: RelayedBodyEnd | undefined): Promise<Response | undefined> {
     const url = new URL(req.url);
     const host = req.headers.get("host") ?? url.host;
+    const client = server.requestIP(req)?.address;
     const routed = routeRequest(req.headers, host, this.o.domain);
     if (!routed.ok) {
       if (!routed.namesSandbox && (req.method === "GET" || req.method === "HEAD")) {
         if (url.pathname === "/healthz") return new Response(null, { status: 204 });
       }
-      return relayError(400, "no sandbox in the request host or headers");
+      return this.refuse(400, "no sandbox in the request host or headers", client, req.signal);
     }
     const route = routed.route;
     const verdict = envdPathVerdict(url.pathname);
-    if (verdict === "undecodable") return relayError(400, "request path has an invalid percent-encoding");
-    if (verdict === "internal") return relayError(404, "not found");
+    if (verdict === "undecodable") return this.refuse(400, "request path has an invalid percent-encoding", client, req.signal);
+    if (verdict === "internal") return this.refuse(404, "not found", client, req.signal);
 
     const presented = (req.headers.get("x-access-token") ?? "").trim();
     const signed = presented === "" && isSignedFileUrl(route.port, req.method, url);
-    if (presented === "" && !signed) return relayError(401, "missing X-Access-Token");
+    if (presented === "" && !signed) return this.refuse(401, "missing X-Access-Token", client, req.signal);
 
-    const client = server.requestIP(req)?.address;
     const r = await this.owners.resolve(route.id, signed ? undefined : presented, { client });
     if (r.kind === "bad-token") {
       this.metrics.lookups.inc({ result: "bad_token" });
@@ -119,6 +119,15 @@ export class EnvdRelay {
     }
     this.metrics.lookups.inc({ result: r.source });
     return this.relay(req, url, host, route, r.owner, signed, server, client, bodyEnd);
+  }
+
+  /**
+   * An early refusal (no sandbox named, a path the guest must not get, no token) is a failed lookup too: a key holder
+   * probing hosts or tokens in a loop is held by the same tarpit as one probing ids (tarpit.ts).
+   */
+  async refuse(status: number, message: string, client: string | undefined, signal: AbortSignal): Promise<Response> {
+    await this.tarpit.failed(client, signal);
+    return relayError(status, message);
   }
 
   private async relay(

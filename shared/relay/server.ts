@@ -28,7 +28,7 @@ export function relayEntry(relay: EnvdRelay, idleSeconds: number): (req: Request
     const problem = requestTargetProblem(req.method, req.url);
     if (problem) {
       relay.metrics.requests.inc({ code: String(problem.status) });
-      return relayError(problem.status, problem.message);
+      return relay.refuse(problem.status, problem.message, server.requestIP(req)?.address, req.signal);
     }
     const idle = new RequestIdle(server, req, idleSeconds);
     const res = await relay.fetch(req, server, idle);
