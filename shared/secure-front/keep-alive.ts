@@ -1,12 +1,12 @@
 // The front's keep-alive deadline (issue 17 leftover; docs/decisions.md "secure-front-keep-alive"): a kept-alive
 // connection whose last response has ended and that sends nothing more is closed after KEEP_ALIVE_IDLE_MS, as the
 // relay listener reaps its idle connections (shared/relay/idle.ts). The front sees only bytes, so it follows the
-// internal server's responses with the framing parser the relay uses for guests (shared/relay/framing): one head
+// internal server's responses with the framing parser the relay uses for guests (shared/framing): one head
 // reader per response, then its body decoder, told each request's method by the request framer (a HEAD answer has
 // no body). A watch's open response is never "ended", so it is never timed by this. A connection it cannot follow
 // (an upgrade, pipelined requests, a close-delimited body, bytes it cannot parse) just gets no keep-alive deadline,
 // as before.
-import { bodyDecoder, ResponseHeadReader, type BodyDecoder } from "../relay/framing/index.ts";
+import { bodyDecoder, ResponseHeadReader, type BodyDecoder } from "../framing/index.ts";
 
 /** The relay listener's RELAY_IDLE_TIMEOUT_S: above the 60 s of common load balancers, so they close first. */
 export const KEEP_ALIVE_IDLE_MS = 90_000;
