@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import tls from "node:tls";
 import { type SecureFront, startSecureFront } from "#shared/secure-front/index.ts";
+import { ResponseTracker } from "#shared/secure-front/keep-alive.ts";
 import { selfSignedServingCert } from "#shared/tls/index.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
@@ -117,5 +118,37 @@ describe("secure front keep-alive deadline", () => {
     pushEvent!();
     await waitFor("the later event", () => (c.data().includes("MODIFIED") ? true : undefined), 5_000, 10);
     c.sock.destroy();
+  });
+});
+
+describe("the response tracker (which responses have ended)", () => {
+  const b = (s: string) => Buffer.from(s, "latin1");
+  test("a sized answer ends at its last byte, split anywhere; an interim 100 does not end it", () => {
+    const methods = ["POST"];
+    const t = new ResponseTracker(methods);
+    expect(t.feed(b("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\ncontent-len"))).toBe(false);
+    expect(t.feed(b("gth: 5\r\n\r\nabc"))).toBe(false);
+    expect(t.feed(b("de"))).toBe(true);
+    expect(t.following).toBe(true);
+  });
+  test("a chunked answer ends with its last chunk; a HEAD answer with its head", () => {
+    const methods = ["GET"];
+    const t = new ResponseTracker(methods);
+    expect(t.feed(b("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n"))).toBe(false);
+    expect(t.feed(b("0\r\n\r\n"))).toBe(true);
+    methods.push("HEAD");
+    expect(t.feed(b("HTTP/1.1 200 OK\r\ncontent-length: 99\r\n\r\n"))).toBe(true);
+    expect(t.following).toBe(true);
+  });
+  test("what it cannot follow (an upgrade, pipelined requests, bytes nobody asked for) stops it, never ends a response", () => {
+    const up = new ResponseTracker(["GET"]);
+    expect(up.feed(b("HTTP/1.1 101 Switching Protocols\r\nupgrade: SPDY/3.1\r\n\r\n"))).toBe(false);
+    expect(up.following).toBe(false);
+    const piped = new ResponseTracker(["GET", "GET"]);
+    expect(piped.feed(b("HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nxHTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\ny"))).toBe(false);
+    expect(piped.following).toBe(false);
+    const unasked = new ResponseTracker([]);
+    expect(unasked.feed(b("HTTP/1.1 200 OK\r\n\r\n"))).toBe(false);
+    expect(unasked.following).toBe(false);
   });
 });
