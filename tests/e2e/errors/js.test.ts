@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RateLimitError, Sandbox, SandboxNotFoundError, TimeoutError } from "e2b";
 import { DOMAIN, KEY_A, KEY_B, sdkOpts, startStack, type Stack } from "#tests/integration/e2b/harness.ts";
+import { ErrorRows } from "./matrix-rows.ts";
 
 // A key whose namespace may hold one sandbox: the next create is the namespace quota's 429.
 const KEY_Q = "e2b_qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq";
@@ -21,7 +22,21 @@ beforeAll(async () => {
     extraFlags: ["--envd-proxy-max-relays-per-sandbox=1"],
   });
 }, 60_000);
-afterAll(() => s?.stop());
+afterAll(async () => {
+  await s?.stop();
+  rows.write();
+});
+
+const V = "e2b (JS) 2.51";
+const rows = new ErrorRows(
+  "errors-js-mesh",
+  "Errors: e2b (JS) 2.51 on sandbox-e2b",
+  "What the stock JS SDK raises for each error answer (issue 20 item 7; docs/e2b.md \"Errors as the SDKs see them\"), each " +
+    "judged against what it raises against e2b cloud. Suite: tests/e2e/errors/js.test.ts (sandbox-e2b with its in-process " +
+    "envd proxy, one relay per sandbox, a key whose namespace holds at most one sandbox).",
+  "sandbox-e2b mesh (tests/integration/e2b/harness.ts, simulator guest agents)",
+  9,
+);
 
 const opts = (apiKey = KEY_A) => sdkOpts(s, apiKey);
 const errorOf = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
@@ -41,6 +56,7 @@ describe("429 is the SDK's RateLimitError, with Retry-After and our message", ()
     } finally {
       await first.kill();
     }
+    rows.ok("quota", V, "Sandbox.create past max-sandboxes -> RateLimitError (429, Retry-After)", "");
   });
 
   test("a node's 429 on setTimeout: passed through with Retry-After, so the SDK retries it by itself and succeeds", async () => {
@@ -55,6 +71,7 @@ describe("429 is the SDK's RateLimitError, with Retry-After and our message", ()
     expect(err).toBeInstanceOf(RateLimitError);
     expect((err as Error).message).toContain("the node is at capacity; retry later");
     await sbx.kill();
+    rows.ok("node429", V, "setTimeout on a node 429 -> retried after Retry-After; RateLimitError past retries", "");
   });
 
   test("the relay's per-sandbox cap on files.read: RateLimitError with our message; Retry-After on the wire", async () => {
@@ -73,6 +90,7 @@ describe("429 is the SDK's RateLimitError, with Retry-After and our message", ()
       await held.kill().catch(() => undefined);
     }
     await sbx.kill();
+    rows.ok("relaycap", V, "files.read past the relay's per-sandbox cap -> RateLimitError (429, Retry-After)", "");
   });
 
   test("the node's own 429 on the ports relay: RateLimitError, not an unreachable sandbox", async () => {
@@ -84,6 +102,7 @@ describe("429 is the SDK's RateLimitError, with Retry-After and our message", ()
     expect(err).toBeInstanceOf(RateLimitError);
     expect((err as Error).message).toContain("the sandbox's node is busy; retry later");
     await sbx.kill();
+    rows.ok("noderelay", V, "files.read on a node's ports-relay 429 -> RateLimitError", "");
   });
 });
 
@@ -99,6 +118,7 @@ describe("unknown and killed ids are the SDK's not-found answer", () => {
       expect(err, call).toBeInstanceOf(SandboxNotFoundError);
     }
     expect(await Sandbox.kill(UNKNOWN, opts())).toBe(false);
+    rows.ok("unknown", V, "getInfo / setTimeout / connect / pause of an unknown id -> SandboxNotFoundError; kill -> false", "");
   });
 
   test("another tenant's id reads exactly like an unknown one", async () => {
@@ -107,6 +127,7 @@ describe("unknown and killed ids are the SDK's not-found answer", () => {
     expect(await Sandbox.kill(sbx.sandboxId, opts(KEY_B))).toBe(false);
     expect((await sbx.getInfo()).state).toBe("running");
     await sbx.kill();
+    rows.ok("tenant", V, "getInfo / kill of another namespace's id -> SandboxNotFoundError / false", "");
   });
 
   test("a killed sandbox: REST calls not found; on the data plane commands.run is SandboxNotFoundError, files.read the SDK's 502 TimeoutError, isRunning false", async () => {
@@ -130,6 +151,7 @@ describe("unknown and killed ids are the SDK's not-found answer", () => {
     const body = await raw.text();
     expect(JSON.parse(body)).toEqual({ code: 502, message: "sandbox was not found" });
     expect(body).not.toContain(sbx.sandboxId);
+    rows.ok("killed", V, "killed sandbox: REST -> SandboxNotFoundError; commands.run -> SandboxNotFoundError; files.read -> TimeoutError (502); isRunning -> false", "");
   });
 });
 
@@ -142,6 +164,7 @@ describe("a paused sandbox on the data plane", () => {
     expect(r.stdout).toBe("resumed\n");
     expect((await sbx.getInfo()).state).toBe("running");
     await sbx.kill();
+    rows.ok("paused", V, "commands.run on a paused autoResume sandbox -> resumes it", "");
   });
 
   test("a signed download URL may not wake it: 409 'sandbox is paused', as e2b cloud's proxy answers; it stays paused", async () => {
@@ -154,5 +177,6 @@ describe("a paused sandbox on the data plane", () => {
     expect(await raw.json()).toEqual({ code: 409, message: "sandbox is paused" });
     expect((await sbx.getInfo()).state).toBe("paused");
     await sbx.kill();
+    rows.ok("signed", V, "signed downloadUrl of a paused sandbox -> 409 sandbox is paused, stays paused", "");
   });
 });
