@@ -60,6 +60,38 @@ export class ApiserverMetrics {
     registers: [this.registry],
   });
 
+  // Autoscaling (docs/warmpool.md "Autoscaling"): the decision and what it was computed from, per pool.
+  readonly autoscaleTarget = new Gauge({
+    name: "sandbox_warmpool_autoscale_target",
+    help: "Warm VMs the autoscaler wants for an autoscaled SandboxWarmPool (after bounds and scale-down stabilization).",
+    labelNames: ["namespace", "pool"] as const,
+    registers: [this.registry],
+  });
+  readonly claimRate = new Gauge({
+    name: "sandbox_warmpool_claims_per_second",
+    help: "Measured claim rate of an autoscaled pool's key (inventory-observed and own claims).",
+    labelNames: ["namespace", "pool"] as const,
+    registers: [this.registry],
+  });
+  readonly refillSeconds = new Gauge({
+    name: "sandbox_warmpool_refill_seconds",
+    help: "Refill time used for an autoscaled pool: the p90 of measured refills, or the default before the first.",
+    labelNames: ["namespace", "pool"] as const,
+    registers: [this.registry],
+  });
+  readonly hiddenSandboxes = new Gauge({
+    name: "sandbox_inventory_stale_hidden_sandboxes",
+    help: "Sandboxes listed by stale NodeInventories, hidden from every read until their node publishes again.",
+    registers: [this.registry],
+  });
+  readonly publishLag = new Histogram({
+    name: "sandbox_inventory_publish_lag_seconds",
+    help: "Seconds between a NodeInventory's publishedAt and this process seeing it, per node.",
+    labelNames: ["node"] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
