@@ -7,9 +7,11 @@ import type { FleetNode } from "./types.ts";
 
 /** Retry-After when no refill has been measured yet (the sandboxd refill loop's tick and a boot, roughly). */
 export const DEFAULT_RETRY_AFTER_SECONDS = 5;
-/** Retry-After when no fresh node holds a warm target for the key: waiting for a refill will not help soon. */
-export const UNPOOLED_RETRY_AFTER_SECONDS = 30;
-export const MAX_RETRY_AFTER_SECONDS = 120;
+/**
+ * The cap: client-go honours Retry-After on a 503 by retrying the request up to 10 times, so `kubectl create` waits
+ * out a dry spell by itself; the cap bounds how long it can wait before it reports the failure.
+ */
+export const MAX_RETRY_AFTER_SECONDS = 30;
 /** At most this many per-node counts are spelled out; the rest are summed (bounded message size). */
 const NODES_SPELLED = 8;
 
@@ -25,7 +27,11 @@ export interface NoCapacityInput {
 
 export interface NoCapacityAnswer {
   message: string;
-  retryAfterSeconds: number;
+  /**
+   * Undefined when no fresh node holds a warm target for the key: nothing will refill, so the client is not told
+   * to retry (and client-go does not sit through ten retries of a create that cannot succeed).
+   */
+  retryAfterSeconds: number | undefined;
   /** Warm VMs of the key across the fresh nodes, and their targets. */
   warm: number;
   target: number;
@@ -45,10 +51,9 @@ export function explainNoCapacity(o: NoCapacityInput): NoCapacityAnswer {
   if (counts.length > NODES_SPELLED) spelled.push(`+${counts.length - NODES_SPELLED} more`);
 
   const pooled = counts.some((c) => c.usable && c.target > 0);
-  let retryAfterSeconds: number;
+  let retryAfterSeconds: number | undefined;
   let when: string;
   if (!pooled) {
-    retryAfterSeconds = UNPOOLED_RETRY_AFTER_SECONDS;
     when = "no fresh node holds a warm target for this pool (is a SandboxWarmPool for it configured?)";
   } else if (o.refillMs !== undefined && Number.isFinite(o.refillMs)) {
     retryAfterSeconds = clampSeconds(Math.ceil(o.refillMs / 1000));
@@ -66,7 +71,8 @@ export function explainNoCapacity(o: NoCapacityInput): NoCapacityAnswer {
   ];
   const message =
     `no warm sandbox available for pool (template="${key.template}" net="${key.net}" size="${key.size}"): ` +
-    `${parts.join(", ")}; ${when}; retry after ${retryAfterSeconds}s`;
+    `${parts.join(", ")}; ${when}` +
+    (retryAfterSeconds === undefined ? "" : `; retry after ${retryAfterSeconds}s`);
   return { message, retryAfterSeconds, warm, target };
 }
 

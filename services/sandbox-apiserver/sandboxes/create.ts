@@ -218,7 +218,7 @@ async function claimSomewhere(deps: CreateDeps, key: PoolKey, ttl: number, claim
   }
   // Nothing served: say why, and when to come back (docs/api.md "Create", shared/fleet/capacity.ts).
   const answer = explainNoCapacity({ key, fresh: nodes.map((n) => n.fleet), stale: deps.staleCount?.() ?? 0, refillMs: deps.refillMs?.(key) });
-  throw new ApiError(503, answer.message, "ServiceUnavailable", claimRef.slice(claimRef.indexOf("/") + 1), { retryAfterSeconds: answer.retryAfterSeconds });
+  throw new ApiError(503, answer.message, "ServiceUnavailable", claimRef.slice(claimRef.indexOf("/") + 1), answer.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: answer.retryAfterSeconds });
 }
 
 /** A 5xx answer (other than "provisioning failed", which is already undelivered) that the claim path declined to reconcile. */

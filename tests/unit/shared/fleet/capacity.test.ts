@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { DEFAULT_RETRY_AFTER_SECONDS, UNPOOLED_RETRY_AFTER_SECONDS, explainNoCapacity, hiddenByStale } from "#shared/fleet/index.ts";
+import { DEFAULT_RETRY_AFTER_SECONDS, MAX_RETRY_AFTER_SECONDS, explainNoCapacity, hiddenByStale } from "#shared/fleet/index.ts";
 import type { PoolKey } from "#shared/sandboxd/index.ts";
 
 const KEY: PoolKey = { template: "img:1", net: "none", size: "small" };
@@ -24,10 +24,11 @@ describe("explainNoCapacity", () => {
     expect([a.warm, a.target]).toEqual([0, 2]);
   });
 
-  test("without a measured refill the default Retry-After; without any warm target a long one that says why", () => {
+  test("without a measured refill the default Retry-After; without any warm target none at all, and the message says why", () => {
     expect(explainNoCapacity({ key: KEY, fresh: [{ address: "n1:1", pools: [pool(0, 1)] }] }).retryAfterSeconds).toBe(DEFAULT_RETRY_AFTER_SECONDS);
     const empty = explainNoCapacity({ key: KEY, fresh: [], stale: 2 });
-    expect(empty.retryAfterSeconds).toBe(UNPOOLED_RETRY_AFTER_SECONDS);
+    expect(empty.retryAfterSeconds).toBeUndefined();
+    expect(empty.message).not.toContain("retry after");
     expect(empty.message).toContain("2 node(s) considered, 2 stale (left out)");
     expect(empty.message).toContain("no fresh node holds a warm target for this pool");
   });
@@ -38,7 +39,7 @@ describe("explainNoCapacity", () => {
     expect(a.message).toContain("1 without an address");
     expect(a.message).toContain("[0/1, 0/1, 0/1, 0/1, 0/1, 0/1, 0/1, 0/1, +4 more]");
     expect(a.retryAfterSeconds).toBe(1); // never 0
-    expect(explainNoCapacity({ key: KEY, fresh: many, refillMs: 10 * 60_000 }).retryAfterSeconds).toBe(120);
+    expect(explainNoCapacity({ key: KEY, fresh: many, refillMs: 10 * 60_000 }).retryAfterSeconds).toBe(MAX_RETRY_AFTER_SECONDS);
   });
 
   test("hiddenByStale counts the sandboxes the stale nodes list", () => {
