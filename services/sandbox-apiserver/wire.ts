@@ -183,6 +183,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
       onFailed: () => metrics.claims.inc({ surface: "aggregated", outcome: "error" }),
       staleCount: () => fleet.all().length - fleet.fresh().length,
       refillMs: (key) => demand.read(key).refillMs,
+      onNoCapacity: (key) => demand.recordMiss(key),
     },
     podGuard: new PodGuard(kubePodGuardBackend(kube, authzClient)),
     clock,

@@ -9,7 +9,8 @@
 // turn a steady rate into bursts.
 //
 // Refill: per node and key, each claim opens a deficit stamped with the snapshot's time; each VM the node added
-// since (warm' − warm + claims) closes the oldest one, and the time between is one refill sample. Stamps are the
+// since (warm' − warm + claims) closes the oldest one, and the time between is one refill sample. A raised target
+// opens deficits the same way; creates this process could not serve (recordMiss) count as claims for the rate. Stamps are the
 // node's own publishedAt when it has one (both ends on one clock), else this process's clock.
 import type { Clock } from "../clock/index.ts";
 import { type PoolKey, poolKeyString } from "../sandboxd/index.ts";
@@ -18,7 +19,10 @@ import type { FleetNode } from "./types.ts";
 /** The rate windows: the short one reacts within seconds, the long one carries a slow publish cadence. */
 export const RATE_SHORT_WINDOW_MS = 15_000;
 export const RATE_LONG_WINDOW_MS = 60_000;
-/** Refill samples kept per key; the estimate is their 90th percentile (a slow refill is the one that runs dry). */
+/**
+ * Refill samples kept per key; the estimate is their median. Samples are quantized to the publish cadence, so a high
+ * percentile mostly measures that quantization; the autoscaler's safety factor covers the spread.
+ */
 export const REFILL_SAMPLES = 32;
 /** Bounds on what one process remembers: own-claim ids (dedupe) and rate intervals per key. */
 const OWN_IDS_MAX = 10_000;
@@ -33,8 +37,8 @@ interface NodeState {
   stamp: number;
   ids: Set<string>;
   pools: Map<string, { warm: number; target: number }>;
-  /** Per key: stamps of the deficits still open, oldest first. */
-  open: Map<string, number[]>;
+  /** Per key: the deficits still open, oldest first; `sample` false for a raised target's (not a replacement). */
+  open: Map<string, { at: number; sample: boolean }[]>;
 }
 
 /** `n` claims spread evenly over (from, to]. */
@@ -46,7 +50,7 @@ interface Interval {
 
 export interface DemandReading {
   claimsPerSecond: number;
-  /** p90 of the recent refill samples, undefined before the first one. */
+  /** The median of the recent refill samples, undefined before the first one. */
   refillMs: number | undefined;
   refillSamples: number;
 }
@@ -64,6 +68,16 @@ export class DemandMeter {
     if (this.ownIds.has(id)) return;
     this.ownIds.add(id);
     if (this.ownIds.size > OWN_IDS_MAX) this.ownIds.delete(this.ownIds.values().next().value!);
+    const now = this.clock.now();
+    this.addClaims(poolKeyString(key), now, now, 1);
+  }
+
+  /**
+   * One create this process could not serve for lack of a warm VM: demand too. Without it a dry pool would measure
+   * only what it manages to hand out, and never grow past its refill throughput. A client's retry counts again
+   * (a slight overestimate while the pool is dry, gone with the window).
+   */
+  recordMiss(key: PoolKey): void {
     const now = this.clock.now();
     this.addClaims(poolKeyString(key), now, now, 1);
   }
@@ -97,7 +111,7 @@ export class DemandMeter {
     const short = this.countSince(k, now - RATE_SHORT_WINDOW_MS, now) / (RATE_SHORT_WINDOW_MS / 1000);
     const long = this.countSince(k, now - RATE_LONG_WINDOW_MS, now) / (RATE_LONG_WINDOW_MS / 1000);
     const samples = this.refills.get(k) ?? [];
-    return { claimsPerSecond: Math.max(short, long), refillMs: p90(samples), refillSamples: samples.length };
+    return { claimsPerSecond: Math.max(short, long), refillMs: median(samples), refillSamples: samples.length };
   }
 
   private compare(prev: NodeState, next: NodeState): void {
@@ -130,11 +144,15 @@ export class DemandMeter {
           }
           added = 0;
         }
-        for (let i = 0; i < claims; i++) open.push(next.stamp);
+        // A raised target opens deficits too, so that its provisions do not close (and shorten) the claims' ones.
+        const raised = Math.max(0, pool.target - before.target);
+        for (let i = 0; i < raised; i++) open.push({ at: next.stamp, sample: false });
+        for (let i = 0; i < claims; i++) open.push({ at: next.stamp, sample: true });
         for (; added > 0 && open.length > 0; added--) {
           const opened = open.shift()!;
+          if (!opened.sample) continue;
           // Claimed and refilled between two reports: all we know is that it took at most the interval.
-          this.addRefill(k, opened === next.stamp ? next.stamp - prev.stamp : next.stamp - opened);
+          this.addRefill(k, opened.at === next.stamp ? next.stamp - prev.stamp : next.stamp - opened.at);
         }
       }
       // More open deficits than the pool lacks: refills this comparison could not see; the oldest are the ones done.
@@ -178,8 +196,9 @@ export class DemandMeter {
   }
 }
 
-function p90(samples: readonly number[]): number | undefined {
+function median(samples: readonly number[]): number | undefined {
   if (samples.length === 0) return undefined;
   const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil(0.9 * sorted.length) - 1)]!;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }

@@ -40,6 +40,8 @@ export interface CreateDeps {
   onClaimed?: (namespace: string, name: string, id: string, node: string, key: PoolKey) => void;
   /** Nodes known but left out as stale (the capacity answer counts them). */
   staleCount?: () => number;
+  /** Called when no node could serve the key (the demand meter counts it: a dry pool's demand is not what it serves). */
+  onNoCapacity?: (key: PoolKey) => void;
   /** The key's measured refill time in ms, if any (the capacity answer's Retry-After). */
   refillMs?: (key: PoolKey) => number | undefined;
   /** Called when a claim was attempted and failed (metrics). */
@@ -217,6 +219,7 @@ async function claimSomewhere(deps: CreateDeps, key: PoolKey, ttl: number, claim
     }
   }
   // Nothing served: say why, and when to come back (docs/api.md "Create", shared/fleet/capacity.ts).
+  deps.onNoCapacity?.(key);
   const answer = explainNoCapacity({ key, fresh: nodes.map((n) => n.fleet), stale: deps.staleCount?.() ?? 0, refillMs: deps.refillMs?.(key) });
   throw new ApiError(503, answer.message, "ServiceUnavailable", claimRef.slice(claimRef.indexOf("/") + 1), answer.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: answer.retryAfterSeconds });
 }

@@ -53,7 +53,7 @@ describe("DemandMeter", () => {
     m.observe([node("n1", t0 + 11_000, 2, 2, ["a", "b"])]);
     const r = m.read(KEY);
     expect(r.refillSamples).toBe(2);
-    expect(r.refillMs).toBe(10_000); // p90 of [8 s, 10 s]
+    expect(r.refillMs).toBe(9_000); // the median of [8 s, 10 s]
   });
 
   test("a warm drop with no new entry is a claim (released before the publish); a target cut is not", () => {
@@ -86,6 +86,23 @@ describe("DemandMeter", () => {
     clock.advance(3_000);
     m.observe([node("n1", 3_000, 2, 2, ["a"])]);
     expect(m.read(KEY).refillMs).toBe(3_000);
+  });
+
+  test("a raised target's provisions close its own deficits, not the claims': they give no sample; misses count as demand", () => {
+    const clock = new FakeClock();
+    const m = new DemandMeter(clock);
+    m.observe([node("n1", 0, 1, 1, [])]);
+    clock.advance(1_000);
+    m.observe([node("n1", 1_000, 0, 5, ["a"])]); // one claim, target raised by 4
+    clock.advance(2_000);
+    m.observe([node("n1", 3_000, 4, 5, ["a"])]); // 4 booted: the raise's, opened first
+    expect(m.read(KEY).refillSamples).toBe(0);
+    clock.advance(6_000);
+    m.observe([node("n1", 9_000, 5, 5, ["a"])]); // the claim's replacement
+    expect(m.read(KEY).refillMs).toBe(8_000);
+    const before = m.read(KEY).claimsPerSecond;
+    m.recordMiss(KEY);
+    expect(m.read(KEY).claimsPerSecond).toBeCloseTo(before + 1 / 15, 5);
   });
 
   test("an unchanged snapshot is not a new observation; a node that leaves is forgotten", () => {
