@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import { type Env, StartupError } from "#shared/config/index.ts";
 import { loadE2bSurface } from "#shared/e2b/index.ts";
-import { DemandMeter, InventoryFleet, hiddenByStale } from "#shared/fleet/index.ts";
+import { InventoryFleet, hiddenByStale } from "#shared/fleet/index.ts";
 import { KubeClient } from "#shared/kube/index.ts";
 import { KubeConfigError, loadKubeConnection } from "#shared/kube/index.ts";
 import type { Shutdown } from "#shared/lifecycle/index.ts";
@@ -95,12 +95,11 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
     throw new StartupError((e as Error).message, { resource: "nodeinventories.sandbox.cocoonstack.io" });
   }
 
-  // Demand per pool key, measured on every replica from each inventory change (the autoscaler and the capacity
-  // answer read it), and the inventory's publish lag per node (docs/warmpool.md "Autoscaling").
-  const demand = new DemandMeter(clock);
+  // Demand per pool key, measured by the inventory source on every replica (the autoscaler and the capacity answer
+  // read it), and the inventory's publish lag per node (docs/warmpool.md "Autoscaling").
+  const demand = fleet.demand;
   const lagSeen = new Map<string, number>();
   const observeFleet = () => {
-    demand.observe(fleet.fresh().map((r) => r.fleet));
     const now = clock.now();
     for (const r of fleet.all()) {
       if (r.publishedAt === undefined || lagSeen.get(r.name) === r.publishedAt) continue;
@@ -110,7 +109,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
     for (const name of [...lagSeen.keys()]) if (!fleet.all().some((r) => r.name === name)) lagSeen.delete(name);
   };
   observeFleet();
-  shutdown.addCloser("demand meter", async () => unobserveFleet());
+  shutdown.addCloser("publish lag", async () => unobserveFleet());
   const unobserveFleet = fleet.onChange(observeFleet);
 
   // 6–7. Token and store.

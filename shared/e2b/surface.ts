@@ -7,8 +7,8 @@ import type { Logger } from "../log/index.ts";
 import type { Registry } from "../metrics/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/index.ts";
-import { advertisesImage, nodeByAddress } from "../fleet/index.ts";
-import { COLD_CLAIM_TIMEOUT_MS } from "../sandboxd/index.ts";
+import { advertisesImage, noCapacityForTenant, nodeByAddress } from "../fleet/index.ts";
+import { COLD_CLAIM_TIMEOUT_MS, type PoolKey } from "../sandboxd/index.ts";
 import { isSandboxdError, metadataProblem, provablyUndelivered } from "../sandboxd/index.ts";
 
 import {
@@ -202,7 +202,7 @@ export class E2bSurface {
           placed = built;
           builtTemplate = true;
         } else if (!knownPool) throw templateNotFound(templateID);
-        else throw new E2bError(503, `no warm sandbox available for template "${templateID}"; retry as warm capacity refills`);
+        else throw noCapacity(templateID, { template: pool.image, net, size: pool.size }, this.nodes.fleet);
       }
     }
 
@@ -549,4 +549,10 @@ async function readEnvdEnv(t: { address: string; claimId: string; rootToken: str
   const parsed: unknown = JSON.parse(reply.body.toString("utf8"));
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("envd /envs is not an object");
   return Object.fromEntries(Object.entries(parsed as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === "string"));
+}
+
+/** The explained 503 (shared/fleet/capacity.ts): counts and Retry-After, never node names or the image. */
+function noCapacity(templateID: string, key: PoolKey, fleet: FleetSource): E2bError {
+  const a = noCapacityForTenant(templateID, key, fleet);
+  return new E2bError(503, a.message, a.headers);
 }

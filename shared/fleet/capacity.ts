@@ -3,7 +3,7 @@
 // the warm/target counts the fresh ones reported — and when to retry, from the measured refill time. Both create
 // paths (the aggregated API and the e2b surface) use it. Counts only: node names are never shown to tenants.
 import type { PoolKey } from "../sandboxd/index.ts";
-import type { FleetNode } from "./types.ts";
+import type { FleetNode, FleetSource } from "./types.ts";
 
 /** Retry-After when no refill has been measured yet (the sandboxd refill loop's tick and a boot, roughly). */
 export const DEFAULT_RETRY_AFTER_SECONDS = 5;
@@ -19,10 +19,12 @@ export interface NoCapacityInput {
   key: PoolKey;
   /** The fresh nodes the create looked at. */
   fresh: readonly Pick<FleetNode, "address" | "pools">[];
-  /** Nodes known but left out as stale; a number when only the count is known. */
-  stale?: readonly Pick<FleetNode, "entries">[] | number;
+  /** How many nodes are known but left out as stale; undefined when the source cannot tell (the phrase is left out). */
+  stale?: number | undefined;
   /** The measured refill time of the key (ms), if any. */
   refillMs?: number | undefined;
+  /** What the message names; default `pool (template="…" net="…" size="…")`. */
+  subject?: string;
 }
 
 export interface NoCapacityAnswer {
@@ -39,7 +41,7 @@ export interface NoCapacityAnswer {
 
 export function explainNoCapacity(o: NoCapacityInput): NoCapacityAnswer {
   const { key } = o;
-  const staleCount = typeof o.stale === "number" ? o.stale : (o.stale?.length ?? 0);
+  const staleCount = o.stale ?? 0;
   const counts = o.fresh.map((n) => {
     const p = n.pools.find((x) => x.template === key.template && x.net === key.net && x.size === key.size);
     return { usable: n.address !== "", warm: p?.warm ?? 0, target: p?.target ?? 0, pooled: p !== undefined };
@@ -65,15 +67,30 @@ export function explainNoCapacity(o: NoCapacityInput): NoCapacityAnswer {
 
   const parts = [
     `${o.fresh.length + staleCount} node(s) considered`,
-    `${staleCount} stale (left out)`,
+    ...(o.stale === undefined ? [] : [`${staleCount} stale (left out)`]),
     ...(noAddress > 0 ? [`${noAddress} without an address`] : []),
     `warm/target per fresh node [${spelled.join(", ")}]`,
   ];
   const message =
-    `no warm sandbox available for pool (template="${key.template}" net="${key.net}" size="${key.size}"): ` +
+    `no warm sandbox available for ${o.subject ?? `pool (template="${key.template}" net="${key.net}" size="${key.size}")`}: ` +
     `${parts.join(", ")}; ${when}` +
     (retryAfterSeconds === undefined ? "" : `; retry after ${retryAfterSeconds}s`);
   return { message, retryAfterSeconds, warm, target };
+}
+
+/**
+ * The e2b surface's answer: the same explanation over its fleet source (stale count and measured refill when the
+ * source has them), naming the tenant's template id rather than the image; Retry-After as a header.
+ */
+export function noCapacityForTenant(templateID: string, key: PoolKey, source: FleetSource): { message: string; headers?: Record<string, string> } {
+  const a = explainNoCapacity({
+    key,
+    fresh: source.nodes(),
+    stale: source.staleCount?.(),
+    refillMs: source.demand?.read(key).refillMs,
+    subject: `template "${templateID}" (net="${key.net}" size="${key.size}")`,
+  });
+  return { message: a.message, ...(a.retryAfterSeconds === undefined ? {} : { headers: { "retry-after": String(a.retryAfterSeconds) } }) };
 }
 
 /** Sandboxes the stale nodes list: hidden from every read until their node publishes again (a gauge). */

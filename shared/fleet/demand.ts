@@ -14,7 +14,7 @@
 // node's own publishedAt when it has one (both ends on one clock), else this process's clock.
 import type { Clock } from "../clock/index.ts";
 import { type PoolKey, poolKeyString } from "../sandboxd/index.ts";
-import type { FleetNode } from "./types.ts";
+import type { DemandReader, DemandReading, FleetNode } from "./types.ts";
 
 /** The rate windows: the short one reacts within seconds, the long one carries a slow publish cadence. */
 export const RATE_SHORT_WINDOW_MS = 15_000;
@@ -48,14 +48,7 @@ interface Interval {
   n: number;
 }
 
-export interface DemandReading {
-  claimsPerSecond: number;
-  /** The median of the recent refill samples, undefined before the first one. */
-  refillMs: number | undefined;
-  refillSamples: number;
-}
-
-export class DemandMeter {
+export class DemandMeter implements DemandReader {
   private readonly nodes = new Map<string, NodeState>();
   private readonly rates = new Map<string, Interval[]>();
   private readonly refills = new Map<string, number[]>();
