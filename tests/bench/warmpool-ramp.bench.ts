@@ -7,16 +7,18 @@
 //
 //   bun tests/bench/warmpool-ramp.bench.ts [--write]     prints the figures as JSON; --write also stores
 //                                                         tests/bench/results/warmpool-ramp-<UTC time>.json and .md
+//   bun run bench -- ramp                                 the same run as group "ramp" of tests/bench/run.ts
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { FakeClock } from "#shared/clock/index.ts";
-import { DemandMeter, type FleetNode } from "#shared/fleet/index.ts";
+import { DemandMeter, type FleetNode, RATE_LONG_WINDOW_MS } from "#shared/fleet/index.ts";
 import type { PoolKey } from "#shared/sandboxd/index.ts";
 import { Pools } from "#services/sandboxd-sim/pools.ts";
 import { createIdSource } from "#services/sandboxd-sim/ids.ts";
 import { AUTOSCALE_DEFAULTS, ANN_AUTOSCALE_ENABLED, ANN_AUTOSCALE_MAX, ANN_AUTOSCALE_MIN, Autoscaler } from "#services/sandbox-apiserver/warmpool/autoscale.ts";
 import { type Resolution, type WarmPool, poolSets } from "#services/sandbox-apiserver/warmpool/plan.ts";
+import type { Figure } from "./vk-sandbox-pods.bench.ts";
 
 const KEY: PoolKey = { template: "ghcr.io/bench/agent:1", net: "none", size: "small" };
 
@@ -278,6 +280,20 @@ export function runRampBench(o: RampOptions = DEFAULT_RAMP, command = "bun tests
       warmVmSecondsVsPeakStatic: Math.round((auto.warmVmSeconds / Math.max(1, sized.warmVmSeconds)) * 100) / 100,
     },
   };
+}
+
+/** The figures for `bun run bench -- ramp` (tests/bench/run.ts), each against a baseline of the same run. */
+export async function rampFigures(): Promise<Figure[]> {
+  const command = "bun run bench -- ramp";
+  const r = runRampBench(DEFAULT_RAMP, command);
+  const [auto, fixed, sized] = r.cases as [RampCase, RampCase, RampCase];
+  const notes = `3 nodes, refill 8 s, publish 5 s, claims/s 0 → 2 → 0 (fake clock; ${r.uptime})`;
+  return [
+    { name: "warm-pool ramp: share of claims served warm, autoscaled", value: auto.warmShare, unit: "ratio", command, cores: r.cores, baseline: { name: "static spec.replicas 3", value: fixed.warmShare, unit: "ratio" }, notes },
+    { name: "warm-pool ramp: share served warm from two refill times after the step, autoscaled", value: auto.warmShareTwoRefillsAfterStep, unit: "ratio", command, cores: r.cores, baseline: { name: `static sized for the peak (${sized.peakTarget})`, value: sized.warmShareTwoRefillsAfterStep, unit: "ratio" }, notes },
+    { name: "warm-pool ramp: warm VM-seconds held, autoscaled", value: auto.warmVmSeconds, unit: "VM-s", command, cores: r.cores, baseline: { name: `static sized for the peak (${sized.peakTarget})`, value: sized.warmVmSeconds, unit: "VM-s" }, notes },
+    { name: "warm-pool ramp: seconds from load stop to the minimum target", value: auto.secondsBackToMin ?? NaN, unit: "s", command, cores: r.cores, baseline: { name: "rate window + scale-down window", value: (RATE_LONG_WINDOW_MS + AUTOSCALE_DEFAULTS.downWindowMs) / 1000, unit: "s" }, notes },
+  ];
 }
 
 function markdown(r: RampResult): string {
