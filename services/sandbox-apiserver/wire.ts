@@ -25,6 +25,7 @@ import { ClientCertVerifier, parseCertBundle } from "./serving/index.ts";
 import { ApiserverMetrics } from "./serving/index.ts";
 import { observabilityRoutes } from "./serving/index.ts";
 import { startSecureServer } from "./serving/index.ts";
+import { Canary } from "./canary/index.ts";
 import { type AutoscaleParams, startWarmPoolDriver, type WarmPoolDriverHandle } from "./warmpool/index.ts";
 
 export interface StartOptions {
@@ -126,6 +127,13 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
   if (config.enableWarmPoolDriver) {
     driver = startWarmPoolDriver({ kube, fleet, clients, token, syncIntervalMs: config.warmPoolSyncInterval, clock, log: log.child({ component: "warmpool" }), metrics, env, demand, ...(o.autoscale ? { autoscale: o.autoscale } : {}) });
     shutdown.addCloser("warm-pool driver", () => driver!.stop());
+  }
+
+  // The canary (off unless --canary-interval): the users' path, per node and pooled key, on every replica.
+  if (config.canaryInterval > 0) {
+    const canary = new Canary({ fresh: () => fleet.fresh(), clients, rootToken: token, intervalMs: config.canaryInterval, clock, log: log.child({ component: "canary" }), metrics });
+    canary.start();
+    shutdown.addCloser("canary", () => canary.stop());
   }
 
   // 9. The e2b surface on its own plain-HTTP listener, over the same inventory source (docs/architecture.md).

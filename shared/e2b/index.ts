@@ -22,6 +22,7 @@ import { E2bSurface } from "./surface.ts";
 export { createE2bApp, namespaceForKey } from "./app.ts";
 export { E2bSurface, type E2bSettings, type E2bDeps } from "./surface.ts";
 export { accessTokenMatches, carriesLaneTag, deriveAccessToken, envdAccessToken, safeEqual } from "./tokens.ts";
+export { ENVD_PORT, type EnvdTarget, initEnvd } from "./envd.ts";
 export { claimIdOf, publicSandboxId, sameSandboxId } from "./ids.ts";
 export { readEnvdSecret, resolveRootToken } from "./files.ts";
 

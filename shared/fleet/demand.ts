@@ -24,6 +24,8 @@ export const RATE_LONG_WINDOW_MS = 60_000;
  * percentile mostly measures that quantization; the autoscaler's safety factor covers the spread.
  */
 export const REFILL_SAMPLES = 32;
+/** The canary's claim_ref namespace: its claims refill like any other (refill samples) but are not demand. */
+export const CANARY_NAMESPACE = "sandbox-canary";
 /** Bounds on what one process remembers: own-claim ids (dedupe) and rate intervals per key. */
 const OWN_IDS_MAX = 10_000;
 const INTERVALS_MAX = 4_096;
@@ -120,7 +122,7 @@ export class DemandMeter implements DemandReader {
       const k = byTemplate.get(e.template);
       if (!k) continue; // not a pool claim (a built template, a snapshot restore)
       seenClaims.set(k, (seenClaims.get(k) ?? 0) + 1);
-      if (!this.ownIds.has(e.id)) countedClaims.set(k, (countedClaims.get(k) ?? 0) + 1);
+      if (!this.ownIds.has(e.id) && e.namespace !== CANARY_NAMESPACE) countedClaims.set(k, (countedClaims.get(k) ?? 0) + 1);
     }
     for (const [k, pool] of next.pools) {
       const before = prev.pools.get(k);

@@ -92,6 +92,21 @@ export class ApiserverMetrics {
     registers: [this.registry],
   });
 
+  // The canary (docs/operations.md "Canary"): claim → envd /init → one command → release, per node and pool key.
+  readonly canaryRuns = new Counter({
+    name: "sandbox_canary_runs_total",
+    help: "Canary probes by node, pool key and outcome (ok, claim_failed, init_failed, command_failed, release_failed).",
+    labelNames: ["node", "template", "net", "size", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly canaryTimeToFirstCommand = new Histogram({
+    name: "sandbox_canary_time_to_first_command_seconds",
+    help: "Seconds from a canary's claim to the end of its first command (successful probes).",
+    labelNames: ["node", "template", "net", "size"] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
