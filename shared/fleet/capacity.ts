@@ -80,9 +80,11 @@ export function explainNoCapacity(o: NoCapacityInput): NoCapacityAnswer {
 
 /**
  * The e2b surface's answer: the same explanation over its fleet source (stale count and measured refill when the
- * source has them), naming the tenant's template id rather than the image; Retry-After as a header.
+ * source has them), naming the tenant's template id rather than the image; Retry-After as a header. It also tells
+ * the source's demand meter about the miss, so a pool run dry is sized by what was asked, not by what it served.
  */
 export function noCapacityForTenant(templateID: string, key: PoolKey, source: FleetSource): { message: string; headers?: Record<string, string> } {
+  source.demand?.recordMiss?.(key);
   const a = explainNoCapacity({
     key,
     fresh: source.nodes(),

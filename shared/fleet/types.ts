@@ -94,4 +94,6 @@ export interface DemandReading {
 
 export interface DemandReader {
   read(key: PoolKey): DemandReading;
+  /** A create of the key nobody could serve: demand the pool's own snapshots cannot show (demand.ts). */
+  recordMiss?(key: PoolKey): void;
 }

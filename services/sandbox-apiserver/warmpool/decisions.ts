@@ -21,6 +21,8 @@ export interface DecisionWriterOptions {
 export class DecisionWriter {
   /** Per pool: when its annotation was last written, and which invalid-annotation reason was last logged. */
   private readonly written = new Map<string, number>();
+  /** Per pool: when a write last failed (refused by RBAC on an older chart, say): retried every STATUS_REFRESH_MS. */
+  private readonly failed = new Map<string, number>();
   private readonly warned = new Map<string, string>();
 
   constructor(private readonly o: DecisionWriterOptions) {}
@@ -54,7 +56,15 @@ export class DecisionWriter {
       const targetChanged = current === undefined || targetOf(current) !== d.target;
       const last = this.written.get(ref);
       if (!targetChanged && last !== undefined && now - last < STATUS_REFRESH_MS) continue;
-      if (await this.patch(pool, want)) this.written.set(ref, now);
+      const failedAt = this.failed.get(ref);
+      if (failedAt !== undefined && now - failedAt < STATUS_REFRESH_MS) continue;
+      if (await this.patch(pool, want)) {
+        this.written.set(ref, now);
+        this.failed.delete(ref);
+      } else {
+        if (failedAt === undefined) this.o.log.warn({ pool: ref }, "cannot write the autoscale-status annotation (does the chart grant patch sandboxwarmpools?); retrying every 30s");
+        this.failed.set(ref, now);
+      }
     }
   }
 

@@ -32,8 +32,11 @@ describe("e2b capacity answer", () => {
     const second = await Promise.all([Sandbox.create("base", sdkOpts(s)), Sandbox.create("base", sdkOpts(s))]);
     await until(() => seenWarm() === 0 && seenEntries() === 4, "the surface to see the pool dry", 15_000, 20);
 
+    const rateBefore = s.mesh.fleet.demand.read(key).claimsPerSecond;
     const r = await post();
     expect(r.status).toBe(503);
+    // The miss is demand: a pool run dry is sized by what was asked, not by what it served.
+    expect(s.mesh.fleet.demand.read(key).claimsPerSecond).toBeGreaterThan(rateBefore);
     const body = (await r.json()) as { code: number; message: string };
     expect(body.code).toBe(503);
     expect(body.message).toMatch(
