@@ -5,9 +5,11 @@
 //               through route-kit.ts, and a build module's routes through its `buildRoutes` hook
 //   surface.ts  the composition root: each resource module gets only the node and fleet access it needs
 //   create.ts, sandboxes.ts, fork.ts, sandbox-metrics.ts  what each sandbox endpoint does (lookup.ts: the live
-//               read they share); templates.ts templates and tags; snapshots.ts snapshots; quotas.ts per-namespace
-//               quotas; placement.ts claim placement; render.ts replies; token-forms.ts which token an old
-//               sandbox's envd holds; nodes.ts owner lookup; envd.ts /init and envd /metrics; list.ts list paging
+//               read they share; own-writes.ts this replica's writes over the snapshot; idempotency.ts and
+//               surface-metadata.ts Idempotency-Key); templates.ts templates and tags; snapshots.ts snapshots;
+//               quotas.ts per-namespace quotas; placement.ts claim placement; render.ts replies; token-forms.ts
+//               which token an old sandbox's envd holds; nodes.ts owner lookup; envd.ts /init and envd /metrics;
+//               list.ts list paging
 //   ids.ts, tokens.ts, errors.ts  id forms and access tokens (both from shared/envd-token, which the relay
 //               shares), the {code,message} envelope
 import type { OpenAPIHono } from "@hono/zod-openapi";

@@ -9,7 +9,7 @@ import type { Server } from "bun";
 import { publicSandboxId } from "../envd-token/index.ts";
 import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
-import { forwardHttp2, guestRequestHeaders, type GuestRequest } from "./guest.ts";
+import { forwardHttp2, guestRequestHeaders, type BodyEndListener, type GuestRequest } from "./guest.ts";
 import { BunTunnel } from "./bun-tunnel.ts";
 import { isFramingError } from "./framing/index.ts";
 import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
@@ -34,6 +34,11 @@ export interface RelayOptions {
   limits?: Partial<RelayLimitOptions>;
   /** The failed-lookup tarpit's budget and delay (default DEFAULT_TARPIT). */
   tarpit?: TarpitOptions;
+}
+
+/** The listener's hook on a relayed body's end (idle.ts RequestIdle): the relay sets `awaitingBody` when it hands one on. */
+export interface RelayedBodyEnd extends BodyEndListener {
+  awaitingBody: boolean;
 }
 
 export function relayError(status: number, message: string): Response {
@@ -68,33 +73,36 @@ export class EnvdRelay {
     this.owners.cache.drop(claimId);
   }
 
-  /** Bun.serve's fetch handler. Undefined: the request was upgraded to a relayed WebSocket. */
-  fetch = async (req: Request, server: Server<WsRelayData>): Promise<Response | undefined> => {
-    const res = await this.handle(req, server);
+  /**
+   * Bun.serve's fetch handler. Undefined: the request was upgraded to a relayed WebSocket. When a guest's body is
+   * handed on, `bodyEnd.awaitingBody` is set and `bodyEnd.bodyEnded()` follows once the client has read all of it.
+   */
+  fetch = async (req: Request, server: Server<WsRelayData>, bodyEnd?: RelayedBodyEnd): Promise<Response | undefined> => {
+    const res = await this.handle(req, server, bodyEnd);
     this.metrics.requests.inc({ code: res ? String(res.status) : "101" });
     return res;
   };
 
-  private async handle(req: Request, server: Server<WsRelayData>): Promise<Response | undefined> {
+  private async handle(req: Request, server: Server<WsRelayData>, bodyEnd: RelayedBodyEnd | undefined): Promise<Response | undefined> {
     const url = new URL(req.url);
     const host = req.headers.get("host") ?? url.host;
+    const client = server.requestIP(req)?.address;
     const routed = routeRequest(req.headers, host, this.o.domain);
     if (!routed.ok) {
       if (!routed.namesSandbox && (req.method === "GET" || req.method === "HEAD")) {
         if (url.pathname === "/healthz") return new Response(null, { status: 204 });
       }
-      return relayError(400, "no sandbox in the request host or headers");
+      return this.refuse(400, "no sandbox in the request host or headers", client, req.signal);
     }
     const route = routed.route;
     const verdict = envdPathVerdict(url.pathname);
-    if (verdict === "undecodable") return relayError(400, "request path has an invalid percent-encoding");
-    if (verdict === "internal") return relayError(404, "not found");
+    if (verdict === "undecodable") return this.refuse(400, "request path has an invalid percent-encoding", client, req.signal);
+    if (verdict === "internal") return this.refuse(404, "not found", client, req.signal);
 
     const presented = (req.headers.get("x-access-token") ?? "").trim();
     const signed = presented === "" && isSignedFileUrl(route.port, req.method, url);
-    if (presented === "" && !signed) return relayError(401, "missing X-Access-Token");
+    if (presented === "" && !signed) return this.refuse(401, "missing X-Access-Token", client, req.signal);
 
-    const client = server.requestIP(req)?.address;
     const r = await this.owners.resolve(route.id, signed ? undefined : presented, { client });
     if (r.kind === "bad-token") {
       this.metrics.lookups.inc({ result: "bad_token" });
@@ -110,12 +118,30 @@ export class EnvdRelay {
       return relayError(502, "sandbox unavailable");
     }
     this.metrics.lookups.inc({ result: r.source });
-    return this.relay(req, url, host, route, r.owner, signed, server);
+    return this.relay(req, url, host, route, r.owner, signed, server, client, bodyEnd);
   }
 
-  private async relay(req: Request, url: URL, host: string, route: Route, owner: Owner, passive: boolean, server: Server<WsRelayData>): Promise<Response | undefined> {
+  /**
+   * An early refusal (no sandbox named, a path the guest must not get, no token) is a failed lookup too: a key holder
+   * probing hosts or tokens in a loop is held by the same tarpit as one probing ids (tarpit.ts).
+   */
+  async refuse(status: number, message: string, client: string | undefined, signal: AbortSignal): Promise<Response> {
+    await this.tarpit.failed(client, signal);
+    return relayError(status, message);
+  }
+
+  private async relay(
+    req: Request,
+    url: URL,
+    host: string,
+    route: Route,
+    owner: Owner,
+    passive: boolean,
+    server: Server<WsRelayData>,
+    clientIp: string | undefined,
+    bodyEnd: RelayedBodyEnd | undefined,
+  ): Promise<Response | undefined> {
     const started = performance.now();
-    const clientIp = server.requestIP(req)?.address;
     const slot = this.slots.acquire(owner.claimId, clientIp, owner.namespace);
     if ("status" in slot) {
       this.metrics.refused.inc({ cap: slot.cap });
@@ -187,11 +213,13 @@ export class EnvdRelay {
       mayRead: () => share.mayRead(),
       signal: req.signal,
       onBodyFramingError: (err) => this.framingError("body", owner, route, err),
+      bodyEnd,
     };
     try {
       const forwarded = sock instanceof BunTunnel ? forwardOverBunTunnel(sock, g) : this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1Raw(sock, g);
       const res = await headDeadline(forwarded, this.limits.guestHandshakeMs, () => sent, () => sock.destroy());
       this.metrics.upstreamSeconds.observe((performance.now() - started) / 1000);
+      if (bodyEnd && res.body !== null) bodyEnd.awaitingBody = true;
       return res;
     } catch (err) {
       sock.destroy();
