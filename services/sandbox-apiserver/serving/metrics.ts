@@ -44,7 +44,7 @@ export class ApiserverMetrics {
   });
   readonly desiredReplicas = new Gauge({
     name: "sandbox_warmpool_desired_replicas",
-    help: "SandboxWarmPool spec.replicas (set by the driver leader).",
+    help: "The replicas the driver spreads for a SandboxWarmPool: spec.replicas, or the autoscaler's target when the pool autoscales (set by the driver leader).",
     labelNames: ["namespace", "pool"] as const,
     registers: [this.registry],
   });
