@@ -100,7 +100,12 @@ export class DirUploadStore implements UploadStore {
       renameSync(temp, target);
       return { status: 200 };
     } catch (err) {
-      out.destroy();
+      // The stream opens its file lazily: remove it only once the stream has closed, or a late open recreates it.
+      await new Promise<void>((r) => {
+        if (out.closed) return r();
+        out.once("close", () => r());
+        out.destroy();
+      });
       rmSync(temp, { force: true });
       if (err instanceof TooLarge) return { status: 413, message: `upload larger than ${this.uploadMax} bytes` };
       throw err;
