@@ -32,6 +32,8 @@ export interface E2bAppOptions {
   keys: ReadonlyMap<string, string> | undefined;
   defaultNamespace: string;
   log: Logger;
+  /** The template-build module's routes (served behind --e2b-builds); unset = the build routes answer 501. */
+  buildRoutes?: (mount: { route: (cfg: RouteConfig, handler: Handler) => void; signedRoute: (cfg: RouteConfig, handler: (c: Context<Env>) => Promise<Response> | Response) => void }) => void;
 }
 
 /** The namespace of a key, comparing against EVERY configured key so the time taken does not depend on which. */
@@ -49,9 +51,12 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   // namespace, so they are served by the process's metrics listener, never here (docs/decisions.md "e2b quota
   // metrics off the e2b listener").
   const unauthenticated = new Set(["/health", "/openapi.json"]);
+  // Routes that authenticate themselves (the build module's signed upload PUT): exact method and path pattern.
+  const signed: Array<{ method: string; path: RegExp }> = [];
+  const isSigned = (method: string, path: string) => signed.some((r) => r.method === method && r.path.test(path));
 
   app.use("*", async (c, next) => {
-    if (unauthenticated.has(c.req.path)) return next();
+    if (unauthenticated.has(c.req.path) || isSigned(c.req.method, c.req.path)) return next();
     if (anonymous) {
       c.set("namespace", o.defaultNamespace);
       return next();
@@ -202,10 +207,22 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<Env> {
   route(createRoute({ method: "get", path: "/templates/{templateID}/tags", request: { params: S.TemplateParam }, responses: { 200: json(z.array(S.TemplateTag), "Live tags"), ...errors } }), async (c, ns) =>
     c.json(await surface.catalog.templateTags(ns, c.req.param("templateID") ?? "")),
   );
-  unserved("POST", "/v3/templates", notServed("template builds"));
-  unserved("POST", "/v2/templates/{templateID}/builds/{buildID}", notServed("template builds"));
-  unserved("GET", "/templates/{templateID}/builds/{buildID}/status", notServed("template builds"));
-  unserved("GET", "/templates/{templateID}/files/{hash}", notServed("template build uploads"));
+  if (o.buildRoutes) {
+    o.buildRoutes({
+      route,
+      signedRoute: (cfg, handler) => {
+        const pattern = cfg.path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{\w+\}/g, "[^/]+");
+        signed.push({ method: cfg.method.toUpperCase(), path: new RegExp(`^${pattern}$`) });
+        app.openAPIRegistry.registerPath({ ...cfg, security: [] });
+        app.on(cfg.method.toUpperCase(), cfg.path.replace(/\{(\w+)\}/g, ":$1"), (c) => handler(c));
+      },
+    });
+  } else {
+    unserved("POST", "/v3/templates", notServed("template builds"));
+    unserved("POST", "/v2/templates/{templateID}/builds/{buildID}", notServed("template builds"));
+    unserved("GET", "/templates/{templateID}/builds/{buildID}/status", notServed("template builds"));
+    unserved("GET", "/templates/{templateID}/files/{hash}", notServed("template build uploads"));
+  }
   route(createRoute({ method: "get", path: "/templates/{templateID}", request: { params: S.TemplateParam }, responses: { 200: json(S.TemplateWithBuilds, "A built template and its builds"), ...errors } }), (c, ns) =>
     c.json(surface.catalog.templateDetail(ns, c.req.param("templateID") ?? "")),
   );

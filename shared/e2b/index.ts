@@ -18,6 +18,7 @@ import { createE2bApp } from "./app.ts";
 import { errorResponse } from "./errors.ts";
 import { readAliasFile, readEnvdSecret, readKeyFile } from "./files.ts";
 import { E2bSurface } from "./surface.ts";
+import { loadBuilds } from "./builds/index.ts";
 
 export { createE2bApp, namespaceForKey } from "./app.ts";
 export { E2bSurface, type E2bSettings, type E2bDeps } from "./surface.ts";
@@ -60,7 +61,6 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
   if (opts.envdSecretFile === undefined) throw new StartupError("--e2b-envd-secret-file is required", { flag: "--e2b-envd-secret-file" });
   const envdSecret = readEnvdSecret(opts.envdSecretFile);
   const aliases = opts.templateAliasFile === undefined ? new Map() : readAliasFile(opts.templateAliasFile);
-  if (opts.builds.enabled) o.log.warn({ flag: "--e2b-builds" }, "template builds are not served by this version; the build routes answer 501");
   const surface = new E2bSurface(
     {
       namespace: opts.namespace,
@@ -83,22 +83,30 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
       ...(o.metricsRegistry ? { metricsRegistry: o.metricsRegistry } : {}),
     },
   );
-  const app = createE2bApp({ surface, keys, defaultNamespace: opts.namespace, log: o.log.child({ component: "e2b" }) });
+  const builds = loadBuilds(opts.builds, { nodes: surface.nodes, aliases, envdSecret, log: o.log.child({ component: "e2b" }) });
+  const app = createE2bApp({ surface, keys, defaultNamespace: opts.namespace, log: o.log.child({ component: "e2b" }), ...(builds ? { buildRoutes: builds.routes } : {}) });
   return {
     surface,
     app,
     envdSecret,
     serve(address) {
       const { host, port } = splitHostPort(address);
-      return Bun.serve({
+      const server = Bun.serve({
         hostname: host === "" ? "0.0.0.0" : host,
         port: Number(port),
         idleTimeout: 255,
+        // The signed upload PUT streams up to --e2b-build-upload-max (its own bound, checked as bytes arrive); every
+        // other body is capped at 1 MiB by body.ts.
+        ...(builds ? { maxRequestBodySize: Math.max(opts.builds.uploadMax + 1, 128 * 1024 * 1024) } : {}),
         // Never Bun's development page: odd request targets get the e2b envelope before hono, a throw one log line.
         development: false,
         error: uncaughtErrorHandler(o.log.child({ component: "e2b" }), errorResponse),
         fetch: guardRequests(errorResponse, (req: Request) => app.fetch(req)),
       });
+      if (!builds) return server;
+      // Stopping the listener also stops the running builds: each releases its build sandbox first.
+      const stopListener = server.stop.bind(server);
+      return Object.assign(server, { stop: async (force?: boolean) => (await builds.service.stop(), stopListener(force)) });
     },
   };
 }
