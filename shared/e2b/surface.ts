@@ -255,7 +255,7 @@ export class E2bSurface {
     allowInternet: boolean | undefined,
   ): Promise<{ reply: ClaimReply; template: string; calledAddress: string } | undefined> {
     if (`${BUILT_PREFIX}${ns}/${name}`.length > NAME_BUDGET) return undefined;
-    const holders = this.catalog.builtHolders(ns, name);
+    const holders = this.catalog.createHolders(ns, name);
     if (holders.length === 0) return undefined;
     let capacityMiss = false;
     for (const { node, t } of holders) {

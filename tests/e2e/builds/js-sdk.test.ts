@@ -2,6 +2,7 @@
 // check, the signed PUT, the start, the status polls), then creates sandboxes from it and checks what the build
 // left: the marker from RUN, the env, the workdir, the user, the copied directory and file (docs/e2b.md "Builds").
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,7 +13,7 @@ import { waitFor } from "#tests/support/wait.ts";
 let s: BuildStack;
 let ctx: string;
 beforeAll(async () => {
-  s = await startBuildStack({ proxy: true, nodes: 1 });
+  s = await startBuildStack({ proxy: true, nodes: 1, uploadMax: 256 * 1024 });
   ctx = mkdtempSync(join(tmpdir(), "e2b-build-ctx-"));
   mkdirSync(join(ctx, "data", "sub"), { recursive: true });
   writeFileSync(join(ctx, "data", "a.txt"), "alpha\n");
@@ -64,4 +65,35 @@ test("build_copy_run_ready: Template.build with runCmd, copy (a directory and a 
   } finally {
     await sbx.kill();
   }
+
+  // Tags are node template labels: the build's tag lists, and `name:tag` is a create target too.
+  const tags = await Template.getTags("sdkapp", opts());
+  expect(tags.map((t) => t.tag)).toEqual(["v1"]);
+  const tagged = await Sandbox.create("sdkapp:v1", sdkOpts(s));
+  try {
+    expect((await tagged.commands.run("cat /opt/marker")).stdout).toBe("built\n");
+  } finally {
+    await tagged.kill();
+  }
 }, 180_000);
+
+test("a failing RUN: Template.build throws the step's error, the logs carry it, and no build sandbox is left", async () => {
+  const template = Template().fromImage("base").runCmd("echo going").runCmd("echo broken >&2; exit 3");
+  const logs: string[] = [];
+  const err = await Template.build(template, "sdkfail", { ...opts(), onBuildLogs: (l) => void logs.push(l.message) }).catch((e: Error) => e);
+  expect(err).toBeInstanceOf(Error);
+  expect(String((err as Error).message)).toContain("exit code 3");
+  expect(logs).toContain("going");
+  expect(logs).toContain("broken");
+  await waitFor("the build sandbox released", () => buildClaims(s) === 0, 10_000);
+}, 60_000);
+
+test("an upload over --e2b-build-upload-max: the SDK's PUT is refused (413) and the build never starts", async () => {
+  // Random bytes: the SDK gzips the archive, and these do not shrink.
+  writeFileSync(join(ctx, "big.bin"), randomBytes(300 * 1024));
+  const template = Template({ fileContextPath: ctx }).fromImage("base").copy("big.bin", "/tmp/big.bin");
+  const err = await Template.build(template, "sdkbig", opts()).catch((e: Error) => e);
+  expect(err).toBeInstanceOf(Error);
+  expect(String((err as Error).message)).toMatch(/upload/i);
+  expect(buildClaims(s)).toBe(0);
+}, 60_000);
