@@ -1,7 +1,7 @@
 // The build API's scenarios (docs/e2b.md §9, 47-51) and its failure paths against sandbox-e2b and simulated nodes
 // with their envd-compatible guests: after each build that ends, the nodes hold no build sandbox.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { KEY_B, api, allLogs, buildClaims, requestBuild, startBuildStack, startReplica, tarOf, waitBuild, type BuildStack } from "./support.ts";
+import { KEY_A, KEY_B, api, allLogs, buildClaims, requestBuild, startBuildStack, startReplica, tarOf, waitBuild, type BuildStack } from "./support.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
 const HASH = "c".repeat(64);
@@ -163,9 +163,13 @@ describe("parallel 1, a 6 s build timeout", () => {
     await waitFor("the build sandboxes released", () => buildClaims(s) === 0, 10_000);
   }, 60_000);
 
-  test("a build over its timeout ends in error at the running step and releases its sandbox", async () => {
+  test("a build over its timeout ends in error at the running step and releases its sandbox; its lease is the timeout", async () => {
     const b = await requestBuild(s, "slow");
     expect((await api(s, "POST", `/v2/templates/slow/builds/${b.buildID}`, { fromImage: "base", steps: [{ type: "RUN", args: ["true"] }, { type: "RUN", args: ["sleep 60"] }] })).status).toBe(202);
+    // The build sandbox's lease is the build timeout: a replica that dies mid-build leaks it no longer than that.
+    const claim = await waitFor("the build sandbox claimed", () => s.cluster.nodes.flatMap((n) => n.claims()).find((c) => (c.claimRef ?? "").includes("/e2b-build-")), 10_000);
+    expect(claim.claimRef).toMatch(/^team-a\/e2b-build-[0-9a-f]{10}$/);
+    expect(claim.grantedTtlSeconds).toBe(6);
     const st = await waitBuild(s, b, 30_000);
     expect(st.status).toBe("error");
     expect(st.reason.step).toBe("2");
@@ -181,6 +185,29 @@ describe("parallel 1, a 6 s build timeout", () => {
     expect(st.reason.step).toBe("base");
     expect(buildClaims(s)).toBe(0);
   }, 30_000);
+});
+
+describe("a replica stopped mid-build", () => {
+  let s: BuildStack;
+  beforeAll(async () => {
+    s = await startBuildStack({ store: false });
+  }, 60_000);
+  afterAll(() => s.stop());
+
+  test("stopping the replica that runs a build releases the build's sandbox", async () => {
+    const other = await startReplica(s);
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`${other.apiUrl}${path}`, { method, headers: { "x-api-key": KEY_A, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    const b = (await (await call("POST", "/v3/templates", { name: "stopped" })).json()) as { buildID: string };
+    expect((await call("POST", `/v2/templates/stopped/builds/${b.buildID}`, { fromImage: "base", steps: [{ type: "RUN", args: ["sleep 60"] }] })).status).toBe(202);
+    await waitFor("the build sandbox claimed", () => buildClaims(s) === 1, 10_000);
+    await waitFor("the build's RUN step running", async () => {
+      const st = (await (await call("GET", `/templates/stopped/builds/${b.buildID}/status`)).json()) as { logEntries: { step: string }[] };
+      return st.logEntries.some((l) => l.step === "base");
+    }, 10_000);
+    await other.stop();
+    await waitFor("the build sandbox released", () => buildClaims(s) === 0, 10_000);
+  }, 60_000);
 });
 
 describe("builds on, no upload store", () => {
