@@ -1,11 +1,15 @@
-// shared/e2b — the e2b-compatible REST surface (docs/e2b.md), one hono app for sandbox-e2b and sandbox-apiserver.
+// shared/e2b — the e2b-compatible REST surface (docs/e2b.md "Layout"), one hono app for sandbox-e2b and
+// sandbox-apiserver.
 //   files.ts    alias / envd secret files (startup checks); keys.ts the key file (namespaces, quota fields)
-//   app.ts      routes, auth, /openapi.json, /metrics (schemas.ts, body.ts)
-//   surface.ts  what each sandbox endpoint does; templates.ts templates and tags; snapshots.ts snapshots;
-//               quotas.ts per-namespace quotas; placement.ts claim placement; render.ts replies; token-forms.ts
-//               which token an old sandbox's envd holds; nodes.ts owner lookup; envd.ts /init and
-//               envd /metrics; list.ts list paging
-//   ids.ts, tokens.ts, errors.ts  id forms, access tokens, the {code,message} envelope
+//   app.ts      auth, /openapi.json, the error mapping; it registers routes-sandboxes.ts and routes-templates.ts
+//               through route-kit.ts, and a build module's routes through its `buildRoutes` hook
+//   surface.ts  the composition root: each resource module gets only the node and fleet access it needs
+//   create.ts, sandboxes.ts, fork.ts, sandbox-metrics.ts  what each sandbox endpoint does (lookup.ts: the live
+//               read they share); templates.ts templates and tags; snapshots.ts snapshots; quotas.ts per-namespace
+//               quotas; placement.ts claim placement; render.ts replies; token-forms.ts which token an old
+//               sandbox's envd holds; nodes.ts owner lookup; envd.ts /init and envd /metrics; list.ts list paging
+//   ids.ts, tokens.ts, errors.ts  id forms and access tokens (both from shared/envd-token, which the relay
+//               shares), the {code,message} envelope
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { E2bOptions } from "../config/index.ts";
 import { splitHostPort } from "../config/index.ts";
@@ -15,13 +19,15 @@ import type { Logger } from "../log/index.ts";
 import type { Registry } from "../metrics/index.ts";
 import { guardRequests, uncaughtErrorHandler } from "../http/index.ts";
 import { createE2bApp } from "./app.ts";
+import { loadBuilds } from "./builds/index.ts";
 import { errorResponse } from "./errors.ts";
 import { readAliasFile, readEnvdSecret, readKeyFile } from "./files.ts";
+import type { BuildRoutes } from "./route-kit.ts";
 import { E2bSurface } from "./surface.ts";
-import { loadBuilds } from "./builds/index.ts";
 
 export { createE2bApp, namespaceForKey } from "./app.ts";
-export { E2bSurface, type E2bSettings, type E2bDeps } from "./surface.ts";
+export { E2bSurface, type E2bSettings, type E2bDeps, type SandboxEvents } from "./surface.ts";
+export type { BuildMount, BuildRoutes, E2bEnv, E2bHandler, RouteKit, SignedHandler } from "./route-kit.ts";
 export { accessTokenMatches, carriesLaneTag, deriveAccessToken, envdAccessToken, safeEqual } from "./tokens.ts";
 export { claimIdOf, publicSandboxId, sameSandboxId } from "./ids.ts";
 export { readEnvdSecret, resolveRootToken } from "./files.ts";
@@ -39,6 +45,11 @@ export interface LoadE2bOptions {
   onClaimed?: (claimId: string, address: string, claimToken: string, namespace: string) => void;
   /** Where the quota series register (sandbox-apiserver: its own /metrics registry); default: their own. */
   metricsRegistry?: Registry;
+  /**
+   * Another template-build module's routes (tests), asked for only under --e2b-builds. Unset: this folder's own
+   * (shared/e2b/builds/). Builds off: the build routes answer 501.
+   */
+  builds?: (surface: E2bSurface) => BuildRoutes;
 }
 
 export interface LoadedE2b {
@@ -83,8 +94,10 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
       ...(o.metricsRegistry ? { metricsRegistry: o.metricsRegistry } : {}),
     },
   );
-  const builds = loadBuilds(opts.builds, { nodes: surface.nodes, aliases, envdSecret, log: o.log.child({ component: "e2b" }) });
-  const app = createE2bApp({ surface, keys, defaultNamespace: opts.namespace, log: o.log.child({ component: "e2b" }), ...(builds ? { buildRoutes: builds.routes } : {}) });
+  // The build module of this folder unless the caller brings its own (tests); undefined while --e2b-builds is off.
+  const builds = o.builds ? undefined : loadBuilds(opts.builds, { nodes: surface.nodes, aliases, envdSecret, log: o.log.child({ component: "e2b" }) });
+  const buildRoutes = opts.builds.enabled ? (o.builds ? o.builds(surface) : builds?.routes) : undefined;
+  const app = createE2bApp({ surface, keys, defaultNamespace: opts.namespace, log: o.log.child({ component: "e2b" }), ...(buildRoutes ? { buildRoutes } : {}) });
   return {
     surface,
     app,
@@ -96,7 +109,7 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
         port: Number(port),
         idleTimeout: 255,
         // The signed upload PUT streams up to --e2b-build-upload-max (its own bound, checked as bytes arrive); every
-        // other body is capped at 1 MiB by body.ts.
+        // other body keeps body.ts's 1 MiB cap.
         ...(builds ? { maxRequestBodySize: Math.max(opts.builds.uploadMax + 1, 128 * 1024 * 1024) } : {}),
         // Never Bun's development page: odd request targets get the e2b envelope before hono, a throw one log line.
         development: false,

@@ -6,6 +6,9 @@ import { SandboxdClient, isSandboxdError, provablyUndelivered, type ClaimReply, 
 import { E2bError } from "./errors.ts";
 import type { NodeAccess } from "./nodes.ts";
 
+/** The node access placement needs: the fleet snapshot, a client per node, and the fleet's refresh hint. */
+export type PlacementNodes = Pick<NodeAccess, "nodes" | "client" | "fleet">;
+
 /**
  * Claim on the fleet: candidates are fresh nodes whose pool of the key has warm VMs in the snapshot; sample two,
  * take the warmer. Undelivered outcomes drop the node and re-sample; other errors end the create. Undefined = no
@@ -16,7 +19,7 @@ import type { NodeAccess } from "./nodes.ts";
  * drained the pool for a moment would otherwise answer 503 for that whole lag. A pool configured with no warm VMs
  * (target 0) is never asked, so an unpooled image still answers 503 rather than cold-booting.
  */
-export async function placeClaim(access: NodeAccess, log: Logger, key: PoolKey, req: ClaimRequest): Promise<{ reply: ClaimReply; calledAddress: string } | undefined> {
+export async function placeClaim(access: PlacementNodes, log: Logger, key: PoolKey, req: ClaimRequest): Promise<{ reply: ClaimReply; calledAddress: string } | undefined> {
   const nodes = access.nodes();
   let cands = claimCandidates(nodes, key);
   if (cands.length === 0) {

@@ -3,6 +3,7 @@
 import type { Clock } from "../clock/index.ts";
 import type { SandboxDetail } from "../sandboxd/index.ts";
 import { parseWireTime } from "../sandboxd/index.ts";
+import { clientMetadata } from "./surface-metadata.ts";
 import { publicSandboxId } from "./ids.ts";
 import type { Located } from "./nodes.ts";
 import type { ListedSandbox, SandboxReply } from "./schemas.ts";
@@ -74,6 +75,7 @@ export class Renderer {
     metadata: Record<string, string> | undefined;
   }): ListedSandbox {
     const startedMs = o.claimedAt ?? this.clock.now();
+    const metadata = clientMetadata(o.metadata);
     const endMs = o.deadline ?? startedMs + this.settings.defaultTimeoutSeconds * 1000;
     const alias = this.aliasOf(o.template);
     return {
@@ -88,7 +90,7 @@ export class Renderer {
       cpuCount: o.cpuCount ?? 0,
       memoryMB: Math.floor((o.memoryBytes ?? 0) / 1024 / 1024),
       diskSizeMB: 0,
-      ...(o.metadata && Object.keys(o.metadata).length ? { metadata: o.metadata } : {}),
+      ...(metadata && Object.keys(metadata).length ? { metadata } : {}),
       domain: this.settings.domain,
     };
   }

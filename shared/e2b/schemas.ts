@@ -181,3 +181,7 @@ export const MetricsQuery = z.object({ sandbox_ids: z.string().optional() });
 export const IdParam = z.object({ sandboxID: z.string() });
 export const TemplateParam = z.object({ templateID: z.string() });
 export const AliasParam = z.object({ alias: z.string() });
+/** The create's optional `Idempotency-Key` header (docs/e2b.md "Idempotent create"). */
+export const IdempotencyHeader = z.object({
+  "idempotency-key": z.string().optional().openapi({ description: "1-255 of [a-z0-9-]: a retry within 10 minutes returns the same sandbox" }),
+});

@@ -20,8 +20,8 @@ import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
 import { findEntry, isPodBacked } from "../fleet/index.ts";
 import { SandboxdClient } from "../sandboxd/index.ts";
 import { SANDBOX_ID_RE, isSandboxdError } from "../sandboxd/index.ts";
-import { claimIdOf } from "../e2b/index.ts";
-import { accessTokenMatches, carriesLaneTag, envdAccessToken } from "../e2b/index.ts";
+import { claimIdOf } from "../envd-token/index.ts";
+import { accessTokenMatches, carriesLaneTag, envdAccessToken } from "../envd-token/index.ts";
 
 export const OWNER_TTL_MS = 60_000;
 export const OWNER_CACHE_MAX = 4096;

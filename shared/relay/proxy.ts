@@ -6,7 +6,7 @@
 // Every relay holds a slot (limits.ts: 429 per sandbox or client, 503 global) from the dial until its tunnel closes,
 // reports what it buffers to the global budget, and gets a deadline on the guest's answer (docs/envd-relay.md "Bounds").
 import type { Server } from "bun";
-import { publicSandboxId } from "../e2b/index.ts";
+import { publicSandboxId } from "../envd-token/index.ts";
 import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { forwardHttp2, guestRequestHeaders, type GuestRequest } from "./guest.ts";

@@ -1,0 +1,112 @@
+// Issue 20 parts 2 and 4 on the kube stack: sandbox-apiserver --enable-e2b-api over a NodeInventory the test
+// publishes itself (so the inventory lags every write until the test says otherwise), with the stock JS SDK 2.51.
+// The replica that created, paused, resumed or killed a sandbox lists it that way at once; a second kill answers
+// false at once; an Idempotency-Key retry returns the same sandbox on this replica at once, and on a second
+// replica once the inventory carries the stamped claim's metadata (as vk-sandbox publishes it).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Sandbox, SandboxNotFoundError } from "e2b";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { freePorts } from "../../kube/ports.ts";
+import { startTestGuest, type TestGuest } from "./guest.ts";
+import { type ApiserverProcess, type Stack, rfc3339, startStack } from "../sandbox-apiserver/fixture.ts";
+
+const ROOT = "root-e2b-own-writes";
+const KEY = "e2b_3333333333333333333333333333333333333333";
+let stack: Stack;
+let sim: SandboxdSim;
+let guest: TestGuest;
+const servers: ApiserverProcess[] = [];
+
+/** The inventory as vk-sandbox would publish it for the sim's node; `entries` as given (default: none). */
+const publish = (entries: Record<string, unknown>[] = []) =>
+  stack.publish({
+    node: "n1",
+    address: sim.addr,
+    publishedAt: rfc3339(Date.now()),
+    pools: sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
+    entries,
+  });
+
+async function startE2b(): Promise<string> {
+  const [port] = freePorts(1);
+  servers.push(
+    await stack.startServer({
+      args: [
+        `--sandboxd-token=${ROOT}`,
+        "--enable-warm-pool-driver=false",
+        "--enable-e2b-api",
+        `--e2b-bind-address=127.0.0.1:${port}`,
+        "--e2b-domain=sb.test",
+        `--e2b-api-key-file=${join(stack.dir, "keys")}`,
+        `--e2b-envd-secret-file=${join(stack.dir, "secret")}`,
+        `--e2b-template-alias-file=${join(stack.dir, "aliases")}`,
+      ],
+    }),
+  );
+  return `http://127.0.0.1:${port}`;
+}
+
+beforeAll(async () => {
+  stack = await startStack();
+  sim = await startSandboxdSim({ rootToken: ROOT, pools: ["img:1/none/small=4"] });
+  guest = await startTestGuest();
+  sim.attachGuest("*", 49983, guest.port);
+  writeFileSync(join(stack.dir, "keys"), `${KEY} team-rw\n`);
+  writeFileSync(join(stack.dir, "secret"), "envd-secret\n");
+  writeFileSync(join(stack.dir, "aliases"), "base img:1\n");
+  await publish();
+}, 60_000);
+
+afterAll(async () => {
+  for (const s of servers) await s.stop();
+  await sim?.stop();
+  await guest?.stop();
+  await stack?.stop();
+});
+
+describe("sandbox-apiserver's e2b surface reads its own writes", () => {
+  test("create, pause, resume, kill: the next list and get say so while the inventory shows none of it", async () => {
+    const api = await startE2b();
+    const opts = { apiKey: KEY, apiUrl: api, domain: "sb.test", requestTimeoutMs: 10_000 };
+    const ids = async (state?: ("running" | "paused")[]) => (await Sandbox.list({ ...opts, ...(state ? { query: { state } } : {}) }).nextItems()).map((i) => i.sandboxId);
+    const sbx = await Sandbox.create("base", { ...opts, metadata: { rw: "1" } });
+    expect(await ids()).toEqual([sbx.sandboxId]);
+    expect((await Sandbox.list({ ...opts, query: { template: "base", metadata: { rw: "1" } } }).nextItems()).map((i) => i.sandboxId)).toEqual([sbx.sandboxId]);
+    expect(await Sandbox.pause(sbx.sandboxId, opts)).toBe(true);
+    expect(await ids(["paused"])).toEqual([sbx.sandboxId]);
+    expect((await Sandbox.getInfo(sbx.sandboxId, opts)).state).toBe("paused");
+    await Sandbox.connect(sbx.sandboxId, opts);
+    expect(await ids(["running"])).toEqual([sbx.sandboxId]);
+    expect(await Sandbox.kill(sbx.sandboxId, opts)).toBe(true);
+    expect(await ids()).toEqual([]);
+    expect(await Sandbox.kill(sbx.sandboxId, opts)).toBe(false);
+    expect(await Sandbox.getInfo(sbx.sandboxId, opts).catch((e: unknown) => e)).toBeInstanceOf(SandboxNotFoundError);
+    expect(sim.claims()).toHaveLength(0);
+  }, 60_000);
+
+  test("Idempotency-Key: one sandbox on the node for two creates on this replica, and for a retry on another", async () => {
+    const api = await startE2b();
+    const post = (url: string) =>
+      fetch(`${url}/v2/sandboxes`, { method: "POST", headers: { "x-api-key": KEY, "content-type": "application/json", "idempotency-key": "kube-1" }, body: JSON.stringify({ templateID: "base" }) });
+    const [a, b] = await Promise.all([post(api), post(api)]);
+    expect([a.status, b.status]).toEqual([201, 201]);
+    const first = await a.json();
+    expect((await b.json()).sandboxID).toBe(first.sandboxID);
+    expect((await (await post(api)).json()).sandboxID).toBe(first.sandboxID);
+    expect(sim.claims()).toHaveLength(1);
+    // The inventory catches up, carrying the claim's metadata: a second replica finds the key there.
+    const claim = sim.claims()[0]!;
+    await publish([{ id: claim.id, name: claim.claimRef, claimRef: claim.claimRef, phase: "Running", template: "img:1", claimedAt: rfc3339(Date.now()), claimMetadata: JSON.stringify(claim.metadata ?? {}) }]);
+    const other = await startE2b();
+    const retried = await post(other);
+    expect(retried.status).toBe(201);
+    const again = await retried.json();
+    expect(again.sandboxID).toBe(first.sandboxID);
+    expect(again.envdAccessToken).toBe(first.envdAccessToken);
+    expect(sim.claims()).toHaveLength(1);
+    const opts = { apiKey: KEY, apiUrl: api, domain: "sb.test" };
+    expect(await Sandbox.kill(first.sandboxID, opts)).toBe(true);
+  }, 90_000);
+});
