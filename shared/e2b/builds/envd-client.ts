@@ -74,17 +74,21 @@ export class LineSplitter {
 
   push(bytes: Uint8Array): void {
     this.buf += this.decoder.decode(bytes, { stream: true });
-    let nl: number;
-    while ((nl = this.buf.indexOf("\n")) >= 0) {
-      this.emit(this.buf.slice(0, nl).replace(/\r$/, ""));
+    for (;;) {
+      const nl = this.buf.indexOf("\n");
+      const line = nl >= 0 ? this.buf.slice(0, nl) : this.buf;
+      // Over the bound (with or without its newline yet): emit a part and look again.
+      if (line.length > MAX_LINE_BYTES / 4 && Buffer.byteLength(line) > MAX_LINE_BYTES) {
+        let cut = MAX_LINE_BYTES;
+        while (Buffer.byteLength(line.slice(0, cut)) > MAX_LINE_BYTES) cut = Math.floor(cut * 0.9);
+        while (cut < line.length && Buffer.byteLength(line.slice(0, cut + 1)) <= MAX_LINE_BYTES) cut++;
+        this.emit(line.slice(0, cut));
+        this.buf = this.buf.slice(cut);
+        continue;
+      }
+      if (nl < 0) return;
+      this.emit(line.replace(/\r$/, ""));
       this.buf = this.buf.slice(nl + 1);
-    }
-    while (Buffer.byteLength(this.buf) > MAX_LINE_BYTES) {
-      // Cut on a character boundary at or below the bound.
-      let cut = Math.min(this.buf.length, MAX_LINE_BYTES);
-      while (Buffer.byteLength(this.buf.slice(0, cut)) > MAX_LINE_BYTES) cut--;
-      this.emit(this.buf.slice(0, cut));
-      this.buf = this.buf.slice(cut);
     }
   }
 

@@ -134,6 +134,8 @@ export class BuildService {
     const timer = this.clock.after(this.settings.timeoutMs, () => ctl.abort(new Error("timeout")));
     let step = "base";
     const say = (level: "info" | "warn" | "error", message: string) => rec.log.add(step, level, message);
+    // The build's own outcome lines: always kept, whatever the tenant's output took.
+    const tell = (level: "info" | "warn" | "error", message: string) => rec.log.add(step, level, message, true);
     let claim: { address: string; id: string } | undefined;
     try {
       const pool = this.poolOf(plan.fromImage, rec.size);
@@ -173,8 +175,8 @@ export class BuildService {
       step = "finalize";
       await finalizeGuest(ctx, plan.startCmd, plan.readyCmd, (ms, signal) => this.clock.sleep(ms, signal));
       const pub = await promoteAndPublish(this.deps.nodes, log, { ns: rec.ns, name: rec.name, address, claimId: claim.id, tags: rec.tags, signal: ctl.signal });
-      if (pub.superseded) say("warn", "a build of the same name finished later; it is the template now");
-      say("info", `template ${rec.name} ready`);
+      if (pub.superseded) tell("warn", "a build of the same name finished later; it is the template now");
+      tell("info", `template ${rec.name} ready`);
       this.records.finish(rec, "ready");
     } catch (err) {
       const why = ctl.signal.aborted
@@ -185,7 +187,7 @@ export class BuildService {
           ? err.message
           : "internal error";
       if (!(err instanceof StepFailed)) log.warn({ err, step }, "build failed");
-      say("error", why);
+      tell("error", why);
       this.records.finish(rec, "error", { message: why, step });
     } finally {
       timer.cancel();

@@ -9,7 +9,7 @@ const HASH = "c".repeat(64);
 describe("two nodes, parallel 2, directory store of 64 KiB", () => {
   let s: BuildStack;
   beforeAll(async () => {
-    s = await startBuildStack({ nodes: 2, parallel: 2, uploadMax: 64 * 1024 });
+    s = await startBuildStack({ nodes: 2, parallel: 2, uploadMax: 64 * 1024, extra: ["--e2b-build-log-lines=2000"] });
   }, 60_000);
   afterAll(() => s.stop());
 
@@ -45,6 +45,24 @@ describe("two nodes, parallel 2, directory store of 64 KiB", () => {
     expect((await api(s, "GET", `/templates/${b.templateID}/builds/${b.buildID}/status?level=loud`)).status).toBe(400);
     await waitFor("the build sandbox released", () => buildClaims(s) === 0, 10_000);
   }, 90_000);
+
+  test("a RUN flooding output: the log keeps --e2b-build-log-lines lines, a 200 KiB line arrives in 64 KiB parts, the outcome is the last line", async () => {
+    const b = await requestBuild(s, "flood");
+    const start = await api(s, "POST", `/v2/templates/flood/builds/${b.buildID}`, {
+      fromImage: "base",
+      steps: [{ type: "RUN", args: ["head -c 204800 /dev/zero | tr '\\0' x; echo; seq 1 3000"] }],
+    });
+    expect(start.status).toBe(202);
+    const st = await waitBuild(s, b);
+    expect(st.status).toBe("ready");
+    const logs = await allLogs(s, b);
+    // 2000 lines kept (--e2b-build-log-lines), then the drop note and the outcome.
+    expect(logs).toHaveLength(2002);
+    expect(logs.slice(-2).map((l) => l.message)).toEqual(["log limit reached: later output lines are dropped", "template flood ready"]);
+    const long = logs.filter((l) => /^x+$/.test(l.message)).map((l) => l.message.length);
+    expect(long).toEqual([65536, 65536, 65536, 8192]);
+    await waitFor("the build sandbox released", () => buildClaims(s) === 0, 10_000);
+  }, 60_000);
 
   test("scenario 48 and tenancy: another replica, or another namespace, does not know the build (404)", async () => {
     const b = await requestBuild(s, "elsewhere");

@@ -1,7 +1,7 @@
 // Build records, their log pages and the slots (docs/e2b.md §6.1, §6.2).
 import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
-import { BuildLog, BuildRecords, RECORD_TTL_MS } from "#shared/e2b/builds/records.ts";
+import { BuildLog, BuildRecords, LOG_MAX_BYTES, RECORD_TTL_MS } from "#shared/e2b/builds/records.ts";
 import { BuildSlots } from "#shared/e2b/builds/slots.ts";
 import { LineSplitter, EnvelopeReader, MAX_ENVELOPE_BYTES, MAX_LINE_BYTES } from "#shared/e2b/builds/envd-client.ts";
 
@@ -14,14 +14,48 @@ describe("BuildLog", () => {
     log.add("2", "debug", "d");
     log.add("2", "info", "e");
     log.add("2", "info", "dropped");
-    expect(log.entries.map((e) => e.message)).toEqual(["a", "b", "c", "d", "e"]);
-    expect(log.droppedLines).toBe(1);
+    log.add("2", "info", "dropped too");
+    // The build's own outcome line is kept past the cap, after one note that output was dropped.
+    log.add("2", "error", "the outcome", true);
+    expect(log.entries.map((e) => e.message)).toEqual(["a", "b", "c", "d", "e", "log limit reached: later output lines are dropped", "the outcome"]);
+    expect(log.droppedLines).toBe(2);
     expect(log.page(1, 2, undefined).map((e) => e.message)).toEqual(["b", "c"]);
-    expect(log.page(5, undefined, undefined)).toEqual([]);
-    expect(log.page(0, undefined, "warn").map((e) => e.message)).toEqual(["b", "c"]);
-    expect(log.page(1, undefined, "warn").map((e) => e.message)).toEqual(["c"]);
+    expect(log.page(7, undefined, undefined)).toEqual([]);
+    expect(log.page(0, undefined, "warn").map((e) => e.message)).toEqual(["b", "c", "log limit reached: later output lines are dropped", "the outcome"]);
+    expect(log.page(1, 1, "warn").map((e) => e.message)).toEqual(["c"]);
     expect(log.entries[0]!.step).toBe("base");
     expect(log.entries[0]!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+  });
+});
+
+describe("log memory bounds", () => {
+  test("one log holds at most LOG_MAX_BYTES of output, whatever the line cap", () => {
+    const log = new BuildLog(1_000_000, new FakeClock());
+    const line = "x".repeat(64 * 1024);
+    for (let i = 0; i < 1000; i++) log.add("1", "info", line);
+    expect(log.bytes).toBeLessThanOrEqual(LOG_MAX_BYTES + 200);
+    expect(log.entries.length).toBeLessThan(130);
+    expect(log.droppedLines).toBeGreaterThan(800);
+  });
+
+  test("all logs share one budget: a finished record is dropped to make room, a running one never", () => {
+    const clock = new FakeClock();
+    const r = new BuildRecords(1_000_000, clock, 300_000);
+    const old = r.add({ ns: "a", name: "t", buildID: "old", tags: [], size: undefined })!;
+    old.started = true;
+    for (let i = 0; i < 2; i++) old.log.add("1", "info", "y".repeat(100_000));
+    r.finish(old, "ready");
+    const running = r.add({ ns: "a", name: "t", buildID: "run", tags: [], size: undefined })!;
+    running.started = true;
+    for (let i = 0; i < 2; i++) running.log.add("1", "info", "z".repeat(100_000));
+    // The old record made room for the running one's second line.
+    expect(r.get("a", "t", "old")).toBeUndefined();
+    expect(running.log.entries).toHaveLength(2);
+    // Nothing finished is left to drop: the running log's next line is refused, not the budget broken.
+    running.log.add("1", "info", "z".repeat(100_000));
+    running.log.add("1", "info", "z".repeat(100_000));
+    expect(r.budget.used).toBeLessThanOrEqual(300_000 + 200);
+    expect(running.log.droppedLines).toBeGreaterThan(0);
   });
 });
 
@@ -79,6 +113,17 @@ describe("guest output bounds", () => {
     expect(lines[2]!.length).toBe(MAX_LINE_BYTES);
     s.end();
     expect(lines[3]).toBe("x".repeat(10));
+    // A long line whose newline arrives in the same read is cut too.
+    const more: string[] = [];
+    const t = new LineSplitter((l) => more.push(l));
+    t.push(Buffer.from(`${"y".repeat(2 * MAX_LINE_BYTES + 5)}\nok\n`));
+    expect(more.map((l) => l.length)).toEqual([MAX_LINE_BYTES, MAX_LINE_BYTES, 5, 2]);
+    // Multi-byte characters are never split.
+    const wide: string[] = [];
+    const w = new LineSplitter((l) => wide.push(l));
+    w.push(Buffer.from(`${"é".repeat(MAX_LINE_BYTES)}\n`));
+    expect(wide.every((l) => Buffer.byteLength(l) <= MAX_LINE_BYTES && !l.includes("\ufffd"))).toBe(true);
+    expect(wide.join("")).toBe("é".repeat(MAX_LINE_BYTES));
   });
 
   test("a Connect envelope larger than the bound is refused before it is buffered", () => {
