@@ -162,7 +162,8 @@ export async function startProcess(
       headers: {
         "content-type": "application/connect+json",
         "connect-protocol-version": "1",
-        "connect-timeout-ms": String(Math.max(1, Math.floor(p.timeoutMs))),
+        // A background command (startCmd) outlives its stream: no deadline for envd to enforce on it.
+        ...(o.detachAfterStart ? {} : { "connect-timeout-ms": String(Math.max(1, Math.floor(p.timeoutMs))) }),
         authorization: basic(p.user),
         "content-length": String(body.byteLength),
       },

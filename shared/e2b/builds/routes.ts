@@ -101,7 +101,7 @@ export function registerBuildRoutes(mount: BuildRouteMount, builds: BuildService
       // The signature first: nothing about the request is acted on before it holds.
       const refused = store.verify(q.ns, template, hash, q.expires, q.sig);
       if (refused) return errorResponse(401, refused);
-      checkTemplateName(template);
+      checkTemplateName(template, q.ns);
       if (!FILES_HASH_RE.test(hash)) return errorResponse(400, "hash must be 64 lowercase hex characters");
       const lengthText = c.req.header("content-length");
       const declared = lengthText !== undefined && /^\d{1,15}$/.test(lengthText) ? Number(lengthText) : undefined;

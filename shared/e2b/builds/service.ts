@@ -11,6 +11,7 @@ import { E2bError, badRequest } from "../errors.ts";
 import type { AliasTarget } from "../files.ts";
 import type { NodeAccess } from "../nodes.ts";
 import { RELAY_PROXY_ENV } from "../envd.ts";
+import { BUILT_PREFIX, NAME_BUDGET } from "../render.ts";
 import { placeClaim } from "../placement.ts";
 import { FILES_HASH_RE, type UploadStore } from "../uploads/index.ts";
 import { EnvdCallError } from "./envd-client.ts";
@@ -114,7 +115,7 @@ export class BuildService {
   async files(ns: string, templateID: string, hash: string, baseUrl: string) {
     const store = this.deps.store;
     if (!store) throw new E2bError(404, "no upload store is configured on this server");
-    checkTemplateName(templateID);
+    checkTemplateName(templateID, ns);
     if (!FILES_HASH_RE.test(hash)) throw badRequest("hash must be 64 lowercase hex characters");
     return store.locate(ns, templateID, hash, { baseUrl });
   }
@@ -217,7 +218,7 @@ function nonNegative(v: string | undefined, name: string): number | undefined {
   return Number(v);
 }
 
-/** A template name in a files route: within budget, no `/` `\`, not starting with `.`. */
-export function checkTemplateName(name: string): void {
-  if (name === "" || name.length > 63 || /[/\\]/.test(name) || name.startsWith(".")) throw badRequest(`invalid template name "${name.slice(0, 80)}"`);
+/** A template name in a files route: within the `e2b/<ns>/<name>` budget, no `/` `\`, not starting with `.`. */
+export function checkTemplateName(name: string, ns: string): void {
+  if (name === "" || `${BUILT_PREFIX}${ns}/${name}`.length > NAME_BUDGET || /[/\\]/.test(name) || name.startsWith(".")) throw badRequest(`invalid template name "${name.slice(0, 80)}"`);
 }
