@@ -2,8 +2,8 @@
 // Nothing here is specific to this project: the SDK reads E2B_API_KEY, E2B_API_URL and E2B_SANDBOX_URL (or
 // E2B_DOMAIN) from the environment, which `bash scripts/stack.sh` prints as export lines.
 //
-//   bun examples/hello.ts            (template: $E2B_TEMPLATE, default "base")
-//   bun examples/hello.ts --keep     leave the sandbox running (look at it with `kubectl get sandboxes -A`)
+//   ./scripts/bun examples/hello.ts          (template: $E2B_TEMPLATE, default "base")
+//   ./scripts/bun examples/hello.ts --keep   leave the sandbox running (look at it with `./scripts/kubectl get sandboxes -A`)
 import { Sandbox } from "e2b";
 
 const keep = process.argv.includes("--keep");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on a machine that has only Node/npm and Go:
 # Bun (pinned, from npm), the JS dependencies (frozen lockfile), and the Go-built test peers
-# (kube-apiserver with embedded etcd, helm) and the Python e2b SDK's venv, each cached under $SANDBOX_CACHE so a
+# (kube-apiserver with embedded etcd, helm, the versitygw S3 server) and the Python e2b SDK's venv, each cached under $SANDBOX_CACHE so a
 # second run is instant.
 # Source it (". scripts/bootstrap.sh") to get bun on PATH.
 set -euo pipefail
@@ -22,9 +22,18 @@ if [ ! -x "$bun_dir/node_modules/.bin/bun" ]; then
 fi
 export PATH="$bun_dir/node_modules/.bin:$PATH"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-(cd "$repo" && bun install --frozen-lockfile >&2)
+# SANDBOX_SKIP_JS_INSTALL=1 leaves node_modules alone: for a checkout whose node_modules is another checkout's
+# (a worktree sharing it), where an install would rewrite the other's tree (tests/integration/readme sets it then).
+if [ "${SANDBOX_SKIP_JS_INSTALL:-}" = "1" ]; then
+  echo "bootstrap: SANDBOX_SKIP_JS_INSTALL=1: JS dependencies left as they are" >&2
+else
+  (cd "$repo" && bun install --frozen-lockfile >&2)
+fi
 if [ "${SKIP_TEST_PEERS:-}" != "1" ]; then
   (cd "$repo" && bun run tests/kube/peers.ts ensure >&2)
+  # The S3-compatible server the S3 upload store's tests run against (versitygw, posix backend). Fatal like the
+  # kube peers: those tests run in CI. About 90 s cold, instant cached.
+  (cd "$repo" && bun run tests/kube/versitygw.ts ensure >&2)
   # The Python e2b SDK the SDK matrix drives (pinned in tests/support/python/requirements.txt), a venv in the cache.
   # Not fatal: the stack needs no Python, and the Python SDK tests make the venv themselves or say why they cannot.
   (cd "$repo" && bun run tests/support/python/venv.ts ensure >&2) || echo "bootstrap: no Python SDK venv (see above); the Python SDK tests will retry" >&2

@@ -55,6 +55,7 @@ The values a rendered configuration cannot run without, checked before any objec
 {{- if not .Values.apiserver.sandboxdToken.secretName -}}
 {{- fail "apiserver.sandboxdToken.secretName is required when apiserver.e2b.enabled is true: the envd proxy reads claim tokens with it" -}}
 {{- end -}}
+{{- include "sandbox.validateBuilds" . -}}
 {{- end -}}
 {{- if and (not .Values.certManager.enabled) (not .Values.certManager.caBundle) -}}
 {{- fail "certManager.caBundle is required when certManager.enabled is false" -}}
@@ -131,4 +132,23 @@ tolerations:
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- end -}}
+
+{{/*
+The build upload stores (e2b.md §6.3): one at most, as the binary refuses both at startup; a directory every
+replica sees; S3 keys only with a bucket. Checked only when builds render.
+*/}}
+{{- define "sandbox.validateBuilds" -}}
+{{- $b := .Values.apiserver.e2b.builds -}}
+{{- if $b.enabled -}}
+{{- if and $b.dir.enabled $b.s3.bucket -}}
+{{- fail "apiserver.e2b.builds.dir.enabled and apiserver.e2b.builds.s3.bucket are exclusive: choose one upload store" -}}
+{{- end -}}
+{{- if and $b.dir.enabled (not $b.dir.existingClaim) (gt (int .Values.apiserver.replicaCount) 1) -}}
+{{- fail "apiserver.e2b.builds.dir without existingClaim is an emptyDir, which only works with apiserver.replicaCount 1: every replica must see the same directory (set apiserver.e2b.builds.dir.existingClaim to a ReadWriteMany claim)" -}}
+{{- end -}}
+{{- if and $b.s3.credentialsSecret.name (not $b.s3.bucket) -}}
+{{- fail "apiserver.e2b.builds.s3.credentialsSecret.name needs apiserver.e2b.builds.s3.bucket" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -95,9 +95,13 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
       `export E2B_API_URL=http://127.0.0.1:${ctx.ports.e2b}`,
       `export E2B_SANDBOX_URL=http://127.0.0.1:${ctx.ports.proxy}`,
     ],
+    // Each try-line is one whole command with absolute paths: it runs as printed from any directory, with no bun or
+    // kubectl on PATH (scripts/bun, scripts/kubectl find the bootstrap's and the test peers'). The export lines first.
     notes: [
-      "try: bun examples/hello.ts --keep, then kubectl get sandboxes -A",
-      `try: kubectl apply -f examples/sandbox-pod.yaml   (a Pod bound to ${NODE_NAMES[0]})`,
+      `try: ${join(root, "scripts", "bun")} ${join(root, "examples", "hello.ts")} --keep`,
+      `try: ${join(root, "scripts", "kubectl")} get sandboxes -A -o wide`,
+      `try: ${join(root, "scripts", "kubectl")} apply -f ${join(root, "examples", "sandbox-pod.yaml")}`,
+      `(hello.ts --keep leaves its sandbox for get sandboxes to list; the example Pod binds to ${NODE_NAMES[0]})`,
     ],
   };
 }

@@ -68,6 +68,10 @@ export async function startMesh(ctx: StackContext): Promise<StackExports> {
       `export E2B_API_URL=http://127.0.0.1:${ports.e2b}`,
       `export E2B_SANDBOX_URL=http://127.0.0.1:${ports.proxy}`,
     ],
-    notes: [`try: bun examples/hello.ts   (template "base" = ${TEMPLATE_IMAGE}, ${WARM_PER_NODE} warm per node)`],
+    // A whole command with absolute paths: runs as printed from any directory, with no bun on PATH (scripts/bun).
+    notes: [
+      `try: ${join(ctx.root, "scripts", "bun")} ${join(ctx.root, "examples", "hello.ts")}`,
+      `(template "base" = ${TEMPLATE_IMAGE}, ${WARM_PER_NODE} warm per node)`,
+    ],
   };
 }

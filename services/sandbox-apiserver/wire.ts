@@ -3,17 +3,19 @@
 //   9 e2b surface → 10 serving cert + delegated auth config → 11 serve.
 // Shutdown: readiness fails and open watches end first, then the listener closes, then the loops stop.
 import { readFile } from "node:fs/promises";
+import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import { type Env, StartupError } from "#shared/config/index.ts";
 import { loadE2bSurface } from "#shared/e2b/index.ts";
 import { InventoryFleet } from "#shared/fleet/index.ts";
-import { KubeClient } from "#shared/kube/index.ts";
+import { EventRecorder, KubeClient, isNotFound, kubeEventSink } from "#shared/kube/index.ts";
 import { KubeConfigError, loadKubeConnection } from "#shared/kube/index.ts";
 import type { Shutdown } from "#shared/lifecycle/index.ts";
 import { buildInfo } from "#shared/version.ts";
 import { ApiError, MAX_REQUEST_BODY_BYTES, apiRoutes, statusResponse } from "./api/index.ts";
 import { createApp } from "./app.ts";
+import { EventGate, NamespaceAwareSink, sandboxEventsCounter, startSandboxEvents } from "./events/index.ts";
 import { type ApiserverConfig, inertFlagWarnings } from "./flags.ts";
 import { NodeClients, PodGuard, kubePodGuardBackend } from "./sandboxes/index.ts";
 import { SandboxChanges, SandboxReader } from "./sandboxes/index.ts";
@@ -108,6 +110,23 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
     driver = startWarmPoolDriver({ kube, fleet, clients, token, syncIntervalMs: config.warmPoolSyncInterval, clock, log: log.child({ component: "warmpool" }), metrics, env });
     shutdown.addCloser("warm-pool driver", () => driver!.stop());
   }
+
+  // Events for sandbox transitions seen in inventory changes (docs/events.md), written by the driver's leader only.
+  const eventSink = new NamespaceAwareSink(kubeEventSink(kube), clock);
+  const sandboxEvents = new EventRecorder({ sink: eventSink, component: "sandbox-apiserver", host: hostname(), clock, isNotFound, log: log.child({ component: "events" }) });
+  const stopEvents = startSandboxEvents({
+    changes,
+    writer: sandboxEvents,
+    gate: new EventGate({ clock }),
+    active: () => driver?.isLeader() ?? true,
+    isMissingNamespace: (ns) => eventSink.isMissing(ns),
+    counter: sandboxEventsCounter(metrics.registry),
+    log: log.child({ component: "events" }),
+  });
+  shutdown.addCloser("sandbox events", async () => {
+    stopEvents();
+    await sandboxEvents.close();
+  });
 
   // 9. The e2b surface on its own plain-HTTP listener, over the same inventory source (docs/architecture.md).
   if (config.enableE2bApi) {

@@ -117,7 +117,7 @@ export function ensureHelm(): Promise<EnsureResult> {
       undefined,
       { GOBIN: tmp },
     ];
-  }, true);
+  }, "helm");
 }
 
 function helmClientGoMinor(): string | undefined {
@@ -139,13 +139,14 @@ function goEnv(extra: Record<string, string> = {}): Record<string, string> {
   return env;
 }
 
-type BuildCommand = [argv: string[], cwd: string | undefined, env?: Record<string, string>];
+export type BuildCommand = [argv: string[], cwd: string | undefined, env?: Record<string, string>];
 
 /**
  * Builds into a temporary sibling and renames it into place, under a directory lock, so two processes that both
- * find the peer missing build it once and nobody ever executes a half-written binary.
+ * find the peer missing build it once and nobody ever executes a half-written binary. `installs` names the binary
+ * when the command is a `go install` into GOBIN=`tmp` (a directory) rather than a `go build -o tmp`.
  */
-async function ensure(target: string, command: (tmp: string) => BuildCommand, tmpIsDir = false): Promise<EnsureResult> {
+export async function ensure(target: string, command: (tmp: string) => BuildCommand, installs?: string): Promise<EnsureResult> {
   const started = performance.now();
   const seconds = () => (performance.now() - started) / 1000;
   if (existsSync(target)) return { path: target, built: false, seconds: seconds() };
@@ -161,8 +162,8 @@ async function ensure(target: string, command: (tmp: string) => BuildCommand, tm
     const proc = Bun.spawn(argv, { cwd, env: goEnv(extraEnv), stdio: ["ignore", "inherit", "inherit"] });
     const code = await proc.exited;
     if (code !== 0) throw new Error(`peers: ${argv.join(" ")} exited ${code}`);
-    renameSync(tmpIsDir ? join(tmp, "helm") : tmp, target);
-    if (tmpIsDir) rmSync(tmp, { recursive: true, force: true });
+    renameSync(installs ? join(tmp, installs) : tmp, target);
+    if (installs) rmSync(tmp, { recursive: true, force: true });
     return { path: target, built: true, seconds: seconds() };
   } finally {
     release();

@@ -88,7 +88,7 @@ export function apiRoutes(deps: ApiDeps): ApiApp {
   const listOrWatch = async (req: Request, namespace: string | undefined): Promise<Response> => {
     const q = new URL(req.url).searchParams;
     const { labels, fields } = selectors(q);
-    const table = tableRequest(req.headers.get("accept") ?? undefined, q);
+    const table = tableRequest(req.headers.get("accept") ?? undefined, q, deps.clock);
     const watch = q.get("watch") === "true" || q.get("watch") === "1";
     if (watch) {
       const t = q.get("timeoutSeconds");
@@ -123,7 +123,7 @@ export function apiRoutes(deps: ApiDeps): ApiApp {
     const created = await createSandbox(deps.create, c.req.param("ns"), sandbox);
     const headers: [string, string][] = [["content-type", "application/json"]];
     for (const w of warnings) headers.push(["warning", `299 - "${w}"`]);
-    const table = tableRequest(c.req.header("accept"), q);
+    const table = tableRequest(c.req.header("accept"), q, deps.clock);
     return new Response(JSON.stringify(table ? toTable([created], table) : created), { status: 201, headers });
   });
   app.delete(`${BASE}/namespaces/:ns/sandboxes`, () => {
@@ -135,7 +135,7 @@ export function apiRoutes(deps: ApiDeps): ApiApp {
     const { ns, name } = c.req.param();
     const hit = await deps.reader.resolve(ns, name);
     if (!hit) throw notFound(name);
-    const table = tableRequest(c.req.header("accept"), new URL(c.req.url).searchParams);
+    const table = tableRequest(c.req.header("accept"), new URL(c.req.url).searchParams, deps.clock);
     return Response.json(table ? toTable([hit.sandbox], table) : hit.sandbox);
   });
   app.delete(item, async (c) => {

@@ -3,10 +3,12 @@
 import { StartupError } from "../../config/index.ts";
 import type { Clock } from "../../clock/index.ts";
 import { DirUploadStore } from "./dir.ts";
+import { createS3UploadStoreFromFlags } from "./s3.ts";
 import type { UploadStore } from "./store.ts";
 
 export { DirUploadStore, uploadSignature, UPLOAD_URL_TTL_S, type PutOutcome } from "./dir.ts";
 export { FILES_HASH_RE, type UploadStore } from "./store.ts";
+export { createS3UploadStore, createS3UploadStoreFromFlags, type S3UploadStore } from "./s3.ts";
 
 export interface UploadStoreSettings {
   dir?: string;
@@ -30,9 +32,7 @@ export function createUploadStore(s: UploadStoreSettings, deps: { envdSecret: st
     }
     return new DirUploadStore(s.dir, deps.envdSecret, s.uploadMax, deps.clock);
   }
-  if (s.s3 !== undefined) {
-    // The S3 store (s3.ts) lands on its own branch; until it is wired here, refuse rather than serve COPY badly.
-    throw new StartupError("e2b: the S3 upload store (--e2b-build-store-s3-bucket) is not available in this build; use --e2b-build-dir", { flag: "--e2b-build-store-s3-bucket" });
-  }
+  // A value the S3 store cannot use is a StartupError naming its flag (s3.ts).
+  if (s.s3 !== undefined) return createS3UploadStoreFromFlags(s.s3);
   return undefined;
 }

@@ -60,9 +60,10 @@ function processesUsing(dir: string): number[] {
   return out;
 }
 
-export async function startStack(args: string[], readyTimeoutMs = 120_000): Promise<RunningStack> {
+/** `env` is laid over this process's environment (the README test takes bun off PATH with it). */
+export async function startStack(args: string[], readyTimeoutMs = 120_000, extraEnv: Record<string, string> = {}): Promise<RunningStack> {
   const ports = {} as Record<PortName, number>;
-  const env: Record<string, string> = { ...(process.env as Record<string, string>) };
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), ...extraEnv };
   for (const name of Object.keys(PORTS) as PortName[]) {
     ports[name] = await freePort();
     env[PORTS[name].env] = String(ports[name]);

@@ -67,6 +67,15 @@ describe("server-side dry run, strict field validation", () => {
   const renders: [string, Values][] = [
     ["default", {}],
     ["e2b, envd secret rendered, aliases, builds, proxy TLS", merge(E2B, at("apiserver.e2b", { envdSecret: { value: "s" }, templateAliases: "base img", builds: { enabled: true } }), at("envdProxy.tlsSecretName", "w"))],
+    [
+      "builds with the directory store on a claim, IRSA annotation",
+      merge(E2B, at("apiserver.e2b.builds", { enabled: true, dir: { enabled: true, existingClaim: "e2b-builds" } }), at("apiserver.serviceAccount.annotations", { "eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/b" })),
+    ],
+    [
+      "builds with the S3 store and static keys from a Secret",
+      merge(E2B, at("apiserver.e2b.builds", { enabled: true, s3: { bucket: "e2b-uploads", prefix: "p", endpoint: "https://s3.example.com", region: "eu-west-1", forcePathStyle: true, credentialsSecret: { name: "s3-keys" } } })),
+    ],
+    ["one replica, builds with an emptyDir directory store", merge(E2B, at("apiserver.replicaCount", 1), at("apiserver.e2b.builds", { enabled: true, dir: { enabled: true, sizeLimit: "5Gi" } }))],
     ["no driver, no cert-manager", merge(at("apiserver.warmPoolDriver", false), at("certManager", { enabled: false, caBundle: "Zm9v" }))],
     [
       "placement, pull secrets and annotations",

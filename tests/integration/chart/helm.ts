@@ -149,7 +149,7 @@ export interface Container {
   image: string;
   command?: string[];
   args?: string[];
-  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } } }[];
   ports?: { name: string; containerPort: number; protocol?: string }[];
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
   livenessProbe?: Probe;
@@ -169,7 +169,13 @@ export interface PodSpec {
   securityContext?: Record<string, unknown>;
   topologySpreadConstraints?: unknown[];
   containers: Container[];
-  volumes?: { name: string; secret?: { secretName: string }; configMap?: { name: string }; emptyDir?: object }[];
+  volumes?: {
+    name: string;
+    secret?: { secretName: string };
+    configMap?: { name: string };
+    emptyDir?: { sizeLimit?: string };
+    persistentVolumeClaim?: { claimName: string };
+  }[];
 }
 
 export interface DeploymentShape {
@@ -194,6 +200,8 @@ export function containerEnv(c: Container, namespace = NAMESPACE): Record<string
   for (const e of c.env ?? []) {
     if (e.value !== undefined) env[e.name] = e.value;
     else if (e.valueFrom?.fieldRef?.fieldPath === "metadata.namespace") env[e.name] = namespace;
+    // A Secret's value is unknown at render time; a placeholder naming it stands in for what the kubelet injects.
+    else if (e.valueFrom?.secretKeyRef) env[e.name] = `<secret ${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}>`;
     else throw new Error(`env ${e.name}: no resolver for ${JSON.stringify(e.valueFrom)}`);
   }
   return env;

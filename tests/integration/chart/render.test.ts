@@ -128,6 +128,8 @@ describe("object sets", () => {
       { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
       { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
       { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
+      // Sandbox lifecycle Events in the sandboxes' namespaces (issue 21), with or without the driver.
+      { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
     ]);
     expect(container(objects, "sandbox-apiserver").args).toContain("--enable-warm-pool-driver=false");
   });
@@ -262,6 +264,7 @@ describe("RBAC", () => {
       { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
       { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
       { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
+      { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
       {
         apiGroups: ["extensions.agents.x-k8s.io"],
         resources: ["sandboxwarmpools", "sandboxtemplates"],
@@ -400,6 +403,9 @@ describe("apiserver Deployment", () => {
       "--e2b-default-timeout=600",
       "--e2b-builds",
       "--e2b-build-parallel=2",
+      // With builds on, the timeout and log-line bound are always passed (their values: builds.test.ts).
+      "--e2b-build-timeout=30m",
+      "--e2b-build-log-lines=10000",
     ]);
   });
 

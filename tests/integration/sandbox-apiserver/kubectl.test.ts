@@ -69,7 +69,7 @@ describe("sandbox-apiserver through the aggregator", () => {
     for (const sub of doc.resources.filter((x) => x.name.includes("/"))) expect(sub.verbs).toEqual(["create"]);
   });
 
-  test("3: kubectl get sandboxes -A shows every entry of two fresh inventories sorted by namespace/name under NAME and CREATED AT", async () => {
+  test("3: kubectl get sandboxes -A shows every entry of two fresh inventories sorted by namespace/name under NAME, PHASE, NODE, TEMPLATE, AGE (issue 21)", async () => {
     await stack.publish({
       node: "n1",
       address: n1.addr,
@@ -85,9 +85,11 @@ describe("sandbox-apiserver through the aggregator", () => {
       return r.stdout.split("\n").filter(Boolean).length === 4 ? r.stdout : undefined;
     }, 10_000);
     const lines = out.split("\n").filter(Boolean);
-    expect(lines[0]).toMatch(/^NAMESPACE\s+NAME\s+CREATED AT$/);
+    expect(lines[0]).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+NODE\s+TEMPLATE\s+AGE$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 2).join("/"))).toEqual(["default/demo", "team-a/alpha", "team-b/zeta"]);
-    expect(lines[1]).toContain("2026-07-06T10:00:00Z");
+    // Claimed 2026-07-06: its age is in days; an entry without claimedAt has no age.
+    expect(lines[1]).toMatch(/^default\s+demo\s+Running\s+n1\s+<none>\s+\d+d/);
+    expect(lines[2]).toMatch(/^team-a\s+alpha\s+Hibernated\s+n2\s+<none>\s+<unknown>$/);
   });
 
   test("4: -o json carries node/phase labels, claim-id/deadline annotations, podIPs from addr and Ready True reason Running; Hibernated is Ready False", async () => {

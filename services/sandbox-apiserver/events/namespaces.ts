@@ -1,0 +1,43 @@
+// Events live in the sandbox's namespace, and a sandbox's namespace need not exist in Kubernetes (an e2b key's
+// namespace usually does not). A create there is a 404; this sink remembers such a namespace for a minute so its
+// next events are skipped without a call (and without a warn line per claim), then tries again.
+import type { Clock } from "#shared/clock/index.ts";
+import { type EventSink, isNotFound } from "#shared/kube/index.ts";
+
+export const MISSING_NAMESPACE_TTL_MS = 60_000;
+const MAX_REMEMBERED = 4096;
+
+export class NamespaceAwareSink implements EventSink {
+  private readonly missing = new Map<string, number>();
+
+  constructor(
+    private readonly inner: EventSink,
+    private readonly clock: Pick<Clock, "now">,
+    private readonly ttlMs = MISSING_NAMESPACE_TTL_MS,
+  ) {}
+
+  /** Was a create in `namespace` refused as not found less than the TTL ago? */
+  isMissing(namespace: string): boolean {
+    const until = this.missing.get(namespace);
+    if (until === undefined) return false;
+    if (this.clock.now() < until) return true;
+    this.missing.delete(namespace);
+    return false;
+  }
+
+  async create(namespace: string, event: Parameters<EventSink["create"]>[1]): Promise<unknown> {
+    try {
+      return await this.inner.create(namespace, event);
+    } catch (err) {
+      if (isNotFound(err)) {
+        this.missing.set(namespace, this.clock.now() + this.ttlMs);
+        while (this.missing.size > MAX_REMEMBERED) this.missing.delete(this.missing.keys().next().value!);
+      }
+      throw err;
+    }
+  }
+
+  patch(namespace: string, name: string, patch: Parameters<EventSink["patch"]>[2]): Promise<unknown> {
+    return this.inner.patch(namespace, name, patch);
+  }
+}

@@ -1,0 +1,214 @@
+// The S3 upload store (e2b.md §6.3, `--e2b-build-store-s3-*`): COPY archives live at
+// `<prefix>/e2b-files/<namespace>/<template>/<hash>.tar`; presence is a HEAD, the SDK uploads through a presigned PUT
+// valid for an hour, and the executor reads an archive back with GetObject. Everything signs with @aws-sdk's own
+// SigV4 and finds credentials through the default Node chain (environment, shared files, web identity for IRSA,
+// ECS/EKS pod identity container credentials, IMDS), so this module never holds a key of its own.
+import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { defaultProvider } from "@aws-sdk/credential-provider-node";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { z } from "zod";
+import { StartupError } from "../../config/index.ts";
+import { E2bError } from "../errors.ts";
+import { isS3NotFound, s3Failure } from "./s3-errors.ts";
+import type { UploadStore } from "./store.ts";
+
+/** Presigned PUTs live as long as the directory store's signed URLs (§6.3): one hour. */
+export const PRESIGN_SECONDS = 3600;
+/** Bound on one S3 call (HEAD, GetObject's head, a presign's credential lookup), SDK retries included. */
+export const DEFAULT_CALL_TIMEOUT_MS = 15_000;
+/** A GetObject body that delivers nothing for this long is failed, so a stalled store cannot pin a build. */
+export const DEFAULT_BODY_IDLE_MS = 60_000;
+/**
+ * S3 calls in flight at once (HEADs and presigns for upload links, GETs for builds); one more answers 503 at once.
+ * Each key holder can ask for links as fast as it likes; a slow store must not turn that into unbounded waiters.
+ */
+export const DEFAULT_MAX_IN_FLIGHT = 64;
+
+export const S3StoreOptionsSchema = z.object({
+  bucket: z.string().min(1, "bucket is required"),
+  /** Key prefix; leading and trailing slashes are ignored. */
+  prefix: z.string().optional(),
+  /** An S3-compatible endpoint (`http(s)://host[:port]`) instead of AWS. */
+  endpoint: z.url({ protocol: /^https?$/ }).optional(),
+  /** Region to sign for; else AWS_REGION / AWS_DEFAULT_REGION, else us-east-1. */
+  region: z.string().min(1).optional(),
+  /** `https://endpoint/bucket/key` instead of `https://bucket.endpoint/key`. */
+  forcePathStyle: z.boolean(),
+  callTimeoutMs: z.number().int().positive().optional(),
+  bodyIdleMs: z.number().int().positive().optional(),
+  maxInFlight: z.number().int().positive().optional(),
+});
+export type S3StoreOptions = z.input<typeof S3StoreOptionsSchema>;
+
+// Checked here too, not only in the route: a key is built from these, and `..` or `/` would leave the prefix.
+const Segment = z.string().min(1).max(255).regex(/^[^/\\]+$/).refine((s) => s !== "." && s !== "..");
+const Hash = z.string().regex(/^[0-9a-f]{64}$/);
+
+export interface S3UploadStore extends UploadStore {
+  /** The object key of one archive (validated; a 400 E2bError for a segment that could leave the prefix). */
+  keyOf(ns: string, template: string, hash: string): string;
+  /** The presigned PUT alone, without the HEAD that locate does first. */
+  presign(ns: string, template: string, hash: string): Promise<{ url: string; headers: Record<string, string> }>;
+}
+
+export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
+  const o = S3StoreOptionsSchema.parse(input);
+  const timeoutMs = o.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  const bodyIdleMs = o.bodyIdleMs ?? DEFAULT_BODY_IDLE_MS;
+  const maxInFlight = o.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+  let inFlight = 0;
+  const prefix = (o.prefix ?? "").replace(/^\/+|\/+$/g, "");
+  const client = new S3Client({
+    region: o.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? "us-east-1",
+    ...(o.endpoint ? { endpoint: o.endpoint } : {}),
+    forcePathStyle: o.forcePathStyle,
+    credentials: defaultProvider(),
+    // The SDK's default adds a CRC32 of the (empty) presign-time body to every PutObject, which S3 then demands of
+    // the real upload: presigned PUTs would all fail. Checksums only where an operation requires one.
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+  });
+
+  const keyOf = (ns: string, template: string, hash: string): string => {
+    const parts = [Segment.safeParse(ns), Segment.safeParse(template), Hash.safeParse(hash)];
+    if (parts.some((p) => !p.success)) throw new E2bError(400, "upload store: invalid namespace, template or hash");
+    return `${prefix ? `${prefix}/` : ""}e2b-files/${ns}/${template}/${hash}.tar`;
+  };
+
+  /**
+   * Runs one S3 call under its own deadline; a failure becomes the route's 502/503, a 404 `undefined`. The call gets
+   * the abort signal and is also raced against it: the SDK does not pass the signal to every step (a credential
+   * provider's fetch, a presign), and the bound must hold for all of them.
+   */
+  async function bounded<T>(what: string, call: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
+    if (inFlight >= maxInFlight) {
+      throw new E2bError(503, `upload store: ${what} in bucket ${o.bucket}: ${maxInFlight} S3 calls already in flight; retry`);
+    }
+    inFlight++;
+    const ctl = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const reason = new DOMException("S3 call timed out", "TimeoutError");
+        ctl.abort(reason);
+        reject(reason);
+      }, timeoutMs);
+    });
+    const running = call(ctl.signal);
+    running.catch(() => {}); // a call that loses the race may still reject later
+    try {
+      return await Promise.race([running, deadline]);
+    } catch (err) {
+      if (isS3NotFound(err)) return undefined;
+      throw s3Failure(ctl.signal.aborted ? { name: "TimeoutError", message: String(ctl.signal.reason) } : err, `${what} in bucket ${o.bucket}`, timeoutMs);
+    } finally {
+      clearTimeout(timer);
+      inFlight--;
+    }
+  }
+
+  // Presigning makes no request, but it resolves credentials (a web-identity or container-credentials fetch).
+  const presign = async (ns: string, template: string, hash: string) => {
+    const Key = keyOf(ns, template, hash);
+    const signed = await bounded("presign PUT", () => presignPut(client, o.bucket, Key));
+    if (!signed) throw new E2bError(502, `upload store: presign PUT in bucket ${o.bucket}: no URL`);
+    return signed;
+  };
+
+  return {
+    kind: "s3",
+    keyOf,
+    presign,
+    async locate(ns, template, hash) {
+      const Key = keyOf(ns, template, hash);
+      const head = await bounded("HEAD", (abortSignal) => client.send(new HeadObjectCommand({ Bucket: o.bucket, Key }), { abortSignal }));
+      if (head) return { present: true };
+      const signed = await presign(ns, template, hash);
+      return Object.keys(signed.headers).length ? { present: false, url: signed.url, headers: signed.headers } : { present: false, url: signed.url };
+    },
+    async open(ns, template, hash) {
+      const Key = keyOf(ns, template, hash);
+      const got = await bounded("GET", (abortSignal) => client.send(new GetObjectCommand({ Bucket: o.bucket, Key }), { abortSignal }));
+      if (!got) return undefined;
+      if (!got.Body || got.ContentLength === undefined) throw new E2bError(502, `upload store: GET in bucket ${o.bucket}: no body or length`);
+      return { size: got.ContentLength, body: idleBounded(got.Body.transformToWebStream(), bodyIdleMs) };
+    },
+  };
+}
+
+/** Which flag carries each option, for startup errors. */
+const FLAG_OF: Record<string, string> = {
+  bucket: "--e2b-build-store-s3-bucket",
+  prefix: "--e2b-build-store-s3-prefix",
+  endpoint: "--e2b-build-store-s3-endpoint",
+  region: "--e2b-build-store-s3-region",
+  forcePathStyle: "--e2b-build-store-s3-force-path-style",
+};
+
+/**
+ * The store from the `--e2b-build-store-s3-*` flags (e2bOptionsFrom's `builds.s3` with a bucket): a value the store
+ * cannot use (an endpoint that is no http(s) URL) is a StartupError naming its flag, so the process exits 1 before
+ * listening instead of failing on the first upload.
+ */
+export function createS3UploadStoreFromFlags(s3: { bucket: string; prefix?: string; endpoint?: string; region?: string; forcePathStyle: boolean }): S3UploadStore {
+  const parsed = S3StoreOptionsSchema.safeParse(s3);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const flag = FLAG_OF[String(issue.path[0])] ?? "--e2b-build-store-s3-bucket";
+    throw new StartupError(`e2b: ${flag}: ${issue.message}`, { flag });
+  }
+  return createS3UploadStore(parsed.data);
+}
+
+/**
+ * A presigned PUT plus the headers it was signed with (Host aside: the client's fetch sets it from the URL).
+ * getSignedUrl returns only the URL, so a build-step middleware on this one command reads the presigned request
+ * on its way back out; X-Amz-SignedHeaders in the URL is the list S3 will check.
+ */
+async function presignPut(client: S3Client, bucket: string, key: string): Promise<{ url: string; headers: Record<string, string> }> {
+  const command = new PutObjectCommand({ Bucket: bucket, Key: key });
+  let presignedHeaders: Record<string, string> = {};
+  command.middlewareStack.add(
+    (next) => async (args) => {
+      const out = await next(args);
+      const presigned = (out.output as { presigned?: { headers?: Record<string, string> } }).presigned;
+      presignedHeaders = presigned?.headers ?? {};
+      return out;
+    },
+    { step: "build", name: "e2bCapturePresignedHeaders" },
+  );
+  const url = await getSignedUrl(client, command, { expiresIn: PRESIGN_SECONDS });
+  const signed = new Set((new URL(url).searchParams.get("X-Amz-SignedHeaders") ?? "").split(";").filter(Boolean));
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(presignedHeaders)) {
+    const lower = name.toLowerCase();
+    if (lower !== "host" && signed.has(lower)) headers[name] = value;
+  }
+  return { url, headers };
+}
+
+/** The body as a stream that errors (and cancels the source) when no chunk arrives for `idleMs`. */
+function idleBounded(source: ReadableStream<Uint8Array>, idleMs: number): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(ctl) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stalled = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`upload store: S3 body stalled for ${idleMs} ms`)), idleMs);
+      });
+      try {
+        const r = await Promise.race([reader.read(), stalled]);
+        if (r.done) ctl.close();
+        else ctl.enqueue(r.value);
+      } catch (err) {
+        void reader.cancel(err).catch(() => {});
+        ctl.error(err);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+}

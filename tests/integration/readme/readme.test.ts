@@ -1,0 +1,150 @@
+// A newcomer runs what the stack prints and what the README says (issue 21 item 5): the README's fenced commands —
+// the stack command, the test command, the examples — and the stack's `try:` lines run exactly as printed in a shell
+// whose PATH has no bun (Bun installed by the bootstrap only), the stack ones against a stack started by the
+// README's own command. The try-lines run from a directory outside the clone: they are printed with absolute paths.
+import { afterAll, describe, expect, test } from "bun:test";
+import { accessSync, constants, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+import { REPO, type RunningStack, startStack } from "#tests/e2e/stack/run-stack.ts";
+import { run } from "#tests/support/run.ts";
+import { waitFor } from "#tests/support/wait.ts";
+
+const README = readFileSync(join(REPO, "README.md"), "utf8");
+
+/** Every command line of the README's fenced blocks, comments and blank lines dropped. */
+function fencedCommands(md: string): string[] {
+  const out: string[] = [];
+  let inside = false;
+  for (const raw of md.split("\n")) {
+    if (/^```/.test(raw)) {
+      inside = !inside;
+      continue;
+    }
+    if (!inside) continue;
+    const line = raw.replace(/\s+#\s.*$/, "").trim();
+    if (line && !line.startsWith("#")) out.push(line);
+  }
+  return out;
+}
+
+const commands = fencedCommands(README);
+const find = (re: RegExp) => commands.filter((c) => re.test(c));
+
+/** This process's PATH without any directory holding a `bun`: what a shell looks like after the bootstrap only. */
+function pathWithoutBun(): string {
+  return (process.env.PATH ?? "")
+    .split(delimiter)
+    .filter((dir) => {
+      try {
+        accessSync(join(dir, "bun"), constants.X_OK);
+        return false;
+      } catch {
+        return true;
+      }
+    })
+    .join(delimiter);
+}
+
+const NO_BUN = pathWithoutBun();
+/**
+ * The newcomer's environment. A checkout whose node_modules is a link to another checkout's (a worktree sharing it)
+ * must not reinstall into that tree; a fresh clone installs as the README says.
+ */
+const shellEnv: Record<string, string> = {
+  ...(process.env as Record<string, string>),
+  PATH: NO_BUN,
+  ...(lstatSync(join(REPO, "node_modules"), { throwIfNoEntry: false })?.isSymbolicLink() ? { SANDBOX_SKIP_JS_INSTALL: "1" } : {}),
+};
+
+/** A line run by bash as a user pastes it, after the stack's export lines. */
+function shell(line: string, exports: string[], cwd: string, timeoutMs = 120_000) {
+  return run(["bash", "-c", [...exports, line].join("\n")], { cwd, env: shellEnv, timeoutMs });
+}
+
+const tryLines = (s: RunningStack) => s.out.filter((l) => l.startsWith("stack: try: ")).map((l) => l.slice("stack: try: ".length));
+const exportLines = (s: RunningStack) => s.out.filter((l) => l.startsWith("export "));
+
+const elsewhere = mkdtempSync(join(tmpdir(), "readme-newcomer-"));
+const stacks: RunningStack[] = [];
+afterAll(async () => {
+  for (const s of stacks) {
+    await s.stop();
+    rmSync(s.stateDir, { recursive: true, force: true });
+  }
+  rmSync(elsewhere, { recursive: true, force: true });
+});
+
+describe("the README's commands", () => {
+  test("the test has a shell without bun to run them in", async () => {
+    expect((await run(["bash", "-c", "command -v bun || echo none"], { env: shellEnv })).stdout.trim()).toBe("none");
+  });
+
+  test("its fenced blocks hold the stack command, the test command and the examples; no line calls a bare bun", () => {
+    expect(find(/^bash scripts\/stack\.sh$/)).toHaveLength(1);
+    expect(find(/^bash scripts\/test\.sh$/)).toHaveLength(1);
+    expect(find(/^\.\/scripts\/bun examples\/hello\.ts$/)).toHaveLength(1);
+    expect(find(/^\.\/scripts\/kubectl apply -f examples\/sandbox-pod\.yaml$/)).toHaveLength(1);
+    expect(commands.filter((c) => /^bun /.test(c))).toEqual([]);
+  });
+
+  test("bash scripts/test.sh runs the suite's runner and ends with its N passed, N failed line (given one small file: the whole suite would run itself)", async () => {
+    const [cmd] = find(/^bash scripts\/test\.sh$/);
+    const r = await run(["bash", "-c", `${cmd} tests/unit/services/sandbox-apiserver/api/table.test.ts`], { cwd: REPO, env: shellEnv, timeoutMs: 300_000 });
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split("\n").at(-1)).toMatch(/^[1-9]\d* passed, 0 failed$/);
+  }, 320_000);
+});
+
+describe("bash scripts/stack.sh --mesh", () => {
+  test("its try-line and the README's example print hello, with no bun on PATH", async () => {
+    const [cmd] = find(/^bash scripts\/stack\.sh$/);
+    const stack = await startStack([...cmd!.split(" ").slice(2), "--mesh"], 300_000, shellEnv);
+    stacks.push(stack);
+    const lines = tryLines(stack);
+    expect(lines).toEqual([`${REPO}/scripts/bun ${REPO}/examples/hello.ts`]);
+    for (const line of lines) {
+      const r = await shell(line, exportLines(stack), elsewhere);
+      expect(r.stderr).not.toContain("command not found");
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("hello\n");
+    }
+    const readme = await shell(find(/^\.\/scripts\/bun examples\/hello\.ts$/)[0]!, exportLines(stack), REPO);
+    expect(readme.code).toBe(0);
+    expect(readme.stdout).toContain("killed");
+    await stack.stop();
+  }, 400_000);
+});
+
+describe("bash scripts/stack.sh (full)", () => {
+  test("its try-lines (the SDK example kept, kubectl get sandboxes -A listing it, the example Pod) and the README's kubectl example run as printed", async () => {
+    const stack = await startStack([], 600_000, shellEnv);
+    stacks.push(stack);
+    const exports = exportLines(stack);
+    const lines = tryLines(stack);
+    expect(lines).toEqual([
+      `${REPO}/scripts/bun ${REPO}/examples/hello.ts --keep`,
+      `${REPO}/scripts/kubectl get sandboxes -A -o wide`,
+      `${REPO}/scripts/kubectl apply -f ${REPO}/examples/sandbox-pod.yaml`,
+    ]);
+    const kept = await shell(lines[0]!, exports, elsewhere);
+    expect(kept.code).toBe(0);
+    expect(kept.stdout).toContain("hello\n");
+    // The SDK's id is `<claim id with - for _>`; -o wide prints the claim id.
+    const claimId = /^sandbox (\S+)$/m.exec(kept.stdout)![1]!.replace("-", "_");
+    // The kept sandbox is listed once its node publishes (every 2 s in the stack): the same line, until it shows.
+    const listed = await waitFor("the kept sandbox in kubectl get sandboxes -A", async () => {
+      const r = await shell(lines[1]!, exports, elsewhere);
+      return r.code === 0 && r.stdout.includes(claimId) ? r.stdout : undefined;
+    }, 30_000, 500);
+    expect(listed.split("\n")[0]).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+NODE\s+TEMPLATE\s+AGE\s+CLAIM ID\s+ADDRESS\s+DEADLINE$/);
+    const pod = await shell(lines[2]!, exports, elsewhere);
+    expect(pod.code).toBe(0);
+    expect(pod.stdout).toMatch(/^pod\/\S+ created$/m);
+    const readme = await shell(find(/^\.\/scripts\/kubectl apply -f examples\/sandbox-pod\.yaml$/)[0]!, exports, REPO);
+    expect(readme.code).toBe(0);
+    // The same Pod again (the node has written to it since, so kubectl may say configured).
+    expect(readme.stdout).toMatch(/^pod\/\S+ (configured|unchanged)$/m);
+    await stack.stop();
+  }, 700_000);
+});
