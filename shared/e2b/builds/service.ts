@@ -150,7 +150,7 @@ export class BuildService {
         claim_ref: `${rec.ns}/e2b-build-${randomBytes(5).toString("hex")}`,
       };
       const keys = prefixKeys(pool.image, pool.size, plan.steps);
-      const cached = await this.claimCached(rec.ns, keys, req, ctl.signal, log);
+      const cached = await this.claimCached(rec.ns, keys.slice(0, plan.cacheUpTo), req, ctl.signal, log);
       let placed = cached?.placed;
       if (!placed) {
         try {

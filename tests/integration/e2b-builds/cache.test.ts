@@ -20,10 +20,10 @@ const steps = (third: string) => [
 const cacheEntries = () =>
   s.cluster.nodes.flatMap((n) => (n.info().templates ?? []).filter((t: { key: { template: string } }) => t.key.template.startsWith("e2b/team-a/_c-"))).length;
 
-async function build(third: string): Promise<{ ms: number; logs: { message: string; step: string }[] }> {
+async function build(third: string, force = false): Promise<{ ms: number; logs: { message: string; step: string }[] }> {
   const b = await requestBuild(s, "cached");
   const t0 = performance.now();
-  expect((await api(s, "POST", `/v2/templates/cached/builds/${b.buildID}`, { fromImage: "base", steps: steps(third) })).status).toBe(202);
+  expect((await api(s, "POST", `/v2/templates/cached/builds/${b.buildID}`, { fromImage: "base", steps: steps(third), force })).status).toBe(202);
   const st = await waitBuild(s, b);
   const ms = performance.now() - t0;
   expect(st.status).toBe("ready");
@@ -49,6 +49,10 @@ test("unchanged steps are not run again; a change at step 4 reruns from step 4; 
   expect(changed.logs.filter((l) => l.message === "cached").map((l) => l.step)).toEqual(["1", "2", "3"]);
   // The old step-4 entry left with the chain it belonged to.
   await waitFor("the old entry pruned", () => cacheEntries() === 4, 10_000);
+  // skipCache (force): every step runs again.
+  await settle(4);
+  const forced = await build("THREE", true);
+  expect(forced.logs.filter((l) => l.message === "cached")).toEqual([]);
   console.log(`build cache: first build ${first.ms.toFixed(0)} ms, unchanged rebuild ${again.ms.toFixed(0)} ms, step-4 change ${changed.ms.toFixed(0)} ms`);
   expect(again.ms).toBeLessThan(first.ms);
 
