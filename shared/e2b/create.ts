@@ -2,7 +2,7 @@
 // snapshot id on the node holding it, a built template of the namespace on its holders), then initialise envd and
 // release the claim if that fails. Every node call uses the fleet root token and the raw claim id.
 import type { Clock } from "../clock/index.ts";
-import { advertisesImage, nodeByAddress } from "../fleet/index.ts";
+import { advertisesImage, noCapacityForTenant, nodeByAddress } from "../fleet/index.ts";
 import type { Logger } from "../log/index.ts";
 import { CHECKPOINT_ID_RE, COLD_CLAIM_TIMEOUT_MS, SIZE_TIERS, isSandboxdError, metadataProblem, provablyUndelivered, type ClaimReply, type ClaimRequest, type Size } from "../sandboxd/index.ts";
 import { INIT_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd, type EnvdTarget } from "./envd.ts";
@@ -38,9 +38,9 @@ type Placed = { reply: ClaimReply; template: string; size: Size; calledAddress?:
 
 export interface CreateDeps {
   settings: Pick<E2bSettings, "aliases" | "envdSecret" | "rootToken" | "defaultTimeoutSeconds">;
-  nodes: PlacementNodes & Pick<NodeAccess, "nodeNameFor" | "remember" | "forget">;
+  nodes: PlacementNodes & Pick<NodeAccess, "nodeNameFor" | "remember" | "forget" | "fleet">;
   /** Where a built template of the namespace is held. */
-  catalog: Pick<TemplateCatalog, "builtHolders">;
+  catalog: Pick<TemplateCatalog, "createHolders">;
   /** Where a snapshot id is held. */
   snapshots: Pick<Snapshots, "findCheckpoints">;
   quotas: Admission;
@@ -113,7 +113,9 @@ export class SandboxCreator {
     const built = knownPool ? undefined : await this.claimBuilt(ns, templateID, net, common, body.allow_internet_access);
     if (built) return { placed: built, builtTemplate: true };
     if (!knownPool) throw templateNotFound(templateID);
-    throw new E2bError(503, `no warm sandbox available for template "${templateID}"; retry as warm capacity refills`);
+    // The explained 503 (shared/fleet/capacity.ts): counts and Retry-After, never node names or the image.
+    const why = noCapacityForTenant(templateID, { template: pool.image, net, size: pool.size }, this.d.nodes.fleet);
+    throw new E2bError(503, why.message, why.headers);
   }
 
   /** A create after validation and admission: claim, then initialise envd (releasing the claim if that fails). */
@@ -184,7 +186,7 @@ export class SandboxCreator {
    */
   private async claimBuilt(ns: string, name: string, net: "none" | "egress", common: CommonClaim, allowInternet: boolean | undefined): Promise<Placed | undefined> {
     if (`${BUILT_PREFIX}${ns}/${name}`.length > NAME_BUDGET) return undefined;
-    const holders = this.d.catalog.builtHolders(ns, name);
+    const holders = this.d.catalog.createHolders(ns, name);
     if (holders.length === 0) return undefined;
     let capacityMiss = false;
     for (const { node, t } of holders) {
