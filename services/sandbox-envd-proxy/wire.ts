@@ -70,6 +70,7 @@ export async function startEnvdProxy(
     namespace: config.namespace,
     guestHttp2: config.guestHttp2,
     limits: config.limits,
+    publicTraffic: config.publicTraffic,
     log: log.child({ component: "relay" }),
   });
   let server: ReturnType<typeof Bun.serve>;

@@ -7,6 +7,7 @@ import { publicSandboxId } from "./ids.ts";
 import type { Located } from "./nodes.ts";
 import type { ListedSandbox, SandboxReply } from "./schemas.ts";
 import { envdAccessToken, opaqueClientId } from "./tokens.ts";
+import { PUBLIC_TRAFFIC_METADATA_KEY } from "./traffic.ts";
 
 /** Checkpoint names and stamped refs: at most this long on the node. */
 export const NAME_BUDGET = 63;
@@ -88,7 +89,7 @@ export class Renderer {
       cpuCount: o.cpuCount ?? 0,
       memoryMB: Math.floor((o.memoryBytes ?? 0) / 1024 / 1024),
       diskSizeMB: 0,
-      ...(o.metadata && Object.keys(o.metadata).length ? { metadata: o.metadata } : {}),
+      ...userMetadata(o.metadata),
       domain: this.settings.domain,
     };
   }
@@ -108,4 +109,11 @@ export class Renderer {
       metadata: row.metadata,
     });
   }
+}
+
+/** The caller's own metadata: the public-ports stamp (traffic.ts) is ours, never shown. */
+function userMetadata(m: Record<string, string> | undefined): { metadata?: Record<string, string> } {
+  if (!m) return {};
+  const { [PUBLIC_TRAFFIC_METADATA_KEY]: _stamp, ...mine } = m;
+  return Object.keys(mine).length ? { metadata: mine } : {};
 }

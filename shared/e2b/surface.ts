@@ -39,6 +39,7 @@ import {
   type SandboxReply,
 } from "./schemas.ts";
 import { accessTokenHash, envdAccessToken } from "./tokens.ts";
+import { decidePublicTraffic, E2B_CLOUD_PUBLIC_TRAFFIC, publicTrafficStamp, PUBLIC_TRAFFIC_METADATA_KEY, trafficAccessToken, type PublicTrafficPolicy } from "./traffic.ts";
 
 /** The metadata keys vk-sandbox stamps on a Pod's claim (shared/sandboxd/metadata.ts) all start with this. */
 const RESERVED_METADATA_PREFIX = "vk-sandbox.";
@@ -57,6 +58,8 @@ export interface E2bSettings {
   defaultQuota?: QuotaLimits;
   /** Namespaces the key file names (reported on /metrics from the start). */
   namespaces?: Iterable<string>;
+  /** Public user ports (traffic.ts); unset: e2b cloud's (public unless the create says otherwise). */
+  publicTraffic?: PublicTrafficPolicy;
 }
 
 export interface E2bDeps {
@@ -65,7 +68,7 @@ export interface E2bDeps {
   /** Called after a kill released a sandbox (the in-process proxy drops its cached owner at once). */
   onReleased?: (claimId: string) => void;
   /** Called when a sandbox was claimed and initialised (the in-process proxy learns its owner at once). */
-  onClaimed?: (claimId: string, address: string, claimToken: string, namespace: string) => void;
+  onClaimed?: (claimId: string, address: string, claimToken: string, namespace: string, publicTraffic: boolean) => void;
   clock?: Clock;
   /** Where the quota series register (the process's metrics registry); default: a registry of their own. */
   metricsRegistry?: Registry;
@@ -157,18 +160,23 @@ export class E2bSurface {
     // vk-sandbox's stamps mark a Pod's microVM (and its node, its authority): a key may not forge them.
     const reserved = Object.keys(body.metadata ?? {}).find((k) => k.startsWith(RESERVED_METADATA_PREFIX));
     if (reserved !== undefined) throw badRequest(`metadata: key ${JSON.stringify(reserved)} is reserved (prefix "${RESERVED_METADATA_PREFIX}")`);
+    const traffic = decidePublicTraffic(body.network?.allowPublicTraffic, this.settings.publicTraffic ?? E2B_CLOUD_PUBLIC_TRAFFIC);
+    if ("refused" in traffic) throw badRequest(traffic.refused);
+    // The choice rides on the claim's metadata, where every proxy's fleet view sees it; it takes one of the 16 pairs.
+    const stamped = { ...(body.metadata ?? {}), [PUBLIC_TRAFFIC_METADATA_KEY]: String(traffic.public) };
+    if (Object.keys(stamped).length > 16) throw badRequest("metadata: more than 15 pairs (one of the node's 16 carries the public-ports choice)");
     // Admission before any claim (a snapshot restore and a built template included); the reservation holds until
     // the claim is remembered or released.
     const settle = this.quotas.admit(ns, "create");
     try {
-      return await this.claimAndInit(ns, body, templateID);
+      return await this.claimAndInit(ns, { ...body, metadata: stamped }, templateID, traffic.public);
     } finally {
       settle();
     }
   }
 
   /** A create after validation and admission: claim, then initialise envd (releasing the claim if that fails). */
-  private async claimAndInit(ns: string, body: NewSandbox, templateID: string): Promise<SandboxReply> {
+  private async claimAndInit(ns: string, body: NewSandbox, templateID: string, publicTraffic: boolean): Promise<SandboxReply> {
     const ttl = body.timeout ?? this.settings.defaultTimeoutSeconds;
     const claimRef = `${ns}/e2b-${randomBytes(5).toString("hex")}`;
     const common = {
@@ -239,8 +247,9 @@ export class E2bSurface {
       this.nodes.forget(ns, reply.id);
       throw new E2bError(500, "failed to start the sandbox");
     }
-    this.deps.onClaimed?.(reply.id, address, reply.token, ns);
-    return this.render.sandboxReply({ claimId: reply.id, nodeName, template: placed.template, claimToken: reply.token });
+    this.deps.onClaimed?.(reply.id, address, reply.token, ns, publicTraffic);
+    const rendered = this.render.sandboxReply({ claimId: reply.id, nodeName, template: placed.template, claimToken: reply.token });
+    return publicTraffic ? rendered : { ...rendered, trafficAccessToken: trafficAccessToken(this.settings.envdSecret, reply.token) };
   }
 
   /**
@@ -456,7 +465,9 @@ export class E2bSurface {
       const address = results[k] as string;
       const nodeName = this.nodes.nodeNameFor(address);
       this.nodes.remember(ns, child.id, address, nodeName);
-      this.deps.onClaimed?.(child.id, address, child.token, ns);
+      // A fork child keeps its parent's public-ports choice when the parent's row carries it.
+      const policy = this.settings.publicTraffic ?? E2B_CLOUD_PUBLIC_TRAFFIC;
+      this.deps.onClaimed?.(child.id, address, child.token, ns, !policy.forbid && (publicTrafficStamp(row.metadata) ?? policy.defaultPublic));
       return this.render.sandboxReply({ claimId: child.id, nodeName, template: row.key.template, claimToken: child.token });
     });
   
@@ -534,7 +545,8 @@ function refuseOptions(b: NewSandbox): void {
   const nonEmpty = (v: unknown) => v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0) && !(typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
   if (b.secure === false) throw badRequest("secure: false is not supported: every sandbox requires its envd access token");
   if (b.autoPause === true && b.allow_internet_access === true) throw badRequest("autoPause cannot be combined with allow_internet_access: egress-lane sandboxes cannot be paused");
-  if (nonEmpty(b.network)) throw badRequest("network rules are not supported");
+  const { allowPublicTraffic: _served, ...rules } = b.network ?? {};
+  if (nonEmpty(rules)) throw badRequest(`network rules other than allowPublicTraffic are not supported (got ${Object.keys(rules).map((k) => JSON.stringify(k)).join(", ")})`);
   if (nonEmpty(b.volumeMounts)) throw badRequest("volumeMounts are not supported");
   if (b.autoPauseMemory !== undefined) throw badRequest("autoPauseMemory is not supported: an auto-paused sandbox always keeps its memory");
   if (b.autoResume?.enabled === false) throw badRequest("autoResume: {enabled: false} is not supported: data-plane traffic with a valid token always wakes a paused sandbox here");

@@ -6,7 +6,7 @@
 // Every relay holds a slot (limits.ts: 429 per sandbox or client, 503 global) from the dial until its tunnel closes,
 // reports what it buffers to the global budget, and gets a deadline on the guest's answer (docs/envd-relay.md "Bounds").
 import type { Server } from "bun";
-import { publicSandboxId } from "../e2b/index.ts";
+import { publicSandboxId, trafficTokenMatches, type PublicTrafficPolicy } from "../e2b/index.ts";
 import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
 import { forwardHttp2, guestRequestHeaders, type GuestRequest } from "./guest.ts";
@@ -17,7 +17,8 @@ import { BufferBudget, BufferShare, DEFAULT_RELAY_LIMITS, RelaySlots, type Relay
 import { RelayMetrics } from "./metrics.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
 import { FailedLookupTarpit, type TarpitOptions } from "./tarpit.ts";
-import { envdPathVerdict, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
+import { envdPathVerdict, routeRequest, type Route } from "./route.ts";
+import { credentialOf, servesPublicly, TRAFFIC_TOKEN_RE } from "./public-ports.ts";
 import { endpointOf, openTunnel, TunnelRefused } from "./tunnel.ts";
 import { guestHandshake, HandshakeTimeout, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
 
@@ -34,6 +35,8 @@ export interface RelayOptions {
   limits?: Partial<RelayLimitOptions>;
   /** The failed-lookup tarpit's budget and delay (default DEFAULT_TARPIT). */
   tarpit?: TarpitOptions;
+  /** Public user ports (public-ports.ts); unset: e2b cloud's (public unless the create said otherwise). */
+  publicTraffic?: PublicTrafficPolicy;
 }
 
 export function relayError(status: number, message: string): Response {
@@ -59,8 +62,8 @@ export class EnvdRelay {
   }
 
   /** Know a sandbox's owner at once (a claim through the in-process e2b surface): its first request needs no read. */
-  primeOwner(claimId: string, address: string, claimToken: string, namespace: string): void {
-    this.owners.prime(claimId, address, claimToken, namespace);
+  primeOwner(claimId: string, address: string, claimToken: string, namespace: string, publicTraffic?: boolean): void {
+    this.owners.prime(claimId, address, claimToken, namespace, publicTraffic);
   }
 
   /** Forget a sandbox's owner at once (a kill through the in-process e2b surface). */
@@ -90,12 +93,16 @@ export class EnvdRelay {
     if (verdict === "undecodable") return relayError(400, "request path has an invalid percent-encoding");
     if (verdict === "internal") return relayError(404, "not found");
 
-    const presented = (req.headers.get("x-access-token") ?? "").trim();
-    const signed = presented === "" && isSignedFileUrl(route.port, req.method, url);
-    if (presented === "" && !signed) return relayError(401, "missing X-Access-Token");
-
+    const cred = credentialOf(route.port, req.method, url, req.headers);
+    if (cred.kind === "none" && cred.envdPort) return relayError(401, "missing X-Access-Token");
     const client = server.requestIP(req)?.address;
-    const r = await this.owners.resolve(route.id, signed ? undefined : presented, { client });
+    if (cred.kind === "traffic-token" && !TRAFFIC_TOKEN_RE.test(cred.token)) {
+      await this.tarpit.failed(client, req.signal);
+      return relayError(401, "invalid traffic access token");
+    }
+    // Only the envd access token is checked by the resolver (and may probe); every other credential is judged
+    // against the owner found in the cache or the fleet view.
+    const r = await this.owners.resolve(route.id, cred.kind === "envd-token" ? cred.token : undefined, { client });
     if (r.kind === "bad-token") {
       this.metrics.lookups.inc({ result: "bad_token" });
       await this.tarpit.failed(client, req.signal);
@@ -110,7 +117,14 @@ export class EnvdRelay {
       return relayError(502, "sandbox unavailable");
     }
     this.metrics.lookups.inc({ result: r.source });
-    return this.relay(req, url, host, route, r.owner, signed, server);
+    if (cred.kind === "traffic-token" && !trafficTokenMatches(this.o.envdSecret, r.owner.claimToken, cred.token)) {
+      await this.tarpit.failed(client, req.signal);
+      return relayError(401, "invalid traffic access token");
+    }
+    if (cred.kind === "none" && !servesPublicly(r.owner, this.o.publicTraffic)) {
+      return relayError(401, "this sandbox's ports are not public: send its traffic access token in the e2b-traffic-access-token header");
+    }
+    return this.relay(req, url, host, route, r.owner, cred.kind === "signed-url", server);
   }
 
   private async relay(req: Request, url: URL, host: string, route: Route, owner: Owner, passive: boolean, server: Server<WsRelayData>): Promise<Response | undefined> {
