@@ -19,6 +19,7 @@ import { OwnerResolver, type Owner } from "./owners.ts";
 import { FailedLookupTarpit, type TarpitOptions } from "./tarpit.ts";
 import { envdPathVerdict, routeRequest, type Route } from "./route.ts";
 import { credentialOf, servesPublicly, TRAFFIC_TOKEN_RE } from "./public-ports.ts";
+import { isApiHost, type ApiHandler } from "./api-host.ts";
 import { endpointOf, openTunnel, TunnelRefused } from "./tunnel.ts";
 import { guestHandshake, HandshakeTimeout, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
 
@@ -37,6 +38,8 @@ export interface RelayOptions {
   tarpit?: TarpitOptions;
   /** Public user ports (public-ports.ts); unset: e2b cloud's (public unless the create said otherwise). */
   publicTraffic?: PublicTrafficPolicy;
+  /** Serves api.{domain} (api-host.ts): the e2b app in process, or a relay to the apiserver's e2b Service. */
+  api?: ApiHandler;
 }
 
 export function relayError(status: number, message: string): Response {
@@ -81,6 +84,10 @@ export class EnvdRelay {
   private async handle(req: Request, server: Server<WsRelayData>): Promise<Response | undefined> {
     const url = new URL(req.url);
     const host = req.headers.get("host") ?? url.host;
+    if (!req.headers.has("e2b-sandbox-id") && isApiHost(host, this.o.domain)) {
+      if (this.o.api) return this.o.api(req, server.requestIP(req)?.address);
+      return relayError(404, `api.${this.o.domain} is not served by this proxy (sandbox-envd-proxy --e2b-api-upstream)`);
+    }
     const routed = routeRequest(req.headers, host, this.o.domain);
     if (!routed.ok) {
       if (!routed.namesSandbox && (req.method === "GET" || req.method === "HEAD")) {
