@@ -107,11 +107,14 @@ suite("sandbox-e2b mesh: the in-process proxy on <addr>:443 serves api.<domain> 
   scenarios(MESH_DOMAIN, () => KEY_A, () => resolver, () => addr);
 });
 
-suite("full stack: a sandbox-envd-proxy on <addr>:443 relays api.<domain> to the apiserver's e2b address (--e2b-api-upstream)", () => {
+suite("full stack: a sandbox-envd-proxy on 127.0.0.1:443 relays api.<domain> to the apiserver's e2b address (--e2b-api-upstream)", () => {
   let stack: RunningStack;
   let proxy: Subprocess<"ignore", "pipe", "pipe"> | undefined;
   let resolver: Resolver;
-  const addr = serviceLoopback();
+  // The script stack's domain is e2b.localhost, and names under .localhost are loopback to the SDKs' own resolvers
+  // (RFC 6761: the Python SDK's Rust transport and Bun answer 127.0.0.1 without asking dnsmasq), so this proxy
+  // must be on 127.0.0.1:443 itself; dnsmasq answers the same address for every other resolver (getent).
+  const addr = "127.0.0.1";
   beforeAll(async () => {
     await kubectlBinary();
     stack = await startScriptStack([], 600_000);
