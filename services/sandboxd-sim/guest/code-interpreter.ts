@@ -37,6 +37,8 @@ function languageOf(name: string | null | undefined): Language | undefined {
   return undefined;
 }
 
+/** The SDKs read an output line's timestamp as Unix nanoseconds (an integer). */
+const nowNs = () => Date.now() * 1_000_000;
 const line = (msg: object) => `${JSON.stringify(msg)}\n`;
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 const refuse = (status: number, message: string) => json(status, { error: message });
@@ -44,6 +46,8 @@ const refuse = (status: number, message: string) => json(status, { error: messag
 /** One context: a cell queue in front of a Python kernel or the per-cell JavaScript runner. */
 class Context {
   private kernel: GuestProcess | undefined;
+  /** Which kernel's events count: a restarted kernel's late exit must not end the next kernel's cell. */
+  private generation = 0;
   /** The running cell's sink for the kernel's event lines; undefined between cells. */
   private sink: ((text: string) => void) | undefined;
   private buffered = "";
@@ -72,7 +76,11 @@ class Context {
 
   private async startKernel(): Promise<GuestProcess> {
     const spawn = { ...this.sb.launch(this.cwd, undefined, {}), stdin: true };
-    const proc = await this.sb.processes.start({ cmd: "python3", args: ["-u", "-c", PYTHON_KERNEL], envs: {}, cwd: this.cwd }, spawn, (e) => this.onKernel(e));
+    const mine = ++this.generation;
+    this.buffered = "";
+    const proc = await this.sb.processes.start({ cmd: "python3", args: ["-u", "-c", PYTHON_KERNEL], envs: {}, cwd: this.cwd }, spawn, (e) => {
+      if (mine === this.generation) this.onKernel(e);
+    });
     this.kernel = proc;
     return proc;
   }
@@ -126,11 +134,11 @@ class Context {
     const flush = (stream: "stdout" | "stderr", all: boolean) => {
       let nl: number;
       while ((nl = pending[stream].indexOf("\n")) >= 0) {
-        out(line({ type: stream, text: pending[stream].slice(0, nl + 1) }));
+        out(line({ type: stream, text: pending[stream].slice(0, nl + 1), timestamp: nowNs() }));
         pending[stream] = pending[stream].slice(nl + 1);
       }
       if (all && pending[stream] !== "") {
-        out(line({ type: stream, text: pending[stream] }));
+        out(line({ type: stream, text: pending[stream], timestamp: nowNs() }));
         pending[stream] = "";
       }
     };
@@ -162,6 +170,10 @@ class Context {
   restart(): void {
     const k = this.kernel;
     this.kernel = undefined;
+    this.generation++;
+    // A cell running on the old kernel ends now, with an error saying why.
+    this.sink?.(line({ type: "error", name: "KernelRestarted", value: "the context was restarted during this cell", traceback: "" }));
+    this.sink?.(line({ type: "end_of_execution" }));
     if (k) {
       try {
         this.sb.processes.signal({ pid: k.pid }, "SIGKILL");

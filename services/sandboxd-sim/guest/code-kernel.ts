@@ -3,9 +3,9 @@
 export const PYTHON_KERNEL = String.raw`# sandboxd-sim guest — development substrate, not product code. The Python kernel of one code-interpreter context
 # (code-interpreter.ts): it runs inside the sandbox as the context's user, keeps its globals across executions as
 # a Jupyter kernel does, and answers each request line ({"code", "env_vars"}) on its real stdout with one JSON line
-# per event: stdout / stderr (whole lines, as they are printed), number_of_executions, result (the value of a
+# per event: stdout / stderr (whole lines as they are printed, stamped in Unix nanoseconds), number_of_executions, result (the value of a
 # final expression), error (name, value, traceback), end_of_execution. The code's own stdout/stderr are redirected.
-import ast, io, json, os, sys, traceback
+import ast, io, json, os, sys, time, traceback
 
 _wire = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
 _requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -28,12 +28,12 @@ class Stream(io.TextIOBase):
         self.pending += text
         while "\n" in self.pending:
             line, self.pending = self.pending.split("\n", 1)
-            emit({"type": self.kind, "text": line + "\n"})
+            emit({"type": self.kind, "text": line + "\n", "timestamp": time.time_ns()})
         return len(text)
 
     def flush(self):
         if self.pending:
-            emit({"type": self.kind, "text": self.pending})
+            emit({"type": self.kind, "text": self.pending, "timestamp": time.time_ns()})
             self.pending = ""
 
 
