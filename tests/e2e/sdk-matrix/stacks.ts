@@ -7,6 +7,7 @@ import { DOMAIN, KEY_A, startStack as startMesh, type Stack } from "#tests/integ
 import { startStack as startScriptStack, type RunningStack } from "#tests/e2e/stack/run-stack.ts";
 import { E2B_DOMAIN as SCRIPT_DOMAIN } from "#scripts/stack/mesh.ts";
 import { kubectlBinary } from "#tests/kube/peers.ts";
+import { waitFor } from "#tests/support/wait.ts";
 
 export const MESH = "sandbox-e2b mesh (tests/integration/e2b/harness.ts, a guest agent per sandbox)";
 export const FULL = "full stack (bash scripts/stack.sh: kube-apiserver, sandbox-apiserver, sandbox-envd-proxy)";
@@ -44,7 +45,16 @@ export function onBothStacks(body: (target: () => Target) => void): void {
       stack = await startScriptStack([], 600_000);
       console.log(`full stack ready in ${stack.readySeconds.toFixed(1)} s`);
       t = { stack: FULL, apiKey: stack.env.E2B_API_KEY!, apiUrl: stack.env.E2B_API_URL!, sandboxUrl: stack.env.E2B_SANDBOX_URL!, domain: SCRIPT_DOMAIN };
-    }, 660_000);
+      // The stack is up before its warm pool has filled (the example pool is applied last): a create answers 503
+      // until then, which the SDKs surface as "retry". Wait until one succeeds, then give it back.
+      const started = performance.now();
+      const id = await waitFor("a warm sandbox on the full stack", async () => {
+        const r = await fetch(`${t.apiUrl}/sandboxes`, { method: "POST", headers: { "x-api-key": t.apiKey, "content-type": "application/json" }, body: JSON.stringify({ templateID: "base" }) });
+        return r.status === 201 ? ((await r.json()) as { sandboxID: string }).sandboxID : undefined;
+      }, 120_000, 250);
+      await fetch(`${t.apiUrl}/sandboxes/${id}`, { method: "DELETE", headers: { "x-api-key": t.apiKey } });
+      console.log(`full stack: first warm sandbox after ${((performance.now() - started) / 1000).toFixed(1)} s more`);
+    }, 800_000);
     afterAll(async () => {
       await stack?.stop();
       if (stack) rmSync(stack.stateDir, { recursive: true, force: true });
