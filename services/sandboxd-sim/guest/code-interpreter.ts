@@ -10,6 +10,7 @@
 // 1 MiB per output line.
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
+import { codeMessageEnvelope, guardRequests, uncaughtErrorHandler } from "#shared/http/index.ts";
 import { simLog } from "../log.ts";
 import { PYTHON_KERNEL } from "./code-kernel.ts";
 import type { GuestProcess, ProcEvent } from "./processes.ts";
@@ -191,7 +192,15 @@ class CodeInterpreter {
   readonly server: ReturnType<typeof Bun.serve>;
 
   constructor(private readonly sb: GuestSandbox, host: string) {
-    this.server = Bun.serve({ hostname: host, port: 0, idleTimeout: 0, maxRequestBodySize: MAX_CODE_BYTES + 64 * 1024, development: false, fetch: (req) => this.fetch(req) });
+    this.server = Bun.serve({
+      hostname: host,
+      port: 0,
+      idleTimeout: 0, // a cell may print nothing for minutes
+      maxRequestBodySize: MAX_CODE_BYTES + 64 * 1024,
+      development: false,
+      error: uncaughtErrorHandler(simLog(), codeMessageEnvelope),
+      fetch: guardRequests(codeMessageEnvelope, (req: Request) => this.fetch(req)),
+    });
   }
 
   private newContext(language: Language, cwd: string | null | undefined): Context | undefined {

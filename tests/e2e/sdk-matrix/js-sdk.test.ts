@@ -153,6 +153,20 @@ onBothStacks((target) => {
         }, 20_000);
         return expectThat(body === "inside", body);
       });
+      await c("Sandbox.create(network.allowPublicTraffic: false): trafficAccessToken on user ports", async () => {
+        const priv = await Sandbox.create("base", { ...o, network: { allowPublicTraffic: false } });
+        try {
+          const traffic = (priv as unknown as { trafficAccessToken?: string }).trafficAccessToken;
+          const port = await freePort();
+          await priv.commands.run(`exec python3 -m http.server ${port} --bind 127.0.0.1`, { background: true, timeoutMs: 0 });
+          const ask = (extra: Record<string, string>) => fetch(`${t.sandboxUrl}/`, { headers: { "e2b-sandbox-id": priv.sandboxId, "e2b-sandbox-port": String(port), ...extra } }).then((r) => r.status);
+          const admitted = await waitFor("the in-sandbox server behind the traffic token", async () => ((await ask({ "e2b-traffic-access-token": traffic ?? "" })) === 200 ? true : undefined), 20_000);
+          const without = await ask({});
+          return expectThat(/^[0-9a-f]{64}$/.test(traffic ?? "") && admitted && without === 401, { traffic: Boolean(traffic), without });
+        } finally {
+          await priv.kill();
+        }
+      });
       await c("setTimeout", async () => {
         await sb.setTimeout(240_000);
         const info = await sb.getInfo();
