@@ -419,7 +419,11 @@ export class E2bSurface {
     }
     if (!row.token) throw new E2bError(500, fixed);
     const accessToken = await this.tokenForms.accessTokenFor(loc.address, loc.claimId, row.token, claimedAtOf(row));
-    return { status, sandbox: this.render.sandboxReply({ claimId: loc.claimId, nodeName: loc.nodeName, template: row.key.template, claimToken: row.token, accessToken }) };
+    const sandbox = this.render.sandboxReply({ claimId: loc.claimId, nodeName: loc.nodeName, template: row.key.template, claimToken: row.token, accessToken });
+    // A connect hands back the traffic token too (the SDK keeps the connect reply's, not the create's).
+    const policy = this.settings.publicTraffic ?? E2B_CLOUD_PUBLIC_TRAFFIC;
+    const open = !policy.forbid && (publicTrafficStamp(row.metadata) ?? policy.defaultPublic);
+    return { status, sandbox: open ? sandbox : { ...sandbox, trafficAccessToken: trafficAccessToken(this.settings.envdSecret, row.token) } };
   }
 
   // ------------------------------------------------------------------------------------------------------------

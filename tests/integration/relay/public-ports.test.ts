@@ -74,6 +74,10 @@ describe("e2b cloud's policy (the default flags)", () => {
       expect((await call(s, sbx.sandboxId, USER_PORT, { "x-access-token": tokenOf(sbx) })).status).toBe(200);
       const envd = await call(s, sbx.sandboxId, 49983, { "e2b-traffic-access-token": traffic! }, "/files?path=x");
       expect(await envd.json()).toEqual({ code: 401, message: "missing X-Access-Token" });
+      // Sandbox.connect keeps the token: the SDK takes the connect reply's, and a code interpreter's /contexts calls
+      // send only the traffic token.
+      const again = await Sandbox.connect(sbx.sandboxId, sdkOpts(s));
+      expect(trafficOf(again)).toBe(traffic);
     } finally {
       await sbx.kill();
     }
