@@ -7,7 +7,7 @@
 // sandbox through its process table (so it runs as the sandbox's user, in its namespaces, and pauses with it),
 // keeping its globals across executions; a JavaScript context runs each cell with node (or bun) in the sandbox.
 // Started on the first connection to the port; bounded: 1 MiB of code, 16 contexts, 8 queued cells per context,
-// 1 MiB per output line.
+// 1 MiB per output line, 16 MiB of output a client has not read.
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { codeMessageEnvelope, guardRequests, uncaughtErrorHandler } from "#shared/http/index.ts";
@@ -21,6 +21,8 @@ const MAX_CODE_BYTES = 1024 * 1024;
 const MAX_CONTEXTS = 16;
 const MAX_QUEUED = 8;
 const MAX_LINE_BYTES = 1024 * 1024;
+/** Output a client has not read yet, per cell: past it the cell is cut and its kernel restarted. */
+const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
 
 const ExecuteBody = z.object({
   code: z.string(),
@@ -47,6 +49,8 @@ const refuse = (status: number, message: string) => json(status, { error: messag
 /** One context: a cell queue in front of a Python kernel or the per-cell JavaScript runner. */
 class Context {
   private kernel: GuestProcess | undefined;
+  /** The JavaScript cell running now (a process per cell). */
+  private jsCell: GuestProcess | undefined;
   /** Which kernel's events count: a restarted kernel's late exit must not end the next kernel's cell. */
   private generation = 0;
   /** The running cell's sink for the kernel's event lines; undefined between cells. */
@@ -146,7 +150,7 @@ class Context {
     let stderrTail = "";
     const ended = new Promise<{ exitCode: number; status: string }>((resolve, reject) => {
       const spawn = { ...this.sb.launch(this.cwd, undefined, envs), stdin: false };
-      this.sb.processes
+      void this.sb.processes
         .start({ cmd: "/bin/sh", args: ["-c", 'if command -v node >/dev/null; then exec node -e "$0"; elif command -v bun >/dev/null; then exec bun -e "$0"; else echo "no JavaScript runtime (node or bun) in this sandbox" >&2; exit 127; fi', code], envs, cwd: this.cwd }, spawn, (e) => {
           if (e.kind === "data" && (e.stream === "stdout" || e.stream === "stderr")) {
             const text = new TextDecoder().decode(e.data);
@@ -155,10 +159,10 @@ class Context {
             flush(e.stream, pending[e.stream].length > MAX_LINE_BYTES);
           } else if (e.kind === "end") resolve(e.end);
         })
-        .catch(reject);
+        .then((p) => void (this.jsCell = p), reject);
     });
     try {
-      const end = await ended;
+      const end = await ended.finally(() => void (this.jsCell = undefined));
       flush("stdout", true);
       flush("stderr", true);
       if (end.exitCode !== 0) out(line({ type: "error", name: "Error", value: `the cell ended with ${end.status}`, traceback: stderrTail }));
@@ -169,7 +173,7 @@ class Context {
   }
 
   restart(): void {
-    const k = this.kernel;
+    const k = this.kernel ?? this.jsCell;
     this.kernel = undefined;
     this.generation++;
     // A cell running on the old kernel ends now, with an error saying why.
@@ -273,10 +277,18 @@ class CodeInterpreter {
     }
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     let open = true;
-    const stream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c), cancel: () => void (open = false) });
+    const running = ctx;
+    // Queued by bytes: a client that stops reading cuts its cell at MAX_UNREAD_BYTES instead of growing memory.
+    const stream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c), cancel: () => void (open = false) }, new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }));
     const enc = new TextEncoder();
     const ran = ctx.run(body.data.code, body.data.env_vars ?? {}, (t) => {
-      if (open) controller.enqueue(enc.encode(t));
+      if (!open) return;
+      controller.enqueue(enc.encode(t));
+      if ((controller.desiredSize ?? 0) < -MAX_UNREAD_BYTES) {
+        open = false;
+        controller.error(new Error(`more than ${MAX_UNREAD_BYTES} bytes of output unread: the cell was cut`));
+        running.restart();
+      }
     });
     if (!ran) return refuse(429, `at most ${MAX_QUEUED} cells queued in a context`);
     void ran.finally(() => {

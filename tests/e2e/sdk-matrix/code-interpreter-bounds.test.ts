@@ -56,3 +56,16 @@ test("a restart during a running cell ends that cell with an error; a kernel tha
   expect(died.error?.name).toBe("KernelDied");
   expect((await sb.runCode("21 * 2", { context: ctx })).text).toBe("42");
 });
+
+test("a client that stops reading a cell's output: past 16 MiB unread the cell is cut and its kernel restarted; the context still works", async () => {
+  const ctx = await sb.createCodeContext();
+  const kernels = async () => (await sb.commands.list()).filter((p) => p.cmd === "python3").map((p) => p.pid);
+  const before = await kernels();
+  const res = await call("/execute", { method: "POST", body: JSON.stringify({ code: "for i in range(100000):\n  print('x' * 1000)", context_id: ctx.id }) });
+  expect(res.status).toBe(200);
+  // Nothing read: the kernel that ran the cell (the one not there before) appears, then is killed by the cut.
+  const started = await waitFor("the cell's kernel", async () => (await kernels()).find((p) => !before.includes(p)), 10_000);
+  await waitFor("the cut to restart the kernel", async () => ((await kernels()).includes(started) ? undefined : true), 60_000);
+  await res.body?.cancel().catch(() => undefined);
+  expect((await sb.runCode("21 * 2", { context: ctx })).text).toBe("42");
+}, 90_000);
