@@ -13,6 +13,18 @@ try {
   out.host = sbx.getHost(49983);
   out.listed = (await Sandbox.list().nextItems()).some((x) => x.sandboxId === sbx.sandboxId);
   out.info = (await sbx.getInfo()).state;
+  // A public sandbox's user port at https://<port>-<id>.<domain>, as a browser opens it: no token at all.
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  await sbx.commands.run(`python3 -m http.server ${port} --bind 127.0.0.1`, { background: true, timeoutMs: 0 });
+  await sbx.commands.run(`until python3 -c 'import socket; socket.create_connection(("127.0.0.1", ${port}), 1)' 2>/dev/null; do sleep 0.1; done`, { timeoutMs: 20_000 });
+  // Without the envd token the proxy finds a sandbox only once its fleet view has it (the full stack: the next
+  // NodeInventory publish; issue 20 part 2), so a 502 is retried for up to 15 s.
+  const deadline = Date.now() + 15_000;
+  let status = 0;
+  do {
+    status = (await fetch(`https://${sbx.getHost(port)}/`)).status;
+  } while (status === 502 && Date.now() < deadline && (await Bun.sleep(200), true));
+  out.publicPort = status;
 } finally {
   out.killed = await sbx.kill();
 }

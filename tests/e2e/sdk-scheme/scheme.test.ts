@@ -70,22 +70,22 @@ function scenarios(domain: string, apiKey: () => string, resolver: () => Resolve
     expect(outside.code).not.toBe(0);
   });
 
-  test("the stock JS SDK with only E2B_DOMAIN and E2B_API_KEY: create, run, files, list, getInfo, kill over https", async () => {
+  test("the stock JS SDK with only E2B_DOMAIN and E2B_API_KEY: create, run, files, list, getInfo, a public port at getHost, kill over https", async () => {
     const r = await resolver().inside(["bun", join(import.meta.dir, "js-client.ts")], clientEnv(domain, apiKey()));
     if (r.code !== 0) throw new Error(`JS client exit ${r.code}:\n${r.stdout}\n${r.stderr}`);
     const out = lastJson(r.stdout);
-    expect(out).toMatchObject({ run: "from-js\n", read: "written over https", info: "running", killed: true });
+    expect(out).toMatchObject({ run: "from-js\n", read: "written over https", info: "running", killed: true, publicPort: 200 });
     expect(out.host).toBe(`49983-${out.created}.${domain}`);
   }, 180_000);
 
   for (const http of ["default", "1.1"]) {
-    test(`the Python SDK (sync, HTTP ${http === "default" ? "default (2)" : "1.1"}) with only E2B_DOMAIN and E2B_API_KEY`, async () => {
+    test(`the Python SDK (sync, HTTP ${http === "default" ? "default (2)" : "1.1"}) with only E2B_DOMAIN and E2B_API_KEY; public and private ports at get_host over https`, async () => {
       const sdk = await ensurePythonSdk();
       const env = clientEnv(domain, apiKey(), { PYTHONUNBUFFERED: "1", ...(http === "1.1" ? { E2B_HTTP_VERSION: "1.1" } : {}) });
       const r = await resolver().inside([sdk.python, join(import.meta.dir, "py-client.py")], env);
       if (r.code !== 0) throw new Error(`Python client exit ${r.code}:\n${r.stdout}\n${r.stderr}`);
       const out = lastJson(r.stdout);
-      expect(out).toMatchObject({ resolved: answer(), run: "from-python\n", read: "written over https", killed: true });
+      expect(out).toMatchObject({ resolved: answer(), run: "from-python\n", read: "written over https", killed: true, public_port: 200, traffic_token: true, private_port: [401, 200] });
       expect(out.host).toBe(`49983-${out.created}.${domain}`);
     }, 180_000);
   }
