@@ -199,7 +199,7 @@ describe("lifecycle through the relay", () => {
     expect(await sbx.isRunning()).toBe(false);
   });
 
-  test("29: a signed GET /files URL without X-Access-Token relays with the root token (passive); on port 3000 => 401", async () => {
+  test("29: a signed GET /files URL without X-Access-Token relays with the root token (passive); on port 3000 of a non-public sandbox => 401", async () => {
     const sbx = await create();
     await sbx.files.write("/home/user/a.txt", "hello");
     const sig = fileSignature({ path: "/home/user/a.txt", operation: "read", user: "user", accessToken: tokenOf(sbx) });
@@ -208,8 +208,11 @@ describe("lifecycle through the relay", () => {
     expect(r.status).toBe(200);
     expect(await r.text()).toBe("hello");
     expect(portsCalls().at(-1)!.auth).toBe("root");
-    const other = await call(q, { host: hostFor(sbx.sandboxId, 3000) });
-    expect(await other.json()).toEqual({ code: 401, message: "missing X-Access-Token" });
+    // A signature opens only envd's port: on a user port of a sandbox whose ports are not public it is no credential.
+    const priv = await Sandbox.create("base", { ...sdkOpts(s), network: { allowPublicTraffic: false } });
+    const other = await call(q.replace(sbx.sandboxId, priv.sandboxId), { host: hostFor(priv.sandboxId, 3000) });
+    expect(other.status).toBe(401);
+    await priv.kill();
     await sbx.kill();
   });
 
