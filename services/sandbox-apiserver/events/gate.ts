@@ -3,7 +3,7 @@
 //   1. per object: a token bucket per `<ns>/<name>` (burst 25, one token back every 5 minutes); an empty bucket drops.
 //   2. per object and reason: past 10 events in 10 minutes the message becomes one constant "(combined from similar
 //      events): …" text, so the recorder counts them on one Event (a patch of `count`) instead of creating more.
-//   3. per namespace: a token bucket per namespace (default 3/s, burst 30), so one namespace's churn (an e2b key
+//   3. per namespace: a token bucket per namespace (default 5/s, burst 40), so one namespace's churn (an e2b key
 //      creating and killing sandboxes, each a new object with a full bucket) cannot spend the whole process bucket
 //      and starve the `Lost` warnings of every other namespace.
 //   4. per process: one token bucket (default 10/s, burst 50) over every object; an empty bucket drops.
@@ -56,8 +56,8 @@ export class EventGate {
       processBurst: 50,
       objectBurst: 25,
       objectRefillMs: 300_000,
-      namespaceQps: 3,
-      namespaceBurst: 30,
+      namespaceQps: 5,
+      namespaceBurst: 40,
       maxNamespaces: 1024,
       similarWindowMs: 600_000,
       similarMax: 10,

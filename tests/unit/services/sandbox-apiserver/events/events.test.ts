@@ -57,18 +57,18 @@ describe("the event gate", () => {
     expect(gate.size).toBe(100);
     expect(gate.namespaceCount).toBe(50);
   });
-  test("one namespace's churn takes at most its own bucket (burst 30, 3/s), leaving the process bucket to others", () => {
+  test("one namespace's churn takes at most its own bucket (burst 40, 5/s), leaving the process bucket to others", () => {
     const clock = new FakeClock();
     const gate = new EventGate({ clock });
     let a = 0;
     for (let i = 0; i < 1000; i++) if (gate.admit(`a/s${i}`, "Normal", i % 2 ? "Released" : "Claimed", "m") !== undefined) a++;
-    expect(a).toBe(30);
-    expect(gate.counts.droppedNamespace).toBe(970);
+    expect(a).toBe(40);
+    expect(gate.counts.droppedNamespace).toBe(960);
     expect(gate.admit("b/z", "Warning", "Lost", "lost")).toBe("lost");
     clock.advance(1000);
     let more = 0;
     for (let i = 0; i < 100; i++) if (gate.admit(`a/t${i}`, "Normal", "Claimed", "m") !== undefined) more++;
-    expect(more).toBe(3);
+    expect(more).toBe(5);
   });
 });
 
@@ -130,7 +130,7 @@ describe("a namespace's churn does not starve another namespace's warnings", () 
       batch({ key: `a/s${i}`, namespace: "a", before: [], after: [s] });
       batch({ key: `a/s${i}`, namespace: "a", before: [s], after: [] });
     }
-    expect(written.filter((w) => w.key.startsWith("a/"))).toHaveLength(30);
+    expect(written.filter((w) => w.key.startsWith("a/"))).toHaveLength(40);
     nodes = [{ name: "n1" }] as InventoryRecord[];
     batch({ key: "b/z", namespace: "b", before: [sandboxFromEntry({ name: "b/z", id: "sb_z", phase: "Running" }, "n2")], after: [] });
     expect(written.at(-1)).toEqual({ key: "b/z", reason: "Lost" });
