@@ -3,15 +3,19 @@
 // process's own claims. Pure over snapshots and a Clock; the warm-pool autoscaler and the capacity answer read it.
 //
 // Claims: an entry id a node did not list in its previous snapshot is a claim of the node's pool with that
-// template; a warm drop no new entry explains (a claim released before the next publish) counts too. Own claims
-// (recordClaim) count at once and are not counted again when their id shows up in an inventory. A claim seen in a
+// template; a warm drop no new entry explains (a claim released before the next publish) counts too, unless one of
+// this process's own or canary claims of that key explains it. Own claims (recordClaim) count at once and are not
+// counted again when their id shows up in an inventory; canary claims (recordCanary) never count. A claim seen in a
 // snapshot is spread evenly over the time since the node's previous snapshot, so a 30 s publish cadence does not
-// turn a steady rate into bursts.
+// turn a steady rate into bursts. The short rate window starts where the demand did (at most 15 s, at least 5 s
+// back), so a step from idle shows its rate within one publish instead of ramping over the window.
 //
-// Refill: per node and key, each claim opens a deficit stamped with the snapshot's time; each VM the node added
-// since (warm' − warm + claims) closes the oldest one, and the time between is one refill sample. A raised target
-// opens deficits the same way; creates this process could not serve (recordMiss) count as claims for the rate. Stamps are the
-// node's own publishedAt when it has one (both ends on one clock), else this process's clock.
+// Refill: per node and key, each claim opens a deficit stamped with the entry's claimedAt (the node's clock), else
+// the middle of the interval since the previous snapshot; each VM the node added since (warm' − warm + claims)
+// closes the oldest one at the middle of the interval it was added in (all a snapshot tells is that it happened
+// within it), and the time between is one refill sample. A raised target opens deficits the same way, without a
+// sample; creates this process could not serve (recordMiss) count as claims for the rate. Stamps are the node's own
+// publishedAt when it has one (both ends on one clock), else this process's clock.
 import type { Clock } from "../clock/index.ts";
 import { type PoolKey, poolKeyString } from "../sandboxd/index.ts";
 import type { DemandReader, DemandReading, FleetNode } from "./types.ts";
@@ -19,6 +23,8 @@ import type { DemandReader, DemandReading, FleetNode } from "./types.ts";
 /** The rate windows: the short one reacts within seconds, the long one carries a slow publish cadence. */
 export const RATE_SHORT_WINDOW_MS = 15_000;
 export const RATE_LONG_WINDOW_MS = 60_000;
+/** The shortest span the short window divides by (one claim after idle is not a burst). */
+export const RATE_MIN_SPAN_MS = 5_000;
 /**
  * Refill samples kept per key; the estimate is their median. Samples are quantized to the publish cadence, so a high
  * percentile mostly measures that quantization; the autoscaler's safety factor covers the spread.
@@ -29,6 +35,18 @@ export const CANARY_NAMESPACE = "sandbox-canary";
 /** Bounds on what one process remembers: own-claim ids (dedupe) and rate intervals per key. */
 const OWN_IDS_MAX = 10_000;
 const INTERVALS_MAX = 4_096;
+/** Own/canary claims not yet seen in a snapshot, kept to explain a warm drop, for this long at most. */
+const PENDING_MS = 120_000;
+const PENDING_MAX = 4_096;
+
+/** A claim this process made (or the canary's) that no snapshot has listed yet. */
+interface Pending {
+  id: string;
+  key: string;
+  /** The node's name when the caller knows it; else any node's drop of the key may be explained by it. */
+  node: string | undefined;
+  at: number;
+}
 
 interface NodeState {
   /** The snapshot object last observed (an unchanged snapshot is skipped). */
@@ -55,16 +73,30 @@ export class DemandMeter implements DemandReader {
   private readonly rates = new Map<string, Interval[]>();
   private readonly refills = new Map<string, number[]>();
   private readonly ownIds = new Set<string>();
+  private pending: Pending[] = [];
 
   constructor(private readonly clock: Clock) {}
 
-  /** One claim this process made (the aggregated API's create), counted now. */
-  recordClaim(key: PoolKey, id: string): void {
-    if (this.ownIds.has(id)) return;
-    this.ownIds.add(id);
-    if (this.ownIds.size > OWN_IDS_MAX) this.ownIds.delete(this.ownIds.values().next().value!);
+  /** One claim this process made (the aggregated API's or the e2b surface's create), counted now, once per id. */
+  recordClaim(key: PoolKey, id: string, node?: string): void {
+    if (!this.remember(key, id, node)) return;
     const now = this.clock.now();
     this.addClaims(poolKeyString(key), now, now, 1);
+  }
+
+  /** A canary claim: never demand, neither when listed nor when released before the next publish. */
+  recordCanary(key: PoolKey, id: string, node?: string): void {
+    this.remember(key, id, node);
+  }
+
+  /** False when the id is already known (a replayed create). */
+  private remember(key: PoolKey, id: string, node: string | undefined): boolean {
+    if (this.ownIds.has(id)) return false;
+    this.ownIds.add(id);
+    if (this.ownIds.size > OWN_IDS_MAX) this.ownIds.delete(this.ownIds.values().next().value!);
+    this.pending.push({ id, key: poolKeyString(key), node, at: this.clock.now() });
+    if (this.pending.length > PENDING_MAX) this.pending.shift();
+    return true;
   }
 
   /**
@@ -80,6 +112,7 @@ export class DemandMeter implements DemandReader {
   /** A fleet snapshot (fresh nodes). Nodes absent from it are forgotten. */
   observe(nodes: readonly FleetNode[]): void {
     const now = this.clock.now();
+    this.pending = this.pending.filter((p) => p.at > now - PENDING_MS);
     const present = new Set<string>();
     for (const node of nodes) {
       present.add(node.name);
@@ -103,7 +136,7 @@ export class DemandMeter implements DemandReader {
   read(key: PoolKey): DemandReading {
     const k = poolKeyString(key);
     const now = this.clock.now();
-    const short = this.countSince(k, now - RATE_SHORT_WINDOW_MS, now) / (RATE_SHORT_WINDOW_MS / 1000);
+    const short = this.countSince(k, now - RATE_SHORT_WINDOW_MS, now) / (this.shortSpan(k, now) / 1000);
     const long = this.countSince(k, now - RATE_LONG_WINDOW_MS, now) / (RATE_LONG_WINDOW_MS / 1000);
     const samples = this.refills.get(k) ?? [];
     return { claimsPerSecond: Math.max(short, long), refillMs: median(samples), refillSamples: samples.length };
@@ -117,13 +150,20 @@ export class DemandMeter implements DemandReader {
     }
     const seenClaims = new Map<string, number>();
     const countedClaims = new Map<string, number>();
+    const claimedAt = new Map<string, number[]>();
+    const mid = (prev.stamp + next.stamp) / 2;
     for (const e of next.node.entries) {
       if (prev.ids.has(e.id) || !e.template) continue;
       const k = byTemplate.get(e.template);
       if (!k) continue; // not a pool claim (a built template, a snapshot restore)
       seenClaims.set(k, (seenClaims.get(k) ?? 0) + 1);
       if (!this.ownIds.has(e.id) && e.namespace !== CANARY_NAMESPACE) countedClaims.set(k, (countedClaims.get(k) ?? 0) + 1);
+      // The node's claim stamp when it is inside the interval (same clock as publishedAt), else its middle.
+      const at = e.claimedAt !== undefined && e.claimedAt > prev.stamp && e.claimedAt <= next.stamp ? e.claimedAt : mid;
+      claimedAt.set(k, [...(claimedAt.get(k) ?? []), at]);
     }
+    // Own and canary claims listed now are settled; the rest may explain a drop below.
+    this.pending = this.pending.filter((p) => !next.ids.has(p.id));
     for (const [k, pool] of next.pools) {
       const before = prev.pools.get(k);
       let claims = seenClaims.get(k) ?? 0;
@@ -132,22 +172,25 @@ export class DemandMeter implements DemandReader {
       if (before) {
         let added = pool.warm - before.warm + claims;
         // A drop no entry explains is a claim released before this snapshot, unless the target went down (a trim).
+        const stamps = [...(claimedAt.get(k) ?? [])].sort((a, b) => a - b);
         if (added < 0) {
           if (pool.target >= before.target) {
-            claims += -added;
-            counted += -added;
+            const drop = -added;
+            claims += drop;
+            counted += drop - this.explain(k, next.node.name, prev.ids, drop);
+            for (let i = 0; i < drop; i++) stamps.push(mid);
           }
           added = 0;
         }
         // A raised target opens deficits too, so that its provisions do not close (and shorten) the claims' ones.
         const raised = Math.max(0, pool.target - before.target);
-        for (let i = 0; i < raised; i++) open.push({ at: next.stamp, sample: false });
-        for (let i = 0; i < claims; i++) open.push({ at: next.stamp, sample: true });
+        for (let i = 0; i < raised; i++) open.push({ at: mid, sample: false });
+        for (const at of stamps) open.push({ at, sample: true });
         for (; added > 0 && open.length > 0; added--) {
           const opened = open.shift()!;
           if (!opened.sample) continue;
-          // Claimed and refilled between two reports: all we know is that it took at most the interval.
-          this.addRefill(k, opened.at === next.stamp ? next.stamp - prev.stamp : next.stamp - opened.at);
+          // Refilled somewhere in (max(claim, previous report), this report]: its middle is the estimate.
+          this.addRefill(k, (Math.max(opened.at, prev.stamp) + next.stamp) / 2 - opened.at);
         }
       }
       // More open deficits than the pool lacks: refills this comparison could not see; the oldest are the ones done.
@@ -157,6 +200,27 @@ export class DemandMeter implements DemandReader {
       if (counted > 0) this.addClaims(k, prev.seenAt, next.seenAt, counted);
     }
     for (const k of [...next.open.keys()]) if (!next.pools.has(k)) next.open.delete(k);
+  }
+
+  /**
+   * How many of `drop` unexplained warm drops of key `k` on `node` are own or canary claims no snapshot listed
+   * (claimed and released between two); those are consumed. The rest are claims nobody here made.
+   */
+  private explain(k: string, node: string, prevIds: ReadonlySet<string>, drop: number): number {
+    let n = 0;
+    this.pending = this.pending.filter((p) => {
+      if (n >= drop || p.key !== k || (p.node !== undefined && p.node !== node) || prevIds.has(p.id)) return true;
+      n++;
+      return false;
+    });
+    return n;
+  }
+
+  /** The short window's span: back to where its demand began (an idle gap before), within [5 s, 15 s]. */
+  private shortSpan(k: string, now: number): number {
+    let start = now;
+    for (const iv of this.rates.get(k) ?? []) if (iv.to > now - 2 * RATE_SHORT_WINDOW_MS) start = Math.min(start, iv.from);
+    return Math.min(RATE_SHORT_WINDOW_MS, Math.max(RATE_MIN_SPAN_MS, now - start));
   }
 
   private addClaims(k: string, from: number, to: number, n: number): void {
