@@ -127,7 +127,6 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
   const min = mode.kind === "autoscaled" ? mode.min : mode.replicas;
   let target = min;
   const targets: { at: number; target: number }[] = [];
-  const trace: number[][] = [];
 
   const pass = () => {
     const base: Resolution[] = [{ pool, key: KEY, replicas: mode.kind === "static" ? mode.replicas : 1 }];
@@ -135,10 +134,6 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
     const planned = plan?.resolutions ?? base;
     target = (planned[0] as { replicas: number }).replicas;
     targets.push({ at: clock.now() - t0, target });
-    if (process.env.RAMP_TRACE && clock.now() - t0 >= o.idleBeforeMs && clock.now() - t0 <= o.idleBeforeMs + 60_000) {
-      const r = meter.read(KEY);
-      trace.push([Math.round((clock.now() - t0 - o.idleBeforeMs) / 100) / 10, target, Math.round(r.claimsPerSecond * 100) / 100, r.refillMs ?? -1, r.refillSamples]);
-    }
     const sets = poolSets(planned, nodes.length);
     nodes.forEach((n, i) => n.pools.replace(sets[i]!));
   };
@@ -261,7 +256,6 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
     warmVmSeconds: Math.round(warmVmMs / 1000),
     timeline,
     missAt,
-    ...(process.env.RAMP_TRACE ? { trace } : {}),
     ...(firstRefillAt !== undefined ? { firstRefillSeconds: round(firstRefillAt / 1000, 1) } : {}),
   };
 }
