@@ -75,6 +75,8 @@ interface Running {
   stop(): void;
   perRequestMs: number[];
   latencyMs: number[];
+  /** This process's CPU per request in each block: the client, the simulator's ports relay and the guest. */
+  restMs: number[];
 }
 
 /** Extra bun flags for the relay processes, e.g. `--cpu-prof-md --cpu-prof-dir=/tmp/prof` to see where it goes. */
@@ -98,11 +100,12 @@ async function startLeg(leg: Leg, spec: Record<string, string>, host: string): P
     s.once("error", fail);
   });
   const request = `GET /health HTTP/1.1\r\nHost: ${host}\r\nX-Access-Token: ${token}\r\nConnection: keep-alive\r\n\r\n`;
-  return { leg, pid: child.pid!, sock, request, stop: () => (sock.destroy(), child.kill()), perRequestMs: [], latencyMs: [] };
+  return { leg, pid: child.pid!, sock, request, stop: () => (sock.destroy(), child.kill()), perRequestMs: [], latencyMs: [], restMs: [] };
 }
 
 async function block(r: Running, n: number): Promise<void> {
   const c0 = cpuSeconds(r.pid);
+  const own0 = cpuSeconds(process.pid);
   for (let i = 0; i < n; i++) {
     const t = performance.now();
     const status = await getOver(r.sock, r.request);
@@ -110,6 +113,7 @@ async function block(r: Running, n: number): Promise<void> {
     if (status !== 204) throw new Error(`${r.leg.name}: /health answered ${status}`);
   }
   r.perRequestMs.push(((cpuSeconds(r.pid) - c0) * 1000) / n);
+  r.restMs.push(((cpuSeconds(process.pid) - own0) * 1000) / n);
 }
 
 /** Relay CPU per request for each leg: the median over `rounds` interleaved blocks, and each block's figure. */
@@ -121,6 +125,8 @@ export interface LegResult {
   /** Median over rounds of this leg's block ÷ the first leg's block of the same round (drift cancels). */
   pairedRatio: number;
   latencyP50Ms: number;
+  /** Median CPU per request of the bench process (client, simulator, guest) while this leg ran. */
+  restMs: number;
 }
 
 export async function relayCpu(legs: Leg[], total = 20_000, blockSize = 500): Promise<LegResult[]> {
@@ -138,7 +144,7 @@ export async function relayCpu(legs: Leg[], total = 20_000, blockSize = 500): Pr
     for (const leg of legs) running.push(await startLeg(leg, spec, host));
     // Warm-up: the JIT settles over the first few thousand requests.
     for (const r of running) await block(r, 2_000);
-    for (const r of running) r.perRequestMs.length = r.latencyMs.length = 0;
+    for (const r of running) r.perRequestMs.length = r.latencyMs.length = r.restMs.length = 0;
     const rounds = Math.max(1, Math.round(total / blockSize));
     for (let i = 0; i < rounds; i++) {
       for (let j = 0; j < running.length; j++) await block(running[(i + j) % running.length]!, blockSize);
@@ -151,6 +157,7 @@ export async function relayCpu(legs: Leg[], total = 20_000, blockSize = 500): Pr
       blocksMs: r.perRequestMs,
       pairedRatio: percentile(r.perRequestMs.map((x, i) => x / first[i]!), 50),
       latencyP50Ms: percentile(r.latencyMs, 50),
+      restMs: percentile(r.restMs, 50),
     }));
   } finally {
     for (const r of running) r.stop();
@@ -199,7 +206,7 @@ if (import.meta.main) {
   const base = out[0]!;
   for (const o of out) {
     const q = (p: number) => percentile(o.blocksMs, p).toFixed(3);
-    console.log(`${o.leg.name.padEnd(16)} CPU/request median ${o.medianMs.toFixed(4)} ms (blocks p25 ${q(25)}, p75 ${q(75)})  ratio ${(o.medianMs / base.medianMs).toFixed(3)}  paired ratio ${o.pairedRatio.toFixed(3)}  latency p50 ${o.latencyP50Ms.toFixed(3)} ms`);
+    console.log(`${o.leg.name.padEnd(16)} CPU/request median ${o.medianMs.toFixed(4)} ms (blocks p25 ${q(25)}, p75 ${q(75)})  ratio ${(o.medianMs / base.medianMs).toFixed(3)}  paired ratio ${o.pairedRatio.toFixed(3)}  latency p50 ${o.latencyP50Ms.toFixed(3)} ms  bench process CPU/request ${o.restMs.toFixed(4)} ms`);
   }
   console.log(`(${((performance.now() - t0) / 1000).toFixed(0)} s, load ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")})`);
   process.exit(0);
