@@ -15,6 +15,7 @@ import { startSimCluster } from "#services/sandboxd-sim/sim.ts";
 import { publicSandboxId } from "#shared/envd-token/index.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { startTestGuest } from "../integration/e2b/guest.ts";
+import { startRelayFrom, type RelaySpec } from "./relay-cpu-child.ts";
 import { cores, percentile, type Figure } from "./vk-sandbox-pods.bench.ts";
 
 const ROOT = "bench-root";
@@ -26,7 +27,12 @@ export interface Leg {
   name: string;
   /** The tree the relay is loaded from. */
   root: string;
-  listener: "serve" | "idle0" | "raw";
+  /**
+   * serve/idle0/raw: the relay alone in a child process (relay-cpu-child.ts). inproc: the tree's serveRelay in this
+   * process, next to the simulator, guest and client, as the e2b bench's "own work" leg runs it; its CPU figure is
+   * then this whole process's, so compare inproc legs with each other only.
+   */
+  listener: "serve" | "idle0" | "raw" | "inproc";
 }
 
 /**
@@ -79,10 +85,24 @@ interface Running {
   restMs: number[];
 }
 
+function connectTo(port: number): Promise<net.Socket> {
+  return new Promise<net.Socket>((ok, fail) => {
+    const s = net.connect({ host: "127.0.0.1", port }, () => ok(s));
+    s.setNoDelay(true);
+    s.once("error", fail);
+  });
+}
+
 /** Extra bun flags for the relay processes, e.g. `--cpu-prof-md --cpu-prof-dir=/tmp/prof` to see where it goes. */
 const childFlags = () => (process.env.RELAY_CPU_CHILD_FLAGS ?? "").split(" ").filter((f) => f !== "");
 
-async function startLeg(leg: Leg, spec: Record<string, string>, host: string): Promise<Running> {
+async function startLeg(leg: Leg, spec: RelaySpec, host: string): Promise<Running> {
+  if (leg.listener === "inproc") {
+    const relay = await startRelayFrom(resolve(leg.root), "serve", spec);
+    const sock = await connectTo(relay.port);
+    const request = `GET /health HTTP/1.1\r\nHost: ${host}\r\nX-Access-Token: ${relay.token}\r\nConnection: keep-alive\r\n\r\n`;
+    return { leg, pid: process.pid, sock, request, stop: () => (sock.destroy(), relay.stop()), perRequestMs: [], latencyMs: [], restMs: [] };
+  }
   const child = spawn(process.execPath, [...childFlags(), CHILD, resolve(leg.root), leg.listener, JSON.stringify(spec)], { stdio: ["ignore", "pipe", "inherit"] });
   const line = await new Promise<string>((ok, fail) => {
     let out = "";
@@ -94,11 +114,7 @@ async function startLeg(leg: Leg, spec: Record<string, string>, host: string): P
     child.once("exit", (code) => fail(new Error(`relay child ${leg.name} exited ${code}`)));
   });
   const { port, token } = JSON.parse(line) as { port: number; token: string };
-  const sock = await new Promise<net.Socket>((ok, fail) => {
-    const s = net.connect({ host: "127.0.0.1", port }, () => ok(s));
-    s.setNoDelay(true);
-    s.once("error", fail);
-  });
+  const sock = await connectTo(port);
   const request = `GET /health HTTP/1.1\r\nHost: ${host}\r\nX-Access-Token: ${token}\r\nConnection: keep-alive\r\n\r\n`;
   return { leg, pid: child.pid!, sock, request, stop: () => (sock.destroy(), child.kill()), perRequestMs: [], latencyMs: [], restMs: [] };
 }
