@@ -35,6 +35,19 @@ export class TemplateCatalog {
     return this.nodes.nodes().flatMap((node) => node.templates.filter((t) => t.template === ref && node.address).map((t) => ({ node, t })));
   }
 
+  /**
+   * The holders a create naming `name` or `name:tag` claims from (docs/e2b.md "Built templates as create targets"):
+   * every holder of the name, or, with a tag, the holders whose digest the tag's label points at.
+   */
+  createHolders(ns: string, target: string) {
+    const colon = target.lastIndexOf(":");
+    if (colon <= 0) return this.builtHolders(ns, target);
+    const tag = target.slice(colon + 1);
+    const holders = this.builtHolders(ns, target.slice(0, colon));
+    if (tag === "default") return holders;
+    return holders.filter(({ t }) => t.contentDigest !== undefined && t.labels?.[tag] === t.contentDigest);
+  }
+
   /** `GET /templates/aliases/{alias}`. */
   templateAlias(ns: string, alias: string): { templateID: string; public: boolean } {
     const a = this.aliases.get(alias);
@@ -74,7 +87,8 @@ export class TemplateCatalog {
     const built = new Map<string, { digests: Set<string>; newest: number }>();
     for (const n of nodes) {
       for (const t of n.templates) {
-        if (!t.template.startsWith(prefix)) continue;
+        // `_c-…` are the build step cache's entries (builds/cache.ts), not templates.
+        if (!t.template.startsWith(prefix) || t.template.startsWith(`${prefix}_`)) continue;
         const rec = built.get(t.template) ?? { digests: new Set<string>(), newest: 0 };
         if (t.contentDigest) rec.digests.add(t.contentDigest);
         rec.newest = Math.max(rec.newest, t.createdAt ?? 0);

@@ -6,3 +6,6 @@ export interface UploadStore {
   locate(ns: string, template: string, hash: string, origin: { baseUrl: string }): Promise<{ present: true } | { present: false; url: string; headers?: Record<string, string> }>;
   open(ns: string, template: string, hash: string): Promise<{ size: number; body: ReadableStream<Uint8Array> } | undefined>;
 }
+
+/** A COPY archive's hash as the SDK computes it: sha256, lowercase hex. */
+export const FILES_HASH_RE = /^[0-9a-f]{64}$/;
