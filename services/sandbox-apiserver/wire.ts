@@ -133,7 +133,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
 
   // The canary (off unless --canary-interval): the users' path, per node and pooled key, on every replica.
   if (config.canaryInterval > 0) {
-    const canary = new Canary({ fresh: () => fleet.fresh(), clients, rootToken: token, intervalMs: config.canaryInterval, clock, log: log.child({ component: "canary" }), metrics });
+    const canary = new Canary({ fresh: () => fleet.fresh(), clients, rootToken: token, intervalMs: config.canaryInterval, clock, log: log.child({ component: "canary" }), metrics, demand });
     canary.start();
     shutdown.addCloser("canary", () => canary.stop());
   }

@@ -122,6 +122,7 @@ export class SandboxCreator {
       ...(body.allow_internet_access === false ? { egress: false } : {}),
     };
     const hit = await placeClaim(this.d.nodes, this.d.log, { template: pool.image, net, size: pool.size }, req);
+    if (hit) this.d.nodes.fleet.demand?.recordClaim?.({ template: pool.image, net, size: pool.size }, hit.reply.id); // demand now, not at the next publish
     if (hit) return { placed: { reply: hit.reply, template: pool.image, size: pool.size, calledAddress: hit.calledAddress }, builtTemplate: false };
     // Only the no-capacity branch looks for a built template (pool images pay nothing for the lookup).
     const knownPool = this.d.settings.aliases.has(templateID) || advertisesImage(this.d.nodes.nodes(), pool.image);

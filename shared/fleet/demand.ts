@@ -3,15 +3,19 @@
 // process's own claims. Pure over snapshots and a Clock; the warm-pool autoscaler and the capacity answer read it.
 //
 // Claims: an entry id a node did not list in its previous snapshot is a claim of the node's pool with that
-// template; a warm drop no new entry explains (a claim released before the next publish) counts too. Own claims
-// (recordClaim) count at once and are not counted again when their id shows up in an inventory. A claim seen in a
+// template; a warm drop no new entry explains (a claim released before the next publish) counts too, unless one of
+// this process's own or canary claims of that key explains it. Own claims (recordClaim) count at once and are not
+// counted again when their id shows up in an inventory; canary claims (recordCanary) never count. A claim seen in a
 // snapshot is spread evenly over the time since the node's previous snapshot, so a 30 s publish cadence does not
-// turn a steady rate into bursts.
+// turn a steady rate into bursts. The short rate window starts where the demand did (at most 15 s, at least 5 s
+// back), so a step from idle shows its rate within one publish instead of ramping over the window.
 //
-// Refill: per node and key, each claim opens a deficit stamped with the snapshot's time; each VM the node added
-// since (warm' − warm + claims) closes the oldest one, and the time between is one refill sample. A raised target
-// opens deficits the same way; creates this process could not serve (recordMiss) count as claims for the rate. Stamps are the
-// node's own publishedAt when it has one (both ends on one clock), else this process's clock.
+// Refill: per node and key, each claim opens a deficit stamped with the entry's claimedAt (the node's clock), else
+// the interval since the previous snapshot; each VM the node added since (warm' − warm + claims) closes the oldest
+// one, and the sample is the interval the refill time must lie in (a snapshot tells that a VM came up between two
+// reports, not when); the estimate is the time most samples contain. A raised target opens deficits the same way,
+// without a sample (nor for claims queued behind it: that wait is the driver's transient); creates this process could not serve (recordMiss) count as claims for the rate. Stamps are the node's own
+// publishedAt when it has one (both ends on one clock), else this process's clock.
 import type { Clock } from "../clock/index.ts";
 import { type PoolKey, poolKeyString } from "../sandboxd/index.ts";
 import type { DemandReader, DemandReading, FleetNode } from "./types.ts";
@@ -19,9 +23,12 @@ import type { DemandReader, DemandReading, FleetNode } from "./types.ts";
 /** The rate windows: the short one reacts within seconds, the long one carries a slow publish cadence. */
 export const RATE_SHORT_WINDOW_MS = 15_000;
 export const RATE_LONG_WINDOW_MS = 60_000;
+/** The shortest span the short window divides by (one claim after idle is not a burst). */
+export const RATE_MIN_SPAN_MS = 5_000;
 /**
- * Refill samples kept per key; the estimate is their median. Samples are quantized to the publish cadence, so a high
- * percentile mostly measures that quantization; the autoscaler's safety factor covers the spread.
+ * Refill samples kept per key. Each is an interval (a snapshot says a VM came up between two reports, not when); the
+ * estimate is the time most of them contain (mostCovered), so a coarse publish cadence widens the samples, not the
+ * estimate.
  */
 export const REFILL_SAMPLES = 32;
 /** The canary's claim_ref namespace: its claims refill like any other (refill samples) but are not demand. */
@@ -29,6 +36,18 @@ export const CANARY_NAMESPACE = "sandbox-canary";
 /** Bounds on what one process remembers: own-claim ids (dedupe) and rate intervals per key. */
 const OWN_IDS_MAX = 10_000;
 const INTERVALS_MAX = 4_096;
+/** Own/canary claims not yet seen in a snapshot, kept to explain a warm drop, for this long at most. */
+const PENDING_MS = 120_000;
+const PENDING_MAX = 4_096;
+
+/** A claim this process made (or the canary's) that no snapshot has listed yet. */
+interface Pending {
+  id: string;
+  key: string;
+  /** The node's name when the caller knows it; else any node's drop of the key may be explained by it. */
+  node: string | undefined;
+  at: number;
+}
 
 interface NodeState {
   /** The snapshot object last observed (an unchanged snapshot is skipped). */
@@ -39,8 +58,25 @@ interface NodeState {
   stamp: number;
   ids: Set<string>;
   pools: Map<string, { warm: number; target: number }>;
-  /** Per key: the deficits still open, oldest first; `sample` false for a raised target's (not a replacement). */
-  open: Map<string, { at: number; sample: boolean }[]>;
+  /**
+   * Per key: the deficits still open, oldest first. `raise`: a raised target's (not a replacement); `sample` false
+   * for those and for claims queued behind them.
+   */
+  open: Map<string, Deficit[]>;
+}
+
+/** A VM a node lacks since a claim (or a raise) made in [from, to] (node stamps; equal when the node said when). */
+interface Deficit {
+  from: number;
+  to: number;
+  sample: boolean;
+  raise: boolean;
+}
+
+/** One refill time, known only to lie in [lo, hi] (ms): snapshots show that it happened, not when. */
+interface RefillSample {
+  lo: number;
+  hi: number;
 }
 
 /** `n` claims spread evenly over (from, to]. */
@@ -53,18 +89,32 @@ interface Interval {
 export class DemandMeter implements DemandReader {
   private readonly nodes = new Map<string, NodeState>();
   private readonly rates = new Map<string, Interval[]>();
-  private readonly refills = new Map<string, number[]>();
+  private readonly refills = new Map<string, RefillSample[]>();
   private readonly ownIds = new Set<string>();
+  private pending: Pending[] = [];
 
   constructor(private readonly clock: Clock) {}
 
-  /** One claim this process made (the aggregated API's create), counted now. */
-  recordClaim(key: PoolKey, id: string): void {
-    if (this.ownIds.has(id)) return;
-    this.ownIds.add(id);
-    if (this.ownIds.size > OWN_IDS_MAX) this.ownIds.delete(this.ownIds.values().next().value!);
+  /** One claim this process made (the aggregated API's or the e2b surface's create), counted now, once per id. */
+  recordClaim(key: PoolKey, id: string, node?: string): void {
+    if (!this.remember(key, id, node)) return;
     const now = this.clock.now();
     this.addClaims(poolKeyString(key), now, now, 1);
+  }
+
+  /** A canary claim: never demand, neither when listed nor when released before the next publish. */
+  recordCanary(key: PoolKey, id: string, node?: string): void {
+    this.remember(key, id, node);
+  }
+
+  /** False when the id is already known (a replayed create). */
+  private remember(key: PoolKey, id: string, node: string | undefined): boolean {
+    if (this.ownIds.has(id)) return false;
+    this.ownIds.add(id);
+    if (this.ownIds.size > OWN_IDS_MAX) this.ownIds.delete(this.ownIds.values().next().value!);
+    this.pending.push({ id, key: poolKeyString(key), node, at: this.clock.now() });
+    if (this.pending.length > PENDING_MAX) this.pending.shift();
+    return true;
   }
 
   /**
@@ -80,6 +130,7 @@ export class DemandMeter implements DemandReader {
   /** A fleet snapshot (fresh nodes). Nodes absent from it are forgotten. */
   observe(nodes: readonly FleetNode[]): void {
     const now = this.clock.now();
+    this.pending = this.pending.filter((p) => p.at > now - PENDING_MS);
     const present = new Set<string>();
     for (const node of nodes) {
       present.add(node.name);
@@ -103,10 +154,18 @@ export class DemandMeter implements DemandReader {
   read(key: PoolKey): DemandReading {
     const k = poolKeyString(key);
     const now = this.clock.now();
-    const short = this.countSince(k, now - RATE_SHORT_WINDOW_MS, now) / (RATE_SHORT_WINDOW_MS / 1000);
-    const long = this.countSince(k, now - RATE_LONG_WINDOW_MS, now) / (RATE_LONG_WINDOW_MS / 1000);
+    // Each window divides by the time since its demand began (at most the window), so a step from idle reads its
+    // level at once in both. The long window is the estimate; the short one replaces it only when it counted
+    // significantly more than the long rate predicts (3 Poisson standard deviations): a step up shows within a
+    // publish, while the short window's noise (±18 % at 2/s) does not ratchet the target up (it is held for the
+    // scale-down window, so a noisy maximum would stay).
+    const shortSpan = this.span(k, now, RATE_SHORT_WINDOW_MS, 2 * RATE_SHORT_WINDOW_MS) / 1000;
+    const long = this.countSince(k, now - RATE_LONG_WINDOW_MS, now) / (this.span(k, now, RATE_LONG_WINDOW_MS, RATE_LONG_WINDOW_MS) / 1000);
+    const shortCount = this.countSince(k, now - RATE_SHORT_WINDOW_MS, now);
+    const expected = long * shortSpan;
+    const stepUp = shortCount > expected + 3 * Math.sqrt(Math.max(1, expected));
     const samples = this.refills.get(k) ?? [];
-    return { claimsPerSecond: Math.max(short, long), refillMs: median(samples), refillSamples: samples.length };
+    return { claimsPerSecond: stepUp ? shortCount / shortSpan : long, refillMs: mostCovered(samples), refillSamples: samples.length };
   }
 
   private compare(prev: NodeState, next: NodeState): void {
@@ -117,13 +176,20 @@ export class DemandMeter implements DemandReader {
     }
     const seenClaims = new Map<string, number>();
     const countedClaims = new Map<string, number>();
+    const claimedAt = new Map<string, { from: number; to: number }[]>();
+    const unknown = { from: prev.stamp, to: next.stamp };
     for (const e of next.node.entries) {
       if (prev.ids.has(e.id) || !e.template) continue;
       const k = byTemplate.get(e.template);
       if (!k) continue; // not a pool claim (a built template, a snapshot restore)
       seenClaims.set(k, (seenClaims.get(k) ?? 0) + 1);
       if (!this.ownIds.has(e.id) && e.namespace !== CANARY_NAMESPACE) countedClaims.set(k, (countedClaims.get(k) ?? 0) + 1);
+      // The node's claim stamp when it is inside the interval (same clock as publishedAt), else the whole interval.
+      const at = e.claimedAt !== undefined && e.claimedAt > prev.stamp && e.claimedAt <= next.stamp ? { from: e.claimedAt, to: e.claimedAt } : unknown;
+      claimedAt.set(k, [...(claimedAt.get(k) ?? []), at]);
     }
+    // Own and canary claims listed now are settled; the rest may explain a drop below.
+    this.pending = this.pending.filter((p) => !next.ids.has(p.id));
     for (const [k, pool] of next.pools) {
       const before = prev.pools.get(k);
       let claims = seenClaims.get(k) ?? 0;
@@ -132,22 +198,28 @@ export class DemandMeter implements DemandReader {
       if (before) {
         let added = pool.warm - before.warm + claims;
         // A drop no entry explains is a claim released before this snapshot, unless the target went down (a trim).
+        const stamps = [...(claimedAt.get(k) ?? [])].sort((a, b) => a.from - b.from);
         if (added < 0) {
           if (pool.target >= before.target) {
-            claims += -added;
-            counted += -added;
+            const drop = -added;
+            claims += drop;
+            counted += drop - this.explain(k, next.node.name, prev.ids, drop);
+            for (let i = 0; i < drop; i++) stamps.push(unknown);
           }
           added = 0;
         }
         // A raised target opens deficits too, so that its provisions do not close (and shorten) the claims' ones.
         const raised = Math.max(0, pool.target - before.target);
-        for (let i = 0; i < raised; i++) open.push({ at: next.stamp, sample: false });
-        for (let i = 0; i < claims; i++) open.push({ at: next.stamp, sample: true });
+        for (let i = 0; i < raised; i++) open.push({ ...unknown, sample: false, raise: true });
+        // A claim queued behind a raise's provisions waits for them: that wait is the driver's own transient (it ends
+        // once the pool is up), not the refill time the rule needs, so such a claim gives no sample.
+        const behindRaise = open.some((d) => d.raise);
+        for (const at of stamps) open.push({ ...at, sample: !behindRaise, raise: false });
         for (; added > 0 && open.length > 0; added--) {
           const opened = open.shift()!;
           if (!opened.sample) continue;
-          // Claimed and refilled between two reports: all we know is that it took at most the interval.
-          this.addRefill(k, opened.at === next.stamp ? next.stamp - prev.stamp : next.stamp - opened.at);
+          // Claimed in [from, to], up in (previous report, this report]: the refill lies between these bounds.
+          this.addRefill(k, { lo: Math.max(0, prev.stamp - opened.to), hi: Math.max(0, next.stamp - opened.from) });
         }
       }
       // More open deficits than the pool lacks: refills this comparison could not see; the oldest are the ones done.
@@ -159,6 +231,30 @@ export class DemandMeter implements DemandReader {
     for (const k of [...next.open.keys()]) if (!next.pools.has(k)) next.open.delete(k);
   }
 
+  /**
+   * How many of `drop` unexplained warm drops of key `k` on `node` are own or canary claims no snapshot listed
+   * (claimed and released between two); those are consumed. The rest are claims nobody here made.
+   */
+  private explain(k: string, node: string, prevIds: ReadonlySet<string>, drop: number): number {
+    let n = 0;
+    this.pending = this.pending.filter((p) => {
+      if (n >= drop || p.key !== k || (p.node !== undefined && p.node !== node) || prevIds.has(p.id)) return true;
+      n++;
+      return false;
+    });
+    return n;
+  }
+
+  /**
+   * A window's span: back to where its demand began (the earliest claim interval ending in the last `lookback`),
+   * within [5 s, window]. Continuous demand spans the whole window; demand after an idle gap, the time since.
+   */
+  private span(k: string, now: number, window: number, lookback: number): number {
+    let start = now;
+    for (const iv of this.rates.get(k) ?? []) if (iv.to > now - lookback) start = Math.min(start, iv.from);
+    return Math.min(window, Math.max(RATE_MIN_SPAN_MS, now - start));
+  }
+
   private addClaims(k: string, from: number, to: number, n: number): void {
     const list = this.rates.get(k) ?? [];
     list.push({ from, to, n });
@@ -167,9 +263,9 @@ export class DemandMeter implements DemandReader {
     this.rates.set(k, list);
   }
 
-  private addRefill(k: string, ms: number): void {
+  private addRefill(k: string, sample: RefillSample): void {
     const list = this.refills.get(k) ?? [];
-    list.push(Math.max(0, ms));
+    list.push(sample);
     if (list.length > REFILL_SAMPLES) list.shift();
     this.refills.set(k, list);
   }
@@ -191,9 +287,29 @@ export class DemandMeter implements DemandReader {
   }
 }
 
-function median(samples: readonly number[]): number | undefined {
+/**
+ * The refill time most samples agree on: the middle of the span covered by the most [lo, hi] intervals (the latest
+ * such span on a tie: a longer refill is the safe side). A constant refill time lies in every interval, so the
+ * estimate tightens with each sample, however coarse the publish cadence; a few outliers (a claim queued behind
+ * others) do not move it, as they would a mean.
+ */
+export function mostCovered(samples: readonly RefillSample[]): number | undefined {
   if (samples.length === 0) return undefined;
-  const sorted = [...samples].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  // Starts before ends at one coordinate, so touching intervals overlap (closed intervals).
+  const events = samples.flatMap((s) => [{ x: s.lo, d: 1 }, { x: s.hi, d: -1 }]).sort((a, b) => a.x - b.x || b.d - a.d);
+  let depth = 0;
+  let best = -1;
+  let lo = 0;
+  let hi = 0;
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    depth += e.d;
+    if (e.d === 1 && depth >= best) {
+      // The span runs from here to the next event (an end, or a further start that only deepens it).
+      best = depth;
+      lo = e.x;
+      hi = events[i + 1]?.x ?? e.x;
+    }
+  }
+  return (lo + hi) / 2;
 }

@@ -96,4 +96,6 @@ export interface DemandReader {
   read(key: PoolKey): DemandReading;
   /** A create of the key nobody could serve: demand the pool's own snapshots cannot show (demand.ts). */
   recordMiss?(key: PoolKey): void;
+  /** A claim this process made, counted now and deduplicated by id against the snapshots (demand.ts). */
+  recordClaim?(key: PoolKey, id: string, node?: string): void;
 }

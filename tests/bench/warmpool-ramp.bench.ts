@@ -16,7 +16,7 @@ import { DemandMeter, type FleetNode, RATE_LONG_WINDOW_MS } from "#shared/fleet/
 import type { PoolKey } from "#shared/sandboxd/index.ts";
 import { Pools } from "#services/sandboxd-sim/pools.ts";
 import { createIdSource } from "#services/sandboxd-sim/ids.ts";
-import { AUTOSCALE_DEFAULTS, ANN_AUTOSCALE_ENABLED, ANN_AUTOSCALE_MAX, ANN_AUTOSCALE_MIN, Autoscaler } from "#services/sandbox-apiserver/warmpool/autoscale.ts";
+import { AUTOSCALE_DEFAULTS, ANN_AUTOSCALE_ENABLED, ANN_AUTOSCALE_MAX, ANN_AUTOSCALE_MIN, Autoscaler, demandTarget } from "#services/sandbox-apiserver/warmpool/autoscale.ts";
 import { type Resolution, type WarmPool, poolSets } from "#services/sandbox-apiserver/warmpool/plan.ts";
 import type { Figure } from "./vk-sandbox-pods.bench.ts";
 
@@ -75,6 +75,10 @@ export interface RampCase {
   warmVmSeconds: number;
   /** Per 30 s from the start: claims, misses, the target at the end, the fleet's warm count at the end. */
   timeline: [number, number, number, number][];
+  /** Seconds after the load step of the misses (the first 100). */
+  missAt: number[];
+  /** Seconds after the load step when the meter held its first refill sample. */
+  firstRefillSeconds?: number;
 }
 
 const STEP_MS = 100;
@@ -110,7 +114,7 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
   const nodes = Array.from({ length: o.nodes }, (_, i) => ({
     name: `node-${i}`,
     pools: new Pools({ clock, ids, provisionLatencyMs: o.refillMs, refillConcurrency: 8 }),
-    claims: [] as { id: string; until: number }[],
+    claims: [] as { id: string; at: number; until: number }[],
     published: undefined as FleetNode | undefined,
     nextPublish: t0 + Math.round(((i + 1) * o.publishMs) / o.nodes),
   }));
@@ -126,7 +130,7 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
 
   const pass = () => {
     const base: Resolution[] = [{ pool, key: KEY, replicas: mode.kind === "static" ? mode.replicas : 1 }];
-    const plan = mode.kind === "autoscaled" ? autoscaler.plan(base) : undefined;
+    const plan = mode.kind === "autoscaled" ? autoscaler.plan(base, nodes.length) : undefined;
     const planned = plan?.resolutions ?? base;
     target = (planned[0] as { replicas: number }).replicas;
     targets.push({ at: clock.now() - t0, target });
@@ -141,7 +145,7 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
       publishedAt: now,
       pools: n.pools.status().map((p) => ({ ...p.key, warm: p.warm, target: p.target })),
       templates: [],
-      entries: n.claims.map((c) => ({ id: c.id, name: `bench/${c.id}`, namespace: "bench", phase: "Running" as const, template: KEY.template })),
+      entries: n.claims.map((c) => ({ id: c.id, name: `bench/${c.id}`, namespace: "bench", phase: "Running" as const, template: KEY.template, claimedAt: c.at })),
     };
     meter.observe(nodes.flatMap((x) => (x.published ? [x.published] : [])));
   };
@@ -154,6 +158,8 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
   let afterRefill = 0;
   let servedAfterRefill = 0;
   let warmVmMs = 0;
+  const missAt: number[] = [];
+  let firstRefillAt: number | undefined;
   const late = [0, 0, 0, 0]; // claims, served: one refill after the step; claims, served: two refills after
   let nextSync = t0 + o.syncMs;
   const end = o.idleBeforeMs + o.loadMs + o.idleAfterMs;
@@ -183,6 +189,7 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
       next++;
       claims++;
       const refillSeen = meter.read(KEY).refillSamples > 0;
+      if (refillSeen && firstRefillAt === undefined) firstRefillAt = now - t0 - o.idleBeforeMs;
       if (refillSeen) afterRefill++;
       // The aggregated create: candidates by the last published warm count, a warm-weighted pick, then the rest.
       const cands = nodes.filter((n) => (n.published?.pools.find((p) => p.template === KEY.template)?.warm ?? 0) > 0);
@@ -191,8 +198,8 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
       for (const n of order) {
         vm = n.pools.pop(KEY);
         if (vm) {
-          n.claims.push({ id: vm.id, until: now + o.holdMs });
-          meter.recordClaim(KEY, vm.id);
+          n.claims.push({ id: vm.id, at: now, until: now + o.holdMs });
+          meter.recordClaim(KEY, vm.id, n.name);
           n.pools.refill(); // sandboxd kicks its refill loop after a claim
           break;
         }
@@ -211,7 +218,10 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
       if (vm) {
         served++;
         if (refillSeen) servedAfterRefill++;
-      } else bucket[1]++;
+      } else {
+        bucket[1]++;
+        if (missAt.length < 100) missAt.push(Math.round(since / 100) / 10);
+      }
     }
     const warmNow = nodes.reduce((s, n) => s + n.pools.warmCount(KEY), 0);
     warmVmMs += warmNow * STEP_MS;
@@ -223,7 +233,7 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
 
   const loadStart = o.idleBeforeMs;
   const loadEnd = o.idleBeforeMs + o.loadMs;
-  const full = Math.ceil(o.level * (o.refillMs / 1000) * AUTOSCALE_DEFAULTS.safety) + AUTOSCALE_DEFAULTS.headroom;
+  const full = demandTarget(o.level, o.refillMs, AUTOSCALE_DEFAULTS, o.nodes);
   const up = targets.find((x) => x.at >= loadStart && x.target > min);
   const fullAt = targets.find((x) => x.at >= loadStart && x.target >= Math.min(full, mode.kind === "autoscaled" ? mode.max : full));
   const lastAboveMin = [...targets].reverse().find((x) => x.target > min);
@@ -245,6 +255,8 @@ export function runRamp(o: RampOptions, mode: Mode): RampCase {
     finalTarget: target,
     warmVmSeconds: Math.round(warmVmMs / 1000),
     timeline,
+    missAt,
+    ...(firstRefillAt !== undefined ? { firstRefillSeconds: round(firstRefillAt / 1000, 1) } : {}),
   };
 }
 
@@ -261,7 +273,7 @@ export interface RampResult {
 }
 
 export function runRampBench(o: RampOptions = DEFAULT_RAMP, command = "bun tests/bench/warmpool-ramp.bench.ts"): RampResult {
-  const peak = Math.ceil(o.level * (o.refillMs / 1000) * AUTOSCALE_DEFAULTS.safety) + AUTOSCALE_DEFAULTS.headroom;
+  const peak = demandTarget(o.level, o.refillMs, AUTOSCALE_DEFAULTS, o.nodes);
   const auto = runRamp(o, { kind: "autoscaled", min: 1, max: 64 });
   const fixed = runRamp(o, { kind: "static", replicas: 3 });
   const sized = runRamp(o, { kind: "static", replicas: peak });
@@ -311,7 +323,7 @@ function markdown(r: RampResult): string {
     "",
     `${o.nodes} nodes, refill ${o.refillMs / 1000} s, publish every ${o.publishMs / 1000} s, driver sync ${o.syncMs / 1000} s; ` +
       `claims/s 0 for ${o.idleBeforeMs / 1000} s, ${o.level} for ${o.loadMs / 1000} s (Poisson, seed ${o.seed}), 0 for ${o.idleAfterMs / 1000} s; ` +
-      `each sandbox held ${o.holdMs / 1000} s. Autoscaler: safety ${r.autoscale.safety}, headroom ${r.autoscale.headroom}, ` +
+      `each sandbox held ${o.holdMs / 1000} s. Autoscaler: safety ${r.autoscale.safety}, z ${r.autoscale.z}, headroom ${r.autoscale.headroom}, ` +
       `scale-down window ${r.autoscale.downWindowMs / 1000} s, default refill ${r.autoscale.defaultRefillMs / 1000} s. Fake clock: the figures do not depend on the machine's load.`,
     "",
     "| mode | claims | served warm | warm after first refill seen (claims) | warm ≥ 1 / 2 refill times after the step | s to scale up | s to full target | peak target | s back to min after load | final target | warm VM-s |",

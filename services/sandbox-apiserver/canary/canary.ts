@@ -2,13 +2,15 @@
 // per fresh node and per pool key it holds a warm target for, it walks the path users take — claim a warm VM at that
 // node, envd /init, run one command, release — and records the time from the claim to the command's end
 // (sandbox_canary_time_to_first_command_seconds) and the outcome (sandbox_canary_runs_total). Its claims carry
-// claim_ref `sandbox-canary/<node>`, which the demand meter leaves out of the claim rate (CANARY_NAMESPACE). Every
+// claim_ref `sandbox-canary/<node>`, which the demand meter leaves out of the claim rate (CANARY_NAMESPACE), and each
+// claim id is told to the meter (recordCanary), so a canary released before the node's next publish is not taken for
+// a stranger's claim (an unexplained warm drop). Every
 // replica probes (the canary proves each serving process's path, not the leader's); rounds never overlap.
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "#shared/clock/index.ts";
 import { initEnvd } from "#shared/e2b/index.ts";
-import { CANARY_NAMESPACE, type InventoryRecord } from "#shared/fleet/index.ts";
+import { CANARY_NAMESPACE, type DemandMeter, type InventoryRecord } from "#shared/fleet/index.ts";
 import type { PoolKey } from "#shared/sandboxd/index.ts";
 import { type NodeClients, NODE_FANOUT, mapBounded } from "../sandboxes/index.ts";
 import type { ApiserverMetrics } from "../serving/index.ts";
@@ -26,6 +28,8 @@ export interface CanaryOptions {
   clock: Clock;
   log: Logger;
   metrics: Pick<ApiserverMetrics, "canaryRuns" | "canaryTimeToFirstCommand">;
+  /** Told every canary claim id, so that the claim is never counted as demand. */
+  demand?: Pick<DemandMeter, "recordCanary">;
 }
 
 export type CanaryOutcome = "ok" | "claim_failed" | "init_failed" | "command_failed" | "release_failed";
@@ -84,6 +88,7 @@ export class Canary {
       log.warn({ err: (e as Error).message }, "canary claim failed");
       return "claim_failed";
     }
+    this.o.demand?.recordCanary(key, claimed.id, node.name);
     const outcome = await this.use(node, key, claimed.id, t0, log);
     try {
       await client.release(claimed.id, claimed.token ? { token: claimed.token } : {});

@@ -1,5 +1,5 @@
 // Pools that size themselves (docs/warmpool.md "Autoscaling"), pure over a DemandMeter and a Clock: per pool whose
-// annotations turn it on, target = ceil(claims/s × refill time × safety) + headroom (0 without claims), clamped to
+// annotations turn it on, target = the queueing rule below over the eligible nodes (0 without claims), clamped to
 // the pool's [min, max], raised at once and lowered only when every target of the last stabilization window is
 // lower (HPA's scale-down stabilization). A pool without autoscaling keeps spec.replicas (hand-set or an HPA's).
 import { z } from "zod";
@@ -18,7 +18,10 @@ export const ANN_AUTOSCALE_STATUS = "sandbox.cocoonstack.io/autoscale-status";
 export const AUTOSCALE_DEFAULTS = {
   min: 1,
   max: 64,
-  safety: 1.5,
+  /** On the measured mean (rate and refill estimates err). */
+  safety: 1,
+  /** Standard normal quantile of the per-node Poisson margin: 2.33 ≈ a node's pool dry ≤ 1 % of the time. */
+  z: 2.33,
   headroom: 2,
   /** Refill time assumed until one is measured. */
   defaultRefillMs: 10_000,
@@ -30,6 +33,7 @@ export const AUTOSCALE_MAX_LIMIT = 10_000;
 
 export interface AutoscaleParams {
   safety: number;
+  z: number;
   headroom: number;
   defaultRefillMs: number;
   downWindowMs: number;
@@ -64,10 +68,17 @@ export function policyOf(pool: WarmPool): Policy {
   return { mode: "auto", min, max };
 }
 
-/** The queueing rule: enough warm VMs to cover the claims that arrive while one refills, with a margin. */
-export function demandTarget(claimsPerSecond: number, refillMs: number, p: Pick<AutoscaleParams, "safety" | "headroom">): number {
+/**
+ * The queueing rule (docs/warmpool.md "Autoscaling"): the VMs a node is replacing at any moment are Poisson with
+ * mean m = rate × refill × safety / nodes (M/G/∞: claims arrive at random, each replacement takes the refill time),
+ * and the node's pool is dry exactly when they reach its share of the target. Each node's share is therefore
+ * m + z·√m rounded up (the driver splits the target evenly), plus a fleet-wide headroom.
+ */
+export function demandTarget(claimsPerSecond: number, refillMs: number, p: Pick<AutoscaleParams, "safety" | "z" | "headroom">, nodes = 1): number {
   if (!(claimsPerSecond > 0)) return 0;
-  return Math.ceil(claimsPerSecond * (refillMs / 1000) * p.safety) + p.headroom;
+  const n = Math.max(1, Math.floor(nodes));
+  const m = (claimsPerSecond * (refillMs / 1000) * p.safety) / n;
+  return n * Math.ceil(m + p.z * Math.sqrt(m)) + p.headroom;
 }
 
 export interface Decision {
@@ -98,9 +109,10 @@ export class Autoscaler {
   /**
    * The resolutions with each autoscaled pool's replicas replaced by its decision, and the decisions. Several
    * autoscaled pools of one key: the first (pool order) carries the key's demand, the others hold their minimum.
-   * `invalid` lists the pools whose annotations were refused (they keep spec.replicas).
+   * `invalid` lists the pools whose annotations were refused (they keep spec.replicas). `nodes`: how many nodes the
+   * target is split over (the per-node margin of the queueing rule).
    */
-  plan(resolutions: readonly Resolution[]): { resolutions: Resolution[]; decisions: Map<WarmPool, Decision>; invalid: Map<WarmPool, string> } {
+  plan(resolutions: readonly Resolution[], nodes = 1): { resolutions: Resolution[]; decisions: Map<WarmPool, Decision>; invalid: Map<WarmPool, string> } {
     const now = this.clock.now();
     const decisions = new Map<WarmPool, Decision>();
     const invalid = new Map<WarmPool, string>();
@@ -116,7 +128,7 @@ export class Autoscaler {
       const k = keyString(r.key);
       const reading = this.meter.read(r.key);
       const refillMs = reading.refillMs ?? this.params.defaultRefillMs;
-      const demand = carried.has(k) ? 0 : demandTarget(reading.claimsPerSecond, refillMs, this.params);
+      const demand = carried.has(k) ? 0 : demandTarget(reading.claimsPerSecond, refillMs, this.params, nodes);
       carried.add(k);
       const bounded = Math.min(policy.max, Math.max(policy.min, demand));
       const h = this.history.get(id) ?? { samples: seed(r.pool, now, policy) };

@@ -111,9 +111,9 @@ export class WarmPoolDriver {
       if ("skipped" in r) this.o.log.error({ pool: `${r.pool.metadata.namespace}/${r.pool.metadata.name}` }, r.skipped);
     }
     // Autoscaled pools' replicas are the autoscaler's targets from here on (docs/warmpool.md "Autoscaling").
-    const planned = this.autoscaler?.plan(resolved);
-    const resolutions = planned?.resolutions ?? resolved;
     const nodes = this.o.fleet.fresh().filter((n) => n.address);
+    const planned = this.autoscaler?.plan(resolved, nodes.length);
+    const resolutions = planned?.resolutions ?? resolved;
     const sets = poolSets(resolutions, nodes.length);
     const warm = new Map<string, Map<string, number>>(nodes.map((n) => [n.name, inventoryWarm(n)]));
 

@@ -51,10 +51,26 @@ describe("autoscaling policy", () => {
     });
   });
 
-  test("the queueing rule: ceil(rate × refill × safety) + headroom, and 0 without claims", () => {
-    expect(demandTarget(2, 8_000, { safety: 1.5, headroom: 2 })).toBe(26);
-    expect(demandTarget(0.1, 1_000, { safety: 1.5, headroom: 2 })).toBe(3);
-    expect(demandTarget(0, 8_000, { safety: 1.5, headroom: 2 })).toBe(0);
+  test("the queueing rule: per node ceil(m + z·√m) with m = rate × refill × safety / nodes, plus headroom; 0 without claims", () => {
+    const p = { safety: 1, z: 2.33, headroom: 2 };
+    expect(demandTarget(2, 8_000, p)).toBe(28); // m 16: ceil(16 + 2.33 × 4) + 2
+    expect(demandTarget(0.1, 1_000, p)).toBe(3);
+    expect(demandTarget(0, 8_000, p)).toBe(0);
+  });
+
+  test("split over nodes, each node's share carries its own Poisson margin (the old fleet-wide 26 left each node short)", () => {
+    const p = { safety: 1, z: 2.33, headroom: 2 };
+    // 3 nodes: m = 16 / 3 per node, ceil(5.33 + 2.33 × 2.31) = 11 each.
+    expect(demandTarget(2, 8_000, p, 3)).toBe(35);
+    expect(demandTarget(2, 8_000, p, 3)).toBeGreaterThan(demandTarget(2, 8_000, p, 1));
+    expect(demandTarget(2, 8_000, p, 0)).toBe(28); // no node known: as one
+  });
+
+  test("the autoscaler splits over the node count it is given", () => {
+    const meter = new Meter();
+    meter.reading = { claimsPerSecond: 2, refillMs: 8_000, refillSamples: 4 };
+    const p = pool("p", auto());
+    expect(replicasOf(new Autoscaler(meter, new FakeClock(), AUTOSCALE_DEFAULTS).plan([res(p)], 3))).toBe(demandTarget(2, 8_000, AUTOSCALE_DEFAULTS, 3));
   });
 });
 
@@ -77,13 +93,13 @@ describe("Autoscaler", () => {
     expect(replicasOf(a.plan([res(p)]))).toBe(2); // no claims: the minimum
     meter.reading = { claimsPerSecond: 2, refillMs: 5_000, refillSamples: 4 };
     const up = a.plan([res(p)]);
-    expect(replicasOf(up)).toBe(17); // ceil(2 × 5 × 1.5) + 2, in the same pass
-    expect(up.decisions.get(p)).toMatchObject({ target: 17, demand: 17, claimsPerSecond: 2, refillSeconds: 5, refillMeasured: true });
+    expect(replicasOf(up)).toBe(20); // ceil(10 + 2.33 × √10) + 2, in the same pass
+    expect(up.decisions.get(p)).toMatchObject({ target: 20, demand: 20, claimsPerSecond: 2, refillSeconds: 5, refillMeasured: true });
     meter.reading = { claimsPerSecond: 0, refillMs: 5_000, refillSamples: 4 };
     clock.advance(30_000);
-    expect(replicasOf(a.plan([res(p)]))).toBe(17); // inside the window: held
+    expect(replicasOf(a.plan([res(p)]))).toBe(20); // inside the window: held
     clock.advance(30_000);
-    expect(replicasOf(a.plan([res(p)]))).toBe(2); // the 17 left the window
+    expect(replicasOf(a.plan([res(p)]))).toBe(2); // the 20 left the window
   });
 
   test("the max bounds a burst; without a measured refill the default refill time is used", () => {
@@ -92,7 +108,7 @@ describe("Autoscaler", () => {
     const p = pool("p", auto({ [ANN_AUTOSCALE_MAX]: "12" }));
     const out = new Autoscaler(meter, new FakeClock(), params).plan([res(p)]);
     expect(replicasOf(out)).toBe(12);
-    expect(out.decisions.get(p)).toMatchObject({ refillSeconds: AUTOSCALE_DEFAULTS.defaultRefillMs / 1000, refillMeasured: false, demand: 1502 });
+    expect(out.decisions.get(p)).toMatchObject({ refillSeconds: AUTOSCALE_DEFAULTS.defaultRefillMs / 1000, refillMeasured: false, demand: 1076 });
   });
 
   test("an invalid annotation keeps spec.replicas and reports why", () => {
@@ -107,7 +123,7 @@ describe("Autoscaler", () => {
     meter.reading = { claimsPerSecond: 1, refillMs: 4_000, refillSamples: 1 };
     const a = new Autoscaler(meter, new FakeClock(), params);
     const out = a.plan([res(pool("a", auto())), res(pool("b", auto({ [ANN_AUTOSCALE_MIN]: "3" })))]);
-    expect([replicasOf(out, 0), replicasOf(out, 1)]).toEqual([8, 3]);
+    expect([replicasOf(out, 0), replicasOf(out, 1)]).toEqual([11, 3]);
   });
 
   test("a new leader starts from the target the last one wrote, so a hand-over under load does not drop the pool", () => {
