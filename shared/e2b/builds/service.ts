@@ -82,8 +82,11 @@ export class BuildService {
     const plan = planOf(body, this.deps.store !== undefined);
     const rec = this.record(ns, templateID, buildID);
     if (rec.started) return;
-    const release = this.slots.tryAcquire();
-    if (!release) throw new E2bError(429, "every build slot is busy; retry the start");
+    const release = this.slots.tryAcquire(ns);
+    if (typeof release !== "function") {
+      if (release.kind === "busy") throw new E2bError(429, "every build slot is busy; retry the start");
+      throw new E2bError(429, `namespace ${ns} already runs ${release.share} build${release.share === 1 ? "" : "s"}, its limit (half of --e2b-build-parallel=${this.settings.parallel}, rounded up); retry the start`);
+    }
     rec.started = true;
     rec.status = "building";
     const ctl = new AbortController();

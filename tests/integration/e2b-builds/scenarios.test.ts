@@ -6,10 +6,11 @@ import { waitFor } from "#tests/support/wait.ts";
 
 const HASH = "c".repeat(64);
 
-describe("two nodes, parallel 2, directory store of 64 KiB", () => {
+describe("two nodes, parallel 4, directory store of 64 KiB", () => {
   let s: BuildStack;
   beforeAll(async () => {
-    s = await startBuildStack({ nodes: 2, parallel: 2, uploadMax: 64 * 1024, extra: ["--e2b-build-log-lines=2000"] });
+    // parallel 4: a namespace's share is 2, so two builds of one name can race.
+    s = await startBuildStack({ nodes: 2, parallel: 4, uploadMax: 64 * 1024, extra: ["--e2b-build-log-lines=2000"] });
   }, 60_000);
   afterAll(() => s.stop());
 
@@ -142,6 +143,21 @@ describe("two nodes, parallel 2, directory store of 64 KiB", () => {
     expect((await waitBuild(s, b)).status).toBe("ready");
     expect((await api(s, "POST", "/v3/templates", {})).json).toEqual({ code: 400, message: "name is required" });
   }, 60_000);
+
+  test("issue 17: one namespace holds at most ceil(parallel / 2) slots (429 naming its limit); another namespace still starts", async () => {
+    const mine = await Promise.all(["hog-1", "hog-2", "hog-3"].map((n) => requestBuild(s, n)));
+    const slow = { fromImage: "base", steps: [{ type: "RUN", args: ["sleep 3"] }] };
+    for (const b of mine.slice(0, 2)) expect((await api(s, "POST", `/v2/templates/${b.templateID}/builds/${b.buildID}`, slow)).status).toBe(202);
+    const third = await api(s, "POST", `/v2/templates/hog-3/builds/${mine[2]!.buildID}`, slow);
+    expect(third.status).toBe(429);
+    expect(third.json.message).toBe("namespace team-a already runs 2 builds, its limit (half of --e2b-build-parallel=4, rounded up); retry the start");
+    expect((await api(s, "GET", `/templates/hog-3/builds/${mine[2]!.buildID}/status`)).json.status).toBe("waiting");
+    const other = await api(s, "POST", "/v3/templates", { name: "neighbour" }, KEY_B);
+    expect(other.status).toBe(202);
+    expect((await api(s, "POST", `/v2/templates/neighbour/builds/${other.json.buildID}`, { fromImage: "base", steps: [] }, KEY_B)).status).toBe(202);
+    for (const b of mine.slice(0, 2)) expect((await waitBuild(s, b)).status).toBe("ready");
+    await waitFor("the build sandboxes released", () => buildClaims(s) === 0, 10_000);
+  }, 90_000);
 
   test("two builds of the same name racing: both finish, one holder of the name is left on the fleet, no claim left", async () => {
     const a = await requestBuild(s, "race");

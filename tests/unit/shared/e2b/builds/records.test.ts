@@ -94,17 +94,38 @@ describe("BuildRecords", () => {
 });
 
 describe("BuildSlots", () => {
+  const slot = (r: ReturnType<BuildSlots["tryAcquire"]>) => {
+    if (typeof r !== "function") throw new Error(`no slot: ${JSON.stringify(r)}`);
+    return r;
+  };
   test("at most `parallel` at once; a release frees one, twice frees one", () => {
-    const s = new BuildSlots(2);
-    const a = s.tryAcquire()!;
-    const b = s.tryAcquire()!;
-    expect(s.tryAcquire()).toBeUndefined();
+    const s = new BuildSlots(4);
+    const a = slot(s.tryAcquire("a"));
+    const b = slot(s.tryAcquire("b"));
+    slot(s.tryAcquire("c"));
+    slot(s.tryAcquire("d"));
+    expect(s.tryAcquire("e")).toEqual({ kind: "busy" });
     a();
     a();
-    expect(s.inUse).toBe(1);
-    expect(s.tryAcquire()).toBeDefined();
-    expect(s.tryAcquire()).toBeUndefined();
+    expect(s.inUse).toBe(3);
+    slot(s.tryAcquire("e"));
+    expect(s.tryAcquire("f")).toEqual({ kind: "busy" });
     b();
+  });
+
+  test("one namespace gets at most ceil(parallel / 2): another still finds a slot (issue 17)", () => {
+    const s = new BuildSlots(3);
+    expect(s.share).toBe(2);
+    const a1 = slot(s.tryAcquire("a"));
+    slot(s.tryAcquire("a"));
+    expect(s.tryAcquire("a")).toEqual({ kind: "namespace", share: 2 });
+    slot(s.tryAcquire("b"));
+    expect(s.inUseBy("a")).toBe(2);
+    a1();
+    expect(s.inUseBy("a")).toBe(1);
+    slot(s.tryAcquire("c"));
+    expect(s.tryAcquire("b")).toEqual({ kind: "busy" });
+    expect(new BuildSlots(1).share).toBe(1);
   });
 });
 
