@@ -14,7 +14,7 @@ import { RELAY_PROXY_ENV } from "../envd.ts";
 import { BUILT_PREFIX, NAME_BUDGET } from "../render.ts";
 import { placeClaim } from "../placement.ts";
 import { FILES_HASH_RE, type UploadStore } from "../uploads/index.ts";
-import { cacheRef, findCached, prefixKeys, pruneCache, saveStep } from "./cache.ts";
+import { CACHE_MAX_ENTRIES, MAX_BUILT_NAMES, builtNames, cacheEntryCount, cacheRef, cachesStep, capCache, findCached, prefixKeys, pruneCache, saveStep } from "./cache.ts";
 import { EnvdCallError } from "./envd-client.ts";
 import { runStep, StepFailed, type GuestState, type StepContext } from "./executor.ts";
 import { finalizeGuest, promoteAndPublish } from "./finalize.ts";
@@ -82,6 +82,9 @@ export class BuildService {
     const plan = planOf(body, this.deps.store !== undefined);
     const rec = this.record(ns, templateID, buildID);
     if (rec.started) return;
+    const names = builtNames(this.deps.nodes, ns);
+    if (!names.has(rec.name) && names.size >= MAX_BUILT_NAMES)
+      throw new E2bError(429, `namespace ${ns} already holds ${names.size} built templates (at most ${MAX_BUILT_NAMES}); delete one (DELETE /templates/{id}) or rebuild an existing name`);
     const release = this.slots.tryAcquire(ns);
     if (typeof release !== "function") {
       if (release.kind === "busy") throw new E2bError(429, "every build slot is busy; retry the start");
@@ -185,6 +188,8 @@ export class BuildService {
           continue;
         }
         await runStep(ctx, plan.steps[i]!);
+        // Bounded: the first CACHE_CHAIN_STEPS steps and the last, and nothing once the namespace holds its cap.
+        if (!cachesStep(i, plan.steps.length) || cacheEntryCount(this.deps.nodes, rec.ns) >= CACHE_MAX_ENTRIES) continue;
         // A failed save costs the next build a rerun, never this one its result.
         await saveStep(this.deps.nodes, { address, claimId: claim.id, ns: rec.ns, name: rec.name, key: keys[i]!, state, signal: ctl.signal }).catch((err: unknown) => {
           if (!ctl.signal.aborted) log.debug({ err, step }, "build cache: saving the step failed");
@@ -197,6 +202,7 @@ export class BuildService {
       tell("info", `template ${rec.name} ready`);
       this.records.finish(rec, "ready");
       await pruneCache(this.deps.nodes, log, rec.ns, rec.name, new Set(keys.flatMap((k) => cacheRef(rec.ns, k) ?? [])));
+      await capCache(this.deps.nodes, log, rec.ns, rec.name);
     } catch (err) {
       const why = ctl.signal.aborted
         ? ctl.signal.reason instanceof Error && ctl.signal.reason.message === "timeout"
