@@ -21,7 +21,8 @@ export interface StackFiles {
 
 /** The SDK's default template name maps to the simulated pools' image (e2b.md §3.3). */
 export const TEMPLATE_IMAGE = "base:24.04";
-export const ALIASES = `base ${TEMPLATE_IMAGE}\n`;
+// code-interpreter-v1: the code interpreter SDKs' default template; the simulator's guest serves its port 49999.
+export const ALIASES = `base ${TEMPLATE_IMAGE}\ncode-interpreter-v1 ${TEMPLATE_IMAGE}\n`;
 
 export function stateDirOf(env: Record<string, string | undefined> = process.env): string {
   if (env.STACK_STATE_DIR) return env.STACK_STATE_DIR;

@@ -33,6 +33,8 @@ export type { BuildMount, BuildRoutes, E2bEnv, E2bHandler, RouteKit, SignedHandl
 export { accessTokenMatches, carriesLaneTag, deriveAccessToken, envdAccessToken, safeEqual } from "./tokens.ts";
 export { ENVD_PORT, type EnvdTarget, initEnvd } from "./envd.ts";
 export { claimIdOf, publicSandboxId, sameSandboxId } from "./ids.ts";
+export { E2B_CLOUD_PUBLIC_TRAFFIC, PUBLIC_TRAFFIC_METADATA_KEY, TRAFFIC_TOKEN_HEADER, publicTrafficStamp, trafficTokenMatches, type PublicTrafficPolicy } from "./traffic.ts";
+import type { PublicTrafficPolicy } from "./traffic.ts";
 export { readEnvdSecret, resolveRootToken } from "./files.ts";
 
 export interface LoadE2bOptions {
@@ -45,7 +47,9 @@ export interface LoadE2bOptions {
   /** Called after a kill (the in-process proxy drops its cached owner). */
   onReleased?: (claimId: string) => void;
   /** Called after a claim is initialised (the in-process proxy learns its owner). */
-  onClaimed?: (claimId: string, address: string, claimToken: string, namespace: string) => void;
+  onClaimed?: (claimId: string, address: string, claimToken: string, namespace: string, publicTraffic: boolean) => void;
+  /** Public user ports (traffic.ts); unset: e2b cloud's policy. */
+  publicTraffic?: PublicTrafficPolicy;
   /** Where the quota series register (sandbox-apiserver: its own /metrics registry); default: their own. */
   metricsRegistry?: Registry;
   /**
@@ -88,6 +92,7 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
       defaultQuota: opts.defaultQuota,
       // Anonymous mode claims in --e2b-namespace only.
       namespaces: keys.size > 0 ? new Set(keys.values()) : [opts.namespace],
+      ...(o.publicTraffic ? { publicTraffic: o.publicTraffic } : {}),
     },
     {
       fleet: o.fleet,

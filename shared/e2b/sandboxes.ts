@@ -136,7 +136,7 @@ export class Sandboxes {
     }
     if (!row.token) throw new E2bError(500, fixed);
     const accessToken = await this.d.tokenForms.accessTokenFor(loc.address, loc.claimId, row.token, claimedAtOf(row));
-    return { status, sandbox: this.d.render.sandboxReply({ claimId: loc.claimId, nodeName: loc.nodeName, template: row.key.template, claimToken: row.token, accessToken }) };
+    return { status, sandbox: this.d.render.sandboxReply({ claimId: loc.claimId, nodeName: loc.nodeName, template: row.key.template, claimToken: row.token, accessToken, metadata: row.metadata }) };
   }
 
   /** Logs: no log storage exists; a visible sandbox answers empty arrays, an unknown one 404. */

@@ -28,6 +28,7 @@ import { type Clock, realClock } from "#shared/clock/index.ts";
 import type { Claim } from "../claims.ts";
 import { GuestSandbox } from "./sandbox.ts";
 import { startGuestServer, type GuestServer } from "./server.ts";
+import { CODE_INTERPRETER_PORT, codeInterpreterTarget } from "./code-interpreter.ts";
 
 /** The guest port envd listens on; the ports relay maps it to the guest agent. */
 export const ENVD_PORT = 49983;
@@ -112,6 +113,7 @@ export class GuestHost {
     const g = this.guests.get(id);
     if (!g) return undefined;
     if (port === ENVD_PORT) return { host: this.host, port: g.server.port };
+    if (port === CODE_INTERPRETER_PORT) return codeInterpreterTarget(g.sb, this.host); // code-interpreter.ts
     // A sandbox with its own network is reached on its own loopback, through the relay inside it.
     if (g.sb.ns?.ownNetwork) {
       g.sb.ns.ensureRelay().catch(() => {}); // the dial waits for its socket (http/relay.ts)

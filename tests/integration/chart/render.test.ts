@@ -463,6 +463,8 @@ describe("envd proxy Deployment", () => {
       "--max-relays-per-namespace=32",
       "--relay-buffer-max=33554432",
       "--guest-handshake-timeout=30s",
+      "--public-traffic-default=true",
+      `--e2b-api-upstream=http://sandbox-apiserver-e2b.${NS}.svc:80`,
       "--metrics-bind-address=:9090",
     ]);
     expect(c.ports).toEqual([
@@ -498,6 +500,12 @@ describe("envd proxy Deployment", () => {
       "--relay-buffer-max=268435456",
       "--guest-handshake-timeout=1m",
     ]);
+  });
+
+  test("envdProxy.publicTraffic and serveApiHost: public ports off, api.{domain} not served", async () => {
+    const objects = await render(merge(E2B, at("envdProxy", { publicTraffic: { default: false, forbid: true }, serveApiHost: false })));
+    const args = container(objects, "sandbox-envd-proxy").args!;
+    expect(args.filter((a) => /^--(public-traffic-default|forbid-public-traffic|e2b-api-upstream)/.test(a))).toEqual(["--public-traffic-default=false", "--forbid-public-traffic"]);
   });
 
   test("envdProxy.domain and namespace win", async () => {

@@ -56,5 +56,5 @@ test("a held answer is the relay's JSON envelope, and comes after the delay", as
   const r = await junk();
   expect(performance.now() - t0).toBeGreaterThanOrEqual(TARPIT.delayMs - 5);
   expect(r.status).toBe(502);
-  expect(await r.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+  expect(await r.json()).toEqual({ code: 502, message: "sandbox was not found" });
 });
