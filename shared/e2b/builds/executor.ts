@@ -2,6 +2,7 @@
 // state a Dockerfile carries between steps (user, workdir, env) lives here and is handed to each command; RUN is
 // `/bin/bash -l -c <cmd>`, the rest are small root scripts whose inputs travel as environment variables (never
 // spliced into the script text).
+import { E2bError } from "../errors.ts";
 import type { UploadStore } from "../uploads/index.ts";
 import { type BuildTarget, EnvdCallError, LineSplitter, captureOutput, startProcess, uploadFile } from "./envd-client.ts";
 import type { BuildStep } from "./steps.ts";
@@ -139,7 +140,10 @@ done
 
 async function copyStep(c: StepContext, step: Extract<BuildStep, { type: "COPY" }>): Promise<void> {
   if (!c.store) throw new StepFailed("no upload store is configured");
-  const archive = await c.store.open(c.ns, c.name, step.hash);
+  // A store's refusal (an archive over the bound, S3 down or busy) is this step's failure, with its reason.
+  const archive = await c.store.open(c.ns, c.name, step.hash).catch((err: unknown) => {
+    throw new StepFailed(`reading the uploaded files failed: ${err instanceof E2bError ? err.message : "the upload store failed"}`);
+  });
   if (!archive) throw new StepFailed(`no uploaded files with hash ${step.hash}: upload them first (the SDK does)`);
   const path = `/tmp/${step.hash}.tar`;
   try {
