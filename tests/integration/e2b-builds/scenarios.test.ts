@@ -59,6 +59,11 @@ describe("two nodes, parallel 4, directory store of 64 KiB", () => {
     const logs = await allLogs(s, b);
     // 2000 lines kept (--e2b-build-log-lines), then the drop note and the outcome.
     expect(logs).toHaveLength(2002);
+    // A poll without a limit gets one bounded page (1000 entries at most), not the whole log.
+    const first = await api(s, "GET", `/templates/flood/builds/${b.buildID}/status`);
+    expect(first.json.logEntries.length).toBeGreaterThan(0);
+    expect(first.json.logEntries.length).toBeLessThanOrEqual(1000);
+    expect(first.text.length).toBeLessThan(1.2 * 1024 * 1024);
     expect(logs.slice(-2).map((l) => l.message)).toEqual(["log limit reached: later output lines are dropped", "template flood ready"]);
     const long = logs.filter((l) => /^x+$/.test(l.message)).map((l) => l.message.length);
     expect(long).toEqual([65536, 65536, 65536, 8192]);

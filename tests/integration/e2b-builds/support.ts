@@ -80,9 +80,14 @@ export async function waitBuild(s: Stack, b: { templateID: string; buildID: stri
   );
 }
 
+/** Every log line, paged as the SDKs do: logsOffset on until an empty page (a page holds at most 1000 / 1 MiB). */
 export async function allLogs(s: Stack, b: { templateID: string; buildID: string }): Promise<{ message: string; step: string; level: string }[]> {
-  const r = await api(s, "GET", `/templates/${b.templateID}/builds/${b.buildID}/status?logsOffset=0`);
-  return r.json.logEntries;
+  const out: { message: string; step: string; level: string }[] = [];
+  for (;;) {
+    const r = await api(s, "GET", `/templates/${b.templateID}/builds/${b.buildID}/status?logsOffset=${out.length}`);
+    if (!r.json.logEntries.length) return out;
+    out.push(...r.json.logEntries);
+  }
 }
 
 /** A second sandbox-e2b replica on the same nodes, keys and secret (scenario 48). */
