@@ -149,6 +149,31 @@ describe("two nodes, parallel 4, directory store of 64 KiB", () => {
     expect((await api(s, "POST", "/v3/templates", {})).json).toEqual({ code: 400, message: "name is required" });
   }, 60_000);
 
+  test("ENV expands with Docker's rules and runs nothing; root helpers ignore the tenant's PATH; ${P@P} fails its step", async () => {
+    const b = await requestBuild(s, "envs");
+    const start = await api(s, "POST", `/v2/templates/envs/builds/${b.buildID}`, {
+      fromImage: "base",
+      steps: [
+        { type: "ENV", args: ["A", "hello", "B", "${A}-$A-${U:-dflt}-$(id)-`id`-\\$A", "H", "$HOME"] },
+        { type: "RUN", args: ['echo "B=$B"; echo "H=$H"'] },
+        // A tenant PATH with no mkdir in it: the root helper of WORKDIR runs with its own fixed environment.
+        { type: "ENV", args: ["PATH", "/nowhere"] },
+        { type: "WORKDIR", args: ["wd"] },
+        { type: "ENV", args: ["P", "$(id)", "Q", "${P@P}"] },
+      ],
+    });
+    expect(start.status).toBe(202);
+    const st = await waitBuild(s, b);
+    const logs = await allLogs(s, b);
+    expect(logs.find((l) => l.message.startsWith("B="))?.message).toBe("B=hello-hello-dflt-$(id)-`id`-$A");
+    expect(logs.find((l) => l.message.startsWith("H="))?.message).toMatch(/^H=\/.+/);
+    expect(logs.some((l) => l.step === "4" && l.message.startsWith("WORKDIR "))).toBe(true);
+    expect(st.status).toBe("error");
+    expect(st.reason.step).toBe("5");
+    expect(st.reason.message).toContain("unsupported substitution ${P@P}");
+    await waitFor("the build sandbox released", () => buildClaims(s) === 0, 10_000);
+  }, 60_000);
+
   test("issue 17: one namespace holds at most ceil(parallel / 2) slots (429 naming its limit); another namespace still starts", async () => {
     const mine = await Promise.all(["hog-1", "hog-2", "hog-3"].map((n) => requestBuild(s, n)));
     const slow = { fromImage: "base", steps: [{ type: "RUN", args: ["sleep 3"] }] };
