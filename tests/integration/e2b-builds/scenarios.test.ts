@@ -251,6 +251,32 @@ describe("parallel 1, a 6 s build timeout", () => {
   }, 30_000);
 });
 
+describe("max-sandboxes=1 for team-a (build sandboxes count toward it)", () => {
+  let s: BuildStack;
+  beforeAll(async () => {
+    s = await startBuildStack({ parallel: 4, keys: `${KEY_A} team-a max-sandboxes=1\n${KEY_B} team-b\n` });
+  }, 60_000);
+  afterAll(() => s.stop());
+
+  test("a second build while one runs is refused by the namespace quota (429), like a create; after it, a build starts", async () => {
+    const a = await requestBuild(s, "q1");
+    const b = await requestBuild(s, "q2");
+    expect((await api(s, "POST", `/v2/templates/q1/builds/${a.buildID}`, { fromImage: "base", steps: [{ type: "RUN", args: ["sleep 2"] }] })).status).toBe(202);
+    const over = await api(s, "POST", `/v2/templates/q2/builds/${b.buildID}`, { fromImage: "base", steps: [] });
+    expect(over.status).toBe(429);
+    expect(over.json.message).toMatch(/^namespace quota exceeded: 1 of 1 sandboxes held, 1 more asked \(max-sandboxes\)/);
+    expect((await api(s, "GET", `/templates/q2/builds/${b.buildID}/status`)).json.status).toBe("waiting");
+    expect((await waitBuild(s, a)).status).toBe("ready");
+    await waitFor("the build sandbox released", () => buildClaims(s) === 0, 10_000);
+    const again = await waitFor("the quota freed", async () => {
+      const r = await api(s, "POST", `/v2/templates/q2/builds/${b.buildID}`, { fromImage: "base", steps: [] });
+      return r.status === 202 ? r : undefined;
+    }, 10_000, 200);
+    expect(again.status).toBe(202);
+    expect((await waitBuild(s, b)).status).toBe("ready");
+  }, 60_000);
+});
+
 describe("a replica stopped mid-build", () => {
   let s: BuildStack;
   beforeAll(async () => {

@@ -14,13 +14,14 @@ export interface BuildStack extends Stack {
   uploads: string | undefined;
 }
 
-export async function startBuildStack(o: { store?: boolean; parallel?: number; timeout?: string; uploadMax?: number; nodes?: number; extra?: string[] } & Pick<StackOptions, "proxy"> = {}): Promise<BuildStack> {
+export async function startBuildStack(o: { store?: boolean; parallel?: number; timeout?: string; uploadMax?: number; nodes?: number; extra?: string[] } & Pick<StackOptions, "proxy" | "keys"> = {}): Promise<BuildStack> {
   const uploads = o.store === false ? undefined : join(mkdtempSync(join(tmpdir(), "e2b-uploads-")), "store");
   const s = await startStack({
     guestAgents: true,
     nodes: o.nodes ?? 1,
     pools: ["img:1/none/small=3"],
     ...(o.proxy ? { proxy: true } : {}),
+    ...(o.keys !== undefined ? { keys: o.keys } : {}),
     extraFlags: [
       "--e2b-builds",
       `--e2b-build-parallel=${o.parallel ?? 2}`,
