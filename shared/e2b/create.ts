@@ -19,7 +19,7 @@ import type { Admission, E2bSettings, SandboxEvents } from "./settings.ts";
 import type { Snapshots } from "./snapshots.ts";
 import type { TemplateCatalog } from "./templates.ts";
 import { envdAccessToken } from "./tokens.ts";
-import { decidePublicTraffic, E2B_CLOUD_PUBLIC_TRAFFIC, PUBLIC_TRAFFIC_METADATA_KEY } from "../envd-token/traffic.ts";
+import { decidePublicTraffic, E2B_CLOUD_PUBLIC_TRAFFIC, PUBLIC_TRAFFIC_METADATA_KEY } from "../envd-token/index.ts";
 
 /**
  * Metadata key prefixes a client may not set: vk-sandbox's stamps on a Pod's claim (shared/sandboxd/metadata.ts) and

@@ -8,7 +8,7 @@ import { publicSandboxId } from "./ids.ts";
 import type { Located } from "./nodes.ts";
 import type { ListedSandbox, SandboxReply } from "./schemas.ts";
 import { envdAccessToken, opaqueClientId } from "./tokens.ts";
-import { E2B_CLOUD_PUBLIC_TRAFFIC, publicTrafficStamp, trafficAccessToken, type PublicTrafficPolicy } from "../envd-token/traffic.ts";
+import { E2B_CLOUD_PUBLIC_TRAFFIC, publicTrafficStamp, trafficAccessToken, type PublicTrafficPolicy } from "../envd-token/index.ts";
 
 /** Checkpoint names and stamped refs: at most this long on the node. */
 export const NAME_BUDGET = 63;

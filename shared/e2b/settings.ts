@@ -6,7 +6,7 @@ import type { Logger } from "../log/index.ts";
 import type { Registry } from "../metrics/index.ts";
 import type { AliasTarget } from "./files.ts";
 import type { QuotaLimits } from "./keys.ts";
-import type { PublicTrafficPolicy } from "../envd-token/traffic.ts";
+import type { PublicTrafficPolicy } from "../envd-token/index.ts";
 import type { NamespaceQuotas } from "./quotas.ts";
 
 export interface E2bSettings {

@@ -1,7 +1,7 @@
 // The claim metadata keys the surface stamps for itself (idempotency.ts), kept out of what clients set and see. A leaf
 // module (it imports only shared/envd-token, which imports nothing of shared/e2b): create.ts and render.ts read it at
 // load time.
-import { PUBLIC_TRAFFIC_METADATA_KEY } from "../envd-token/traffic.ts";
+import { PUBLIC_TRAFFIC_METADATA_KEY } from "../envd-token/index.ts";
 
 /** Claim metadata keys under this prefix are the surface's own: a client may not set them, nor sees them. */
 export const SURFACE_METADATA_PREFIX = "e2b-surface.";

@@ -1,8 +1,8 @@
 // Which credential a relayed request carries, and whether a sandbox's user port admits a request that carries
-// none (docs/envd-relay.md "Public ports", shared/e2b/traffic.ts): envd's port 49983 always needs its access
+// none (docs/envd-relay.md "Public ports", shared/envd-token/traffic.ts): envd's port 49983 always needs its access
 // token (or a signed file URL); a user port takes the envd access token, the `e2b-traffic-access-token` header, or
 // nothing at all when the sandbox's ports are public. Pure functions: the proxy resolves the owner and judges.
-import { E2B_CLOUD_PUBLIC_TRAFFIC, ENVD_PORT, TRAFFIC_TOKEN_HEADER, type PublicTrafficPolicy } from "../e2b/index.ts";
+import { E2B_CLOUD_PUBLIC_TRAFFIC, ENVD_PORT, TRAFFIC_TOKEN_HEADER, type PublicTrafficPolicy } from "../envd-token/index.ts";
 import type { Owner } from "./owners.ts";
 import { isSignedFileUrl } from "./route.ts";
 
