@@ -2,11 +2,11 @@
 // through this surface's own PUT, signed with the envd secret so it carries no API key:
 //   sig = hex HMAC-SHA256(secret, "e2b-upload\0<ns>\0<template>\0<hash>\0<expires>"), valid for an hour.
 // The body streams to a temp file in the target directory with the byte bound enforced as it arrives (never held
-// in memory), then is renamed into place: a reader never sees a partial archive. An archive once stored is never
+// in memory), then is linked into place: a reader never sees a partial archive. An archive once stored is never
 // overwritten (a PUT to it is a 200 that reads nothing): the SDK only PUTs what `locate` said is absent. Each
 // namespace is bounded in bytes, archives and PUTs in flight (dir-quota.ts).
 import { createHmac, randomBytes } from "node:crypto";
-import { createWriteStream, mkdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
+import { createWriteStream, linkSync, mkdirSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { type Clock, realClock } from "../../clock/index.ts";
 import { safeEqual } from "../tokens.ts";
@@ -129,7 +129,13 @@ export class DirUploadStore implements UploadStore {
         }
       }
       await Promise.race([new Promise<void>((r, j) => out.end((err?: Error | null) => (err ? j(err) : r()))), failed]);
-      renameSync(temp, target);
+      // link, not rename: a racing PUT that stored the archive first keeps it (EEXIST), atomically.
+      try {
+        linkSync(temp, target);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      }
+      rmSync(temp, { force: true });
       return { status: 200 };
     } catch (err) {
       // The stream opens its file lazily: remove it only once the stream has closed, or a late open recreates it.

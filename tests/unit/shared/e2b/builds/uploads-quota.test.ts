@@ -2,7 +2,7 @@
 // a namespace's bytes and archives are capped (its own oldest archives make room, never recent ones, never another
 // namespace's), and PUTs in flight are capped in all and per namespace.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DirUploadStore } from "#shared/e2b/uploads/index.ts";
@@ -25,6 +25,19 @@ describe("DirUploadStore bounds", () => {
     expect((await store.write("ns", "app", h("a"), 5, body("first"))).status).toBe(200);
     expect((await store.write("ns", "app", h("a"), 6, body("second"))).status).toBe(200);
     expect(readFileSync(join(root, "a", "ns", "app", `${h("a")}.tar`), "utf8")).toBe("first");
+    // Two PUTs racing past the presence check: the first to finish keeps the archive, the other is a 200 too.
+    const held: ReadableStreamDefaultController<Uint8Array>[] = [];
+    const slow = () => new ReadableStream<Uint8Array>({ start: (c) => void held.push(c) });
+    const one = store.write("ns", "app", h("b"), 3, slow());
+    const two = store.write("ns", "app", h("b"), 3, slow());
+    held[1]!.enqueue(Buffer.from("two"));
+    held[1]!.close();
+    expect((await two).status).toBe(200);
+    held[0]!.enqueue(Buffer.from("one"));
+    held[0]!.close();
+    expect((await one).status).toBe(200);
+    expect(readFileSync(join(root, "a", "ns", "app", `${h("b")}.tar`), "utf8")).toBe("two");
+    expect(readdirSync(join(root, "a", "ns", "app")).sort()).toEqual([`${h("a")}.tar`, `${h("b")}.tar`]);
   });
 
   test("a namespace over its bytes: 429 while its archives are recent; its oldest make room once aged; another namespace is untouched", async () => {
