@@ -139,6 +139,7 @@ describe("sandbox-apiserver's public-ports flags", () => {
     expect(plain.status).toBe(201);
     const made = (await plain.json()) as { sandboxID: string; trafficAccessToken?: string };
     expect(made.trafficAccessToken).toMatch(/^[0-9a-f]{64}$/);
-    expect(await Sandbox.kill(made.sandboxID, { apiKey: KEY, apiUrl: api, domain: DOMAIN })).toBe(true);
+    const opts = { apiKey: KEY, apiUrl: api, domain: DOMAIN };
+    expect(await Sandbox.kill(made.sandboxID, opts)).toBe(true);
   }, 60_000);
 });
