@@ -18,10 +18,13 @@ import {
   mapOutcome,
   operatorLogLevelHelp,
   parseFlags,
+  publicTrafficFlags,
+  publicTrafficFrom,
   sandboxdTokenFlags,
   stringFlag,
   type CliOutcome,
   type E2bOptions,
+  type PublicTrafficOptions,
   type Env,
 } from "#shared/config/index.ts";
 import { ACCEPTED_CIPHER_SUITES, cipherSuitesProblem } from "./serving/index.ts";
@@ -64,6 +67,8 @@ const ownFlags = {
       "(point E2B_API_URL at it).",
   }),
   ...e2bFlags,
+  // Public user ports of the e2b surface, the rows sandbox-e2b has too (shared/config).
+  ...publicTrafficFlags,
 } as const;
 
 // k8s.io/apiserver's SecureServing, DelegatingAuthentication, DelegatingAuthorization and Features options.
@@ -217,6 +222,8 @@ export interface ApiserverConfig {
   inventoryTrustedNetworks: string[];
   enableE2bApi: boolean;
   e2b: E2bOptions;
+  /** --public-traffic-default / --forbid-public-traffic: how the e2b surface stamps a create's user ports. */
+  publicTraffic: PublicTrafficOptions;
   serving: {
     securePort: number;
     bindAddress: string;
@@ -262,6 +269,7 @@ export function parseApiserverFlags(argv: readonly string[], env: Env): CliOutco
     inventoryTrustedNetworks: v.inventoryTrustedNetworks,
     enableE2bApi: v.enableE2bApi,
     e2b: e2bOptionsFrom(v),
+    publicTraffic: publicTrafficFrom(v),
     serving: {
       securePort: v.securePort,
       bindAddress: v.bindAddress,

@@ -159,7 +159,8 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
   if (config.enableE2bApi) {
     // The quota series name every namespace: they join this server's own /metrics (secure port, SubjectAccessReview
     // on non-resource /metrics), never the keyless e2b listener.
-    const e2b = loadE2bSurface({ options: config.e2b, fleet, rootToken: token, log: log.child({ component: "e2b" }), metricsRegistry: metrics.registry });
+    // Its public-ports policy must match the proxies' (the chart feeds both from one value): the surface stamps it.
+    const e2b = loadE2bSurface({ options: config.e2b, publicTraffic: config.publicTraffic, fleet, rootToken: token, log: log.child({ component: "e2b" }), metricsRegistry: metrics.registry });
     let e2bServer: ReturnType<typeof Bun.serve>;
     try {
       e2bServer = e2b.serve(config.e2b.bindAddress);

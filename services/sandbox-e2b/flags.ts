@@ -15,6 +15,8 @@ import {
   mapOutcome,
   operatorLogLevelHelp,
   parseFlags,
+  publicTrafficFlags,
+  publicTrafficFrom,
   sandboxdTokenFlags,
   stringFlag,
   type CliOutcome,
@@ -64,17 +66,8 @@ export const e2bMeshFlags = {
     check: (v) => (v === "" ? undefined : listenAddressCheck()(v)),
   }),
   ...envdProxyRelayLimitFlags,
-  // Public user ports (docs/decisions.md "Public sandbox ports"): e2b cloud serves a sandbox's user ports with no
-  // token unless it was created with network.allowPublicTraffic: false.
-  publicTrafficDefault: boolFlag({
-    flag: "public-traffic-default",
-    default: "true",
-    help: "User ports (all but envd's 49983) of a sandbox created without network.allowPublicTraffic are served with no token, as on e2b cloud. false: such a sandbox gets a trafficAccessToken instead.",
-  }),
-  forbidPublicTraffic: boolFlag({
-    flag: "forbid-public-traffic",
-    help: "No sandbox port is ever public: every user port needs the envd access token or the traffic access token (the behaviour before issue 20); a create asking allowPublicTraffic: true is refused.",
-  }),
+  // Public user ports: the rows sandbox-apiserver has too (shared/config).
+  ...publicTrafficFlags,
 } as const;
 
 export interface E2bMeshConfig {
@@ -122,7 +115,7 @@ export function parseE2bMeshFlags(argv: readonly string[], env: Env): CliOutcome
             }),
           },
     metricsBindAddress: orUndefined(v.metricsBindAddress),
-    publicTraffic: { defaultPublic: v.publicTrafficDefault, forbid: v.forbidPublicTraffic },
+    publicTraffic: publicTrafficFrom(v),
   }));
 }
 

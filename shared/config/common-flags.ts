@@ -80,6 +80,32 @@ export const inventoryTrustedNetworksFlag = {
   }),
 } as const;
 
+/**
+ * Public user ports (docs/decisions.md "Public sandbox ports"): the e2b surface's policy, declared once for both
+ * binaries that serve it (sandbox-apiserver, sandbox-e2b) so a create is stamped the same way on either stack.
+ */
+export const publicTrafficFlags = {
+  publicTrafficDefault: boolFlag({
+    flag: "public-traffic-default",
+    default: "true",
+    help: "User ports (all but envd's 49983) of a sandbox created without network.allowPublicTraffic are served with no token, as on e2b cloud. false: such a sandbox gets a trafficAccessToken instead.",
+  }),
+  forbidPublicTraffic: boolFlag({
+    flag: "forbid-public-traffic",
+    help: "No sandbox port is ever public: every user port needs the envd access token or the traffic access token (the behaviour before issue 20); a create asking allowPublicTraffic: true is refused.",
+  }),
+} as const;
+
+/** The same shape as shared/envd-token's PublicTrafficPolicy (config imports nothing of the product). */
+export interface PublicTrafficOptions {
+  defaultPublic: boolean;
+  forbid: boolean;
+}
+
+export function publicTrafficFrom(v: { publicTrafficDefault: boolean; forbidPublicTraffic: boolean }): PublicTrafficOptions {
+  return { defaultPublic: v.publicTrafficDefault, forbid: v.forbidPublicTraffic };
+}
+
 export const E2B_DEFAULT_ENVD_VERSION = "0.8.0";
 export const E2B_DEFAULT_TIMEOUT_SECONDS = 300;
 

@@ -33,5 +33,5 @@ export {
 } from "./flags.ts";
 export { formatHelp, type EnvOnlySetting, type HelpDoc } from "./help.ts";
 export { splitHostPort, listenPort, listenAddressCheck, addressHost, type HostPort } from "./host-port.ts";
-export { OPERATOR_LOG_LEVEL_ENV, operatorLogLevelHelp, kubeconfigHelp, sandboxdTokenFlags, inventoryStaleAfterFlag, inventoryTrustedNetworksFlag, e2bFlags, e2bOptionsFrom, checkE2bOptions, dnsLabelProblem, E2B_DEFAULT_ENVD_VERSION, E2B_DEFAULT_TIMEOUT_SECONDS, type E2bOptions } from "./common-flags.ts";
+export { OPERATOR_LOG_LEVEL_ENV, operatorLogLevelHelp, kubeconfigHelp, sandboxdTokenFlags, inventoryStaleAfterFlag, inventoryTrustedNetworksFlag, e2bFlags, e2bOptionsFrom, publicTrafficFlags, publicTrafficFrom, type PublicTrafficOptions, checkE2bOptions, dnsLabelProblem, E2B_DEFAULT_ENVD_VERSION, E2B_DEFAULT_TIMEOUT_SECONDS, type E2bOptions } from "./common-flags.ts";
 export { cidrProblem } from "./cidr.ts";

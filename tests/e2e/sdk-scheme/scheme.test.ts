@@ -1,5 +1,5 @@
 // The SDKs' own URL scheme (issue 20 part 6): with only E2B_DOMAIN and E2B_API_KEY set (and a test CA trusted by
-// NODE_EXTRA_CA_CERTS / SSL_CERT_FILE), the stock JS SDK and the Python SDK (sync; HTTP/2 default and 1.1) reach
+// NODE_EXTRA_CA_CERTS / SSL_CERT_FILE), the stock JS SDK and the Python SDK (sync and async; HTTP/2 default and 1.1, the version it negotiated checked) reach
 // https://api.<domain> and https://<port>-<id>.<domain> on both stacks through one wildcard name and certificate:
 // sandbox-e2b's in-process proxy hands api.<domain> to its e2b app, sandbox-envd-proxy relays it to the apiserver's
 // e2b address (--e2b-api-upstream). The SDK processes resolve names through their own dnsmasq (resolver.ts) inside
@@ -78,16 +78,24 @@ function scenarios(domain: string, apiKey: () => string, resolver: () => Resolve
     expect(out.host).toBe(`49983-${out.created}.${domain}`);
   }, 180_000);
 
-  for (const http of ["default", "1.1"]) {
-    test(`the Python SDK (sync, HTTP ${http === "default" ? "default (2)" : "1.1"}) with only E2B_DOMAIN and E2B_API_KEY; public and private ports at get_host over https`, async () => {
-      const sdk = await ensurePythonSdk();
-      const env = clientEnv(domain, apiKey(), { PYTHONUNBUFFERED: "1", ...(http === "1.1" ? { E2B_HTTP_VERSION: "1.1" } : {}) });
-      const r = await resolver().inside([sdk.python, join(import.meta.dir, "py-client.py")], env);
-      if (r.code !== 0) throw new Error(`Python client exit ${r.code}:\n${r.stdout}\n${r.stderr}`);
-      const out = lastJson(r.stdout);
-      expect(out).toMatchObject({ resolved: answer(), run: "from-python\n", read: "written over https", killed: true, public_port: 200, traffic_token: true, private_port: [401, 200] });
-      expect(out.host).toBe(`49983-${out.created}.${domain}`);
-    }, 180_000);
+  for (const mode of ["sync", "async"] as const) {
+    for (const http of ["default", "1.1"] as const) {
+      test(`the Python SDK (${mode}, HTTP ${http === "default" ? "default (2)" : "1.1"}) with only E2B_DOMAIN and E2B_API_KEY: create, run, files, list, getInfo, public and private ports at get_host over https; the HTTP version it negotiated`, async () => {
+        const sdk = await ensurePythonSdk();
+        const env = clientEnv(domain, apiKey(), { PYTHONUNBUFFERED: "1", ...(http === "1.1" ? { E2B_HTTP_VERSION: "1.1" } : {}) });
+        const r = await resolver().inside([sdk.python, join(import.meta.dir, "py-client.py"), mode], env);
+        if (r.code !== 0) throw new Error(`Python client exit ${r.code}:\n${r.stdout}\n${r.stderr}`);
+        const out = lastJson(r.stdout);
+        console.log(`${domain}, Python ${mode}, E2B_HTTP_VERSION ${http}: negotiated ${JSON.stringify(out.versions)}`);
+        expect(out).toMatchObject({ mode, resolved: answer(), run: "from-python\n", read: "written over https", listed: true, info: "running", killed: true, public_port: 200, traffic_token: true, private_port: [401, 200] });
+        expect(out.host).toBe(`49983-${out.created}.${domain}`);
+        // Over TLS the SDK's transport leaves the version to ALPN: h2 on the API host and the sandbox hosts by default
+        // (file downloads excepted: the SDK pins them to HTTP/1.1 itself), HTTP/1.1 everywhere when
+        // E2B_HTTP_VERSION=1.1 pins it.
+        const want = http === "default" ? ["HTTP/2"] : ["HTTP/1.1"];
+        expect(out.versions).toEqual({ api: want, sandbox: want, download: ["HTTP/1.1"] });
+      }, 180_000);
+    }
   }
 }
 

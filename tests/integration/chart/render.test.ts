@@ -391,6 +391,7 @@ describe("apiserver Deployment", () => {
       "--e2b-domain=sandbox.example.com",
       "--e2b-api-key-file=/etc/sandbox-apiserver/e2b-api-keys/keys",
       "--e2b-envd-secret-file=/etc/sandbox-apiserver/e2b-envd-secret/secret",
+      "--public-traffic-default=true",
     ]);
     expect(plain.ports).toEqual([
       { name: "https", containerPort: 6443, protocol: "TCP" },
@@ -405,6 +406,7 @@ describe("apiserver Deployment", () => {
     expect(all.args!.slice(11)).toEqual([
       "--e2b-envd-version=0.9.1",
       "--e2b-default-timeout=600",
+      "--public-traffic-default=true",
       "--e2b-builds",
       "--e2b-build-parallel=2",
       // With builds on, the timeout and log-line bound are always passed (their values: builds.test.ts).
@@ -506,6 +508,22 @@ describe("envd proxy Deployment", () => {
     const objects = await render(merge(E2B, at("envdProxy", { publicTraffic: { default: false, forbid: true }, serveApiHost: false })));
     const args = container(objects, "sandbox-envd-proxy").args!;
     expect(args.filter((a) => /^--(public-traffic-default|forbid-public-traffic|e2b-api-upstream)/.test(a))).toEqual(["--public-traffic-default=false", "--forbid-public-traffic"]);
+  });
+
+  test("envdProxy.publicTraffic is the one value behind both binaries' public-ports flags, so they cannot disagree", async () => {
+    const pick = (args: string[]) => args.filter((a) => /^--(public-traffic-default|forbid-public-traffic)/.test(a));
+    for (const [publicTraffic, want] of [
+      [{ default: true, forbid: false }, ["--public-traffic-default=true"]],
+      [{ default: false, forbid: false }, ["--public-traffic-default=false"]],
+      [{ default: false, forbid: true }, ["--public-traffic-default=false", "--forbid-public-traffic"]],
+    ] as const) {
+      const objects = await render(merge(E2B, at("envdProxy.publicTraffic", publicTraffic)));
+      expect(pick(container(objects, "sandbox-apiserver").args!)).toEqual([...want]);
+      expect(pick(container(objects, "sandbox-envd-proxy").args!)).toEqual([...want]);
+    }
+    // Without the e2b surface the apiserver stamps nothing and gets neither flag.
+    const off = container(await render(merge(E2B, at("apiserver.e2b.enabled", false))), "sandbox-apiserver");
+    expect(pick(off.args!)).toEqual([]);
   });
 
   test("envdProxy.domain and namespace win", async () => {

@@ -10,17 +10,17 @@ const FILE_TEXT = "written by the Python SDK";
 
 export const REASONS = {
   listLag:
-    "a list right after a create or a kill does not show the change yet: the e2b surface answers lists from its fleet view, which learns of it at the next inventory poll (mesh) or NodeInventory publish (full stack); e2b cloud lists it at once. Whether a run sees the lag depends on where the call lands between two polls, so a cell may read ok in one generation and differs in the next (issue 20 part 2, read-your-writes, not yet delivered)",
+    "a list right after a create or a kill did not show the change at once. Since issue 20 part 2 (read-your-writes) the replica that made a write lists it at once and other replicas within one inventory poll (mesh) or NodeInventory publish (full stack); e2b cloud lists it at once everywhere. Both stacks here run one e2b replica, so this cell reading differs means the write was not seen by the replica that made it: a regression to look into, not the design",
   plainHttp:
-    "every connection was HTTP/1.1: the local stacks are plain http, and the SDK's transport (pyqwest over reqwest) reaches HTTP/2 only through TLS ALPN and \"uses HTTP/1 for plaintext\" (its own comment), never prior-knowledge h2c, which the envd relay would accept; so the default E2B_HTTP_VERSION=2 speaks HTTP/1.1 here. The \"behind a TLS edge\" column shows HTTP/2 does work on the sandbox URL once TLS is in front;; with only E2B_DOMAIN set the SDK speaks HTTPS to the stacks' own wildcard name (tests/e2e/sdk-scheme/scheme.test.ts)",
+    "every connection was HTTP/1.1: the local stacks are plain http, and the SDK's transport (pyqwest over reqwest) reaches HTTP/2 only through TLS ALPN and \"uses HTTP/1 for plaintext\" (its own comment), never prior-knowledge h2c, which the envd relay would accept; so the default E2B_HTTP_VERSION=2 speaks HTTP/1.1 here. The \"behind a TLS edge\" column shows HTTP/2 does work on the sandbox URL once TLS is in front; with only E2B_DOMAIN set the SDK speaks HTTPS to the stacks' own wildcard name and negotiates h2 there, on the API host and the sandbox hosts alike (file downloads excepted: the SDK pins them to HTTP/1.1 itself; tests/e2e/sdk-scheme/scheme.test.ts checks it)",
   guestPaths:
     "the simulator's guest (a process sandbox per claim, the development substrate) has no filesystem namespace yet: the home directory is a per-sandbox directory under the host's /tmp and the sandbox has no / of its own, so `pwd` is not /home/user and a cwd outside the sandbox's tree is refused (issue 18, not yet delivered)",
   guestUser:
     "the simulator's guest runs every command as the user the node runs as (root on this machine), so the default user is not uid 1000 and `user` changes nothing (issue 18, per-sandbox users, not yet delivered)",
   killAgain:
-    "a kill by id right after a kill can still find the sandbox in the fleet view until the next poll or publish, and then answers true as if it had killed it; e2b cloud answers false (not found) at once (issue 20 part 2, read-your-writes, not yet delivered)",
+    "a kill by id right after a kill answered true as if it had killed the sandbox again; e2b cloud answers false (not found). Since issue 20 part 2 (read-your-writes) the replica that killed it answers false at once, another replica within one poll or publish; on these one-replica stacks a true means the replica forgot its own kill",
   idempotency:
-    "the surface ignores the Idempotency-Key header: the second create with the same key made a second sandbox, where e2b cloud returns the first (the SDK's own retries of a create leak a sandbox until its timeout; issue 20 part 4, not yet delivered)",
+    "the second create with the same Idempotency-Key made a second sandbox, where e2b cloud returns the first (the SDK's own retries of a create would leak a sandbox until its timeout). Issue 20 part 4 returns the first sandbox for the key within its window on any replica, so a differs here means the key was not honoured",
 } as const;
 
 type Judged = [Verdict, string, string?];

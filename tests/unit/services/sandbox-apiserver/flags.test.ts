@@ -119,6 +119,17 @@ describe("startup checks (exit 1)", () => {
   });
 });
 
+describe("public user ports (the e2b surface's stamp, issue 20 part 3)", () => {
+  test("e2b cloud's policy by default; --public-traffic-default=false and --forbid-public-traffic change it; --help names both", () => {
+    expect(config().publicTraffic).toEqual({ defaultPublic: true, forbid: false });
+    expect(config(["--public-traffic-default=false"]).publicTraffic).toEqual({ defaultPublic: false, forbid: false });
+    expect(config(["--forbid-public-traffic"]).publicTraffic).toEqual({ defaultPublic: true, forbid: true });
+    const text = apiserverHelp();
+    expect(text).toContain("--public-traffic-default");
+    expect(text).toContain("--forbid-public-traffic");
+  });
+});
+
 describe("help", () => {
   test("lists every flag and OPERATOR_LOG_LEVEL", () => {
     const text = apiserverHelp();

@@ -1,0 +1,145 @@
+// Issue 20 part 3 on the kube stack: sandbox-apiserver's e2b surface takes --public-traffic-default and
+// --forbid-public-traffic (as sandbox-e2b does), so the stamp it writes on a create follows the operator's policy and
+// sandbox-envd-proxy (a real process reading the NodeInventory) enforces it. Before, the apiserver stamped every
+// create public, so the proxy's own --public-traffic-default=false had no effect on new sandboxes.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Sandbox } from "e2b";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { freePorts } from "../../kube/ports.ts";
+import { waitFor } from "#tests/support/wait.ts";
+import { startTestGuest, type TestGuest } from "./guest.ts";
+import { spawnService, type Child } from "./process.ts";
+import { type ApiserverProcess, type Stack, rfc3339, startStack } from "../sandbox-apiserver/fixture.ts";
+
+const ROOT = "root-e2b-public-traffic";
+const KEY = "e2b_4444444444444444444444444444444444444444";
+const DOMAIN = "sb.test";
+const USER_PORT = 3000;
+let stack: Stack;
+let sim: SandboxdSim;
+let guest: TestGuest;
+const servers: ApiserverProcess[] = [];
+const proxies: Child[] = [];
+
+const trafficOf = (sbx: Sandbox) => (sbx as unknown as { trafficAccessToken?: string }).trafficAccessToken;
+
+/** The inventory as vk-sandbox publishes it: every claim of the sim with its metadata (the public-ports stamp). */
+const publishClaims = () =>
+  stack.publish({
+    node: "n1",
+    address: sim.addr,
+    publishedAt: rfc3339(Date.now()),
+    pools: sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
+    entries: sim.claims().map((c) => ({ id: c.id, name: c.claimRef, claimRef: c.claimRef, phase: "Running", template: "img:1", claimedAt: rfc3339(Date.now()), claimMetadata: JSON.stringify(c.metadata ?? {}) })),
+  });
+
+async function startE2b(flags: string[]): Promise<string> {
+  const [port] = freePorts(1);
+  servers.push(
+    await stack.startServer({
+      args: [
+        `--sandboxd-token=${ROOT}`,
+        "--enable-warm-pool-driver=false",
+        "--enable-e2b-api",
+        `--e2b-bind-address=127.0.0.1:${port}`,
+        `--e2b-domain=${DOMAIN}`,
+        `--e2b-api-key-file=${join(stack.dir, "keys")}`,
+        `--e2b-envd-secret-file=${join(stack.dir, "secret")}`,
+        `--e2b-template-alias-file=${join(stack.dir, "aliases")}`,
+        ...flags,
+      ],
+    }),
+  );
+  return `http://127.0.0.1:${port}`;
+}
+
+/**
+ * sandbox-envd-proxy on the same cluster's NodeInventory, with the same public-ports flags and every namespace's
+ * inventory (the chart's envdProxy.namespace ""), as the chart sets them.
+ */
+async function startProxy(flags: string[]): Promise<string> {
+  const p = spawnService(
+    "sandbox-envd-proxy",
+    ["--bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, "--namespace=", `--e2b-envd-secret-file=${join(stack.dir, "secret")}`, `--sandboxd-token-file=${join(stack.dir, "token")}`, ...flags],
+    { KUBECONFIG: stack.admin },
+  );
+  proxies.push(p);
+  return `http://127.0.0.1:${Number((await p.waitFor("envd proxy listening")).port)}`;
+}
+
+beforeAll(async () => {
+  stack = await startStack();
+  sim = await startSandboxdSim({ rootToken: ROOT, pools: ["img:1/none/small=4"] });
+  guest = await startTestGuest();
+  sim.attachGuest("*", 49983, guest.port);
+  sim.attachGuest("*", USER_PORT, guest.port);
+  writeFileSync(join(stack.dir, "keys"), `${KEY} team-pt\n`);
+  writeFileSync(join(stack.dir, "secret"), "envd-secret\n");
+  writeFileSync(join(stack.dir, "token"), `${ROOT}\n`);
+  writeFileSync(join(stack.dir, "aliases"), "base img:1\n");
+  await publishClaims();
+}, 60_000);
+
+afterAll(async () => {
+  for (const p of proxies) await p.stop();
+  for (const s of servers) await s.stop();
+  await sim?.stop();
+  await guest?.stop();
+  await stack?.stop();
+});
+
+describe("sandbox-apiserver's public-ports flags", () => {
+  test("--public-traffic-default=false: a create without network gets a trafficAccessToken, and the proxy wants it on a user port", async () => {
+    const flags = ["--public-traffic-default=false"];
+    const api = await startE2b(flags);
+    const opts = { apiKey: KEY, apiUrl: api, domain: DOMAIN, requestTimeoutMs: 10_000 };
+    const sbx = await Sandbox.create("base", opts);
+    const traffic = trafficOf(sbx);
+    expect(traffic).toMatch(/^[0-9a-f]{64}$/);
+    const claim = sim.claims().find((c) => c.id === sbx.sandboxId.replace(/^sb-/, "sb_"))!;
+    expect(claim.metadata?.["vk-sandbox.public-traffic"]).toBe("false");
+    await publishClaims();
+    const proxy = await startProxy(flags);
+    const call = (headers: Record<string, string> = {}) => fetch(`${proxy}/app`, { headers: { host: `${USER_PORT}-${sbx.sandboxId}.${DOMAIN}`, ...headers } });
+    const before = guest.requests.length;
+    // The proxy's Node and NodeInventory caches fill after it listens: wait until it knows the sandbox.
+    const none = await waitFor("the proxy to find the sandbox in the inventory", async () => {
+      const r = await call();
+      if (r.status !== 502) return r;
+      await r.body?.cancel();
+      return undefined;
+    });
+    expect(none.status).toBe(401);
+    expect(((await none.json()) as { message: string }).message).toContain("e2b-traffic-access-token");
+    expect(guest.requests.length).toBe(before); // nothing reached the sandbox
+    const right = await call({ "e2b-traffic-access-token": traffic! });
+    expect(right.status).toBe(200);
+    expect(guest.requests.slice(before).map((r) => r.path)).toEqual(["/app"]);
+    // A create that asks for public ports still gets them: the flag is a default, not a ban.
+    const open = await Sandbox.create("base", { ...opts, network: { allowPublicTraffic: true } });
+    expect(trafficOf(open)).toBeUndefined();
+    expect(await Sandbox.kill(sbx.sandboxId, opts)).toBe(true);
+    expect(await Sandbox.kill(open.sandboxId, opts)).toBe(true);
+  }, 90_000);
+
+  test("--forbid-public-traffic: allowPublicTraffic: true is a 400 naming the flag; a plain create is not public", async () => {
+    const api = await startE2b(["--forbid-public-traffic"]);
+    const post = (body: Record<string, unknown>) =>
+      fetch(`${api}/sandboxes`, { method: "POST", headers: { "x-api-key": KEY, "content-type": "application/json" }, body: JSON.stringify({ templateID: "base", ...body }) });
+    const claimsBefore = sim.claims().length;
+    const refused = await post({ network: { allowPublicTraffic: true } });
+    expect(refused.status).toBe(400);
+    const problem = (await refused.json()) as { code: number; message: string };
+    expect(problem.code).toBe(400);
+    expect(problem.message).toContain("--forbid-public-traffic");
+    expect(sim.claims().length).toBe(claimsBefore); // nothing was claimed
+    const plain = await post({});
+    expect(plain.status).toBe(201);
+    const made = (await plain.json()) as { sandboxID: string; trafficAccessToken?: string };
+    expect(made.trafficAccessToken).toMatch(/^[0-9a-f]{64}$/);
+    const opts = { apiKey: KEY, apiUrl: api, domain: DOMAIN };
+    expect(await Sandbox.kill(made.sandboxID, opts)).toBe(true);
+  }, 60_000);
+});
