@@ -14,7 +14,7 @@ const rec = new Recorder();
 
 const REASONS = {
   listLag:
-    "a list right after a create or a kill does not show the change yet: the e2b surface answers lists from its fleet view, which learns of it at the next inventory poll (mesh) or NodeInventory publish (full stack); e2b cloud lists it at once (issue 20 part 2, read-your-writes, in another branch)",
+    "a list right after a create or a kill does not show the change yet: the e2b surface answers lists from its fleet view, which learns of it at the next inventory poll (mesh) or NodeInventory publish (full stack); e2b cloud lists it at once (read-your-writes, issue 20 part 2, should make this row ok: a differs here is a regression)",
   killAgain:
     "a kill by id right after a kill can still find the sandbox in the fleet view until the next poll or publish, and answers true; e2b cloud answers false (issue 20 part 2)",
   snapshots: "the surface refused the snapshot call (see the detail): persistent snapshots are served only where the nodes keep checkpoints",
