@@ -40,7 +40,7 @@ export interface CreateDeps {
   settings: Pick<E2bSettings, "aliases" | "envdSecret" | "rootToken" | "defaultTimeoutSeconds">;
   nodes: PlacementNodes & Pick<NodeAccess, "nodeNameFor" | "remember" | "forget">;
   /** Where a built template of the namespace is held. */
-  catalog: Pick<TemplateCatalog, "builtHolders">;
+  catalog: Pick<TemplateCatalog, "createHolders">;
   /** Where a snapshot id is held. */
   snapshots: Pick<Snapshots, "findCheckpoints">;
   quotas: Admission;
@@ -184,7 +184,7 @@ export class SandboxCreator {
    */
   private async claimBuilt(ns: string, name: string, net: "none" | "egress", common: CommonClaim, allowInternet: boolean | undefined): Promise<Placed | undefined> {
     if (`${BUILT_PREFIX}${ns}/${name}`.length > NAME_BUDGET) return undefined;
-    const holders = this.d.catalog.builtHolders(ns, name);
+    const holders = this.d.catalog.createHolders(ns, name);
     if (holders.length === 0) return undefined;
     let capacityMiss = false;
     for (const { node, t } of holders) {

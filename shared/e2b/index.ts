@@ -19,6 +19,7 @@ import type { Logger } from "../log/index.ts";
 import type { Registry } from "../metrics/index.ts";
 import { guardRequests, uncaughtErrorHandler } from "../http/index.ts";
 import { createE2bApp } from "./app.ts";
+import { loadBuilds } from "./builds/index.ts";
 import { errorResponse } from "./errors.ts";
 import { readAliasFile, readEnvdSecret, readKeyFile } from "./files.ts";
 import type { BuildRoutes } from "./route-kit.ts";
@@ -45,8 +46,8 @@ export interface LoadE2bOptions {
   /** Where the quota series register (sandbox-apiserver: its own /metrics registry); default: their own. */
   metricsRegistry?: Registry;
   /**
-   * The template-build module (shared/e2b/builds/): asked for its routes only under --e2b-builds. Unset, or builds
-   * off: the build routes answer 501.
+   * Another template-build module's routes (tests), asked for only under --e2b-builds. Unset: this folder's own
+   * (shared/e2b/builds/). Builds off: the build routes answer 501.
    */
   builds?: (surface: E2bSurface) => BuildRoutes;
 }
@@ -71,7 +72,6 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
   if (opts.envdSecretFile === undefined) throw new StartupError("--e2b-envd-secret-file is required", { flag: "--e2b-envd-secret-file" });
   const envdSecret = readEnvdSecret(opts.envdSecretFile);
   const aliases = opts.templateAliasFile === undefined ? new Map() : readAliasFile(opts.templateAliasFile);
-  if (opts.builds.enabled && !o.builds) o.log.warn({ flag: "--e2b-builds" }, "template builds are not served by this version; the build routes answer 501");
   const surface = new E2bSurface(
     {
       namespace: opts.namespace,
@@ -94,7 +94,9 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
       ...(o.metricsRegistry ? { metricsRegistry: o.metricsRegistry } : {}),
     },
   );
-  const buildRoutes = opts.builds.enabled && o.builds ? o.builds(surface) : undefined;
+  // The build module of this folder unless the caller brings its own (tests); undefined while --e2b-builds is off.
+  const builds = o.builds ? undefined : loadBuilds(opts.builds, { nodes: surface.nodes, aliases, envdSecret, log: o.log.child({ component: "e2b" }) });
+  const buildRoutes = opts.builds.enabled ? (o.builds ? o.builds(surface) : builds?.routes) : undefined;
   const app = createE2bApp({ surface, keys, defaultNamespace: opts.namespace, log: o.log.child({ component: "e2b" }), ...(buildRoutes ? { buildRoutes } : {}) });
   return {
     surface,
@@ -102,15 +104,22 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
     envdSecret,
     serve(address) {
       const { host, port } = splitHostPort(address);
-      return Bun.serve({
+      const server = Bun.serve({
         hostname: host === "" ? "0.0.0.0" : host,
         port: Number(port),
         idleTimeout: 255,
+        // The signed upload PUT streams up to --e2b-build-upload-max (its own bound, checked as bytes arrive); every
+        // other body keeps body.ts's 1 MiB cap.
+        ...(builds ? { maxRequestBodySize: Math.max(opts.builds.uploadMax + 1, 128 * 1024 * 1024) } : {}),
         // Never Bun's development page: odd request targets get the e2b envelope before hono, a throw one log line.
         development: false,
         error: uncaughtErrorHandler(o.log.child({ component: "e2b" }), errorResponse),
         fetch: guardRequests(errorResponse, (req: Request) => app.fetch(req)),
       });
+      if (!builds) return server;
+      // Stopping the listener also stops the running builds: each releases its build sandbox first.
+      const stopListener = server.stop.bind(server);
+      return Object.assign(server, { stop: async (force?: boolean) => (await builds.service.stop(), stopListener(force)) });
     },
   };
 }

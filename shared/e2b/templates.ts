@@ -35,6 +35,19 @@ export class TemplateCatalog {
     return this.nodes.nodes().flatMap((node) => node.templates.filter((t) => t.template === ref && node.address).map((t) => ({ node, t })));
   }
 
+  /**
+   * The holders a create naming `name` or `name:tag` claims from (docs/e2b.md "Built templates as create targets"):
+   * every holder of the name, or, with a tag, the holders whose digest the tag's label points at.
+   */
+  createHolders(ns: string, target: string) {
+    const colon = target.lastIndexOf(":");
+    if (colon <= 0) return this.builtHolders(ns, target);
+    const tag = target.slice(colon + 1);
+    const holders = this.builtHolders(ns, target.slice(0, colon));
+    if (tag === "default") return holders;
+    return holders.filter(({ t }) => t.contentDigest !== undefined && t.labels?.[tag] === t.contentDigest);
+  }
+
   /** `GET /templates/aliases/{alias}`. */
   templateAlias(ns: string, alias: string): { templateID: string; public: boolean } {
     const a = this.aliases.get(alias);

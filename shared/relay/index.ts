@@ -12,3 +12,6 @@ export { OwnerCache, OwnerResolver } from "./owners.ts";
 export { type SmallReply, exchangeOverTunnel } from "./http1.ts";
 export { BufferBudget, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
 export { envdProxyRelayLimitFlags, relayLimitFlags, relayLimitsFrom } from "./limit-flags.ts";
+// The build executor's streaming envd calls (shared/e2b/builds): a tunnel, then one HTTP/1.1 exchange through the framing parser.
+export { openTunnel, type TunnelTarget } from "./tunnel.ts";
+export { forwardHttp1Raw } from "./h1.ts";

@@ -1,0 +1,170 @@
+// Build records (docs/e2b.md §6.2): process-local, keyed `<ns>/<name>/<buildID>`, each with its log (at most
+// --e2b-build-log-lines lines; later lines are dropped, with one line saying so). A record that finished, or was
+// never started, is dropped an hour later. A build's output is the tenant's: besides the line count, one log holds
+// at most LOG_MAX_BYTES and all logs of the process LOGS_MAX_BYTES (then the oldest finished record goes first).
+import { type Clock, formatRfc3339Nano, realClock } from "../../clock/index.ts";
+
+export const RECORD_TTL_MS = 60 * 60_000;
+/** Bounds the registry itself: a key holder could otherwise register builds without end. */
+export const MAX_RECORDS = 10_000;
+/** Bytes one build's log may hold (64 KiB lines, 10 000 of them, would be 640 MiB). */
+export const LOG_MAX_BYTES = 8 * 1024 * 1024;
+/** Bytes all logs of this process may hold. */
+export const LOGS_MAX_BYTES = 256 * 1024 * 1024;
+/** What one entry costs beyond its message (timestamp, step, object). */
+const ENTRY_OVERHEAD = 96;
+
+/** The bytes every log of the process holds; `evict` frees some (a finished record's log), false when it cannot. */
+export class LogBudget {
+  used = 0;
+  constructor(
+    readonly max: number,
+    private readonly evict: () => boolean = () => false,
+  ) {}
+
+  take(n: number): boolean {
+    while (this.used + n > this.max) if (!this.evict()) return false;
+    this.used += n;
+    return true;
+  }
+}
+
+export type BuildStatus = "waiting" | "building" | "ready" | "error";
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export const LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+
+export interface LogEntry {
+  timestamp: string;
+  message: string;
+  level: LogLevel;
+  step: string;
+}
+
+export class BuildLog {
+  readonly entries: LogEntry[] = [];
+  private dropped = 0;
+  /** Bytes taken from the budget (given back when the record is dropped). */
+  bytes = 0;
+
+  constructor(
+    private readonly cap: number,
+    private readonly clock: Clock = realClock,
+    private readonly budget: LogBudget = new LogBudget(LOGS_MAX_BYTES),
+  ) {}
+
+  /**
+   * Append a line. `own` lines (the build's own outcome: a handful per build) are always kept, so the last line
+   * says how the build ended; output lines beyond the bounds are dropped, the first drop noted once.
+   */
+  add(step: string, level: LogLevel, message: string, own = false): void {
+    const cost = message.length + ENTRY_OVERHEAD;
+    const fits = this.entries.length < this.cap && this.bytes + cost <= LOG_MAX_BYTES;
+    if (own || (fits && this.budget.take(cost))) {
+      if (own) this.budget.used += cost;
+      this.bytes += cost;
+      this.entries.push({ timestamp: formatRfc3339Nano(this.clock.now()), message, level, step });
+      return;
+    }
+    if (this.dropped++ === 0) this.add(step, "warn", "log limit reached: later output lines are dropped", true);
+  }
+
+  /** Give the log's bytes back to the budget (its record is dropped). */
+  release(): void {
+    this.budget.used -= this.bytes;
+    this.bytes = 0;
+  }
+
+  get droppedLines(): number {
+    return this.dropped;
+  }
+
+  /** A page from `offset` of the lines at `level` and above (the offset counts the filtered lines). */
+  page(offset: number, limit: number | undefined, level: LogLevel | undefined): LogEntry[] {
+    const min = level ? LEVELS.indexOf(level) : 0;
+    const visible = min === 0 ? this.entries : this.entries.filter((e) => LEVELS.indexOf(e.level) >= min);
+    return visible.slice(offset, limit === undefined ? undefined : offset + limit);
+  }
+
+  last(): LogEntry | undefined {
+    return this.entries[this.entries.length - 1];
+  }
+}
+
+export interface BuildRecord {
+  ns: string;
+  name: string;
+  buildID: string;
+  tags: string[];
+  size: "small" | "medium" | "large" | undefined;
+  status: BuildStatus;
+  createdAt: number;
+  /** When it reached ready or error. */
+  finishedAt?: number;
+  started: boolean;
+  reason?: { message: string; step: string };
+  log: BuildLog;
+}
+
+export class BuildRecords {
+  private readonly records = new Map<string, BuildRecord>();
+  readonly budget: LogBudget;
+
+  constructor(
+    private readonly logLines: number,
+    private readonly clock: Clock = realClock,
+    maxLogBytes = LOGS_MAX_BYTES,
+  ) {
+    this.budget = new LogBudget(maxLogBytes, () => this.evictOldestFinished());
+  }
+
+  /** Drop the finished record that finished first (its log frees the budget); false when none has finished. */
+  private evictOldestFinished(): boolean {
+    let oldest: [string, BuildRecord] | undefined;
+    for (const e of this.records) if (e[1].finishedAt !== undefined && (!oldest || e[1].finishedAt < oldest[1].finishedAt!)) oldest = e;
+    if (!oldest) return false;
+    this.drop(oldest[0], oldest[1]);
+    return true;
+  }
+
+  private drop(key: string, r: BuildRecord): void {
+    r.log.release();
+    this.records.delete(key);
+  }
+
+  private static key(ns: string, name: string, buildID: string): string {
+    return `${ns}/${name}/${buildID}`;
+  }
+
+  /** Drop records finished (or never started) over an hour ago. */
+  prune(): void {
+    const cutoff = this.clock.now() - RECORD_TTL_MS;
+    for (const [k, r] of this.records) {
+      const since = r.finishedAt ?? (r.started ? undefined : r.createdAt);
+      if (since !== undefined && since <= cutoff) this.drop(k, r);
+    }
+  }
+
+  add(r: Omit<BuildRecord, "status" | "createdAt" | "started" | "log">): BuildRecord | undefined {
+    this.prune();
+    if (this.records.size >= MAX_RECORDS) return undefined;
+    const rec: BuildRecord = { ...r, status: "waiting", createdAt: this.clock.now(), started: false, log: new BuildLog(this.logLines, this.clock, this.budget) };
+    this.records.set(BuildRecords.key(r.ns, r.name, r.buildID), rec);
+    return rec;
+  }
+
+  get(ns: string, name: string, buildID: string): BuildRecord | undefined {
+    this.prune();
+    return this.records.get(BuildRecords.key(ns, name, buildID));
+  }
+
+  finish(r: BuildRecord, status: "ready" | "error", reason?: { message: string; step: string }): void {
+    r.status = status;
+    r.finishedAt = this.clock.now();
+    if (reason) r.reason = reason;
+  }
+
+  /** Records still running (for shutdown). */
+  running(): BuildRecord[] {
+    return [...this.records.values()].filter((r) => r.status === "building");
+  }
+}

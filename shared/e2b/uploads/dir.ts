@@ -1,0 +1,124 @@
+// The directory upload store (docs/e2b.md "COPY uploads"): archives at `<dir>/<ns>/<template>/<hash>.tar`, written
+// through this surface's own PUT, signed with the envd secret so it carries no API key:
+//   sig = hex HMAC-SHA256(secret, "e2b-upload\0<ns>\0<template>\0<hash>\0<expires>"), valid for an hour.
+// The body streams to a temp file in the target directory with the byte bound enforced as it arrives (never held
+// in memory), then is renamed into place: a reader never sees a partial archive.
+import { createHmac, randomBytes } from "node:crypto";
+import { createWriteStream, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { type Clock, realClock } from "../../clock/index.ts";
+import { safeEqual } from "../tokens.ts";
+import type { UploadStore } from "./store.ts";
+
+export const UPLOAD_URL_TTL_S = 3600;
+const DIR_MODE = 0o750;
+
+export function uploadSignature(secret: string, ns: string, template: string, hash: string, expires: number): string {
+  return createHmac("sha256", secret).update(`e2b-upload\0${ns}\0${template}\0${hash}\0${expires}`).digest("hex");
+}
+
+export type PutOutcome = { status: 200 } | { status: 401 | 413 | 400; message: string };
+
+export class DirUploadStore implements UploadStore {
+  readonly kind = "dir" as const;
+
+  constructor(
+    readonly dir: string,
+    private readonly secret: string,
+    readonly uploadMax: number,
+    private readonly clock: Clock = realClock,
+  ) {}
+
+  /** Create the directory (0750); a failure is the startup refusal of docs/e2b.md. */
+  static ensureDir(dir: string): void {
+    mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+  }
+
+  private path(ns: string, template: string, hash: string): string {
+    return join(this.dir, ns, template, `${hash}.tar`);
+  }
+
+  async locate(ns: string, template: string, hash: string, origin: { baseUrl: string }) {
+    if (existsFile(this.path(ns, template, hash))) return { present: true as const };
+    const expires = Math.floor(this.clock.now() / 1000) + UPLOAD_URL_TTL_S;
+    const sig = uploadSignature(this.secret, ns, template, hash, expires);
+    const q = new URLSearchParams({ ns, expires: String(expires), sig });
+    return { present: false as const, url: `${origin.baseUrl}/templates/${encodeURIComponent(template)}/files/${hash}?${q}` };
+  }
+
+  async open(ns: string, template: string, hash: string) {
+    const p = this.path(ns, template, hash);
+    let size: number;
+    try {
+      const st = statSync(p);
+      if (!st.isFile()) return undefined;
+      size = st.size;
+    } catch {
+      return undefined;
+    }
+    return { size, body: Bun.file(p).stream() };
+  }
+
+  /** Check a PUT's signature and expiry (constant-time compare); undefined when it may write. */
+  verify(ns: string, template: string, hash: string, expiresText: string, sig: string): string | undefined {
+    if (!/^\d{1,12}$/.test(expiresText)) return "invalid upload signature";
+    const expires = Number(expiresText);
+    if (!safeEqual(sig, uploadSignature(this.secret, ns, template, hash, expires))) return "invalid upload signature";
+    if (expires * 1000 < this.clock.now()) return "upload link expired";
+    return undefined;
+  }
+
+  /**
+   * Stream `body` into the archive's place: 413 as soon as more than uploadMax bytes arrived (or were declared),
+   * the temp file removed on any failure.
+   */
+  async write(ns: string, template: string, hash: string, declared: number | undefined, body: ReadableStream<Uint8Array> | null): Promise<PutOutcome> {
+    if (declared !== undefined && declared > this.uploadMax) return { status: 413, message: `upload larger than ${this.uploadMax} bytes` };
+    const target = this.path(ns, template, hash);
+    const folder = join(this.dir, ns, template);
+    mkdirSync(folder, { recursive: true, mode: DIR_MODE });
+    const temp = join(folder, `.${hash}.${randomBytes(6).toString("hex")}.part`);
+    const out = createWriteStream(temp, { mode: 0o640 });
+    const failed = new Promise<never>((_, reject) => out.once("error", reject));
+    failed.catch(() => undefined);
+    let bytes = 0;
+    try {
+      if (body) {
+        const reader = body.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          bytes += value.byteLength;
+          if (bytes > this.uploadMax) {
+            await reader.cancel().catch(() => undefined);
+            throw new TooLarge();
+          }
+          if (!out.write(value)) await Promise.race([new Promise((r) => out.once("drain", r)), failed]);
+        }
+      }
+      await Promise.race([new Promise<void>((r, j) => out.end((err?: Error | null) => (err ? j(err) : r()))), failed]);
+      renameSync(temp, target);
+      return { status: 200 };
+    } catch (err) {
+      // The stream opens its file lazily: remove it only once the stream has closed, or a late open recreates it.
+      await new Promise<void>((r) => {
+        if (out.closed) return r();
+        out.once("close", () => r());
+        out.destroy();
+      });
+      rmSync(temp, { force: true });
+      if (err instanceof TooLarge) return { status: 413, message: `upload larger than ${this.uploadMax} bytes` };
+      throw err;
+    }
+  }
+}
+
+class TooLarge extends Error {}
+
+function existsFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
