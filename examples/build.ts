@@ -21,13 +21,15 @@ const info = await Template.build(template, name, {
 });
 console.log(`built template ${info.templateId} (build ${info.buildId})`);
 
-// The fleet lists a new template one inventory publish after the build (a second or two): retry a NotFound briefly.
+// The fleet lists a new template one inventory publish after the build (a few seconds at most): until then the
+// create answers 404, so retry that briefly.
 let sandbox: Sandbox | undefined;
 for (let attempt = 0; sandbox === undefined; attempt++) {
   try {
     sandbox = await Sandbox.create(info.templateId);
   } catch (err) {
-    if (!(err instanceof NotFoundError) || attempt >= 20) throw err;
+    const notYet = err instanceof NotFoundError || /^404\b/.test((err as Error).message);
+    if (!notYet || attempt >= 30) throw err;
     await Bun.sleep(500);
   }
 }

@@ -89,6 +89,14 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
 
   say("example SandboxTemplate + SandboxWarmPool (examples/warm-pool.yaml)");
   await cluster.apply(readFileSync(join(root, "examples", "warm-pool.yaml"), "utf8"));
+  // A build claims at once (no retry), so "ready" waits until every node has published warm capacity.
+  await waitFor("warm sandboxes in every node's NodeInventory", async () => {
+    const r = await cluster.adminFetch("/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories");
+    if (r.status !== 200) return false;
+    const list = (await r.json()) as { items?: { pools?: { warm: number }[] }[] };
+    const items = list.items ?? [];
+    return items.length === NODE_NAMES.length && items.every((i) => (i.pools ?? []).some((p) => p.warm > 0));
+  });
 
   return {
     lines: [
