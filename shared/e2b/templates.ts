@@ -87,7 +87,8 @@ export class TemplateCatalog {
     const built = new Map<string, { digests: Set<string>; newest: number }>();
     for (const n of nodes) {
       for (const t of n.templates) {
-        if (!t.template.startsWith(prefix)) continue;
+        // `_c-…` are the build step cache's entries (builds/cache.ts), not templates.
+        if (!t.template.startsWith(prefix) || t.template.startsWith(`${prefix}_`)) continue;
         const rec = built.get(t.template) ?? { digests: new Set<string>(), newest: 0 };
         if (t.contentDigest) rec.digests.add(t.contentDigest);
         rec.newest = Math.max(rec.newest, t.createdAt ?? 0);

@@ -7,6 +7,8 @@ import { type Clock, formatRfc3339Nano, realClock } from "../../clock/index.ts";
 export const RECORD_TTL_MS = 60 * 60_000;
 /** Bounds the registry itself: a key holder could otherwise register builds without end. */
 export const MAX_RECORDS = 10_000;
+/** And per namespace, so one key holder cannot take the whole registry from the others. */
+export const MAX_RECORDS_PER_NAMESPACE = 200;
 /** Bytes one build's log may hold (64 KiB lines, 10 000 of them, would be 640 MiB). */
 export const LOG_MAX_BYTES = 8 * 1024 * 1024;
 /** Bytes all logs of this process may hold. */
@@ -147,6 +149,8 @@ export class BuildRecords {
   add(r: Omit<BuildRecord, "status" | "createdAt" | "started" | "log">): BuildRecord | undefined {
     this.prune();
     if (this.records.size >= MAX_RECORDS) return undefined;
+    let mine = 0;
+    for (const rec of this.records.values()) if (rec.ns === r.ns && ++mine >= MAX_RECORDS_PER_NAMESPACE) return undefined;
     const rec: BuildRecord = { ...r, status: "waiting", createdAt: this.clock.now(), started: false, log: new BuildLog(this.logLines, this.clock, this.budget) };
     this.records.set(BuildRecords.key(r.ns, r.name, r.buildID), rec);
     return rec;

@@ -6,7 +6,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { type Clock, realClock } from "../../clock/index.ts";
 import type { Logger } from "../../log/index.ts";
 import { nodeByAddress } from "../../fleet/index.ts";
-import type { ClaimRequest } from "../../sandboxd/index.ts";
+import { COLD_CLAIM_TIMEOUT_MS, type ClaimRequest } from "../../sandboxd/index.ts";
 import { E2bError, badRequest } from "../errors.ts";
 import type { AliasTarget } from "../files.ts";
 import type { NodeAccess } from "../nodes.ts";
@@ -14,6 +14,7 @@ import { RELAY_PROXY_ENV } from "../envd.ts";
 import { BUILT_PREFIX, NAME_BUDGET } from "../render.ts";
 import { placeClaim } from "../placement.ts";
 import { FILES_HASH_RE, type UploadStore } from "../uploads/index.ts";
+import { cacheRef, findCached, prefixKeys, pruneCache, saveStep } from "./cache.ts";
 import { EnvdCallError } from "./envd-client.ts";
 import { runStep, StepFailed, type GuestState, type StepContext } from "./executor.ts";
 import { finalizeGuest, promoteAndPublish } from "./finalize.ts";
@@ -148,17 +149,22 @@ export class BuildService {
         ttl_seconds: Math.max(1, Math.ceil(this.settings.timeoutMs / 1000)),
         claim_ref: `${rec.ns}/e2b-build-${randomBytes(5).toString("hex")}`,
       };
-      let placed;
-      try {
-        placed = await placeClaim(this.deps.nodes, log, { template: pool.image, net: "none", size: pool.size }, req);
-      } catch (err) {
-        throw new StepFailed(err instanceof E2bError ? err.message : "failed to claim a build sandbox");
+      const keys = prefixKeys(pool.image, pool.size, plan.steps);
+      const cached = await this.claimCached(rec.ns, keys.slice(0, plan.cacheUpTo), req, ctl.signal, log);
+      let placed = cached?.placed;
+      if (!placed) {
+        try {
+          placed = await placeClaim(this.deps.nodes, log, { template: pool.image, net: "none", size: pool.size }, req);
+        } catch (err) {
+          throw new StepFailed(err instanceof E2bError ? err.message : "failed to claim a build sandbox");
+        }
       }
       if (!placed) throw new StepFailed(`no warm sandbox available for image "${plan.fromImage}"`);
       const address = nodeByAddress(this.deps.nodes.nodes(), placed.reply.owner_addr)?.address ?? placed.calledAddress;
       claim = { address, id: placed.reply.id };
       if (ctl.signal.aborted) throw new StepFailed("aborted");
-      const state: GuestState = { user: "user", workdir: HOME, env: placed.reply.net_route === "relay" ? { ...RELAY_PROXY_ENV } : {} };
+      const state: GuestState = cached?.state ?? { user: "user", workdir: HOME, env: placed.reply.net_route === "relay" ? { ...RELAY_PROXY_ENV } : {} };
+      if (cached) say("info", `steps 1-${cached.steps} cached: starting from the sandbox a previous build left after them`);
       const ctx: StepContext = {
         target: { address, claimId: placed.reply.id, token: placed.reply.token },
         state,
@@ -171,7 +177,15 @@ export class BuildService {
       };
       for (let i = 0; i < plan.steps.length; i++) {
         step = String(i + 1);
+        if (cached && i < cached.steps) {
+          say("info", "cached");
+          continue;
+        }
         await runStep(ctx, plan.steps[i]!);
+        // A failed save costs the next build a rerun, never this one its result.
+        await saveStep(this.deps.nodes, { address, claimId: claim.id, ns: rec.ns, name: rec.name, key: keys[i]!, state, signal: ctl.signal }).catch((err: unknown) => {
+          if (!ctl.signal.aborted) log.debug({ err, step }, "build cache: saving the step failed");
+        });
       }
       step = "finalize";
       await finalizeGuest(ctx, plan.startCmd, plan.readyCmd, (ms, signal) => this.clock.sleep(ms, signal));
@@ -179,6 +193,7 @@ export class BuildService {
       if (pub.superseded) tell("warn", "a build of the same name finished later; it is the template now");
       tell("info", `template ${rec.name} ready`);
       this.records.finish(rec, "ready");
+      await pruneCache(this.deps.nodes, log, rec.ns, rec.name, new Set(keys.flatMap((k) => cacheRef(rec.ns, k) ?? [])));
     } catch (err) {
       const why = ctl.signal.aborted
         ? ctl.signal.reason instanceof Error && ctl.signal.reason.message === "timeout"
@@ -193,6 +208,21 @@ export class BuildService {
     } finally {
       timer.cancel();
       if (claim) await this.release(claim, log);
+    }
+  }
+
+  /** A claim of the longest cached step prefix (require_promoted on the node holding it); undefined: none usable. */
+  private async claimCached(ns: string, keys: string[], req: ClaimRequest, signal: AbortSignal, log: Logger) {
+    const hit = findCached(this.deps.nodes, ns, keys);
+    if (!hit) return undefined;
+    try {
+      const reply = await this.deps.nodes
+        .client(hit.address)
+        .claim({ ...req, template: hit.template.template, size: hit.template.size, require_promoted: true }, { timeoutMs: COLD_CLAIM_TIMEOUT_MS, signal });
+      return { placed: { reply, calledAddress: hit.address }, steps: hit.steps, state: hit.state };
+    } catch (err) {
+      log.debug({ err }, "build cache: the cached sandbox could not be claimed; building from the image");
+      return undefined;
     }
   }
 

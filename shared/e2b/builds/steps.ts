@@ -62,6 +62,8 @@ export type BuildStep =
 export interface BuildPlan {
   fromImage: string;
   steps: BuildStep[];
+  /** Steps from this index on run even when cached (the SDK's `skipCache`: `force` on the build or a step). */
+  cacheUpTo: number;
   startCmd?: string;
   readyCmd?: string;
 }
@@ -79,7 +81,9 @@ export function planOf(b: StartBuildBody, hasStore: boolean): BuildPlan {
   if (fromImage === "") throw badRequest("fromImage is required");
   if (fromImage.startsWith(BUILT_PREFIX)) throw badRequest(`fromImage "${fromImage}" is not addressable`);
   const steps = b.steps.map((s, i) => stepOf(s, i + 1, hasStore));
-  return { fromImage, steps, ...(b.startCmd ? { startCmd: b.startCmd } : {}), ...(b.readyCmd ? { readyCmd: b.readyCmd } : {}) };
+  const forced = b.steps.findIndex((s) => s.force === true);
+  const cacheUpTo = b.force === true ? 0 : forced >= 0 ? forced : steps.length;
+  return { fromImage, steps, cacheUpTo, ...(b.startCmd ? { startCmd: b.startCmd } : {}), ...(b.readyCmd ? { readyCmd: b.readyCmd } : {}) };
 }
 
 function stepOf(s: Step, n: number, hasStore: boolean): BuildStep {

@@ -8,6 +8,7 @@ import type { UploadStore } from "./store.ts";
 
 export { DirUploadStore, uploadSignature, UPLOAD_URL_TTL_S, type PutOutcome } from "./dir.ts";
 export { FILES_HASH_RE, type UploadStore } from "./store.ts";
+export { createS3UploadStore, createS3UploadStoreFromFlags, type S3UploadStore } from "./s3.ts";
 
 export interface UploadStoreSettings {
   dir?: string;

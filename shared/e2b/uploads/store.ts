@@ -1,6 +1,6 @@
-// Where COPY archives live (docs/e2b.md "Builds"): the SDK asks `locate` whether an archive is there and, if not,
-// where to PUT it; the build executor `open`s it to stream into the build sandbox. Two kinds: a directory this
-// surface serves a signed PUT for (dir.ts), and S3 with presigned PUTs (s3.ts).
+// Where COPY archives go (e2b.md §6.3): the build API asks a store whether an archive is present and, if not,
+// where the SDK should PUT it; the executor later opens it to write into the build's guest. Two implementations:
+// the directory store (dir.ts, this surface's own signed PUT) and the S3 store (s3.ts, presigned PUTs).
 export interface UploadStore {
   readonly kind: "dir" | "s3";
   locate(ns: string, template: string, hash: string, origin: { baseUrl: string }): Promise<{ present: true } | { present: false; url: string; headers?: Record<string, string> }>;

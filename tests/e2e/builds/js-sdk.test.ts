@@ -77,6 +77,18 @@ test("build_copy_run_ready: Template.build with runCmd, copy (a directory and a 
   }
 }, 180_000);
 
+// Needs the simulator guest to keep a promoted template's running commands (services/sandboxd-sim/guest/captures.ts).
+test("the start command runs in a clone of the built template (the simulator's promote keeps the commands running at promote time)", async () => {
+  const template = Template().fromImage("base").setStartCmd("exec sleep 617", waitForFile("/etc/passwd"));
+  await Template.build(template, "sdkstart", opts());
+  const sbx = await waitFor("a create from the built template", () => Sandbox.create("sdkstart", sdkOpts(s)).catch(() => undefined), 15_000, 250);
+  try {
+    await waitFor("the start command running in the clone", async () => (await sbx.commands.run("pgrep -f 'sleep [6]17' || true")).stdout.trim() !== "", 10_000, 200);
+  } finally {
+    await sbx.kill();
+  }
+}, 60_000);
+
 test("a failing RUN: Template.build throws the step's error, the logs carry it, and no build sandbox is left", async () => {
   const template = Template().fromImage("base").runCmd("echo going").runCmd("echo broken >&2; exit 3");
   const logs: string[] = [];

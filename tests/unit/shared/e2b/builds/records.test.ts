@@ -1,7 +1,7 @@
 // Build records, their log pages and the slots (docs/e2b.md §6.1, §6.2).
 import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
-import { BuildLog, BuildRecords, LOG_MAX_BYTES, RECORD_TTL_MS } from "#shared/e2b/builds/records.ts";
+import { BuildLog, BuildRecords, LOG_MAX_BYTES, MAX_RECORDS_PER_NAMESPACE, RECORD_TTL_MS } from "#shared/e2b/builds/records.ts";
 import { BuildSlots } from "#shared/e2b/builds/slots.ts";
 import { LineSplitter, EnvelopeReader, MAX_ENVELOPE_BYTES, MAX_LINE_BYTES } from "#shared/e2b/builds/envd-client.ts";
 
@@ -77,6 +77,13 @@ describe("BuildRecords", () => {
     clock.advance(RECORD_TTL_MS / 2);
     expect(r.get("a", "t", "3")).toBeUndefined();
     expect(waiting.status).toBe("waiting");
+  });
+
+  test("a namespace holds at most MAX_RECORDS_PER_NAMESPACE records; another namespace still registers", () => {
+    const r = new BuildRecords(10, new FakeClock());
+    for (let i = 0; i < MAX_RECORDS_PER_NAMESPACE; i++) expect(r.add({ ns: "greedy", name: "t", buildID: String(i), tags: [], size: undefined })).toBeDefined();
+    expect(r.add({ ns: "greedy", name: "t", buildID: "one-more", tags: [], size: undefined })).toBeUndefined();
+    expect(r.add({ ns: "other", name: "t", buildID: "1", tags: [], size: undefined })).toBeDefined();
   });
 
   test("another namespace's build is not found", () => {

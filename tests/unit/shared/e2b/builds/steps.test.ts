@@ -42,6 +42,13 @@ describe("planOf", () => {
       { type: "COPY", src: "data/", dest: "/app/data/", hash: HASH },
     ]);
     expect(plan.startCmd).toBe("sleep 1000");
+    expect(plan.cacheUpTo).toBe(5);
+  });
+
+  test("skipCache: force on the build caches nothing, force on a step caches only the steps before it", () => {
+    const steps = [{ type: "RUN", args: ["a"] }, { type: "RUN", args: ["b"], force: true }, { type: "RUN", args: ["c"], force: true }];
+    expect(planOf(start({ fromImage: "img", steps, force: false }), true).cacheUpTo).toBe(1);
+    expect(planOf(start({ fromImage: "img", steps, force: true }), true).cacheUpTo).toBe(0);
   });
 
   test("source rules: fromTemplate, a registry, no image, an internal name", () => {

@@ -1,0 +1,98 @@
+// The build step cache (docs/e2b.md "Builds", beyond the seeds): after each step a build promotes its sandbox as
+// `e2b/<ns>/_c-<key>`, key = sha256 of the pool image, size and the steps so far (COPY by its files hash), with the
+// guest state (user, workdir, env) in a label. A later build of the same image and step prefix claims the longest
+// cached prefix it finds with `require_promoted` and runs only the steps after it. Build names cannot start with
+// `_`, so these never clash with a template; the catalog does not list them; each build name keeps one chain (a
+// finished build deletes the cache entries of its name that are not on its own).
+import { createHash } from "node:crypto";
+import type { Logger } from "../../log/index.ts";
+import { FANOUT_CONCURRENCY, mapLimit, type FleetTemplate } from "../../fleet/index.ts";
+import { metadataProblem } from "../../sandboxd/index.ts";
+import type { NodeAccess } from "../nodes.ts";
+import { BUILT_PREFIX, NAME_BUDGET } from "../render.ts";
+import type { GuestState } from "./executor.ts";
+import type { BuildStep } from "./steps.ts";
+
+export const CACHE_NAME_PREFIX = "_c-";
+const KEY_HEX = 32;
+
+/** keys[k-1] is the key of the first k steps. */
+export function prefixKeys(image: string, size: string, steps: readonly BuildStep[]): string[] {
+  const keys: string[] = [];
+  const h = createHash("sha256").update(JSON.stringify({ v: 1, image, size }));
+  for (const step of steps) {
+    h.update(`\n${JSON.stringify(step)}`);
+    keys.push(h.copy().digest("hex").slice(0, KEY_HEX));
+  }
+  return keys;
+}
+
+/** The promoted name of a cache entry; undefined when it does not fit the node's name budget. */
+export function cacheRef(ns: string, key: string): string | undefined {
+  const ref = `${BUILT_PREFIX}${ns}/${CACHE_NAME_PREFIX}${key}`;
+  return ref.length <= NAME_BUDGET ? ref : undefined;
+}
+
+function stateOf(labels: Record<string, string> | undefined): GuestState | undefined {
+  try {
+    const v = JSON.parse(labels?.s ?? "") as { u?: unknown; w?: unknown; e?: unknown };
+    if (typeof v.u !== "string" || typeof v.w !== "string" || !v.e || typeof v.e !== "object") return undefined;
+    const env = Object.fromEntries(Object.entries(v.e as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === "string"));
+    return { user: v.u, workdir: v.w, env };
+  } catch {
+    return undefined;
+  }
+}
+
+export interface CacheHit {
+  steps: number;
+  address: string;
+  template: FleetTemplate;
+  state: GuestState;
+}
+
+/** The longest cached prefix some fresh node holds (as the fleet view shows it). */
+export function findCached(nodes: NodeAccess, ns: string, keys: readonly string[]): CacheHit | undefined {
+  const fleet = nodes.nodes();
+  for (let k = keys.length; k >= 1; k--) {
+    const ref = cacheRef(ns, keys[k - 1]!);
+    if (!ref) return undefined;
+    for (const node of fleet) {
+      if (!node.address) continue;
+      for (const t of node.templates) {
+        if (t.template !== ref) continue;
+        const state = stateOf(t.labels);
+        if (state) return { steps: k, address: node.address, template: t, state };
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Promote the build sandbox as the cache entry of `key`, its state in a label. False when it could not. */
+export async function saveStep(
+  nodes: NodeAccess,
+  o: { address: string; claimId: string; ns: string; name: string; key: string; state: GuestState; signal: AbortSignal },
+): Promise<boolean> {
+  const ref = cacheRef(o.ns, o.key);
+  if (!ref) return false;
+  const labels = { n: o.name, s: JSON.stringify({ u: o.state.user, w: o.state.workdir, e: o.state.env }) };
+  // Labels follow the node's metadata rules (16 pairs, 4 KiB): a bigger state is simply not cached.
+  if (metadataProblem(labels)) return false;
+  const client = nodes.client(o.address);
+  const promoted = await client.promote(o.claimId, { template: ref }, { signal: o.signal });
+  await client.putTemplateLabels(promoted.key, labels, { digest: promoted.content_digest, signal: o.signal });
+  return true;
+}
+
+/** Delete the cache entries of `name` that are not on `keep` (the chain of the build that just finished). */
+export async function pruneCache(nodes: NodeAccess, log: Logger, ns: string, name: string, keep: ReadonlySet<string>): Promise<void> {
+  const prefix = `${BUILT_PREFIX}${ns}/${CACHE_NAME_PREFIX}`;
+  const stale = nodes.nodes().flatMap((node) =>
+    node.address ? node.templates.filter((t) => t.template.startsWith(prefix) && t.labels?.n === name && !keep.has(t.template)).map((t) => ({ address: node.address, t })) : [],
+  );
+  const results = await mapLimit(stale, FANOUT_CONCURRENCY, ({ address, t }) =>
+    nodes.client(address).deleteTemplate({ template: t.template, net: t.net, size: t.size }, { noRedirect: true, ...(t.contentDigest ? { digest: t.contentDigest } : {}) }),
+  );
+  for (const r of results) if (r instanceof Error) log.debug({ err: r }, "build cache: deleting an old entry failed; the next build of the name retries");
+}
