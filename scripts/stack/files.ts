@@ -28,7 +28,11 @@ export interface StackFiles {
  */
 export const TEMPLATE_IMAGE = "base:24.04";
 export const BUILD_BASE_IMAGE = "e2bdev/base";
-export const ALIASES = `base ${TEMPLATE_IMAGE}\n${BUILD_BASE_IMAGE} ${TEMPLATE_IMAGE}\n`;
+// code-interpreter-v1: the code interpreter SDKs' default template; the simulator's guest serves its port 49999.
+export const ALIASES = `base ${TEMPLATE_IMAGE}
+code-interpreter-v1 ${TEMPLATE_IMAGE}
+${BUILD_BASE_IMAGE} ${TEMPLATE_IMAGE}
+`;
 
 /** The build API's flags, the same in both modes: on, with the directory store in the state dir. */
 export function buildFlags(files: Pick<StackFiles, "buildDir">): string[] {

@@ -47,6 +47,14 @@ const ownFlags = {
       "Resync cadence for the SandboxWarmPool driver, and with it the sampling period of the warm count in " +
       "pool status.",
   }),
+  canaryInterval: durationFlag({
+    flag: "canary-interval",
+    default: "0",
+    defaultLabel: "0 (off)",
+    help:
+      "Every this often, per fresh node and pooled key: claim a warm sandbox, envd /init, run one command, release " +
+      "(sandbox_canary_* metrics). 0 or negative turns the canary off.",
+  }),
   ...inventoryStaleAfterFlag,
   ...inventoryTrustedNetworksFlag,
   enableE2bApi: boolFlag({
@@ -201,6 +209,8 @@ export interface ApiserverConfig {
   enableWarmPoolDriver: boolean;
   /** Milliseconds; an unset, zero or negative flag resolves to 5 s. */
   warmPoolSyncInterval: number;
+  /** Milliseconds; 0 = the canary is off. */
+  canaryInterval: number;
   /** Milliseconds, always positive. */
   inventoryStaleAfter: number;
   /** CIDRs, already checked (--inventory-trusted-networks). */
@@ -247,6 +257,7 @@ export function parseApiserverFlags(argv: readonly string[], env: Env): CliOutco
     sandboxdTokenFile: orUndefined(v.sandboxdTokenFile),
     enableWarmPoolDriver: v.enableWarmPoolDriver,
     warmPoolSyncInterval: v.warmPoolSyncInterval.nanos > 0n ? v.warmPoolSyncInterval.ms : DEFAULT_WARM_POOL_SYNC_MS,
+    canaryInterval: v.canaryInterval.nanos > 0n ? v.canaryInterval.ms : 0,
     inventoryStaleAfter: v.inventoryStaleAfter.ms,
     inventoryTrustedNetworks: v.inventoryTrustedNetworks,
     enableE2bApi: v.enableE2bApi,

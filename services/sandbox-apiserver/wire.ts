@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import { type Env, StartupError } from "#shared/config/index.ts";
 import { loadE2bSurface } from "#shared/e2b/index.ts";
-import { InventoryFleet } from "#shared/fleet/index.ts";
+import { InventoryFleet, hiddenByStale } from "#shared/fleet/index.ts";
 import { EventRecorder, KubeClient, isNotFound, kubeEventSink } from "#shared/kube/index.ts";
 import { KubeConfigError, loadKubeConnection } from "#shared/kube/index.ts";
 import type { Shutdown } from "#shared/lifecycle/index.ts";
@@ -27,7 +27,8 @@ import { ClientCertVerifier, parseCertBundle } from "./serving/index.ts";
 import { ApiserverMetrics } from "./serving/index.ts";
 import { observabilityRoutes } from "./serving/index.ts";
 import { startSecureServer } from "./serving/index.ts";
-import { startWarmPoolDriver, type WarmPoolDriverHandle } from "./warmpool/index.ts";
+import { Canary } from "./canary/index.ts";
+import { type AutoscaleParams, startWarmPoolDriver, type WarmPoolDriverHandle } from "./warmpool/index.ts";
 
 export interface StartOptions {
   config: ApiserverConfig;
@@ -41,6 +42,8 @@ export interface StartOptions {
    * programmatic caller (a test expecting the failure) shortens it.
    */
   inventorySyncTimeoutMs?: number;
+  /** Autoscaler constants (docs/warmpool.md "Autoscaling"); not flags, for the same reason. Benches shorten the window. */
+  autoscale?: AutoscaleParams;
 }
 
 export interface RunningApiserver {
@@ -95,6 +98,23 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
     throw new StartupError((e as Error).message, { resource: "nodeinventories.sandbox.cocoonstack.io" });
   }
 
+  // Demand per pool key, measured by the inventory source on every replica (the autoscaler and the capacity answer
+  // read it), and the inventory's publish lag per node (docs/warmpool.md "Autoscaling").
+  const demand = fleet.demand;
+  const lagSeen = new Map<string, number>();
+  const observeFleet = () => {
+    const now = clock.now();
+    for (const r of fleet.all()) {
+      if (r.publishedAt === undefined || lagSeen.get(r.name) === r.publishedAt) continue;
+      lagSeen.set(r.name, r.publishedAt);
+      metrics.publishLag.observe({ node: r.name }, Math.max(0, (now - r.publishedAt) / 1000));
+    }
+    for (const name of [...lagSeen.keys()]) if (!fleet.all().some((r) => r.name === name)) lagSeen.delete(name);
+  };
+  observeFleet();
+  shutdown.addCloser("publish lag", async () => unobserveFleet());
+  const unobserveFleet = fleet.onChange(observeFleet);
+
   // 6–7. Token and store.
   const token = await readSandboxdToken(config);
   if (!token) log.warn("no sandboxd token: node calls carry no Authorization header; deletes and lifecycle verbs will be refused by the nodes");
@@ -107,8 +127,15 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
   let driver: WarmPoolDriverHandle | undefined;
   let e2bPort: number | undefined;
   if (config.enableWarmPoolDriver) {
-    driver = startWarmPoolDriver({ kube, fleet, clients, token, syncIntervalMs: config.warmPoolSyncInterval, clock, log: log.child({ component: "warmpool" }), metrics, env });
+    driver = startWarmPoolDriver({ kube, fleet, clients, token, syncIntervalMs: config.warmPoolSyncInterval, clock, log: log.child({ component: "warmpool" }), metrics, env, demand, ...(o.autoscale ? { autoscale: o.autoscale } : {}) });
     shutdown.addCloser("warm-pool driver", () => driver!.stop());
+  }
+
+  // The canary (off unless --canary-interval): the users' path, per node and pooled key, on every replica.
+  if (config.canaryInterval > 0) {
+    const canary = new Canary({ fresh: () => fleet.fresh(), clients, rootToken: token, intervalMs: config.canaryInterval, clock, log: log.child({ component: "canary" }), metrics, demand });
+    canary.start();
+    shutdown.addCloser("canary", () => canary.stop());
   }
 
   // Events for sandbox transitions seen in inventory changes (docs/events.md), written by the driver's leader only.
@@ -174,11 +201,15 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
       clients,
       clock,
       log: log.child({ component: "create" }),
-      onClaimed: (ns, name, id, node) => {
+      onClaimed: (ns, name, id, node, key) => {
         reader.remember({ node, entry: { id, name: `${ns}/${name}` } }, ns);
+        demand.recordClaim(key, id);
         metrics.claims.inc({ surface: "aggregated", outcome: "ok" });
       },
       onFailed: () => metrics.claims.inc({ surface: "aggregated", outcome: "error" }),
+      staleCount: () => fleet.all().length - fleet.fresh().length,
+      refillMs: (key) => demand.read(key).refillMs,
+      onNoCapacity: (key) => demand.recordMiss(key),
     },
     podGuard: new PodGuard(kubePodGuardBackend(kube, authzClient)),
     clock,
@@ -192,6 +223,8 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
       const fresh = fleet.fresh().length;
       metrics.inventoryNodes.set({ state: "fresh" }, fresh);
       metrics.inventoryNodes.set({ state: "stale" }, fleet.all().length - fresh);
+      const freshNames = new Set(fleet.fresh().map((r) => r.name));
+      metrics.hiddenSandboxes.set(hiddenByStale(fleet.all().filter((r) => !freshNames.has(r.name)).map((r) => r.fleet)));
       const newest = Math.max(0, ...fleet.all().map((r) => r.publishedAt ?? 0));
       if (newest > 0) metrics.inventoryNewestAge.set(Math.max(0, (clock.now() - newest) / 1000));
     },

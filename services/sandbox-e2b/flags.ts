@@ -21,6 +21,7 @@ import {
   type E2bOptions,
   type Env,
 } from "#shared/config/index.ts";
+import type { PublicTrafficPolicy } from "#shared/e2b/index.ts";
 import { envdProxyRelayLimitFlags, relayLimitsFrom, type RelayLimitOptions } from "#shared/relay/index.ts";
 
 export { OPERATOR_LOG_LEVEL_ENV };
@@ -63,6 +64,17 @@ export const e2bMeshFlags = {
     check: (v) => (v === "" ? undefined : listenAddressCheck()(v)),
   }),
   ...envdProxyRelayLimitFlags,
+  // Public user ports (docs/decisions.md "Public sandbox ports"): e2b cloud serves a sandbox's user ports with no
+  // token unless it was created with network.allowPublicTraffic: false.
+  publicTrafficDefault: boolFlag({
+    flag: "public-traffic-default",
+    default: "true",
+    help: "User ports (all but envd's 49983) of a sandbox created without network.allowPublicTraffic are served with no token, as on e2b cloud. false: such a sandbox gets a trafficAccessToken instead.",
+  }),
+  forbidPublicTraffic: boolFlag({
+    flag: "forbid-public-traffic",
+    help: "No sandbox port is ever public: every user port needs the envd access token or the traffic access token (the behaviour before issue 20); a create asking allowPublicTraffic: true is refused.",
+  }),
 } as const;
 
 export interface E2bMeshConfig {
@@ -79,6 +91,8 @@ export interface E2bMeshConfig {
     | undefined;
   /** Undefined: no metrics listener. */
   metricsBindAddress: string | undefined;
+  /** --public-traffic-default / --forbid-public-traffic: the surface's and the in-process proxy's policy. */
+  publicTraffic: PublicTrafficPolicy;
 }
 
 const orUndefined = (value: string): string | undefined => (value === "" ? undefined : value);
@@ -108,6 +122,7 @@ export function parseE2bMeshFlags(argv: readonly string[], env: Env): CliOutcome
             }),
           },
     metricsBindAddress: orUndefined(v.metricsBindAddress),
+    publicTraffic: { defaultPublic: v.publicTrafficDefault, forbid: v.forbidPublicTraffic },
   }));
 }
 

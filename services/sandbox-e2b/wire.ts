@@ -32,11 +32,12 @@ export async function startE2bMesh(config: E2bMeshConfig, log: Logger, shutdown?
     fleet,
     rootToken,
     log,
+    publicTraffic: config.publicTraffic,
     onReleased: (claimId) => relay?.dropOwner(claimId),
-    onClaimed: (claimId, address, claimToken, namespace) => relay?.primeOwner(claimId, address, claimToken, namespace),
+    onClaimed: (claimId, address, claimToken, namespace, publicTraffic) => relay?.primeOwner(claimId, address, claimToken, namespace, publicTraffic),
   });
   if (config.envdProxy) {
-    relay = new EnvdRelay({ domain: config.e2b.domain, fleet, envdSecret: e2b.envdSecret, rootToken, namespace: "", guestHttp2: config.envdProxy.guestHttp2, limits: config.envdProxy.limits, log: log.child({ component: "envd-proxy" }) });
+    relay = new EnvdRelay({ domain: config.e2b.domain, fleet, envdSecret: e2b.envdSecret, rootToken, namespace: "", guestHttp2: config.envdProxy.guestHttp2, limits: config.envdProxy.limits, publicTraffic: config.publicTraffic, api: async (req) => e2b.app.fetch(req), log: log.child({ component: "envd-proxy" }) });
   }
   await fleet.ready();
   shutdown?.addCloser("fleet", () => fleet.stop());

@@ -18,6 +18,7 @@ import {
   type CliOutcome,
   type Env,
 } from "#shared/config/index.ts";
+import type { PublicTrafficPolicy } from "#shared/e2b/index.ts";
 import { relayLimitFlags, relayLimitsFrom, type RelayLimitOptions } from "#shared/relay/index.ts";
 
 export { OPERATOR_LOG_LEVEL_ENV };
@@ -67,6 +68,22 @@ export const envdProxyFlags = {
   }),
   ...relayLimitFlags,
   ...inventoryTrustedNetworksFlag,
+  // Public user ports (docs/decisions.md "Public sandbox ports"): e2b cloud serves a sandbox's user ports with no
+  // token unless it was created with network.allowPublicTraffic: false.
+  publicTrafficDefault: boolFlag({
+    flag: "public-traffic-default",
+    default: "true",
+    help: "User ports (all but envd's 49983) of a sandbox created without network.allowPublicTraffic are served with no token, as on e2b cloud. Applies to claims without the create's stamp (made before it existed); set it as the e2b surface's.",
+  }),
+  e2bApiUpstream: stringFlag({
+    flag: "e2b-api-upstream",
+    help: "Base URL of the e2b REST surface (the apiserver's e2b Service, e.g. http://sandbox-apiserver-e2b.sandbox-system:3000): requests for api.{domain} are relayed there, so the SDKs' own https://api.{domain} scheme works through this proxy's one wildcard name and certificate. Empty: api.{domain} is not served.",
+    check: (v) => (v === "" || /^https?:\/\/[^/?#]+\/?$/.test(v) ? undefined : "want http(s)://host[:port] with no path"),
+  }),
+  forbidPublicTraffic: boolFlag({
+    flag: "forbid-public-traffic",
+    help: "No sandbox port is ever public: every user port needs the envd access token or the traffic access token (the behaviour before issue 20), whatever the create asked.",
+  }),
 } as const;
 
 export interface EnvdProxyConfig {
@@ -89,6 +106,10 @@ export interface EnvdProxyConfig {
   limits: RelayLimitOptions;
   /** CIDRs, already checked (--inventory-trusted-networks). */
   inventoryTrustedNetworks: string[];
+  /** --e2b-api-upstream, without a trailing slash; undefined: api.{domain} is not served. */
+  e2bApiUpstream: string | undefined;
+  /** --public-traffic-default / --forbid-public-traffic. */
+  publicTraffic: PublicTrafficPolicy;
 }
 
 const orUndefined = (value: string): string | undefined => (value === "" ? undefined : value);
@@ -108,6 +129,8 @@ export function parseEnvdProxyFlags(argv: readonly string[], env: Env): CliOutco
     metricsBindAddress: orUndefined(v.metricsBindAddress),
     limits: relayLimitsFrom(v),
     inventoryTrustedNetworks: v.inventoryTrustedNetworks,
+    e2bApiUpstream: orUndefined(v.e2bApiUpstream.replace(/\/$/, "")),
+    publicTraffic: { defaultPublic: v.publicTrafficDefault, forbid: v.forbidPublicTraffic },
   }));
 }
 

@@ -7,9 +7,9 @@ import { InventoryFleet } from "#shared/fleet/index.ts";
 import { KubeClient } from "#shared/kube/index.ts";
 import { KubeConfigError, loadKubeConnection } from "#shared/kube/index.ts";
 import type { Shutdown } from "#shared/lifecycle/index.ts";
-import type { Logger } from "#shared/log/index.ts";
+import { errorChain, type Logger } from "#shared/log/index.ts";
 import { startMetricsListener } from "#shared/http/index.ts";
-import { EnvdRelay, serveRelay, stopRelay } from "#shared/relay/index.ts";
+import { EnvdRelay, serveRelay, stopRelay, upstreamApi } from "#shared/relay/index.ts";
 import { buildInfo } from "#shared/version.ts";
 import { checkEnvdProxyConfig, type EnvdProxyConfig } from "./flags.ts";
 
@@ -70,6 +70,8 @@ export async function startEnvdProxy(
     namespace: config.namespace,
     guestHttp2: config.guestHttp2,
     limits: config.limits,
+    publicTraffic: config.publicTraffic,
+    ...(config.e2bApiUpstream ? { api: upstreamApi(config.e2bApiUpstream, (err) => log.warn({ upstream: config.e2bApiUpstream, err: errorChain(err) }, "e2b API upstream failed")) } : {}),
     log: log.child({ component: "relay" }),
   });
   let server: ReturnType<typeof Bun.serve>;

@@ -36,6 +36,8 @@ Usage: bun services/sandboxd-sim/main.ts [flags]
                               protocol; as root its commands run in the sandbox's own Linux namespaces over an
                               overlay root (not a VM, NOT a security boundary), else (fallback, said at startup)
                               as local child processes in its own directory; none: the ports relay reaches nothing
+  --guest-dir path            where the guests' directories live (default the OS temp dir); a simulator started
+                              on the directory of one killed with SIGKILL removes that one's sandboxes first
   --version                   print the build identity and exit
   --help                      this text
 
@@ -81,6 +83,7 @@ export interface MainConfig {
   /** undefined = the simulator's default; null = no preview listener. */
   previewAdvertise?: string | null;
   guests: boolean;
+  guestDir?: string;
 }
 
 export function parseFlags(argv: string[]): MainConfig | "help" | "version" {
@@ -101,6 +104,7 @@ export function parseFlags(argv: string[]): MainConfig | "help" | "version" {
         nodes: { type: "string" },
         "preview-advertise": { type: "string" },
         guests: { type: "string" },
+        "guest-dir": { type: "string" },
         help: { type: "boolean" },
         version: { type: "boolean" },
       },
@@ -134,6 +138,7 @@ export function parseFlags(argv: string[]): MainConfig | "help" | "version" {
     host,
     port,
     guests: guests === "process",
+    guestDir: v["guest-dir"],
     admin: v["admin-listen"] ? hostPort("admin-listen", v["admin-listen"]) : undefined,
     tokenFile: v["token-file"],
     tenants,
@@ -187,7 +192,7 @@ export async function run(argv: string[]): Promise<number> {
       seed: cfg.seed,
       provisionLatencyMs: cfg.provisionLatencyMs,
       previewAdvertise: cfg.previewAdvertise,
-      guestAgents: cfg.guests,
+      guestAgents: cfg.guests ? (cfg.guestDir ? { dir: cfg.guestDir } : true) : false,
     });
   } catch (e) {
     console.error(`sandboxd-sim: --listen ${cfg.host}:${cfg.port}: ${(e as Error).message}`);

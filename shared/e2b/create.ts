@@ -2,7 +2,7 @@
 // snapshot id on the node holding it, a built template of the namespace on its holders), then initialise envd and
 // release the claim if that fails. Every node call uses the fleet root token and the raw claim id.
 import type { Clock } from "../clock/index.ts";
-import { advertisesImage, nodeByAddress } from "../fleet/index.ts";
+import { advertisesImage, noCapacityForTenant, nodeByAddress } from "../fleet/index.ts";
 import type { Logger } from "../log/index.ts";
 import { CHECKPOINT_ID_RE, COLD_CLAIM_TIMEOUT_MS, SIZE_TIERS, isSandboxdError, metadataProblem, provablyUndelivered, type ClaimReply, type ClaimRequest, type Size } from "../sandboxd/index.ts";
 import { INIT_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd, type EnvdTarget } from "./envd.ts";
@@ -19,6 +19,7 @@ import type { Admission, E2bSettings, SandboxEvents } from "./settings.ts";
 import type { Snapshots } from "./snapshots.ts";
 import type { TemplateCatalog } from "./templates.ts";
 import { envdAccessToken } from "./tokens.ts";
+import { decidePublicTraffic, E2B_CLOUD_PUBLIC_TRAFFIC, PUBLIC_TRAFFIC_METADATA_KEY } from "../envd-token/index.ts";
 
 /**
  * Metadata key prefixes a client may not set: vk-sandbox's stamps on a Pod's claim (shared/sandboxd/metadata.ts) and
@@ -37,14 +38,14 @@ interface CommonClaim {
 type Placed = { reply: ClaimReply; template: string; size: Size; calledAddress?: string };
 
 export interface CreateDeps {
-  settings: Pick<E2bSettings, "aliases" | "envdSecret" | "rootToken" | "defaultTimeoutSeconds">;
-  nodes: PlacementNodes & Pick<NodeAccess, "nodeNameFor" | "remember" | "forget">;
+  settings: Pick<E2bSettings, "aliases" | "envdSecret" | "rootToken" | "defaultTimeoutSeconds" | "publicTraffic">;
+  nodes: PlacementNodes & Pick<NodeAccess, "nodeNameFor" | "remember" | "forget" | "fleet">;
   /** Where a built template of the namespace is held. */
   catalog: Pick<TemplateCatalog, "createHolders">;
   /** Where a snapshot id is held. */
   snapshots: Pick<Snapshots, "findCheckpoints">;
   quotas: Admission;
-  render: Pick<Renderer, "sandboxReply">;
+  render: Pick<Renderer, "sandboxReply" | "servesPublicly">;
   /** This replica lists what it created at once (own-writes.ts). */
   ownWrites: Pick<OwnWrites, "created">;
   idempotency: Pick<IdempotentCreates, "run">;
@@ -71,12 +72,26 @@ export class SandboxCreator {
       const reserved = Object.keys(body.metadata ?? {}).find((k) => k.startsWith(prefix));
       if (reserved !== undefined) throw badRequest(`metadata: key ${JSON.stringify(reserved)} is reserved (prefix "${prefix}")`);
     }
+    body = this.stampPublicTraffic(body);
     if (idempotencyKey === undefined) return (await this.admitted(ns, body, templateID, undefined)).reply;
     return this.d.idempotency.run(ns, idempotencyKey, body, async (stamp) => {
       const problem = metadataProblem({ ...body.metadata, ...stamp.metadata });
       if (problem) throw badRequest(`${problem} (with the Idempotency-Key stamp, which takes one metadata pair)`);
       return this.admitted(ns, body, templateID, stamp);
     });
+  }
+
+  /**
+   * The create's public-ports choice (`network.allowPublicTraffic` under the fleet's policy) rides on the claim's
+   * metadata, where every proxy's fleet view sees it; it takes one of the node's 16 pairs.
+   */
+  private stampPublicTraffic(body: NewSandbox): NewSandbox {
+    const traffic = decidePublicTraffic(body.network?.allowPublicTraffic, this.d.settings.publicTraffic ?? E2B_CLOUD_PUBLIC_TRAFFIC);
+    if ("refused" in traffic) throw badRequest(traffic.refused);
+    const metadata = { ...(body.metadata ?? {}), [PUBLIC_TRAFFIC_METADATA_KEY]: String(traffic.public) };
+    const problem = metadataProblem(metadata);
+    if (problem) throw badRequest(`${problem} (with the public-ports stamp, which takes one metadata pair)`);
+    return { ...body, metadata };
   }
 
   /** Admission before any claim (a snapshot restore and a built template included); held until remembered or released. */
@@ -107,13 +122,16 @@ export class SandboxCreator {
       ...(body.allow_internet_access === false ? { egress: false } : {}),
     };
     const hit = await placeClaim(this.d.nodes, this.d.log, { template: pool.image, net, size: pool.size }, req);
+    if (hit) this.d.nodes.fleet.demand?.recordClaim?.({ template: pool.image, net, size: pool.size }, hit.reply.id); // demand now, not at the next publish
     if (hit) return { placed: { reply: hit.reply, template: pool.image, size: pool.size, calledAddress: hit.calledAddress }, builtTemplate: false };
     // Only the no-capacity branch looks for a built template (pool images pay nothing for the lookup).
     const knownPool = this.d.settings.aliases.has(templateID) || advertisesImage(this.d.nodes.nodes(), pool.image);
     const built = knownPool ? undefined : await this.claimBuilt(ns, templateID, net, common, body.allow_internet_access);
     if (built) return { placed: built, builtTemplate: true };
     if (!knownPool) throw templateNotFound(templateID);
-    throw new E2bError(503, `no warm sandbox available for template "${templateID}"; retry as warm capacity refills`);
+    // The explained 503 (shared/fleet/capacity.ts): counts and Retry-After, never node names or the image.
+    const why = noCapacityForTenant(templateID, { template: pool.image, net, size: pool.size }, this.d.nodes.fleet);
+    throw new E2bError(503, why.message, why.headers);
   }
 
   /** A create after validation and admission: claim, then initialise envd (releasing the claim if that fails). */
@@ -160,7 +178,7 @@ export class SandboxCreator {
       nodes.forget(ns, reply.id);
       throw new E2bError(500, "failed to start the sandbox");
     }
-    this.d.events.claimed(reply.id, address, reply.token, ns);
+    this.d.events.claimed(reply.id, address, reply.token, ns, this.d.render.servesPublicly(metadata));
     const tier = SIZE_TIERS[placed.size];
     const now = clock.now();
     this.d.ownWrites.created(ns, {
@@ -174,7 +192,7 @@ export class SandboxCreator {
       memoryBytes: tier.mem_total_bytes,
       metadata,
     });
-    const sandbox = this.d.render.sandboxReply({ claimId: reply.id, nodeName, template: placed.template, claimToken: reply.token });
+    const sandbox = this.d.render.sandboxReply({ claimId: reply.id, nodeName, template: placed.template, claimToken: reply.token, metadata });
     return { reply: sandbox, claimId: reply.id, address, nodeName };
   }
 
@@ -229,7 +247,8 @@ function refuseOptions(b: NewSandbox): void {
   const nonEmpty = (v: unknown) => v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0) && !(typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
   if (b.secure === false) throw badRequest("secure: false is not supported: every sandbox requires its envd access token");
   if (b.autoPause === true && b.allow_internet_access === true) throw badRequest("autoPause cannot be combined with allow_internet_access: egress-lane sandboxes cannot be paused");
-  if (nonEmpty(b.network)) throw badRequest("network rules are not supported");
+  const { allowPublicTraffic: _served, ...rules } = b.network ?? {};
+  if (nonEmpty(rules)) throw badRequest(`network rules other than allowPublicTraffic are not supported (got ${Object.keys(rules).map((k) => JSON.stringify(k)).join(", ")})`);
   if (nonEmpty(b.volumeMounts)) throw badRequest("volumeMounts are not supported");
   if (b.autoPauseMemory !== undefined) throw badRequest("autoPauseMemory is not supported: an auto-paused sandbox always keeps its memory");
   if (b.autoResume?.enabled === false) throw badRequest("autoResume: {enabled: false} is not supported: data-plane traffic with a valid token always wakes a paused sandbox here");

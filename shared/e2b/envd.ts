@@ -3,7 +3,8 @@
 // as activity). HTTP/1.1, Host `envd`.
 import { exchangeOverTunnel, type SmallReply } from "../relay/index.ts";
 
-export const ENVD_PORT = 49983;
+export { ENVD_PORT } from "../envd-token/index.ts";
+import { ENVD_PORT } from "../envd-token/index.ts";
 export const INIT_TIMEOUT_MS = 5_000;
 export const METRICS_TIMEOUT_MS = 2_000;
 export const METRICS_MAX_BYTES = 64 * 1024;

@@ -39,8 +39,17 @@ const REFUSAL: Record<number, string> = {
 };
 
 /**
+ * Every 429 we answer carries Retry-After: the JS SDK retries a 429 only with it, and both SDKs back off by it. The
+ * node's own value when it sent one (whole seconds, at least 1, at most a minute), else 1.
+ */
+export function retryAfterSeconds(ms: number | undefined): number {
+  if (ms === undefined || !Number.isFinite(ms) || ms <= 0) return 1;
+  return Math.min(60, Math.max(1, Math.ceil(ms / 1000)));
+}
+
+/**
  * A node failure on a sandbox verb: node 404 -> 404 `sandbox "<id>" not found`; other node 4xx (but 401/403) -> the
- * node's status with a generic message, the node's text kept as `detail` for the log; anything else (5xx,
+ * node's status with a generic message (a 429 with Retry-After), the node's text kept as `detail` for the log; anything else (5xx,
  * transport, protocol, the node refusing our own token) -> 500 with the endpoint's fixed message.
  */
 export function fromNode(err: unknown, id: string, fixed: string): E2bError {
@@ -49,7 +58,8 @@ export function fromNode(err: unknown, id: string, fixed: string): E2bError {
     const status = (err as SandboxdError).status;
     if (status === 404) return sandboxNotFound(id);
     if (status !== undefined && status >= 400 && status < 500 && status !== 401 && status !== 403) {
-      return new E2bError(status, `${fixed}: ${REFUSAL[status] ?? "the node refused the request"}`, undefined, err.serverMessage);
+      const headers = status === 429 ? { "retry-after": String(retryAfterSeconds(err.retryAfterMs)) } : undefined;
+      return new E2bError(status, `${fixed}: ${REFUSAL[status] ?? "the node refused the request"}`, headers, err.serverMessage);
     }
     return new E2bError(500, fixed, undefined, err.serverMessage || err.message);
   }

@@ -19,7 +19,7 @@ export interface ForkDeps {
   nodes: Pick<NodeAccess, "nodes" | "client" | "nodeNameFor" | "remember">;
   lookup: Pick<LiveLookup, "read">;
   quotas: Admission;
-  render: Pick<Renderer, "sandboxReply">;
+  render: Pick<Renderer, "sandboxReply" | "servesPublicly">;
   ownWrites: Pick<OwnWrites, "created">;
   events: SandboxEvents;
   log: Logger;
@@ -86,8 +86,9 @@ export class Forks {
         memoryBytes: row.mem_total_bytes,
         metadata: row.metadata,
       });
-      this.d.events.claimed(child.id, address, child.token, ns);
-      return this.d.render.sandboxReply({ claimId: child.id, nodeName, template: row.key.template, claimToken: child.token });
+      // A fork child inherits its parent's metadata, the public-ports stamp included.
+      this.d.events.claimed(child.id, address, child.token, ns, this.d.render.servesPublicly(row.metadata));
+      return this.d.render.sandboxReply({ claimId: child.id, nodeName, template: row.key.template, claimToken: child.token, metadata: row.metadata });
     });
   }
 }

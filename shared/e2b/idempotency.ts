@@ -137,7 +137,7 @@ export class IdempotentCreates {
     }
     if (!rowBelongs(row, ns) || !row.token) return undefined;
     const accessToken = await this.d.tokenForms.accessTokenFor(prior.address, prior.claimId, row.token, claimedAtOf(row));
-    return this.d.render.sandboxReply({ claimId: prior.claimId, nodeName: prior.nodeName, template: row.key.template, claimToken: row.token, accessToken });
+    return this.d.render.sandboxReply({ claimId: prior.claimId, nodeName: prior.nodeName, template: row.key.template, claimToken: row.token, accessToken, metadata: row.metadata });
   }
 
   /** The newest create of the key within the window: this replica's own, else one the snapshot lists. */

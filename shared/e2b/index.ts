@@ -5,9 +5,11 @@
 //               through route-kit.ts, and a build module's routes through its `buildRoutes` hook
 //   surface.ts  the composition root: each resource module gets only the node and fleet access it needs
 //   create.ts, sandboxes.ts, fork.ts, sandbox-metrics.ts  what each sandbox endpoint does (lookup.ts: the live
-//               read they share); templates.ts templates and tags; snapshots.ts snapshots; quotas.ts per-namespace
-//               quotas; placement.ts claim placement; render.ts replies; token-forms.ts which token an old
-//               sandbox's envd holds; nodes.ts owner lookup; envd.ts /init and envd /metrics; list.ts list paging
+//               read they share; own-writes.ts this replica's writes over the snapshot; idempotency.ts and
+//               surface-metadata.ts Idempotency-Key); templates.ts templates and tags; snapshots.ts snapshots;
+//               quotas.ts per-namespace quotas; placement.ts claim placement; render.ts replies; token-forms.ts
+//               which token an old sandbox's envd holds; nodes.ts owner lookup; envd.ts /init and envd /metrics;
+//               list.ts list paging
 //   ids.ts, tokens.ts, errors.ts  id forms and access tokens (both from shared/envd-token, which the relay
 //               shares), the {code,message} envelope
 import type { OpenAPIHono } from "@hono/zod-openapi";
@@ -29,7 +31,10 @@ export { createE2bApp, namespaceForKey } from "./app.ts";
 export { E2bSurface, type E2bSettings, type E2bDeps, type SandboxEvents } from "./surface.ts";
 export type { BuildMount, BuildRoutes, E2bEnv, E2bHandler, RouteKit, SignedHandler } from "./route-kit.ts";
 export { accessTokenMatches, carriesLaneTag, deriveAccessToken, envdAccessToken, safeEqual } from "./tokens.ts";
+export { ENVD_PORT, type EnvdTarget, initEnvd } from "./envd.ts";
 export { claimIdOf, publicSandboxId, sameSandboxId } from "./ids.ts";
+export { E2B_CLOUD_PUBLIC_TRAFFIC, PUBLIC_TRAFFIC_METADATA_KEY, TRAFFIC_TOKEN_HEADER, publicTrafficStamp, trafficTokenMatches, type PublicTrafficPolicy } from "./traffic.ts";
+import type { PublicTrafficPolicy } from "./traffic.ts";
 export { readEnvdSecret, resolveRootToken } from "./files.ts";
 
 export interface LoadE2bOptions {
@@ -42,7 +47,9 @@ export interface LoadE2bOptions {
   /** Called after a kill (the in-process proxy drops its cached owner). */
   onReleased?: (claimId: string) => void;
   /** Called after a claim is initialised (the in-process proxy learns its owner). */
-  onClaimed?: (claimId: string, address: string, claimToken: string, namespace: string) => void;
+  onClaimed?: (claimId: string, address: string, claimToken: string, namespace: string, publicTraffic: boolean) => void;
+  /** Public user ports (traffic.ts); unset: e2b cloud's policy. */
+  publicTraffic?: PublicTrafficPolicy;
   /** Where the quota series register (sandbox-apiserver: its own /metrics registry); default: their own. */
   metricsRegistry?: Registry;
   /**
@@ -85,6 +92,7 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
       defaultQuota: opts.defaultQuota,
       // Anonymous mode claims in --e2b-namespace only.
       namespaces: keys.size > 0 ? new Set(keys.values()) : [opts.namespace],
+      ...(o.publicTraffic ? { publicTraffic: o.publicTraffic } : {}),
     },
     {
       fleet: o.fleet,

@@ -8,6 +8,7 @@ import { publicSandboxId } from "./ids.ts";
 import type { Located } from "./nodes.ts";
 import type { ListedSandbox, SandboxReply } from "./schemas.ts";
 import { envdAccessToken, opaqueClientId } from "./tokens.ts";
+import { E2B_CLOUD_PUBLIC_TRAFFIC, publicTrafficStamp, trafficAccessToken, type PublicTrafficPolicy } from "../envd-token/index.ts";
 
 /** Checkpoint names and stamped refs: at most this long on the node. */
 export const NAME_BUDGET = 63;
@@ -26,6 +27,8 @@ export interface RenderSettings {
   envdVersion: string;
   defaultTimeoutSeconds: number;
   envdSecret: string;
+  /** Public user ports (shared/envd-token/traffic.ts); unset: e2b cloud's (public unless the create said otherwise). */
+  publicTraffic?: PublicTrafficPolicy;
 }
 
 export class Renderer {
@@ -48,8 +51,18 @@ export class Renderer {
     return this.imageAliases.get(image)?.[0];
   }
 
-  /** `accessToken`: the token the sandbox's envd holds when it is not the current form (token-forms.ts). */
-  sandboxReply(o: { claimId: string; nodeName: string; template: string; claimToken: string; accessToken?: string }): SandboxReply {
+  /** Whether a claim's user ports are public: its create's stamp, else the fleet's default; never when forbidden. */
+  servesPublicly(metadata: Readonly<Record<string, string>> | undefined): boolean {
+    const policy = this.settings.publicTraffic ?? E2B_CLOUD_PUBLIC_TRAFFIC;
+    return !policy.forbid && (publicTrafficStamp(metadata) ?? policy.defaultPublic);
+  }
+
+  /**
+   * `accessToken`: the token the sandbox's envd holds when it is not the current form (token-forms.ts). `metadata`:
+   * the claim's, whose public-ports stamp decides whether the reply carries a `trafficAccessToken` (create, connect
+   * and fork replies all do: the SDK keeps the latest).
+   */
+  sandboxReply(o: { claimId: string; nodeName: string; template: string; claimToken: string; accessToken?: string; metadata: Readonly<Record<string, string>> | undefined }): SandboxReply {
     const templateID = this.displayTemplate(o.template);
     const alias = this.aliasOf(o.template);
     return {
@@ -60,6 +73,7 @@ export class Renderer {
       envdAccessToken: o.accessToken ?? envdAccessToken(this.settings.envdSecret, o.claimId, o.claimToken),
       domain: this.settings.domain,
       ...(alias ? { alias } : {}),
+      ...(this.servesPublicly(o.metadata) ? {} : { trafficAccessToken: trafficAccessToken(this.settings.envdSecret, o.claimToken) }),
     };
   }
 
@@ -111,3 +125,5 @@ export class Renderer {
     });
   }
 }
+
+/** The caller's own metadata: the public-ports stamp (traffic.ts) is ours, never shown. */

@@ -55,9 +55,10 @@ export class Sandboxes {
     // Killed here a moment ago: 404 at once, though the snapshot may list it a while longer.
     if (ownWrites.isKilled(ns, id)) throw sandboxNotFound(id);
     const loc = await nodes.locate(ns, id);
-    let outcome: "released" | "already-gone";
     try {
-      outcome = await nodes.client(loc.address).release(loc.claimId);
+      // "already gone" (reaped, or killed through another replica, while the view still lists it) is a 204 as
+      // well (spec acceptance 28): only this replica's own kills are known to it at once.
+      await nodes.client(loc.address).release(loc.claimId);
     } catch {
       throw new E2bError(500, "failed to release the sandbox");
     }
@@ -66,8 +67,6 @@ export class Sandboxes {
     ownWrites.killed(ns, loc.claimId);
     events.released(loc.claimId);
     events.changed(loc.address);
-    // Gone on the node already (killed by another replica, or expired): the SDK's kill() answers false on 404.
-    if (outcome === "already-gone") throw sandboxNotFound(id);
   }
 
   async setTimeout(ns: string, id: string, seconds: number): Promise<void> {
@@ -137,7 +136,7 @@ export class Sandboxes {
     }
     if (!row.token) throw new E2bError(500, fixed);
     const accessToken = await this.d.tokenForms.accessTokenFor(loc.address, loc.claimId, row.token, claimedAtOf(row));
-    return { status, sandbox: this.d.render.sandboxReply({ claimId: loc.claimId, nodeName: loc.nodeName, template: row.key.template, claimToken: row.token, accessToken }) };
+    return { status, sandbox: this.d.render.sandboxReply({ claimId: loc.claimId, nodeName: loc.nodeName, template: row.key.template, claimToken: row.token, accessToken, metadata: row.metadata }) };
   }
 
   /** Logs: no log storage exists; a visible sandbox answers empty arrays, an unknown one 404. */

@@ -16,7 +16,12 @@ export const NewSandbox = z
     allow_internet_access: z.boolean().optional(),
     autoPause: z.boolean().optional(),
     secure: z.boolean().optional(),
-    network: z.unknown().optional(),
+    // allowPublicTraffic: user ports without a token (shared/e2b/traffic.ts); other network rules are refused.
+    network: z
+      .object({ allowPublicTraffic: z.boolean().optional() })
+      .passthrough()
+      .optional()
+      .openapi({ description: "Only allowPublicTraffic is served; any other network rule is refused" }),
     volumeMounts: z.array(z.unknown()).optional(),
     autoPauseMemory: z.boolean().optional(),
     autoResume: z.object({ enabled: z.boolean() }).partial().optional(),
@@ -33,6 +38,8 @@ export const SandboxSchema = z
     clientID: z.string(),
     envdVersion: z.string(),
     envdAccessToken: z.string(),
+    /** Set when the sandbox's user ports are not public: send it as the e2b-traffic-access-token header. */
+    trafficAccessToken: z.string().nullable().optional(),
     domain: z.string(),
     alias: z.string().optional(),
   })

@@ -5,3 +5,14 @@
 // It imports nothing of ours (tests/unit/architecture/e2b-relay.test.ts).
 export { LANE_TAG_HEX, accessTokenMatches, carriesLaneTag, deriveAccessToken, envdAccessToken, laneTag, memo, safeEqual } from "./tokens.ts";
 export { claimIdOf, publicSandboxId, sameSandboxId } from "./ids.ts";
+export {
+  decidePublicTraffic,
+  E2B_CLOUD_PUBLIC_TRAFFIC,
+  ENVD_PORT,
+  PUBLIC_TRAFFIC_METADATA_KEY,
+  publicTrafficStamp,
+  TRAFFIC_TOKEN_HEADER,
+  trafficAccessToken,
+  trafficTokenMatches,
+  type PublicTrafficPolicy,
+} from "./traffic.ts";

@@ -15,6 +15,7 @@ import { type Net, NETS, type Size, SIZES, parseWireTime } from "../sandboxd/ind
 import type { FleetEntry, FleetNode, FleetPool, FleetSource, FleetTemplate } from "./types.ts";
 import { freshNodes, namespaceOfName } from "./view.ts";
 import { inventoryTrust, type NodeAddresses, TrustedNetworks } from "./trust.ts";
+import { DemandMeter } from "./demand.ts";
 
 /** How long ready() waits for the first LIST before naming the missing CRD (sandbox-apiserver.md §1.1 step 5). */
 export const INVENTORY_SYNC_TIMEOUT_MS = 120_000;
@@ -56,10 +57,13 @@ export class InventoryFleet implements FleetSource {
   private readonly built = new Map<string, { rv: string; record: InventoryRecord }>();
   private readonly listeners = new Set<() => void>();
   private started = false;
+  /** Claim rate and refill time per key, observed on every inventory change (docs/fleet.md "Demand"). */
+  readonly demand: DemandMeter;
 
   /** No side effects: the informer starts on ready(). */
   constructor(private readonly o: InventoryFleetOptions) {
     this.clock = o.clock ?? realClock;
+    this.demand = new DemandMeter(this.clock);
     this.log = o.log;
     this.networks = new TrustedNetworks(o.trustedNetworks ?? []);
     this.informer = new Informer<RawInventory>(o.client, NodeInventories, { log: o.log });
@@ -142,6 +146,11 @@ export class InventoryFleet implements FleetSource {
     return this.records;
   }
 
+  /** Trusted nodes left out as stale (FleetSource). */
+  staleCount(): number {
+    return this.records.length - this.fresh().length;
+  }
+
   /** One fresh node by name; a stale node answers undefined ("not found"), as §4.3 requires of per-node reads. */
   freshNode(name: string): InventoryRecord | undefined {
     return this.fresh().find((r) => r.name === name);
@@ -194,6 +203,7 @@ export class InventoryFleet implements FleetSource {
     for (const name of [...this.refused.keys()]) if (!seen.has(name)) this.refused.delete(name);
     next.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     this.records = next;
+    this.demand.observe(this.fresh().map((r) => r.fleet));
     for (const fn of this.listeners) {
       try {
         fn();

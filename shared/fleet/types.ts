@@ -2,7 +2,7 @@
 // interface with two sources — sandboxd seeds polled directly (mesh.ts, sandbox-e2b) and the Kubernetes
 // NodeInventory informer (sandbox-apiserver, sandbox-envd-proxy). Consumers see only FleetSource snapshots and the
 // helpers of view.ts; neither knows which source fed them.
-import type { Net, Size } from "../sandboxd/index.ts";
+import type { Net, PoolKey, Size } from "../sandboxd/index.ts";
 
 /** A warm pool a node advertises. `net`/`size` are already defaulted (`none`/`small`). */
 export interface FleetPool {
@@ -78,5 +78,24 @@ export interface FleetSource {
    * the relay fall back to live node reads.
    */
   changed?(address?: string): void;
+  /** Nodes the source knows but leaves out as stale (the capacity answer counts them), when it can tell. */
+  staleCount?(): number;
+  /** Claim rate and refill time per pool key, measured from this source's snapshots (demand.ts), when it measures. */
+  readonly demand?: DemandReader;
   stop(): Promise<void>;
+}
+
+export interface DemandReading {
+  claimsPerSecond: number;
+  /** The median of the recent refill samples, undefined before the first one. */
+  refillMs: number | undefined;
+  refillSamples: number;
+}
+
+export interface DemandReader {
+  read(key: PoolKey): DemandReading;
+  /** A create of the key nobody could serve: demand the pool's own snapshots cannot show (demand.ts). */
+  recordMiss?(key: PoolKey): void;
+  /** A claim this process made, counted now and deduplicated by id against the snapshots (demand.ts). */
+  recordClaim?(key: PoolKey, id: string, node?: string): void;
 }

@@ -1,7 +1,7 @@
 // Reads over a fleet snapshot that every consumer shares (the e2b surface, the relay): the inventory freshness
 // rule, the namespace of a claim_ref, entry lookup by either id spelling, and claim placement candidates.
 // Pure functions: the sources (mesh.ts, the Kubernetes one) produce FleetNode lists, these read them.
-import { sameSandboxId } from "../e2b/index.ts";
+import { sameSandboxId } from "../envd-token/index.ts";
 import { POD_UID_METADATA_KEY, type PoolKey } from "../sandboxd/index.ts";
 import type { FleetEntry, FleetNode } from "./types.ts";
 

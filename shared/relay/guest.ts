@@ -62,6 +62,31 @@ export interface GuestRequest {
    * called once per exchange, for the relay's metric and warn line.
    */
   onBodyFramingError?(err: Error): void;
+  /** Told when the client has been handed the body's last byte (never for a failed or cancelled body). */
+  bodyEnd?: BodyEndListener;
+}
+
+/** Who wants to know that a relayed body was read to its end (the listener's idle timeout, idle.ts). */
+export interface BodyEndListener {
+  bodyEnded(): void;
+}
+
+/**
+ * Error a guest body's stream without Bun printing it: Bun 1.4.5 writes a raw stack to stderr for a response stream
+ * that errors before Bun has started reading it (measured: an error raised in the same turn the response was
+ * handed on is printed, one raised a macrotask later is not, whether through controller.error or a rejected pull).
+ * `sameTurn`: the error came in the turn that resolved the response, so it waits one macrotask.
+ */
+export function errorBody(ctrl: ReadableStreamDefaultController<Uint8Array>, err: Error, sameTurn: boolean): void {
+  const error = () => {
+    try {
+      ctrl.error(err);
+    } catch {
+      // cancelled
+    }
+  };
+  if (sameTurn) setImmediate(error);
+  else error();
 }
 
 /**
@@ -114,6 +139,18 @@ async function pump(body: ReadableStream<Uint8Array>, sink: Writable, count: (n:
 /** A node readable as a web stream that reads only when the consumer pulls; cancel destroys `onCancel`. */
 function webStream(src: Readable, r: GuestRequest, onCancel: () => void): ReadableStream<Uint8Array> {
   let ctrl: ReadableStreamDefaultController<Uint8Array>;
+  // The guest's body is complete: the stream closes (and r.bodyEnd hears of it) once the client has read the queue.
+  let ended = false;
+  let draining = false;
+  const closeBody = () => {
+    draining = false;
+    try {
+      ctrl.close();
+    } catch {
+      return; // already cancelled
+    }
+    r.bodyEnd?.bodyEnded();
+  };
   return new ReadableStream<Uint8Array>(
     {
       start(c) {
@@ -125,28 +162,30 @@ function webStream(src: Readable, r: GuestRequest, onCancel: () => void): Readab
           if (!room || (ctrl.desiredSize ?? 0) <= 0) src.pause();
         });
         src.once("end", () => {
-          try {
-            ctrl.close();
-          } catch {
-            // already cancelled
-          }
+          ended = true;
           onCancel();
+          if ((ctrl.desiredSize ?? 0) >= GUEST_BODY_BUFFER) closeBody();
+          else draining = true;
         });
         src.once("error", (err) => {
-          try {
-            ctrl.error(err);
-          } catch {
-            // already cancelled
-          }
+          ended = true;
+          // node:http2 may emit it in the turn that handed the response on: always a turn later (errorBody).
+          errorBody(ctrl, err, true);
           onCancel();
         });
         src.pause();
       },
       pull() {
+        if (ended) {
+          if (draining && (ctrl.desiredSize ?? 0) >= GUEST_BODY_BUFFER) closeBody();
+          return;
+        }
         // Over the relay's budget a stream still holding much stays paused; the next pull asks again.
         if (r.queued?.(GUEST_BODY_BUFFER - (ctrl.desiredSize ?? 0)) !== false) src.resume();
       },
       cancel() {
+        ended = true;
+        draining = false;
         src.destroy();
         onCancel();
       },

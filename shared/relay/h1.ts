@@ -9,7 +9,7 @@ import type net from "node:net";
 import { realClock, type Clock, type Timer } from "../clock/index.ts";
 import { bodyDecoder, FramingError, isFramingError, ResponseHeadReader, type BodyDecoder } from "./framing/index.ts";
 import type { GuestRequest } from "./guest.ts";
-import { GUEST_BODY_QUEUE, HOP_BY_HOP, connectionOptions, drained } from "./guest.ts";
+import { GUEST_BODY_QUEUE, HOP_BY_HOP, connectionOptions, drained, errorBody } from "./guest.ts";
 
 /**
  * How long a guest that has started its response head may take to finish it (docs/envd-relay.md "Framing"): an
@@ -126,6 +126,11 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
     let ctrl: ReadableStreamDefaultController<Uint8Array> | undefined;
     let decoder: BodyDecoder | undefined;
     let finished = false;
+    // The guest's body is complete but the client has not read all of it: the stream closes (and r.bodyEnd hears
+    // of it) when the queue has drained, so the listener's idle timeout is re-armed only once the client has it all.
+    let draining = false;
+    // True while the data event that resolved the response runs (a body error then must wait a turn: errorBody).
+    let headTurn = false;
     // What one guest read yields is gathered into one queue entry (docs/envd-relay.md "Bounds"): a body of 1-byte
     // chunks would otherwise queue one object per chunk (each pinning its read buffer) in a queue that counts bytes.
     // The decoder hands over offsets (no view object per chunk); the first range is kept as offsets, later ones are
@@ -164,16 +169,22 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
       // relay bounds (limits.ts): report what waits for the client.
       r.queued?.(QUEUE_BYTES - (ctrl!.desiredSize ?? 0));
     };
+    const closeBody = () => {
+      draining = false;
+      try {
+        ctrl!.close();
+      } catch {
+        return; // cancelled
+      }
+      r.bodyEnd?.bodyEnded();
+    };
     const finish = () => {
       if (finished) return;
       finished = true;
       headTimer?.cancel();
-      try {
-        ctrl?.close();
-      } catch {
-        // cancelled
-      }
       teardown();
+      if ((ctrl!.desiredSize ?? 0) >= QUEUE_BYTES) closeBody();
+      else draining = true;
     };
     const fail = (err: Error) => {
       if (finished) return;
@@ -181,14 +192,8 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
       headTimer?.cancel();
       if (ctrl) {
         if (isFramingError(err)) r.onBodyFramingError?.(err);
-        try {
-          // Errored, not closed: the client must see a failed download, never a truncated success. Bun reports
-          // nothing for it because the response reaches Bun through rearmIdleTimeout's pull-only wrapper (idle.ts),
-          // which turns this into a rejected pull (a stream errored before Bun reads it directly is printed raw).
-          ctrl.error(err);
-        } catch {
-          // cancelled
-        }
+        // Errored, not closed: the client must see a failed download, never a truncated success.
+        errorBody(ctrl, err, headTurn);
       } else reject(err);
       teardown();
     };
@@ -204,9 +209,10 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
       if (finished) return;
       try {
         if (decoder) return body(c);
-        headTimer ??= clock.after(headDeadlineMs, onHeadDeadline);
         const got = headReader.feed(c);
         if (!got) {
+          // The deadline runs from the head's first byte; a head that came whole in one read never needs a timer.
+          headTimer ??= clock.after(headDeadlineMs, onHeadDeadline);
           // A complete interim head (100 Continue before a long upload) restarts the clock for the next head.
           if (headReader.interimHeads !== interimSeen) {
             interimSeen = headReader.interimHeads;
@@ -215,7 +221,7 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
           }
           return;
         }
-        headTimer.cancel();
+        headTimer?.cancel();
         const { status, framing } = got.head;
         const headers = clientHeaders(got.head.headers);
         if (framing.kind === "none" || (framing.kind === "length" && framing.length === 0)) {
@@ -231,11 +237,17 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
               ctrl = c;
             },
             pull() {
+              if (finished) {
+                // The tunnel is gone (its budget share released): only the close waits for the queue to drain.
+                if (draining && (ctrl!.desiredSize ?? 0) >= QUEUE_BYTES) closeBody();
+                return;
+              }
               r.queued?.(QUEUE_BYTES - (ctrl!.desiredSize ?? 0)); // relay bounds (limits.ts)
               sock.resume();
             },
             cancel() {
               finished = true;
+              draining = false;
               teardown();
             },
           },
@@ -243,9 +255,14 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
           GUEST_BODY_QUEUE,
         );
         resolve(new Response(stream, { status, headers }));
-        if (got.rest.length) body(Buffer.from(got.rest));
+        if (got.rest.length) {
+          headTurn = true;
+          body(Buffer.from(got.rest));
+        }
       } catch (err) {
         fail(err as Error);
+      } finally {
+        headTurn = false;
       }
     };
     /** The guest closed its side: complete only if the framing says the body is. */

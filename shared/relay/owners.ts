@@ -21,7 +21,7 @@ import { findEntry, isPodBacked } from "../fleet/index.ts";
 import { SandboxdClient } from "../sandboxd/index.ts";
 import { SANDBOX_ID_RE, isSandboxdError } from "../sandboxd/index.ts";
 import { claimIdOf } from "../envd-token/index.ts";
-import { accessTokenMatches, carriesLaneTag, envdAccessToken } from "../envd-token/index.ts";
+import { carriesLaneTag, deriveAccessToken, envdAccessToken, publicTrafficStamp, safeEqual } from "../envd-token/index.ts";
 
 export const OWNER_TTL_MS = 60_000;
 export const OWNER_CACHE_MAX = 4096;
@@ -45,6 +45,8 @@ export interface Owner {
   accessToken: string;
   /** The claim_ref's namespace (the tenant, for the per-namespace relay cap); "" when the claim names none. */
   namespace: string;
+  /** The create's public-ports choice (the claim's metadata stamp); undefined: a claim made before the stamp. */
+  publicTraffic?: boolean | undefined;
 }
 
 export type Resolution =
@@ -161,17 +163,20 @@ export class OwnerResolver {
   }
 
   /** Cache an owner learnt elsewhere (the in-process e2b surface right after a claim): no node read needed. */
-  prime(claimId: string, address: string, claimToken: string, namespace: string): void {
+  prime(claimId: string, address: string, claimToken: string, namespace: string, publicTraffic?: boolean): void {
     this.misses.drop(claimId);
-    this.cache.set(this.ownerOf(claimId, address, claimToken, namespace));
+    this.cache.set(this.ownerOf(claimId, address, claimToken, namespace, publicTraffic));
   }
 
-  private ownerOf(claimId: string, address: string, claimToken: string, namespace: string): Owner {
-    return { claimId, address, claimToken, accessToken: envdAccessToken(this.o.envdSecret, claimId, claimToken), namespace };
+  private ownerOf(claimId: string, address: string, claimToken: string, namespace: string, publicTraffic: boolean | undefined): Owner {
+    return { claimId, address, claimToken, accessToken: envdAccessToken(this.o.envdSecret, claimId, claimToken), namespace, publicTraffic };
   }
 
   private matches(owner: Owner, presented: string): boolean {
-    return accessTokenMatches(this.o.envdSecret, owner.claimId, owner.claimToken, presented);
+    // accessTokenMatches' rule, with the tagged token the owner was cached with: an issued token costs no HMAC per
+    // request (it cost two, docs/performance.md); only the untagged form of sandboxes made before tags derives one.
+    if (presented.length === owner.accessToken.length) return safeEqual(presented, owner.accessToken);
+    return safeEqual(presented, deriveAccessToken(this.o.envdSecret, owner.claimToken));
   }
 
   /**
@@ -198,7 +203,7 @@ export class OwnerResolver {
         const row = await this.client(hit.node.address).get(hit.entry.id);
         if (isPodBacked(row.metadata)) return { kind: "unavailable", reason: "unknown" };
         if (!row.token) return { kind: "unavailable", reason: "node-read-failed" };
-        const owner = this.ownerOf(hit.entry.id, hit.node.address, row.token, claimRefNamespace(row.claim_ref));
+        const owner = this.ownerOf(hit.entry.id, hit.node.address, row.token, claimRefNamespace(row.claim_ref), publicTrafficStamp(row.metadata));
         this.cache.set(owner);
         return judge(owner, "inventory");
       } catch (err) {
@@ -246,7 +251,7 @@ export class OwnerResolver {
             notFound++;
             return undefined;
           }
-          return row.token ? this.ownerOf(claimId, address, row.token, claimRefNamespace(row.claim_ref)) : undefined;
+          return row.token ? this.ownerOf(claimId, address, row.token, claimRefNamespace(row.claim_ref), publicTrafficStamp(row.metadata)) : undefined;
         } catch (err) {
           if (isSandboxdError(err) && err.status === 404) notFound++;
           throw err;

@@ -6,18 +6,21 @@
 // Every relay holds a slot (limits.ts: 429 per sandbox or client, 503 global) from the dial until its tunnel closes,
 // reports what it buffers to the global budget, and gets a deadline on the guest's answer (docs/envd-relay.md "Bounds").
 import type { Server } from "bun";
-import { publicSandboxId } from "../envd-token/index.ts";
+import { publicSandboxId, trafficTokenMatches, type PublicTrafficPolicy } from "../envd-token/index.ts";
 import { errorChain, type Logger } from "../log/index.ts";
 import type { FleetSource } from "../fleet/index.ts";
-import { forwardHttp2, guestRequestHeaders, type GuestRequest } from "./guest.ts";
+import { forwardHttp2, guestRequestHeaders, type BodyEndListener, type GuestRequest } from "./guest.ts";
 import { BunTunnel } from "./bun-tunnel.ts";
 import { isFramingError } from "./framing/index.ts";
 import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
 import { BufferBudget, BufferShare, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
 import { RelayMetrics } from "./metrics.ts";
+import { rateLimited, relayError, sandboxNotFound, sandboxPaused, unresolvedAnswer } from "./answers.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
 import { FailedLookupTarpit, type TarpitOptions } from "./tarpit.ts";
-import { envdPathVerdict, isSignedFileUrl, routeRequest, type Route } from "./route.ts";
+import { envdPathVerdict, routeRequest, type Route } from "./route.ts";
+import { credentialOf, servesPublicly, TRAFFIC_TOKEN_RE } from "./public-ports.ts";
+import { isApiHost, type ApiHandler } from "./api-host.ts";
 import { endpointOf, openTunnel, TunnelRefused } from "./tunnel.ts";
 import { guestHandshake, HandshakeTimeout, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
 
@@ -34,10 +37,17 @@ export interface RelayOptions {
   limits?: Partial<RelayLimitOptions>;
   /** The failed-lookup tarpit's budget and delay (default DEFAULT_TARPIT). */
   tarpit?: TarpitOptions;
+  /** Public user ports (public-ports.ts); unset: e2b cloud's (public unless the create said otherwise). */
+  publicTraffic?: PublicTrafficPolicy;
+  /** Serves api.{domain} (api-host.ts): the e2b app in process, or a relay to the apiserver's e2b Service. */
+  api?: ApiHandler;
 }
 
-export function relayError(status: number, message: string): Response {
-  return new Response(`${JSON.stringify({ code: status, message })}\n`, { status, headers: { "content-type": "application/json" } });
+export { relayError } from "./answers.ts";
+
+/** The listener's hook on a relayed body's end (idle.ts RequestIdle): the relay sets `awaitingBody` when it hands one on. */
+export interface RelayedBodyEnd extends BodyEndListener {
+  awaitingBody: boolean;
 }
 
 export class EnvdRelay {
@@ -59,8 +69,8 @@ export class EnvdRelay {
   }
 
   /** Know a sandbox's owner at once (a claim through the in-process e2b surface): its first request needs no read. */
-  primeOwner(claimId: string, address: string, claimToken: string, namespace: string): void {
-    this.owners.prime(claimId, address, claimToken, namespace);
+  primeOwner(claimId: string, address: string, claimToken: string, namespace: string, publicTraffic?: boolean): void {
+    this.owners.prime(claimId, address, claimToken, namespace, publicTraffic);
   }
 
   /** Forget a sandbox's owner at once (a kill through the in-process e2b surface). */
@@ -68,34 +78,42 @@ export class EnvdRelay {
     this.owners.cache.drop(claimId);
   }
 
-  /** Bun.serve's fetch handler. Undefined: the request was upgraded to a relayed WebSocket. */
-  fetch = async (req: Request, server: Server<WsRelayData>): Promise<Response | undefined> => {
-    const res = await this.handle(req, server);
+  /**
+   * Bun.serve's fetch handler. Undefined: the request was upgraded to a relayed WebSocket. When a guest's body is
+   * handed on, `bodyEnd.awaitingBody` is set and `bodyEnd.bodyEnded()` follows once the client has read all of it.
+   */
+  fetch = async (req: Request, server: Server<WsRelayData>, bodyEnd?: RelayedBodyEnd): Promise<Response | undefined> => {
+    const res = await this.handle(req, server, bodyEnd);
     this.metrics.requests.inc({ code: res ? String(res.status) : "101" });
     return res;
   };
 
-  private async handle(req: Request, server: Server<WsRelayData>): Promise<Response | undefined> {
+  private async handle(req: Request, server: Server<WsRelayData>, bodyEnd: RelayedBodyEnd | undefined): Promise<Response | undefined> {
     const url = new URL(req.url);
     const host = req.headers.get("host") ?? url.host;
+    const client = server.requestIP(req)?.address;
+    if (!req.headers.has("e2b-sandbox-id") && isApiHost(host, this.o.domain)) {
+      if (this.o.api) return this.o.api(req, client);
+      return relayError(404, `api.${this.o.domain} is not served by this proxy (sandbox-envd-proxy --e2b-api-upstream)`);
+    }
     const routed = routeRequest(req.headers, host, this.o.domain);
     if (!routed.ok) {
       if (!routed.namesSandbox && (req.method === "GET" || req.method === "HEAD")) {
         if (url.pathname === "/healthz") return new Response(null, { status: 204 });
       }
-      return relayError(400, "no sandbox in the request host or headers");
+      return this.refuse(400, "no sandbox in the request host or headers", client, req.signal);
     }
     const route = routed.route;
     const verdict = envdPathVerdict(url.pathname);
-    if (verdict === "undecodable") return relayError(400, "request path has an invalid percent-encoding");
-    if (verdict === "internal") return relayError(404, "not found");
+    if (verdict === "undecodable") return this.refuse(400, "request path has an invalid percent-encoding", client, req.signal);
+    if (verdict === "internal") return this.refuse(404, "not found", client, req.signal);
 
-    const presented = (req.headers.get("x-access-token") ?? "").trim();
-    const signed = presented === "" && isSignedFileUrl(route.port, req.method, url);
-    if (presented === "" && !signed) return relayError(401, "missing X-Access-Token");
-
-    const client = server.requestIP(req)?.address;
-    const r = await this.owners.resolve(route.id, signed ? undefined : presented, { client });
+    const cred = credentialOf(route.port, req.method, url, req.headers);
+    if (cred.kind === "none" && cred.envdPort) return this.refuse(401, "missing X-Access-Token", client, req.signal);
+    if (cred.kind === "traffic-token" && !TRAFFIC_TOKEN_RE.test(cred.token)) return this.refuse(401, "invalid traffic access token", client, req.signal);
+    // Only the envd access token is checked by the resolver (and may probe); every other credential is judged
+    // against the owner found in the cache or the fleet view.
+    const r = await this.owners.resolve(route.id, cred.kind === "envd-token" ? cred.token : undefined, { client });
     if (r.kind === "bad-token") {
       this.metrics.lookups.inc({ result: "bad_token" });
       await this.tarpit.failed(client, req.signal);
@@ -107,21 +125,43 @@ export class EnvdRelay {
       if (r.reason === "unknown") await this.tarpit.failed(client, req.signal);
       else this.o.log.warn({ reason: r.reason }, "sandbox owner not resolved");
       this.metrics.upstreamErrors.inc({ reason: "unavailable" });
-      return relayError(502, "sandbox unavailable");
+      return unresolvedAnswer(r.reason);
     }
     this.metrics.lookups.inc({ result: r.source });
-    return this.relay(req, url, host, route, r.owner, signed, server);
+    if (cred.kind === "traffic-token" && !trafficTokenMatches(this.o.envdSecret, r.owner.claimToken, cred.token)) {
+      return this.refuse(401, "invalid traffic access token", client, req.signal);
+    }
+    if (cred.kind === "none" && !servesPublicly(r.owner, this.o.publicTraffic)) {
+      return this.refuse(401, "this sandbox's ports are not public: send its traffic access token in the e2b-traffic-access-token header", client, req.signal);
+    }
+    return this.relay(req, url, host, route, r.owner, cred.kind === "signed-url", server, client, bodyEnd);
   }
 
-  private async relay(req: Request, url: URL, host: string, route: Route, owner: Owner, passive: boolean, server: Server<WsRelayData>): Promise<Response | undefined> {
+  /**
+   * An early refusal (no sandbox named, a path the guest must not get, no token) is a failed lookup too: a key holder
+   * probing hosts or tokens in a loop is held by the same tarpit as one probing ids (tarpit.ts).
+   */
+  async refuse(status: number, message: string, client: string | undefined, signal: AbortSignal): Promise<Response> {
+    await this.tarpit.failed(client, signal);
+    return relayError(status, message);
+  }
+
+  private async relay(
+    req: Request,
+    url: URL,
+    host: string,
+    route: Route,
+    owner: Owner,
+    passive: boolean,
+    server: Server<WsRelayData>,
+    clientIp: string | undefined,
+    bodyEnd: RelayedBodyEnd | undefined,
+  ): Promise<Response | undefined> {
     const started = performance.now();
-    const clientIp = server.requestIP(req)?.address;
     const slot = this.slots.acquire(owner.claimId, clientIp, owner.namespace);
     if ("status" in slot) {
       this.metrics.refused.inc({ cap: slot.cap });
-      const res = relayError(slot.status, slot.message);
-      res.headers.set("retry-after", "1");
-      return res;
+      return rateLimited(slot.status, slot.message);
     }
     // A plain-TCP node's HTTP/1.1 leg runs on a Bun socket (bun-tunnel.ts); TLS nodes, --guest-http2 and
     // WebSocket need a node:net socket.
@@ -138,13 +178,17 @@ export class EnvdRelay {
           // isRunning() reads false instead of an authentication error.
           this.owners.cache.drop(owner.claimId);
           this.metrics.upstreamErrors.inc({ reason: "refused" });
-          return relayError(502, "sandbox unavailable");
+          return sandboxNotFound();
         }
         if (err.status === 401) return relayError(401, "invalid sandbox access token");
         if (err.status === 400) return relayError(400, "unsupported sandbox port");
-        if (err.status === 409) {
+        // The node's own relay cap: the client's rate-limit error, with Retry-After, not an unreachable sandbox.
+        if (err.status === 429) return rateLimited(429, "the sandbox's node is busy; retry later");
+        // A passive relay may not wake a paused sandbox: e2b cloud's 409. An active one wakes it, so its 409 is a
+        // sandbox that cannot run (failed, being archived): unreachable, as before.
+        if (err.status === 409 && passive) {
           this.metrics.upstreamErrors.inc({ reason: "paused" });
-          return relayError(502, "sandbox is paused");
+          return sandboxPaused();
         }
       }
       this.metrics.upstreamErrors.inc({ reason: "unreachable" });
@@ -187,11 +231,13 @@ export class EnvdRelay {
       mayRead: () => share.mayRead(),
       signal: req.signal,
       onBodyFramingError: (err) => this.framingError("body", owner, route, err),
+      bodyEnd,
     };
     try {
       const forwarded = sock instanceof BunTunnel ? forwardOverBunTunnel(sock, g) : this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1Raw(sock, g);
       const res = await headDeadline(forwarded, this.limits.guestHandshakeMs, () => sent, () => sock.destroy());
       this.metrics.upstreamSeconds.observe((performance.now() - started) / 1000);
+      if (bodyEnd && res.body !== null) bodyEnd.awaitingBody = true;
       return res;
     } catch (err) {
       sock.destroy();

@@ -8,7 +8,7 @@ import type { Server } from "bun";
 import { splitHostPort } from "../config/index.ts";
 import { requestTargetProblem, uncaughtErrorHandler } from "../http/index.ts";
 import type { Logger } from "../log/index.ts";
-import { holdIdleTimeout, rearmIdleTimeout, RELAY_IDLE_TIMEOUT_S } from "./idle.ts";
+import { RELAY_IDLE_TIMEOUT_S, RequestIdle } from "./idle.ts";
 import { relayError, type EnvdRelay } from "./proxy.ts";
 import { wsRelayHandlers, type WsRelayData } from "./websocket.ts";
 
@@ -28,11 +28,13 @@ export function relayEntry(relay: EnvdRelay, idleSeconds: number): (req: Request
     const problem = requestTargetProblem(req.method, req.url);
     if (problem) {
       relay.metrics.requests.inc({ code: String(problem.status) });
-      return relayError(problem.status, problem.message);
+      return relay.refuse(problem.status, problem.message, server.requestIP(req)?.address, req.signal);
     }
-    holdIdleTimeout(server, req);
-    const res = await relay.fetch(req, server);
-    return res === undefined ? undefined : rearmIdleTimeout(server, req, idleSeconds, res);
+    const idle = new RequestIdle(server, req, idleSeconds);
+    const res = await relay.fetch(req, server, idle);
+    // A relayed guest body re-arms when the client has read it (h1.ts, guest.ts); a WebSocket has its own timeout.
+    if (res !== undefined && !idle.awaitingBody) idle.rearm();
+    return res;
   };
 }
 

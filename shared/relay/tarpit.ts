@@ -3,7 +3,9 @@
 // (the next sent as soon as the last is answered) takes every turn of that thread it can: measured in the
 // hostile-tenant rig, two such loops from one address (1,300 answers/s) made another tenant's file calls wait
 // 150-700 ms. Past a budget per client address, a failed lookup's answer waits FAILED_LOOKUP_DELAY_MS, so such a
-// loop gets a few answers a second; lookups that succeed are never held, whoever sends them.
+// loop gets a few answers a second; lookups that succeed are never held, whoever sends them. The proxy's early
+// refusals (no sandbox named, an unparsable target, an envd-internal path, no X-Access-Token) count as failed lookups
+// too: a key holder probing hosts or tokens costs the thread the same as one probing ids.
 import { type Clock, realClock } from "../clock/index.ts";
 import { TokenBucket } from "../kube/index.ts";
 

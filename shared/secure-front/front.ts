@@ -7,6 +7,7 @@
 // secret, adds it to every request head it forwards (request-framer.ts) and drops a client's own copy; the internal
 // handler finds the peer by that secret. A request without a known secret is refused, whatever it claims. HTTP
 // parsing, streaming and keep-alive stay Bun's; the front adds no syscall per request (one write per chunk read).
+// A kept-alive connection idle after its last response is closed after keepAliveIdleMs (keep-alive.ts).
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
@@ -16,6 +17,7 @@ import tls from "node:tls";
 import type { Server } from "bun";
 import type { Log } from "../log/index.ts";
 import { internalHeaders } from "./internal-headers.ts";
+import { KEEP_ALIVE_IDLE_MS, ResponseTracker } from "./keep-alive.ts";
 import { RequestFramer } from "./request-framer.ts";
 
 export interface SecureFrontOptions<P> {
@@ -41,6 +43,11 @@ export interface SecureFrontOptions<P> {
   isIdentityHeader?: (lowerName: string) => boolean;
   /** A TLS connection silent (both ways) this long is closed; absent: the client or the app decides. */
   idleTimeoutMs?: number;
+  /**
+   * A kept-alive connection whose responses have all ended and that sends nothing more is closed after this long
+   * (default KEEP_ALIVE_IDLE_MS, the relay listener's; 0: never). An open response (a watch) is never timed by it.
+   */
+  keepAliveIdleMs?: number;
   /**
    * Go's ReadHeaderTimeout: from the handshake to the first full head, and from the first byte of each later head to
    * its end, at most this long (default HEADER_TIMEOUT_MS). A body, a response or a watch is never timed by it.
@@ -108,6 +115,7 @@ export async function startSecureFront<P>(o: SecureFrontOptions<P>): Promise<Sec
   const sockets = new Set<net.Socket>();
 
   const headerTimeoutMs = o.headerTimeoutMs ?? HEADER_TIMEOUT_MS;
+  const keepAliveIdleMs = o.keepAliveIdleMs ?? KEEP_ALIVE_IDLE_MS;
   const maxConnections = o.maxConnections ?? MAX_CONNECTIONS;
   let open = 0;
   const front = tls.createServer({ ...o.tls, handshakeTimeout: o.handshakeTimeoutMs ?? o.tls.handshakeTimeout ?? HANDSHAKE_TIMEOUT_MS }, (sock) => {
@@ -126,7 +134,16 @@ export async function startSecureFront<P>(o: SecureFrontOptions<P>): Promise<Sec
       headTimer = undefined;
     };
     armHeadTimer();
-    sock.once("close", clearHeadTimer);
+    // Armed when the last outstanding response has ended (keep-alive.ts); any byte from the client disarms it.
+    let idleTimer: ReturnType<typeof setTimeout> | undefined;
+    const clearIdleTimer = () => {
+      clearTimeout(idleTimer);
+      idleTimer = undefined;
+    };
+    sock.once("close", () => {
+      clearHeadTimer();
+      clearIdleTimer();
+    });
     void (async () => {
       let peer: P;
       try {
@@ -142,12 +159,15 @@ export async function startSecureFront<P>(o: SecureFrontOptions<P>): Promise<Sec
         return;
       }
       const secret = randomBytes(18).toString("base64url");
-      const framer = new RequestFramer({ secret, headers: names, maxBodyBytes: o.maxBodyBytes, isIdentityHeader: o.isIdentityHeader });
+      const methods: string[] = [];
+      const framer = new RequestFramer({ secret, headers: names, maxBodyBytes: o.maxBodyBytes, isIdentityHeader: o.isIdentityHeader, ...(keepAliveIdleMs > 0 ? { methods } : {}) });
+      const responses = keepAliveIdleMs > 0 ? new ResponseTracker(methods) : undefined;
       const up = net.connect({ path: internalSocket });
       sockets.add(up);
       up.once("connect", () => {
         peers.set(secret, peer);
         sock.on("data", (chunk: Buffer) => {
+          if (idleTimer !== undefined) clearIdleTimer();
           if (framer.done) return; // after a refusal: dropped, the connection closes after its answer
           const heads = framer.headsForwarded;
           const out = framer.feed(chunk);
@@ -162,6 +182,21 @@ export async function startSecureFront<P>(o: SecureFrontOptions<P>): Promise<Sec
         });
         up.on("drain", () => sock.resume());
         up.pipe(sock);
+        if (responses) {
+          const follow = (chunk: Buffer) => {
+            if (!responses.feed(chunk)) {
+              if (!responses.following) up.off("data", follow);
+              return;
+            }
+            if (framer.readingHead) return; // the next head has begun: the header deadline runs instead
+            clearIdleTimer();
+            idleTimer = setTimeout(() => {
+              o.log.debug({ front: o.name, remote: sock.remoteAddress, idleMs: keepAliveIdleMs }, "kept-alive connection idle; closing it");
+              close();
+            }, keepAliveIdleMs);
+          };
+          up.on("data", follow);
+        }
       });
       const close = () => {
         peers.delete(secret);

@@ -25,6 +25,8 @@ export interface FramerOptions {
   maxBodyBytes: number;
   /** Lower-cased header name → whether its values carry identity (escaped so each line stays one value). */
   isIdentityHeader?: (lowerName: string) => boolean;
+  /** Each forwarded head's method is appended here (the front's response tracker, keep-alive.ts, takes them). */
+  methods?: string[];
 }
 
 export interface Refusal {
@@ -126,6 +128,7 @@ export class RequestFramer {
         }
         pos = from = end + 4;
         this.heads++;
+        this.o.methods?.push(head.method);
         if (head.chunked) this.at = "chunk-size";
         else if (head.length > 0) {
           this.at = "body";
@@ -192,6 +195,7 @@ export class RequestFramer {
   private refuse(r: Refusal): Buffer {
     this.at = "refused";
     this.heads++;
+    this.o.methods?.push("GET");
     const msg = `${r.code} ${r.message}`.replace(/[^\x20-\x7e]/g, "?");
     return Buffer.from(`GET / HTTP/1.1\r\nhost: localhost\r\n${this.o.headers.connection}: ${this.o.secret}\r\n${this.o.headers.refused}: ${msg}\r\nconnection: close\r\n\r\n`, "latin1");
   }
@@ -200,7 +204,7 @@ export class RequestFramer {
    * The head's framing, and its rewritten text when a line had to change (`text` undefined: only the connection line
    * is added, after the request line, which ends at byte `requestLineEnd` including its CRLF).
    */
-  private rewriteHead(head: string): { text?: string; requestLineEnd: number; length: number; chunked: boolean } | Refusal {
+  private rewriteHead(head: string): { text?: string; method: string; requestLineEnd: number; length: number; chunked: boolean } | Refusal {
     // Bare CR or LF, NUL, and folded lines are where two HTTP parsers start to disagree: refused outright.
     if (/[\0]|\r(?!\n)|(?<!\r)\n|\n[ \t]/.test(head)) return { code: 400, message: "malformed request head" };
     const lines = head.split("\r\n");
@@ -255,7 +259,7 @@ export class RequestFramer {
     if (length !== undefined && length > this.o.maxBodyBytes) {
       return { code: 413, message: `the request body is ${length} bytes, over the limit of ${this.o.maxBodyBytes} bytes` };
     }
-    const framing = { requestLineEnd: requestLine.length + 2, length: length ?? 0, chunked: te === "chunked" };
+    const framing = { method, requestLineEnd: requestLine.length + 2, length: length ?? 0, chunked: te === "chunked" };
     return kept ? { ...framing, text: `${kept.join("\r\n")}\r\n\r\n` } : framing;
   }
 }

@@ -44,10 +44,13 @@ export class ApiError extends Error {
     message: string,
     readonly reason: Reason = REASON_BY_CODE[code] ?? (code >= 500 ? "InternalError" : "BadRequest"),
     readonly objectName?: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterSeconds?: number },
   ) {
     super(message, options);
+    if (options?.retryAfterSeconds !== undefined) this.retryAfterSeconds = options.retryAfterSeconds;
   }
+  /** A 429/503 that says when to come back: `Retry-After` and `details.retryAfterSeconds`, as kube-apiserver does. */
+  readonly retryAfterSeconds?: number;
 }
 
 export const badRequest = (msg: string, name?: string) => new ApiError(400, msg, "BadRequest", name);
@@ -65,7 +68,7 @@ export interface StatusBody {
   status: "Failure";
   message: string;
   reason: Reason;
-  details?: { name?: string; group: string; kind: string };
+  details?: { name?: string; group: string; kind: string; retryAfterSeconds?: number };
   code: number;
 }
 
@@ -77,13 +80,19 @@ export function statusBody(e: ApiError): StatusBody {
     status: "Failure",
     message: e.message,
     reason: e.reason,
-    details: { ...(e.objectName ? { name: e.objectName } : {}), group: GROUP, kind: RESOURCE },
+    details: {
+      ...(e.objectName ? { name: e.objectName } : {}),
+      group: GROUP,
+      kind: RESOURCE,
+      ...(e.retryAfterSeconds !== undefined ? { retryAfterSeconds: e.retryAfterSeconds } : {}),
+    },
     code: e.code,
   };
 }
 
 export function statusResponse(e: ApiError): Response {
-  return Response.json(statusBody(e), { status: e.code });
+  const headers = e.retryAfterSeconds !== undefined ? { "retry-after": String(e.retryAfterSeconds) } : undefined;
+  return Response.json(statusBody(e), { status: e.code, ...(headers ? { headers } : {}) });
 }
 
 

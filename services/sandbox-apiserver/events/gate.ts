@@ -3,8 +3,12 @@
 //   1. per object: a token bucket per `<ns>/<name>` (burst 25, one token back every 5 minutes); an empty bucket drops.
 //   2. per object and reason: past 10 events in 10 minutes the message becomes one constant "(combined from similar
 //      events): …" text, so the recorder counts them on one Event (a patch of `count`) instead of creating more.
-//   3. per process: one token bucket (default 10/s, burst 50) over every object; an empty bucket drops.
+//   3. per namespace: a token bucket per namespace (default 5/s, burst 40), so one namespace's churn (an e2b key
+//      creating and killing sandboxes, each a new object with a full bucket) cannot spend the whole process bucket
+//      and starve the `Lost` warnings of every other namespace.
+//   4. per process: one token bucket (default 10/s, burst 50) over every object; an empty bucket drops.
 // Objects are remembered in insertion order up to a bound; the oldest is forgotten first (its bucket starts full).
+// Namespaces are remembered least recently used first out, up to their own bound.
 import type { Clock } from "#shared/clock/index.ts";
 import { TokenBucket } from "#shared/kube/index.ts";
 
@@ -15,6 +19,10 @@ export interface EventGateOptions {
   objectBurst?: number;
   /** ms for one token to return to an object's bucket. */
   objectRefillMs?: number;
+  namespaceQps?: number;
+  namespaceBurst?: number;
+  /** How many namespaces' buckets are kept (least recently used forgotten first; a forgotten one starts full). */
+  maxNamespaces?: number;
   similarWindowMs?: number;
   similarMax?: number;
   /** How many objects' state is kept. */
@@ -39,7 +47,8 @@ export class EventGate {
   private readonly o: Required<EventGateOptions>;
   private readonly process: TokenBucket;
   private readonly objects = new Map<string, ObjectState>();
-  readonly counts = { admitted: 0, combined: 0, droppedObject: 0, droppedProcess: 0 };
+  private readonly namespaces = new Map<string, TokenBucket>();
+  readonly counts = { admitted: 0, combined: 0, droppedObject: 0, droppedNamespace: 0, droppedProcess: 0 };
 
   constructor(o: EventGateOptions) {
     this.o = {
@@ -47,6 +56,9 @@ export class EventGate {
       processBurst: 50,
       objectBurst: 25,
       objectRefillMs: 300_000,
+      namespaceQps: 5,
+      namespaceBurst: 40,
+      maxNamespaces: 1024,
       similarWindowMs: 600_000,
       similarMax: 10,
       maxObjects: 8192,
@@ -55,7 +67,7 @@ export class EventGate {
     this.process = new TokenBucket(this.o.processQps, this.o.processBurst, this.o.clock);
   }
 
-  /** The message to write for this event, or undefined when a limit drops it. */
+  /** The message to write for this event, or undefined when a limit drops it. `objectKey` is `<ns>/<name>`. */
   admit(objectKey: string, type: string, reason: string, message: string): string | undefined {
     const state = this.stateOf(objectKey);
     if (!state.bucket.tryAcquire()) {
@@ -76,6 +88,10 @@ export class EventGate {
       text = sim.combined;
       this.counts.combined++;
     }
+    if (!this.namespaceBucket(objectKey).tryAcquire()) {
+      this.counts.droppedNamespace++;
+      return undefined;
+    }
     if (!this.process.tryAcquire()) {
       this.counts.droppedProcess++;
       return undefined;
@@ -87,6 +103,26 @@ export class EventGate {
   /** How many objects' limits are held (bounded by maxObjects). */
   get size(): number {
     return this.objects.size;
+  }
+
+  /** How many namespaces' buckets are held (bounded by maxNamespaces). */
+  get namespaceCount(): number {
+    return this.namespaces.size;
+  }
+
+  private namespaceBucket(objectKey: string): TokenBucket {
+    const slash = objectKey.indexOf("/");
+    const ns = slash < 0 ? "" : objectKey.slice(0, slash);
+    let b = this.namespaces.get(ns);
+    if (b) {
+      // Move to the end: the map's order is least recently used first.
+      this.namespaces.delete(ns);
+    } else {
+      b = new TokenBucket(this.o.namespaceQps, this.o.namespaceBurst, this.o.clock);
+    }
+    this.namespaces.set(ns, b);
+    while (this.namespaces.size > this.o.maxNamespaces) this.namespaces.delete(this.namespaces.keys().next().value!);
+    return b;
   }
 
   private stateOf(key: string): ObjectState {

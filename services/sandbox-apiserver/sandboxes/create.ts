@@ -4,7 +4,7 @@
 // handed out a VM fails at once and is never retried elsewhere, so one Create never claims two microVMs.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import type { InventoryRecord } from "#shared/fleet/index.ts";
+import { type InventoryRecord, explainNoCapacity } from "#shared/fleet/index.ts";
 import {
   type ClaimReply,
   type PoolKey,
@@ -36,8 +36,14 @@ export interface CreateDeps {
   clock?: Clock;
   random?: () => number;
   log?: Logger;
-  /** Called with the owning node of every claim (the owner index, metrics). */
-  onClaimed?: (namespace: string, name: string, id: string, node: string) => void;
+  /** Called with the owning node of every claim (the owner index, metrics, the demand meter). */
+  onClaimed?: (namespace: string, name: string, id: string, node: string, key: PoolKey) => void;
+  /** Nodes known but left out as stale (the capacity answer counts them). */
+  staleCount?: () => number;
+  /** Called when no node could serve the key (the demand meter counts it: a dry pool's demand is not what it serves). */
+  onNoCapacity?: (key: PoolKey) => void;
+  /** The key's measured refill time in ms, if any (the capacity answer's Retry-After). */
+  refillMs?: (key: PoolKey) => number | undefined;
   /** Called when a claim was attempted and failed (metrics). */
   onFailed?: () => void;
 }
@@ -137,7 +143,7 @@ export async function createSandbox(deps: CreateDeps, namespace: string, obj: Sa
     deps.onFailed?.();
     throw e;
   }
-  deps.onClaimed?.(namespace, name, claimed.reply.id, claimed.node.name);
+  deps.onClaimed?.(namespace, name, claimed.reply.id, claimed.node.name, key);
 
   const annotations: Record<string, string> = { ...(obj.metadata.annotations ?? {}), [ANN_CLAIM_ID]: claimed.reply.id };
   if (claimed.reply.owner_addr) annotations[ANN_ADDRESS] = claimed.reply.owner_addr;
@@ -212,12 +218,10 @@ async function claimSomewhere(deps: CreateDeps, key: PoolKey, ttl: number, claim
       throw fail(e, c.rec.name);
     }
   }
-  throw new ApiError(
-    503,
-    `no warm sandbox available for pool (template="${key.template}" net="${key.net}" size="${key.size}"); retry as warm capacity refills`,
-    "ServiceUnavailable",
-    claimRef.slice(claimRef.indexOf("/") + 1),
-  );
+  // Nothing served: say why, and when to come back (docs/api.md "Create", shared/fleet/capacity.ts).
+  deps.onNoCapacity?.(key);
+  const answer = explainNoCapacity({ key, fresh: nodes.map((n) => n.fleet), stale: deps.staleCount?.() ?? 0, refillMs: deps.refillMs?.(key) });
+  throw new ApiError(503, answer.message, "ServiceUnavailable", claimRef.slice(claimRef.indexOf("/") + 1), answer.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: answer.retryAfterSeconds });
 }
 
 /** A 5xx answer (other than "provisioning failed", which is already undelivered) that the claim path declined to reconcile. */

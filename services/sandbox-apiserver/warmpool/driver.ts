@@ -5,18 +5,17 @@
 // status from the warm counts the nodes reported. With an empty sandboxd token it is fail-closed: no PUT at all.
 import type { Logger } from "pino";
 import type { Clock } from "#shared/clock/index.ts";
-import type { InventoryFleet, InventoryRecord } from "#shared/fleet/index.ts";
+import type { DemandMeter, InventoryFleet, InventoryRecord } from "#shared/fleet/index.ts";
 import type { KubeClient } from "#shared/kube/index.ts";
 import { Informer } from "#shared/kube/index.ts";
-import type { ResourceRef } from "#shared/kube/index.ts";
 import type { ApiserverMetrics } from "../serving/index.ts";
 import { type NodeClients, mapBounded } from "../sandboxes/index.ts";
 import { NODE_FANOUT } from "../sandboxes/index.ts";
-import { type SandboxTemplate, type WarmPool, keyString, poolSets, resolvePools, selectorOf, statusShares } from "./plan.ts";
+import { type SandboxTemplate, SandboxTemplates, SandboxWarmPools, type WarmPool, keyString, poolSets, resolvePools, selectorOf, statusShares } from "./plan.ts";
+import { type AutoscaleParams, Autoscaler } from "./autoscale.ts";
+import { DecisionWriter } from "./decisions.ts";
 
-export const EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";
-export const SandboxWarmPools: ResourceRef = { group: EXTENSIONS_GROUP, version: "v1beta1", resource: "sandboxwarmpools", namespaced: true };
-export const SandboxTemplates: ResourceRef = { group: EXTENSIONS_GROUP, version: "v1beta1", resource: "sandboxtemplates", namespaced: true };
+export { EXTENSIONS_GROUP, SandboxTemplates, SandboxWarmPools } from "./plan.ts";
 
 export interface DriverOptions {
   kube: KubeClient;
@@ -27,6 +26,9 @@ export interface DriverOptions {
   clock: Clock;
   log: Logger;
   metrics?: ApiserverMetrics;
+  /** The process's demand measurements; without it no pool autoscales (spec.replicas everywhere). */
+  demand?: Pick<DemandMeter, "read">;
+  autoscale?: AutoscaleParams;
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -37,8 +39,13 @@ export class WarmPoolDriver {
   private warnedNoToken = false;
   /** Passes completed (tests wait on it). */
   passes = 0;
+  private readonly autoscaler: Autoscaler | undefined;
+  private readonly decisions: DecisionWriter;
 
-  constructor(private readonly o: DriverOptions) {}
+  constructor(private readonly o: DriverOptions) {
+    this.autoscaler = o.demand ? new Autoscaler(o.demand, o.clock, o.autoscale) : undefined;
+    this.decisions = new DecisionWriter({ kube: o.kube, clock: o.clock, log: o.log, ...(o.metrics ? { metrics: o.metrics } : {}) });
+  }
 
   /** Runs until `signal` aborts: informers, triggers, the reconcile loop. */
   async run(signal: AbortSignal): Promise<void> {
@@ -99,11 +106,14 @@ export class WarmPoolDriver {
       const kb = `${b.metadata.namespace}/${b.metadata.name}`;
       return ka < kb ? -1 : ka > kb ? 1 : 0;
     });
-    const resolutions = resolvePools(pools, template);
-    for (const r of resolutions) {
+    const resolved = resolvePools(pools, template);
+    for (const r of resolved) {
       if ("skipped" in r) this.o.log.error({ pool: `${r.pool.metadata.namespace}/${r.pool.metadata.name}` }, r.skipped);
     }
+    // Autoscaled pools' replicas are the autoscaler's targets from here on (docs/warmpool.md "Autoscaling").
     const nodes = this.o.fleet.fresh().filter((n) => n.address);
+    const planned = this.autoscaler?.plan(resolved, nodes.length);
+    const resolutions = planned?.resolutions ?? resolved;
     const sets = poolSets(resolutions, nodes.length);
     const warm = new Map<string, Map<string, number>>(nodes.map((n) => [n.name, inventoryWarm(n)]));
 
@@ -147,6 +157,7 @@ export class WarmPoolDriver {
         this.o.metrics?.driverActions.inc({ action: "status_update", outcome: "error" });
       }
     }
+    if (planned) await this.decisions.publish(resolutions.map((r) => r.pool), planned.decisions, planned.invalid);
   }
 }
 

@@ -1,12 +1,17 @@
 // The warm-pool driver's arithmetic, pure (docs/warmpool.md): resolve each SandboxWarmPool to a pool key through its
 // SandboxTemplate, spread its replicas evenly over the eligible nodes, build each node's complete pool set, and split
 // the fleet's warm count of a key back over the pools that share it.
+import type { ResourceRef } from "#shared/kube/index.ts";
 import type { PoolKey } from "#shared/sandboxd/index.ts";
 import { ANN_NET } from "../sandboxes/index.ts";
 import { PoolKeyError, type PodTemplateLike, poolKeyOf } from "../sandboxes/index.ts";
 
+export const EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";
+export const SandboxWarmPools: ResourceRef = { group: EXTENSIONS_GROUP, version: "v1beta1", resource: "sandboxwarmpools", namespaced: true };
+export const SandboxTemplates: ResourceRef = { group: EXTENSIONS_GROUP, version: "v1beta1", resource: "sandboxtemplates", namespaced: true };
+
 export interface WarmPool {
-  metadata: { name: string; namespace: string; generation?: number; resourceVersion?: string; uid?: string };
+  metadata: { name: string; namespace: string; generation?: number; resourceVersion?: string; uid?: string; annotations?: Record<string, string> };
   spec?: { replicas?: number; sandboxTemplateRef?: { name?: string } };
   status?: { replicas?: number; readyReplicas?: number; selector?: string };
 }

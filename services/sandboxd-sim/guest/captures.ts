@@ -2,18 +2,33 @@
 //
 // Copies of a sandbox taken for later claims: a checkpoint's (files and file metadata as they were), and a
 // promoted template's (the same plus what envd's /init set: default user, working directory and env vars, so a
-// clone starts as the build left it). A namespaced sandbox's copy is its layer (layer.ts copyLayer); a process
-// sandbox's, its directory. No memory: processes are not part of a copy.
+// clone starts as the build left it) and its start commands: the commands still running at promote time (a build's
+// `startCmd` in the background), which a clone runs again once it is up, standing in for the memory a VM snapshot
+// would keep (docs/decisions.md, "sandboxd-sim: a promoted template's start command"). A namespaced sandbox's copy
+// is its layer (layer.ts copyLayer); a process sandbox's, its directory. No memory: processes are not part of a copy.
 import { cpSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { copyLayer } from "./layer.ts";
 import { FileMetadata } from "./metadata.ts";
+import type { ProcessConfig } from "./processes.ts";
 import type { GuestSandbox } from "./sandbox.ts";
+
+/** At most this many running commands are kept as a template's start commands (a guest may start any number). */
+export const MAX_START_COMMANDS = 8;
+
+/** A command a clone runs at start, as the source ran it: same command line, cwd, request env, user and tag. */
+export interface StartCommand {
+  config: ProcessConfig;
+  user?: string;
+  tag?: string;
+}
 
 export interface EnvdDefaults {
   envVars: Record<string, string>;
   defaultUser: string;
   defaultWorkdir: string;
+  /** The commands still running when the template was promoted (oldest first), re-run by every clone. */
+  startCommands: StartCommand[];
 }
 
 export interface Capture {
@@ -43,7 +58,7 @@ export class Captures {
     const metadata = new FileMetadata();
     metadata.copyFrom(source.sb.metadata);
     const sb = source.sb;
-    const defaults = o.defaults ? { envVars: { ...sb.envVars }, defaultUser: sb.defaultUser, defaultWorkdir: sb.defaultWorkdir } : undefined;
+    const defaults = o.defaults ? { envVars: { ...sb.envVars }, defaultUser: sb.defaultUser, defaultWorkdir: sb.defaultWorkdir, startCommands: runningCommands(sb) } : undefined;
     this.byKey.set(key, { dir, metadata, defaults });
   }
 
@@ -55,4 +70,14 @@ export class Captures {
       this.byKey.delete(key);
     }
   }
+}
+
+/** The source's commands still running (no terminals: a pty session is someone's shell, not a service), oldest first. */
+function runningCommands(sb: GuestSandbox): StartCommand[] {
+  return sb.processes
+    .list()
+    .filter((p) => !p.pty && !p.ended)
+    .sort((a, b) => a.startedAt - b.startedAt)
+    .slice(0, MAX_START_COMMANDS)
+    .map((p) => ({ config: { cmd: p.config.cmd, args: [...p.config.args], envs: { ...p.config.envs }, cwd: p.config.cwd }, user: p.user, tag: p.tag }));
 }

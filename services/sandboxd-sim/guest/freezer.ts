@@ -5,7 +5,7 @@
 // controller where it is mounted (`freezer.state`), else cgroup v2's core freezer (`cgroup.freeze`, a unified
 // hierarchy at /sys/fs/cgroup). Where neither works the caller falls back to SIGSTOP/SIGCONT of the sandbox's
 // processes.
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export interface FreezerRoots {
@@ -43,6 +43,22 @@ export class Freezer {
       }
     }
     return undefined;
+  }
+
+  /** Existing sandbox cgroups whose name starts with `prefix` (a dead simulator's, found at the next start: reap.ts). */
+  static existing(prefix: string, roots: FreezerRoots = {}): Freezer[] {
+    const out: Freezer[] = [];
+    for (const [root, version] of [[roots.v1 ?? "/sys/fs/cgroup/freezer", 1], [roots.v2 ?? "/sys/fs/cgroup", 2]] as const) {
+      const parent = join(root, "sandboxd-sim");
+      let names: string[] = [];
+      try {
+        names = readdirSync(parent);
+      } catch {
+        continue; // no such hierarchy, or none made here
+      }
+      for (const n of names) if (n.startsWith(prefix)) out.push(new Freezer(join(parent, n), version));
+    }
+    return out;
   }
 
   /** The file a process writes its pid to so that it (and everything it forks later) joins the cgroup. */

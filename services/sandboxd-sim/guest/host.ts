@@ -14,19 +14,21 @@
 // of its layer, pause is the freezer cgroup, destroy kills its PID namespace. Otherwise a process sandbox.
 // All sandbox directories live under one temporary base directory per node, removed by stop(). A simulator that
 // exits without stop() (process.exit, an uncaught error) still kills every sandbox's processes on its way out;
-// one killed by SIGKILL cannot, and its sandboxes' process groups outlive it (README.md).
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
+// one killed by SIGKILL cannot: the next GuestHost on the same parent directory removes what it left (reap.ts).
+import { cpSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { hostIsolation, type Isolation } from "./isolation.ts";
 import { simLog } from "../log.ts";
 import { Captures } from "./captures.ts";
-import { copyLayer, ensureWorkDirs, nameLayer, prepareLayer } from "./layer.ts";
+import { copyLayer, ensureWorkDirs, nameLayer, prepareLayer, removeTree } from "./layer.ts";
 import { Namespace } from "./namespace.ts";
+import { BASE_PREFIX, markOwner, reapDead } from "./reap.ts";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import type { Claim } from "../claims.ts";
 import { GuestSandbox } from "./sandbox.ts";
 import { startGuestServer, type GuestServer } from "./server.ts";
+import { CODE_INTERPRETER_PORT, codeInterpreterTarget } from "./code-interpreter.ts";
 
 /** The guest port envd listens on; the ports relay maps it to the guest agent. */
 export const ENVD_PORT = 49983;
@@ -64,13 +66,21 @@ export class GuestHost {
   /** Destroys still in flight (a namespaced sandbox waits for its last process before removing its files). */
   private readonly dying = new Set<Promise<void>>();
   private readonly useFreezer: boolean;
+  /** Claims whose guest could not be created (said once, not retried). */
+  private readonly failed = new Set<string>();
 
   private readonly onExit = () => {
     for (const g of this.guests.values()) g.sb.killNow();
   };
 
   constructor(o: GuestHostOptions = {}) {
-    this.baseDir = mkdtempSync(join(o.dir ?? tmpdir(), "sandboxd-sim-guests-"));
+    const parent = o.dir ?? tmpdir();
+    mkdirSync(parent, { recursive: true });
+    // A simulator killed with SIGKILL on this directory left sandboxes running: remove them first (reap.ts).
+    const reaped = reapDead(parent);
+    if (reaped.length) simLog().warn({ removed: reaped }, "removed the sandboxes of simulators that died without stopping");
+    this.baseDir = mkdtempSync(join(parent, BASE_PREFIX));
+    markOwner(this.baseDir);
     this.captures = new Captures(this.baseDir);
     this.host = o.host ?? "127.0.0.1";
     this.clock = o.clock ?? realClock;
@@ -81,6 +91,9 @@ export class GuestHost {
 
   private get namespaced(): boolean {
     return this.isolation.mode === "namespaces";
+  }
+  private get rootless(): boolean {
+    return this.isolation.mode === "namespaces" && this.isolation.rootless === true;
   }
 
   get size(): number {
@@ -100,6 +113,7 @@ export class GuestHost {
     const g = this.guests.get(id);
     if (!g) return undefined;
     if (port === ENVD_PORT) return { host: this.host, port: g.server.port };
+    if (port === CODE_INTERPRETER_PORT) return codeInterpreterTarget(g.sb, this.host); // code-interpreter.ts
     // A sandbox with its own network is reached on its own loopback, through the relay inside it.
     if (g.sb.ns?.ownNetwork) {
       g.sb.ns.ensureRelay().catch(() => {}); // the dial waits for its socket (http/relay.ts)
@@ -126,12 +140,24 @@ export class GuestHost {
     for (const c of claims) {
       live.add(c.id);
       let g = this.guests.get(c.id);
-      if (!g) g = this.create(c);
+      if (!g) {
+        if (this.failed.has(c.id)) continue;
+        try {
+          g = this.create(c);
+        } catch (e) {
+          // Said once; the claim stays without a guest (its envd answers nothing) rather than the simulator crashing.
+          this.failed.add(c.id);
+          removeTree(join(this.baseDir, c.id));
+          simLog().warn({ sandbox: c.id, err: (e as Error).message }, "the sandbox's guest could not be created");
+          continue;
+        }
+      }
       const pause = c.state !== "running";
       if (pause && !g.paused) g.sb.pause();
       if (!pause && g.paused) g.sb.resume();
       g.paused = pause;
     }
+    for (const id of this.failed) if (!live.has(id)) this.failed.delete(id);
     for (const [id, g] of this.guests) {
       if (live.has(id)) continue;
       this.guests.delete(id);
@@ -156,10 +182,10 @@ export class GuestHost {
       if (from) {
         copyLayer(from.dir, dir);
         ensureWorkDirs(dir);
-      } else prepareLayer(dir);
+      } else prepareLayer(dir, { rootless: this.rootless });
       nameLayer(dir, c.id);
-      const ns = new Namespace({ dir, hostname: c.id, ownNetwork: c.key.net !== "egress", cgroup: `${basename(this.baseDir)}-${c.id}`, freezer: this.useFreezer });
-      sb = new GuestSandbox({ id: c.id, root: join(dir, "layer"), ns, instanceMetadata: () => c.instanceMetadata });
+      const ns = new Namespace({ dir, hostname: c.id, ownNetwork: c.key.net !== "egress", cgroup: `${basename(this.baseDir)}-${c.id}`, freezer: this.useFreezer, rootless: this.rootless });
+      sb = new GuestSandbox({ id: c.id, root: join(dir, "layer"), ns, rootless: this.rootless, instanceMetadata: () => c.instanceMetadata });
       // Its requests answer 503 with the reason; the log says it once.
       sb.ready.catch((e: Error) => {
         if (sb.alive) simLog().warn({ sandbox: c.id, err: e.message }, "namespaced sandbox did not start");
@@ -169,7 +195,12 @@ export class GuestHost {
       sb = new GuestSandbox({ id: c.id, root: dir, instanceMetadata: () => c.instanceMetadata });
     }
     if (from) sb.metadata.copyFrom(from.metadata);
-    if (capture?.defaults) Object.assign(sb, { ...capture.defaults, envVars: { ...capture.defaults.envVars } });
+    if (capture?.defaults) {
+      const { envVars, defaultUser, defaultWorkdir, startCommands } = capture.defaults;
+      Object.assign(sb, { envVars: { ...envVars }, defaultUser, defaultWorkdir });
+      // The template's start commands run again in the clone once it is up (captures.ts): the build's startCmd.
+      void sb.ready.then(() => sb.runStartCommands(startCommands), () => {});
+    }
     if (parent) {
       sb.accessToken = parent.sb.accessToken;
       sb.envVars = { ...parent.sb.envVars };
@@ -188,6 +219,6 @@ export class GuestHost {
     this.guests.clear();
     for (const g of all) this.track(g.sb.destroy());
     await Promise.all([...all.map((g) => g.server.stop()), ...this.dying]);
-    rmSync(this.baseDir, { recursive: true, force: true });
+    removeTree(this.baseDir);
   }
 }

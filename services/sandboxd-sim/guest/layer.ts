@@ -9,7 +9,7 @@
 // The lower layers are the host's system directories one by one, never `/` as a whole: a lower of `/` would show
 // the host's /tmp, /root and every other sandbox's layer (and the kernel refuses an upper inside its lower).
 import { spawnSync } from "node:child_process";
-import { chownSync, chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
+import { chownSync, chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** Host directories the sandbox sees (read-only below its own layer). */
@@ -42,9 +42,16 @@ export const systemDirs: () => SystemDir[] = (() => {
 /** The overlaid (real) system directories: what the namespace mounts. */
 export const overlaidDirs = (): string[] => systemDirs().filter((d) => !d.link).map((d) => d.name);
 
-/** A sandbox's own /etc/passwd, /etc/group and /etc/shadow: the host's, minus uid 1000 and password hashes, plus `user`. */
+/** A sandbox's own /etc/passwd, /etc/group, /etc/shadow and /etc/gshadow: the host's, minus uid 1000 and password hashes, plus `user`. */
 function seedUsers(etcUpper: string): void {
-  const lines = (f: string) => (existsSync(f) ? readFileSync(f, "utf8").split("\n").filter((l) => l.trim() !== "") : []);
+  // A non-root (rootless) simulator cannot read the host's /etc/shadow: every account then gets a locked entry.
+  const lines = (f: string) => {
+    try {
+      return readFileSync(f, "utf8").split("\n").filter((l) => l.trim() !== "");
+    } catch {
+      return [];
+    }
+  };
   const u = SANDBOX_USER;
   const clash = (l: string, idField: number) => {
     const f = l.split(":");
@@ -56,18 +63,30 @@ function seedUsers(etcUpper: string): void {
   group.push(`${u.name}:x:${u.gid}:`);
   const names = new Set(passwd.map((l) => l.split(":")[0]));
   // No host password hash enters a sandbox; `user` has none either (root can `su user`).
-  const shadow = lines("/etc/shadow")
-    .map((l) => l.split(":"))
+  const hostShadow = lines("/etc/shadow").map((l) => l.split(":"));
+  const shadowed = hostShadow.length ? hostShadow : [...names].map((n) => [n!, "*", "19700", "0", "99999", "7", "", "", ""]);
+  const shadow = shadowed
     .filter((f) => names.has(f[0]!) && f[0] !== u.name)
     .map((f) => [f[0], "*", ...f.slice(2)].join(":"));
   shadow.push(`${u.name}:*:19700:0:99999:7:::`);
   writeFileSync(join(etcUpper, "passwd"), passwd.join("\n") + "\n", { mode: 0o644 });
   writeFileSync(join(etcUpper, "group"), group.join("\n") + "\n", { mode: 0o644 });
   writeFileSync(join(etcUpper, "shadow"), shadow.join("\n") + "\n", { mode: 0o640 });
+  // gshadow from the sandbox's groups (no group passwords): the host's is root's alone, unreadable rootless.
+  const gshadow = group.map((l) => l.split(":")).map((f) => `${f[0]}:!::${f[3] ?? ""}`);
+  writeFileSync(join(etcUpper, "gshadow"), gshadow.join("\n") + "\n", { mode: 0o640 });
+  // The subordinate id files useradd edits, as the sandbox's own (rootless, the host's root-owned ones cannot be copied up).
+  for (const f of ["subuid", "subgid"]) if (existsSync(`/etc/${f}`)) writeFileSync(join(etcUpper, f), lines(`/etc/${f}`).map((l) => `${l}\n`).join(""), { mode: 0o644 });
+  // The user tools' lock file and backups (`passwd-` …) as the sandbox's own: rootless, the host's are root's, which
+  // root inside (the simulator's uid) can neither open nor copy up.
+  writeFileSync(join(etcUpper, ".pwd.lock"), "", { mode: 0o600 });
+  for (const f of ["passwd", "group", "shadow", "gshadow", "subuid", "subgid"]) {
+    if (existsSync(join(etcUpper, f))) copyFileSync(join(etcUpper, f), join(etcUpper, `${f}-`));
+  }
 }
 
-/** Create a fresh layer in `dir` (the sandbox's directory). */
-export function prepareLayer(dir: string): void {
+/** Create a fresh layer in `dir` (the sandbox's directory); rootless, every file stays the simulator's (root inside). */
+export function prepareLayer(dir: string, o: { rootless?: boolean } = {}): void {
   const root = join(dir, "layer");
   mkdirSync(root, { recursive: true });
   for (const [p, mode] of PRIVATE_DIRS) {
@@ -76,7 +95,7 @@ export function prepareLayer(dir: string): void {
   }
   const home = join(root, SANDBOX_USER.home);
   mkdirSync(home, { recursive: true });
-  chownSync(home, SANDBOX_USER.uid, SANDBOX_USER.gid);
+  if (!o.rootless) chownSync(home, SANDBOX_USER.uid, SANDBOX_USER.gid);
   for (const d of systemDirs()) {
     if (d.link) symlinkSync(d.link, join(root, d.name));
     else mkdirSync(join(dir, "sys", d.name, "up"), { recursive: true });
@@ -119,5 +138,19 @@ export function copyLayer(from: string, to: string): void {
   for (const name of overlaidDirs()) {
     mkdirSync(join(to, "sys", name), { recursive: true });
     cp(join(from, "sys", name, "up"), join(to, "sys", name, "up"));
+  }
+}
+
+/**
+ * Remove a sandbox's (or a probe's) directory. Rootless, overlayfs leaves its `work/work` directory mode 000 and the
+ * simulator is no root to ignore that: on EACCES, give the owner back every permission in the tree and try again.
+ */
+export function removeTree(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EACCES") throw e;
+    spawnSync("chmod", ["-R", "u+rwx", dir]);
+    rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -7,12 +7,16 @@
 // sandbox user with `setpriv` against the sandbox's own /etc/passwd. The host reaches the sandbox's files through
 // /proc/<pid 1>/root (the kernel resolves it in the sandbox's mount namespace and root), and its loopback ports
 // through ns-relay.ts, started on first use inside its network namespace only, listening on D/relay.sock.
+// Rootless (the simulator is not root, isolation.ts): the same in a user namespace of its own too, which maps the
+// simulator's uid (only it) to root inside; every command then runs as that one uid (nsenter -U, no setpriv).
 // Not a VM and not a security boundary: same kernel, root inside is root on the host's files it can reach.
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { Freezer } from "./freezer.ts";
-import { overlaidDirs } from "./layer.ts";
+import { overlaidDirs, removeTree } from "./layer.ts";
+import { toolEnv, userNamespaceArgs } from "./isolation.ts";
+import { recordNamespace } from "./reap.ts";
 
 const RELAY_SCRIPT = new URL("./ns-relay.ts", import.meta.url).pathname;
 /** Launches of `unshare` tried when it fails at once on its signal mask (started()). */
@@ -32,7 +36,8 @@ mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$L/dev/pts"
 ln -s pts/ptmx "$L/dev/ptmx"
 mount -t tmpfs -o mode=1777 shm "$L/dev/shm"
 ln -s /proc/self/fd "$L/dev/fd"; ln -s /proc/self/fd/0 "$L/dev/stdin"; ln -s /proc/self/fd/1 "$L/dev/stdout"; ln -s /proc/self/fd/2 "$L/dev/stderr"
-printf %s "$ID" > /proc/sys/kernel/hostname # the hostname tool refuses the "_" of a sandbox id
+# The hostname tool refuses the "_" of a sandbox id; rootless, /proc/sys is the host root's: sethostname(2) then.
+{ printf %s "$ID" > /proc/sys/kernel/hostname; } 2>/dev/null || python3 -c 'import socket,sys; socket.sethostname(sys.argv[1])' "$ID"
 if [ "$NET" = 1 ]; then ip link set lo up; fi
 exec chroot "$L" /bin/sh -c 'echo ready; exec </dev/null >/dev/null 2>&1; trap "exit 0" TERM; while :; do sleep infinity & wait; done'
 `;
@@ -47,6 +52,8 @@ export interface NamespaceOptions {
   cgroup: string;
   /** false: no freezer cgroup, hibernate stops the processes with SIGSTOP (the path for hosts without one). */
   freezer?: boolean;
+  /** A user namespace of its own mapping the simulator's (non-root) uid to root inside (isolation.ts). */
+  rootless?: boolean;
 }
 
 export interface Identity {
@@ -97,10 +104,10 @@ export class Namespace {
     this.ownNetwork = o.ownNetwork;
     this.socketPath = join(o.dir, "relay.sock");
     this.freezer = o.freezer === false ? undefined : Freezer.create(o.cgroup);
-    const unshare = ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--uts", "--ipc", ...(o.ownNetwork ? ["--net"] : []), "--propagation", "private",
+    const unshare = ["unshare", ...userNamespaceArgs(o.rootless), "--mount", "--pid", "--fork", "--kill-child", "--uts", "--ipc", ...(o.ownNetwork ? ["--net"] : []), "--propagation", "private",
       "/bin/sh", "-c", SETUP, "sh", o.dir, o.hostname, o.ownNetwork ? "1" : "0", ...overlaidDirs()];
     const [cmd, args] = this.inCgroup(unshare);
-    this.launcher = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/" });
+    this.launcher = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/", env: toolEnv() });
     this.ready = this.started(cmd, args, LAUNCH_ATTEMPTS);
     this.ready.catch(() => {}); // observed by the guest's requests; not an unhandled rejection here
   }
@@ -126,13 +133,14 @@ export class Namespace {
         if (!pid1) return reject(new Error(`sandbox ${o.hostname}: namespace init not found`));
         this.pid1 = pid1;
         this.nsLink = readlinkSync(`/proc/${pid1}/ns/pid`);
+        recordNamespace(o.dir, pid1, this.nsLink); // found again after a SIGKILL of the simulator (reap.ts)
         resolve();
       });
       launcher.once("exit", (code, sig) => {
         clearTimeout(timer);
         if (this.pid1) return;
         if (attempts > 1 && code === 1 && stderr.includes("sigprocmask")) {
-          this.launcher = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/" });
+          this.launcher = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/", env: toolEnv() });
           this.started(cmd, args, attempts - 1).then(resolve, reject);
           return;
         }
@@ -156,8 +164,9 @@ export class Namespace {
     return (this.relay ??= this.ready.then(
       () =>
         new Promise<void>((resolve, reject) => {
-          const [cmd, args] = this.inCgroup(["nsenter", "-t", String(this.pid1), "-n", "--", process.execPath, RELAY_SCRIPT, this.socketPath]);
-          const p = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/" });
+          // Rootless: joining the network namespace needs its owner, the user namespace, first.
+          const [cmd, args] = this.inCgroup(["nsenter", "-t", String(this.pid1), ...(this.o.rootless ? ["-U", "--preserve-credentials"] : []), "-n", "--", process.execPath, RELAY_SCRIPT, this.socketPath]);
+          const p = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/", env: toolEnv() });
           this.relayProc = p;
           let err = "";
           p.stderr!.on("data", (c: Buffer) => (err = (err + c.toString()).slice(-1000)));
@@ -174,9 +183,10 @@ export class Namespace {
 
   /** Host command line that runs argv inside the sandbox as `who`, starting in the guest directory `cwd`. */
   command(argv: string[], cwd: string, who: Identity): [string, string[]] {
-    const enter = ["nsenter", "-t", String(this.pid1), "-m", "-p", "-u", "-i", ...(this.ownNetwork ? ["-n"] : []), "-r", `-w${this.rootPath}${cwd}`, "--",
-      "setpriv", `--reuid=${who.uid}`, `--regid=${who.gid}`, ...(who.uid === 0 ? ["--clear-groups"] : ["--init-groups"]), "--", ...argv];
-    return this.inCgroup(enter);
+    const enter = ["nsenter", "-t", String(this.pid1), ...(this.o.rootless ? ["-U", "--preserve-credentials"] : []), "-m", "-p", "-u", "-i", ...(this.ownNetwork ? ["-n"] : []), "-r", `-w${this.rootPath}${cwd}`, "--"];
+    // Rootless: nsenter -U already made the command root inside, the only uid the namespace maps (and setgroups is denied).
+    if (this.o.rootless) return this.inCgroup([...enter, ...argv]);
+    return this.inCgroup([...enter, "setpriv", `--reuid=${who.uid}`, `--regid=${who.gid}`, ...(who.uid === 0 ? ["--clear-groups"] : ["--init-groups"]), "--", ...argv]);
   }
 
   private inCgroup(argv: string[]): [string, string[]] {
@@ -241,7 +251,7 @@ export class Namespace {
         await Bun.sleep(10);
       }
       while (this.freezer && !this.freezer.remove() && Date.now() < deadline) await Bun.sleep(10);
-      rmSync(this.o.dir, { recursive: true, force: true });
+      removeTree(this.o.dir);
     })());
   }
 }

@@ -120,15 +120,17 @@ export function processService(sb: GuestSandbox): ServiceImpl<typeof Process> {
       if (!cfg || cfg.cmd === "") throw new ConnectError("process.cmd is required", Code.InvalidArgument);
       let proc: GuestProcess;
       let early: ProcEvent[] | undefined = [];
+      const user = basicUser(ctx.requestHeader.get("authorization"));
       try {
         await sb.ready;
         proc = await t.start(
           { cmd: cfg.cmd, args: [...cfg.args], envs: { ...cfg.envs }, cwd: cfg.cwd },
           {
             tag: req.tag,
+            user,
             stdin: req.stdin ?? true,
             pty: req.pty ? { cols: req.pty.size?.cols ?? 0, rows: req.pty.size?.rows ?? 0 } : undefined,
-            ...sb.launch(cfg.cwd || undefined, basicUser(ctx.requestHeader.get("authorization")), cfg.envs),
+            ...sb.launch(cfg.cwd || undefined, user, cfg.envs),
           },
           // Output that arrives between spawn and the stream's own subscription is kept, not lost.
           (e) => early?.push(e),

@@ -41,6 +41,8 @@ const SIGNAL_NAMES: Record<string, string> = { SIGKILL: "killed", SIGTERM: "term
 export class GuestProcess {
   private readonly subs = new Set<(e: ProcEvent) => void>();
   ended: EndInfo | undefined;
+  /** When it was started (ms, monotonic): start commands are re-run in this order. */
+  readonly startedAt = performance.now();
 
   constructor(
     readonly pid: number,
@@ -48,6 +50,8 @@ export class GuestProcess {
     readonly tag: string | undefined,
     readonly pty: boolean,
     private readonly child: ChildProcess,
+    /** The user the request named (undefined: the sandbox's default user); a promote re-runs it as the same one. */
+    readonly user?: string,
   ) {}
 
   subscribe(fn: (e: ProcEvent) => void): () => void {
@@ -116,6 +120,8 @@ function terminalOf(leader: number): string | undefined {
 
 export interface SpawnOptions {
   tag?: string;
+  /** The user the request named, kept with the process (captures.ts re-runs a start command as it). */
+  user?: string;
   stdin: boolean;
   /** A terminal of this size (cols x rows) instead of pipes. */
   pty?: { cols: number; rows: number };
@@ -179,7 +185,7 @@ export class ProcessTable {
       child.once("error", (e) => reject(new ProcessRefused(`cannot start ${JSON.stringify(config.cmd)}: ${e.message}`)));
     });
     const pid = child.pid!;
-    const proc = new GuestProcess(pid, config, o.tag, o.pty !== undefined, child);
+    const proc = new GuestProcess(pid, config, o.tag, o.pty !== undefined, child, o.user);
     proc.subscribe(onEvent);
     this.procs.set(pid, proc);
     this.groups.add(pid);

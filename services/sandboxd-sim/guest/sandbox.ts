@@ -12,6 +12,8 @@ import { GuestPaths } from "./paths.ts";
 import { ProcessRefused, ProcessTable, type SpawnOptions } from "./processes.ts";
 import { FileMetadata } from "./metadata.ts";
 import type { Namespace } from "./namespace.ts";
+import type { StartCommand } from "./captures.ts";
+import { simLog } from "../log.ts";
 
 export interface GuestSandboxOptions {
   id: string;
@@ -21,6 +23,8 @@ export interface GuestSandboxOptions {
   instanceMetadata?: () => Record<string, unknown> | undefined;
   /** A namespaced sandbox: its namespaces and overlay root; the files are then reached through them. */
   ns?: Namespace;
+  /** Rootless namespaces (isolation.ts): one uid inside, so every user's commands run as uid 0 there. */
+  rootless?: boolean;
 }
 
 export interface GuestUser {
@@ -48,6 +52,7 @@ export class GuestSandbox {
   /** Guest path commands start in when they name no cwd. */
   defaultWorkdir: string;
   private destroyed = false;
+  private readonly rootless: boolean;
   private readonly instanceMetadata: () => Record<string, unknown> | undefined;
 
   constructor(o: GuestSandboxOptions) {
@@ -56,6 +61,7 @@ export class GuestSandbox {
     this.defaultWorkdir = "/home/user";
     this.instanceMetadata = o.instanceMetadata ?? (() => undefined);
     this.ns = o.ns;
+    this.rootless = o.rootless === true;
     const ns = o.ns;
     this.processes = new ProcessTable(ns ? (argv, cwd, who) => ns.command(argv, cwd, who) : undefined);
     if (ns) {
@@ -95,7 +101,8 @@ export class GuestSandbox {
     const want = name && name !== "" ? name : this.defaultUser;
     for (const line of readFileSync(this.paths.toHost("/etc/passwd"), "utf8").split("\n")) {
       const f = line.split(":");
-      if (f[0] === want && f.length >= 7) return { name: want, uid: Number(f[2]), gid: Number(f[3]), home: f[5] || "/" };
+      // Rootless: the user's name and home, but the namespace's one uid (root inside).
+      if (f[0] === want && f.length >= 7) return { name: want, uid: this.rootless ? 0 : Number(f[2]), gid: this.rootless ? 0 : Number(f[3]), home: f[5] || "/" };
     }
     throw new ProcessRefused(`user ${JSON.stringify(want)} does not exist in the sandbox`);
   }
@@ -135,11 +142,28 @@ export class GuestSandbox {
 
   /** Give a file just written (and the directories made for it, from `upTo`) to the request's user. */
   chownUp(host: string, upTo: string, userName: string | undefined): void {
-    const who = this.ns ? this.user(userName) : undefined;
+    // Rootless: what the simulator writes is already the namespace's one uid, and it may not chown.
+    const who = this.ns && !this.rootless ? this.user(userName) : undefined;
     if (!who) return;
     for (let p = host; ; p = dirname(p)) {
       chownSync(p, who.uid, who.gid);
       if (p === upTo || p.length <= upTo.length) break;
+    }
+  }
+
+  /**
+   * A promoted template's clone: run the commands its source had running at promote time (its start command),
+   * each as the user and in the directory it was started with, over the clone's own env (/init's, then its own).
+   * One that cannot start is logged and skipped: the clone is still handed out, as a VM whose service crashed.
+   */
+  async runStartCommands(cmds: StartCommand[]): Promise<void> {
+    for (const c of cmds) {
+      if (this.destroyed) return;
+      try {
+        await this.processes.start(c.config, { tag: c.tag, user: c.user, stdin: false, ...this.launch(c.config.cwd || undefined, c.user, c.config.envs) }, () => {});
+      } catch (e) {
+        simLog().warn({ sandbox: this.id, cmd: c.config.cmd, err: (e as Error).message }, "a promoted template's start command did not start in its clone");
+      }
     }
   }
 

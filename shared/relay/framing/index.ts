@@ -1,8 +1,3 @@
-// shared/relay/framing — the one HTTP/1.1 framing parser for every guest byte the product reads (docs/envd-relay.md
-// "Framing"): head.ts (response head), body.ts (Content-Length, chunked, close-delimited bodies), whole.ts (a whole
-// bounded reply, for the envd client), error.ts (FramingError, the only error they throw), limits.ts (the bounds).
-export { FramingError, isFramingError } from "./error.ts";
-export { ResponseHeadReader, framingOf, isValidStatus, parseContentLength, type BodyFraming, type HeadDone, type ResponseHead } from "./head.ts";
-export { bodyDecoder, ChunkedDecoder, CloseDecoder, LengthDecoder, type BodyDecoder } from "./body.ts";
-export { WholeReplyReader, type WholeReply } from "./whole.ts";
-export * as limits from "./limits.ts";
+// The relay's entry to the HTTP/1.1 framing parser, which lives in shared/framing (the secure front follows its
+// internal server's responses with it too, shared/secure-front/keep-alive.ts).
+export * from "../../framing/index.ts";

@@ -33,6 +33,9 @@ const DEFAULT_OBJECTS = [
   `RoleBinding ${NS}/sandbox-apiserver-leader-election`,
   "ValidatingAdmissionPolicy sandbox-apiserver-leader-election",
   "ValidatingAdmissionPolicyBinding sandbox-apiserver-leader-election",
+  // Issue 21: the autoscaler's annotation write, narrowed to that annotation.
+  "ValidatingAdmissionPolicy sandbox-apiserver-warmpool-annotations",
+  "ValidatingAdmissionPolicyBinding sandbox-apiserver-warmpool-annotations",
   `Deployment ${NS}/sandbox-apiserver`,
   `Service ${NS}/sandbox-apiserver`,
   `PodDisruptionBudget ${NS}/sandbox-apiserver`,
@@ -57,7 +60,7 @@ const E2B_OBJECTS = [
 ];
 
 const CERT_MANAGER = DEFAULT_OBJECTS.filter((o) => /^(Issuer|Certificate) /.test(o));
-const LEADER_ELECTION = DEFAULT_OBJECTS.filter((o) => o.includes("leader-election"));
+const LEADER_ELECTION = DEFAULT_OBJECTS.filter((o) => o.includes("leader-election") || o.includes("warmpool-annotations"));
 
 const ids = (objects: KubeObject[]) => objects.map(identity).sort();
 const sorted = (list: string[]) => [...list].sort();
@@ -84,9 +87,9 @@ const spread = (name: string) => [
 const DEFAULT_RESOURCES = { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } };
 
 describe("object sets", () => {
-  test("default render: exactly the 18 objects of the spec, in the release namespace except the auth reader", async () => {
+  test("default render: exactly the 20 objects of the spec (seed 003's 18 and the autoscaler's annotation policy), in the release namespace except the auth reader", async () => {
     const objects = await render();
-    expect(objects).toHaveLength(18);
+    expect(objects).toHaveLength(20);
     expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS));
   });
 
@@ -134,7 +137,7 @@ describe("object sets", () => {
     expect(container(objects, "sandbox-apiserver").args).toContain("--enable-warm-pool-driver=false");
   });
 
-  test("certManager.enabled=false with caBundle: 14 objects, caBundle set, no injection annotation", async () => {
+  test("certManager.enabled=false with caBundle: 16 objects, caBundle set, no injection annotation", async () => {
     const objects = await render(at("certManager", { enabled: false, caBundle: "Zm9v" }));
     expect(ids(objects)).toEqual(sorted(without(DEFAULT_OBJECTS, CERT_MANAGER)));
     const apiService = find(objects, "APIService", "v1beta1.agents.x-k8s.io");
@@ -151,9 +154,9 @@ describe("object sets", () => {
     expect(objects).toHaveLength(10);
   });
 
-  test("e2b enabled: 25 objects (seed 003's 24 and the proxy's metrics Service)", async () => {
+  test("e2b enabled: 27 objects (seed 003's 24, the proxy's metrics Service, the annotation policy)", async () => {
     const objects = await render(E2B);
-    expect(objects).toHaveLength(25);
+    expect(objects).toHaveLength(27);
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS]));
   });
 
@@ -176,7 +179,7 @@ describe("object sets", () => {
 
   test("envdSecret.value wins over secretName", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret.value", "v")));
-    expect(objects).toHaveLength(26);
+    expect(objects).toHaveLength(28);
     const volumes = deployment(objects, "sandbox-apiserver").template.spec.volumes!;
     expect(volumes.find((v) => v.name === "e2b-envd-secret")?.secret?.secretName).toBe("sandbox-e2b-envd-secret");
   });
@@ -184,7 +187,7 @@ describe("object sets", () => {
   test("templateAliases adds one ConfigMap (key aliases), its mount and --e2b-template-alias-file", async () => {
     const aliases = "base python:3.12 small\nnode node:22\n";
     const objects = await render(merge(E2B, at("apiserver.e2b.templateAliases", aliases)));
-    expect(objects).toHaveLength(26);
+    expect(objects).toHaveLength(28);
     const cm = find(objects, "ConfigMap", "sandbox-apiserver-e2b-template-aliases");
     expect(cm.metadata.namespace).toBe(NS);
     expect(cm.data).toEqual({ aliases });
@@ -203,7 +206,7 @@ describe("object sets", () => {
 
   test("templateAliases without e2b renders nothing extra", async () => {
     const objects = await render(at("apiserver.e2b.templateAliases", "base img"));
-    expect(objects).toHaveLength(18);
+    expect(objects).toHaveLength(20);
   });
 });
 
@@ -271,6 +274,7 @@ describe("RBAC", () => {
         verbs: ["get", "list", "watch"],
       },
       { apiGroups: ["extensions.agents.x-k8s.io"], resources: ["sandboxwarmpools/status"], verbs: ["get", "update", "patch"] },
+      { apiGroups: ["extensions.agents.x-k8s.io"], resources: ["sandboxwarmpools"], verbs: ["patch"] },
     ]);
     // Issue 22 case 4: GET and PUT of its own Lease only; create cannot carry resourceNames, the policy narrows it.
     expect(find(objects, "Role", "sandbox-apiserver-leader-election").rules).toEqual([
@@ -459,6 +463,8 @@ describe("envd proxy Deployment", () => {
       "--max-relays-per-namespace=32",
       "--relay-buffer-max=33554432",
       "--guest-handshake-timeout=30s",
+      "--public-traffic-default=true",
+      `--e2b-api-upstream=http://sandbox-apiserver-e2b.${NS}.svc:80`,
       "--metrics-bind-address=:9090",
     ]);
     expect(c.ports).toEqual([
@@ -494,6 +500,12 @@ describe("envd proxy Deployment", () => {
       "--relay-buffer-max=268435456",
       "--guest-handshake-timeout=1m",
     ]);
+  });
+
+  test("envdProxy.publicTraffic and serveApiHost: public ports off, api.{domain} not served", async () => {
+    const objects = await render(merge(E2B, at("envdProxy", { publicTraffic: { default: false, forbid: true }, serveApiHost: false })));
+    const args = container(objects, "sandbox-envd-proxy").args!;
+    expect(args.filter((a) => /^--(public-traffic-default|forbid-public-traffic|e2b-api-upstream)/.test(a))).toEqual(["--public-traffic-default=false", "--forbid-public-traffic"]);
   });
 
   test("envdProxy.domain and namespace win", async () => {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { Sandbox, SandboxNotFoundError } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { freePorts } from "../../kube/ports.ts";
+import { until } from "#tests/support/wait.ts";
 import { startTestGuest, type TestGuest } from "./guest.ts";
 import { type ApiserverProcess, type Stack, rfc3339, startStack } from "../sandbox-apiserver/fixture.ts";
 
@@ -109,4 +110,19 @@ describe("sandbox-apiserver's e2b surface reads its own writes", () => {
     const opts = { apiKey: KEY, apiUrl: api, domain: "sb.test" };
     expect(await Sandbox.kill(first.sandboxID, opts)).toBe(true);
   }, 90_000);
+
+  test('onTimeout "pause": getInfo says paused as soon as the node paused it, while the inventory still says Running; connect resumes it', async () => {
+    const api = await startE2b();
+    const opts = { apiKey: KEY, apiUrl: api, domain: "sb.test", requestTimeoutMs: 10_000 };
+    const sbx = await Sandbox.create("base", { ...opts, timeoutMs: 1_000, lifecycle: { onTimeout: "pause", autoResume: true } });
+    const claim = sim.claims().find((c) => c.id === sbx.sandboxId.replace(/^sb-/, "sb_"))!;
+    expect(claim.onExpire).toBe("archive");
+    await publish([{ id: claim.id, name: claim.claimRef, claimRef: claim.claimRef, phase: "Running", template: "img:1", claimedAt: rfc3339(Date.now()) }]);
+    await until(() => (sim.reapNow(), sim.claims().find((c) => c.id === claim.id)?.state !== "running"), "the node to pause the sandbox at its timeout", 10_000, 50);
+    expect((await Sandbox.getInfo(sbx.sandboxId, opts)).state).toBe("paused");
+    const again = await Sandbox.connect(sbx.sandboxId, { ...opts, timeoutMs: 60_000 });
+    expect((await again.getInfo()).state).toBe("running");
+    expect(sim.claims().find((c) => c.id === claim.id)!.state).toBe("running");
+    expect(await Sandbox.kill(sbx.sandboxId, opts)).toBe(true);
+  }, 60_000);
 });

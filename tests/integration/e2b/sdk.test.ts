@@ -40,7 +40,8 @@ describe("create", () => {
     const before = Date.now();
     const sbx = await Sandbox.create("img:1", { ...sdkOpts(s), timeoutMs: 60_000, metadata: { user: "abc", run: "7" } });
     const claim = claimOf(sbx.sandboxId)!;
-    expect(claim.metadata).toEqual({ user: "abc", run: "7" });
+    // The create's public-ports choice rides on the claim too (shared/e2b/traffic.ts); replies never show it.
+    expect(claim.metadata).toEqual({ user: "abc", run: "7", "vk-sandbox.public-traffic": "true" });
     const info = await sbx.getInfo();
     expect(info.metadata).toEqual({ user: "abc", run: "7" });
     const lease = info.endAt.getTime() - before;

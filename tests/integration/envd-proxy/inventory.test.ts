@@ -87,7 +87,7 @@ describe("sandbox-envd-proxy on NodeInventory", () => {
       // b's node is stale: not in inventory, and probes only ask fresh nodes — b lives on the same sandboxd as
       // the fresh node, so the probe reaches it: the token decides (a wrong one reads as unknown).
       const wrong = await ask(b.id, "0".repeat(64));
-      expect(await wrong.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+      expect(await wrong.json()).toEqual({ code: 502, message: "sandbox was not found" });
       const g = gets();
       const rb = await ask(b.id, envdAccessToken(SECRET, b.id, b.token));
       expect(rb.status).toBe(200);
@@ -126,7 +126,7 @@ describe("sandbox-envd-proxy on NodeInventory", () => {
       try {
         const port = Number((await p.waitFor("envd proxy listening")).port);
         const r = await fetch(`http://127.0.0.1:${port}/health`, { headers: { host: `49983-${c.id.replace("sb_", "sb-")}.${DOMAIN}`, "x-access-token": deriveAccessToken(SECRET, c.token) } });
-        expect(await r.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+        expect(await r.json()).toEqual({ code: 502, message: "sandbox was not found" });
         expect(other.requests.filter((e) => e.route === "ports")).toHaveLength(0);
       } finally {
         await p.stop();

@@ -94,7 +94,7 @@ describe("--namespace=team-a", () => {
     const p0 = calls("ports");
     const g0 = calls("get");
     const r = await ask(b.id, signedPath(b.token));
-    expect(await r.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+    expect(await r.json()).toEqual({ code: 502, message: "sandbox was not found" });
     expect(calls("ports")).toBe(p0);
     expect(calls("get")).toBe(g0);
   });

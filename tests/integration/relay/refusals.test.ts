@@ -59,10 +59,10 @@ describe("node refusals", () => {
     await new SandboxdClient({ baseUrl: node().url, token: ROOT }).release(claimId(sbx));
     const p0 = calls("ports");
     const refused = await call("/health", host, headers);
-    expect(await refused.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+    expect(await refused.json()).toEqual({ code: 502, message: "sandbox was not found" });
     expect(calls("ports")).toBe(p0 + 1);
     const again = await call("/health", host, headers);
-    expect(await again.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+    expect(await again.json()).toEqual({ code: 502, message: "sandbox was not found" });
     // Dropped from the cache: no second tunnel to a node that already said the sandbox is gone.
     expect(calls("ports")).toBe(p0 + 1);
   });

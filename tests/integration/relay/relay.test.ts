@@ -137,11 +137,11 @@ describe("routing and admission", () => {
     await sbx.kill();
   });
 
-  test("13: unknown id => 502 sandbox unavailable; the body does not contain the id", async () => {
+  test("13: unknown id => 502 sandbox was not found; the body does not contain the id", async () => {
     const r = await call("/echo", { host: hostFor("sb-00000000deadbeef"), headers: { "x-access-token": "a".repeat(64) } });
     expect(r.status).toBe(502);
     const text = await r.text();
-    expect(JSON.parse(text)).toEqual({ code: 502, message: "sandbox unavailable" });
+    expect(JSON.parse(text)).toEqual({ code: 502, message: "sandbox was not found" });
     expect(text).not.toContain("deadbeef");
   });
 
@@ -151,7 +151,7 @@ describe("routing and admission", () => {
     const token = envdAccessToken(SECRET, direct.id, direct.token);
     // Wrong token first: the probe finds it, admission is refused, and it reads as unknown.
     const wrong = await call("/echo", { host: hostFor(id), headers: { "x-access-token": "1".repeat(64) } });
-    expect(await wrong.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+    expect(await wrong.json()).toEqual({ code: 502, message: "sandbox was not found" });
     const gets = () => node().requests.filter((e) => e.route === "get").length;
     const g0 = gets();
     const ok = await call("/echo", { host: hostFor(id), headers: { "x-access-token": token } });
@@ -165,7 +165,7 @@ describe("routing and admission", () => {
     const other = await new SandboxdClient({ baseUrl: node().url, token: ROOT }).claim({ template: "img:1", claim_ref: "team-a/elsewhere-2" });
     const g2 = gets();
     const signed = await call("/files?path=/x&signature=v1_abc", { host: hostFor(other.id.replace("sb_", "sb-")) });
-    expect(await signed.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+    expect(await signed.json()).toEqual({ code: 502, message: "sandbox was not found" });
     expect(gets()).toBe(g2);
     await new SandboxdClient({ baseUrl: node().url, token: ROOT }).release(direct.id);
     await new SandboxdClient({ baseUrl: node().url, token: ROOT }).release(other.id);
@@ -199,7 +199,7 @@ describe("lifecycle through the relay", () => {
     expect(await sbx.isRunning()).toBe(false);
   });
 
-  test("29: a signed GET /files URL without X-Access-Token relays with the root token (passive); on port 3000 => 401", async () => {
+  test("29: a signed GET /files URL without X-Access-Token relays with the root token (passive); on port 3000 of a non-public sandbox => 401", async () => {
     const sbx = await create();
     await sbx.files.write("/home/user/a.txt", "hello");
     const sig = fileSignature({ path: "/home/user/a.txt", operation: "read", user: "user", accessToken: tokenOf(sbx) });
@@ -208,17 +208,21 @@ describe("lifecycle through the relay", () => {
     expect(r.status).toBe(200);
     expect(await r.text()).toBe("hello");
     expect(portsCalls().at(-1)!.auth).toBe("root");
-    const other = await call(q, { host: hostFor(sbx.sandboxId, 3000) });
-    expect(await other.json()).toEqual({ code: 401, message: "missing X-Access-Token" });
+    // A signature opens only envd's port: on a user port of a sandbox whose ports are not public it is no credential.
+    const priv = await Sandbox.create("base", { ...sdkOpts(s), network: { allowPublicTraffic: false } });
+    const other = await call(q.replace(sbx.sandboxId, priv.sandboxId), { host: hostFor(priv.sandboxId, 3000) });
+    expect(other.status).toBe(401);
+    await priv.kill();
     await sbx.kill();
   });
 
-  test("30 + 31: a signed URL to a paused sandbox => 502 sandbox is paused, it stays paused; a valid token wakes it", async () => {
+  test("30 + 31: a signed URL to a paused sandbox => 409 sandbox is paused (as e2b cloud), it stays paused; a valid token wakes it", async () => {
     const sbx = await create();
     await sbx.pause();
     const sig = fileSignature({ path: "/x", operation: "read", user: "user", accessToken: tokenOf(sbx) });
     const r = await call(`/files?path=/x&username=user&signature=${encodeURIComponent(sig)}`, { host: hostFor(sbx.sandboxId) });
-    expect(await r.json()).toEqual({ code: 502, message: "sandbox is paused" });
+    expect(r.status).toBe(409);
+    expect(await r.json()).toEqual({ code: 409, message: "sandbox is paused" });
     expect((await sbx.getInfo()).state).toBe("paused");
     const woke = await call("/health", { host: hostFor(sbx.sandboxId), headers: { "x-access-token": tokenOf(sbx) } });
     expect(woke.status).toBe(204);
@@ -262,7 +266,7 @@ describe("lifecycle through the relay", () => {
       // wait for the view itself rather than a fixed second (a request before that would find the owner and cache it).
       await until(() => s2.mesh.fleet.nodes().length === 1, "n0 to leave the fleet view (n1 stays)", 15_000, 25);
       const r = await fetch(`${s2.proxyUrl}/health`, { headers: { host: hostFor(direct.id.replace("sb_", "sb-")), "x-access-token": deriveAccessToken(SECRET, direct.token) } });
-      expect(await r.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+      expect(await r.json()).toEqual({ code: 502, message: "sandbox was not found" });
       void n0;
     } finally {
       await s2.stop();

@@ -81,7 +81,7 @@ test("33: text and binary both ways, a 1 MiB message, the guest's close reaching
   await sbx.kill();
 });
 
-test("33: a client close reaches the guest; no token => 401 before any upgrade; a plain-HTTP guest answers its status", async () => {
+test("33: a client close reaches the guest; no token => upgraded on a public sandbox, 401 before any upgrade on a private one; a plain-HTTP guest answers its status", async () => {
   const sbx = await Sandbox.create("base", sdkOpts(s));
   s.cluster.nodes[0]!.attachGuest(sbx.sandboxId.replace("sb-", "sb_"), 3000, userServer.port!);
   const token = (sbx as unknown as { envdAccessToken: string }).envdAccessToken;
@@ -92,11 +92,15 @@ test("33: a client close reaches the guest; no token => 401 before any upgrade; 
   ws.close(4100, "client done");
   await until(() => closes.length === before + 1, "the close at the guest", RELAYED_MS);
   expect(closes.at(-1)).toEqual({ code: 4100, reason: "client done" });
-  const refused = await open(`${s.proxyUrl!.replace("http", "ws")}/socket`, { host }).then(
-    () => "opened",
-    () => "refused",
-  );
-  expect(refused).toBe("refused");
+  // No token: a public sandbox's user port upgrades (as on e2b cloud); one created with allowPublicTraffic: false
+  // is refused before any upgrade reaches its guest.
+  const asOpened = (p: Promise<unknown>) => p.then((x) => ((x as { ws: WebSocket }).ws.close(), "opened"), () => "refused");
+  expect(await asOpened(open(`${s.proxyUrl!.replace("http", "ws")}/socket`, { host }))).toBe("opened");
+  const priv = await Sandbox.create("base", { ...sdkOpts(s), network: { allowPublicTraffic: false } });
+  s.cluster.nodes[0]!.attachGuest(priv.sandboxId.replace("sb-", "sb_"), 3000, userServer.port!);
+  const privHost = `3000-${priv.sandboxId}.${DOMAIN}`;
+  expect(await asOpened(open(`${s.proxyUrl!.replace("http", "ws")}/socket`, { host: privHost }))).toBe("refused");
+  await priv.kill();
   // The same path over plain HTTP is just relayed.
   const plain = await fetch(`${s.proxyUrl}/socket`, { headers: { host, "x-access-token": token } });
   expect(await plain.text()).toBe("plain http");

@@ -307,8 +307,10 @@ describe("placement failures and redirects", () => {
       expect(lastClaim(n2)).toMatchObject({ no_redirect: true, claim_ref: "default/sixteen" });
       n1.forceRedirect(["127.0.0.1:9"]);
       const before = claimsOf(n2).length;
-      const miss = await create(sandbox("sixteen-unknown"));
-      expect(miss.stderr).toContain("no warm sandbox available");
+      // A raw POST: kubectl would honour the 503's Retry-After and retry ten times (capacity.test.ts covers that).
+      const miss = await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes", { method: "POST", headers: { "content-type": "application/json" }, body: sandbox("sixteen-unknown") });
+      expect(miss.status).toBe(503);
+      expect(((await miss.json()) as { message: string }).message).toContain("no warm sandbox available");
       expect(claimsOf(n2).length).toBe(before);
     } finally {
       n1.forceRedirect(null);

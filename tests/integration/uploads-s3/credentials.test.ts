@@ -139,8 +139,9 @@ describe("credential failures", () => {
   test("a wrong secret: locate and open answer 502 'S3 refused this server's credentials', and no text holds the secret", async () => {
     const wrong = randomBytes(24).toString("base64url");
     await withAwsEnv({ AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: wrong }, async () => {
-      for (const call of [store().locate("team-a", "creds", freshHash(), origin), store().open("team-a", "creds", freshHash())]) {
-        const err = await caught(call);
+      // Thunks, not promises: a second call started before the first is awaited would reject unobserved meanwhile.
+      for (const call of [() => store().locate("team-a", "creds", freshHash(), origin), () => store().open("team-a", "creds", freshHash())]) {
+        const err = await caught(call());
         expect(err.status).toBe(502);
         expect(err.message).toMatch(/^upload store: (HEAD|GET) in bucket e2b-uploads: S3 refused this server's credentials \(HTTP 403\)$/);
         for (const text of [err.message, err.detail ?? "", JSON.stringify(err)]) {

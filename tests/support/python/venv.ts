@@ -1,4 +1,4 @@
-// Makes and caches the venv holding the Python e2b SDK the tests drive (requirements.txt, every version pinned), the
+// Makes and caches the venv holding the Python e2b SDK and the e2b-code-interpreter SDK the tests drive (requirements.txt, every version pinned), the
 // way tests/kube/peers.ts caches the Go-built peers: under $SANDBOX_CACHE, keyed by a hash of the pins and of the
 // interpreter the venv is bound to, so a second run is instant and a changed pin makes a new venv beside the old.
 // A venv is made in a work dir and renamed into place with its marker: an interrupted install is never used.
@@ -26,8 +26,13 @@ export interface PythonSdk {
 
 /** The pinned e2b version, read from requirements.txt. */
 export function pinnedE2bVersion(): string {
-  const m = /^e2b==(\S+)$/m.exec(readFileSync(requirements, "utf8"));
-  if (!m) throw new Error(`${requirements} pins no e2b==<version>`);
+  return pinnedVersion("e2b");
+}
+
+/** The version requirements.txt pins for `name` (e2b, e2b-code-interpreter). */
+export function pinnedVersion(name: string): string {
+  const m = new RegExp(`^${name.replace(/[.-]/g, "\\$&")}==(\\S+)$`, "m").exec(readFileSync(requirements, "utf8"));
+  if (!m) throw new Error(`${requirements} pins no ${name}==<version>`);
   return m[1]!;
 }
 
@@ -99,7 +104,7 @@ async function make(): Promise<PythonSdk> {
     await step("making the Python SDK venv", [py.exe, "-m", "venv", work]);
     // --no-deps with every transitive pin listed: pip installs exactly the file, resolving nothing.
     await step("installing the pinned Python SDK from PyPI", [workPython, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "-r", requirements]);
-    await step("importing the installed SDK", [workPython, "-c", "import e2b"]);
+    await step("importing the installed SDKs", [workPython, "-c", "import e2b, e2b_code_interpreter"]);
     writeFileSync(join(work, MARKER), `${pinnedE2bVersion()}\n`);
     renameSync(work, dir);
   } catch (e) {

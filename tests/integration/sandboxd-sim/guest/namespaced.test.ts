@@ -2,8 +2,7 @@
 // the simulated node's ports relay: a sandbox looks like a small Linux machine of its own — its own /, /tmp,
 // /root, /home/user and /etc (an overlay over the host's system directories), its own PID, IPC, UTS and (on the
 // `none` lane) network namespaces, `user` (uid 1000) by default and `root` when the SDK names it.
-// Python check: the same scenarios with the stock Python SDK belong here once tests/support/python/ (the e2b
-// Python venv harness another change builds) lands; they are not written against it yet.
+// The same scenarios with the stock Python SDK, on both stacks: tests/e2e/python/guest-machine.test.ts.
 //
 // These tests need the namespaced mode. As root (CI runs as root) it must be active: the first test fails, not
 // skips, if the guest fell back to the process sandbox. Not root: they skip, naming why, in the code below.
@@ -19,8 +18,8 @@ import { startRelayFront, type FrontRoute, type RelayFront } from "./relay-front
 const ROOT = "ns-root-token";
 const ENVD = 49983;
 const AS_ROOT = process.getuid?.() === 0;
-// Without root the guest takes the process-sandbox fallback (no unprivileged user namespaces), which has no
-// private root filesystem, users or network to test.
+// These assert root's namespaced sandbox (uid 1000 for `user`, a freezer cgroup). Without root the guest is rootless
+// (one uid inside, no freezer: rootless.test.ts covers it) or the fallback: neither gives what these check.
 const nsTest = AS_ROOT ? test : test.skip;
 
 let sim: SandboxdSim;
@@ -227,7 +226,7 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     } finally {
       await other.stop();
     }
-  });
+  }, 30_000); // a second simulator and its namespaced sandbox start under load
 
   nsTest("a fork child sees its parent's files (home, /tmp, /etc) and then diverges", async () => {
     const parent = await newSandbox("tok-fork-parent");

@@ -25,6 +25,12 @@ describe("sandbox-e2b flags", () => {
     expect(c.envdProxy).toBeUndefined();
     expect(c.metricsBindAddress).toBeUndefined();
     expect(c.e2b).toMatchObject({ bindAddress: ":8080", envdVersion: "0.8.0", defaultTimeoutSeconds: 300 });
+    expect(c.publicTraffic).toEqual({ defaultPublic: true, forbid: false });
+  });
+
+  test("public ports: --public-traffic-default=false and --forbid-public-traffic", () => {
+    expect(config(["--public-traffic-default=false"]).publicTraffic).toEqual({ defaultPublic: false, forbid: false });
+    expect(config(["--forbid-public-traffic"]).publicTraffic).toEqual({ defaultPublic: true, forbid: true });
   });
 
   test("it takes every --e2b-* flag but not --enable-e2b-api (always served)", () => {

@@ -33,7 +33,21 @@ describe("envd-proxy flags", () => {
       metricsBindAddress: undefined,
       limits: DEFAULT_RELAY_LIMITS,
       inventoryTrustedNetworks: [],
+      e2bApiUpstream: undefined,
+      publicTraffic: { defaultPublic: true, forbid: false },
     });
+  });
+
+  test("public ports: e2b cloud's default; --public-traffic-default=false and --forbid-public-traffic keep ports private", () => {
+    expect(config(["--public-traffic-default=false"]).publicTraffic).toEqual({ defaultPublic: false, forbid: false });
+    expect(config(["--forbid-public-traffic"]).publicTraffic).toEqual({ defaultPublic: true, forbid: true });
+    expect(envdProxyHelp()).toContain("--forbid-public-traffic");
+  });
+
+  test("--e2b-api-upstream takes a base URL (trailing slash dropped) and refuses a path", () => {
+    expect(config(["--e2b-api-upstream=http://apiserver-e2b:3000/"]).e2bApiUpstream).toBe("http://apiserver-e2b:3000");
+    expect(() => config(["--e2b-api-upstream=http://apiserver-e2b:3000/v1"])).toThrow(UsageError);
+    expect(() => config(["--e2b-api-upstream=apiserver:3000"])).toThrow(UsageError);
   });
 
   test("--metrics-bind-address opens the separate metrics listener; it is off by default", () => {

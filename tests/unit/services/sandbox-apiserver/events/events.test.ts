@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { COMBINED_PREFIX, EventGate, MISSING_NAMESPACE_TTL_MS, NamespaceAwareSink, sandboxEventsCounter, startSandboxEvents, transitionOf } from "#services/sandbox-apiserver/events/index.ts";
+import { COMBINED_PREFIX, EventGate, MISSING_NAMESPACE_TTL_MS, NamespaceAwareSink, NamespaceMissingError, sandboxEventsCounter, startSandboxEvents, transitionOf } from "#services/sandbox-apiserver/events/index.ts";
 import type { ChangeListener, SandboxChange } from "#services/sandbox-apiserver/sandboxes/changes.ts";
 import { sandboxFromEntry } from "#services/sandbox-apiserver/sandboxes/object.ts";
 import { FakeClock } from "#shared/clock/index.ts";
 import type { InventoryRecord } from "#shared/fleet/index.ts";
-import { KubeApiError } from "#shared/kube/index.ts";
+import { EventRecorder, isNotFound, KubeApiError } from "#shared/kube/index.ts";
 import { Registry } from "#shared/metrics/index.ts";
 
 const sb = (phase: "Running" | "Hibernated", node = "n1") => sandboxFromEntry({ name: "a/x", id: "sb_x", phase }, node);
@@ -48,13 +48,27 @@ describe("the event gate", () => {
     expect(out.slice(0, 10)).toEqual(Array.from({ length: 10 }, (_, i) => `claim ${i}`));
     expect(new Set(out.slice(10))).toEqual(new Set([`${COMBINED_PREFIX}claim 10`]));
   });
-  test("the process bucket bounds every object together, and the per-object state is bounded", () => {
-    const gate = new EventGate({ clock: new FakeClock(), processQps: 1, processBurst: 5, maxObjects: 100 });
+  test("the process bucket bounds every object together, and the per-object and per-namespace state is bounded", () => {
+    const gate = new EventGate({ clock: new FakeClock(), processQps: 1, processBurst: 5, maxObjects: 100, maxNamespaces: 50 });
     let admitted = 0;
-    for (let i = 0; i < 1000; i++) if (gate.admit(`ns/s${i}`, "Normal", "Claimed", "m") !== undefined) admitted++;
+    for (let i = 0; i < 1000; i++) if (gate.admit(`ns${i}/s${i}`, "Normal", "Claimed", "m") !== undefined) admitted++;
     expect(admitted).toBe(5);
     expect(gate.counts.droppedProcess).toBe(995);
     expect(gate.size).toBe(100);
+    expect(gate.namespaceCount).toBe(50);
+  });
+  test("one namespace's churn takes at most its own bucket (burst 40, 5/s), leaving the process bucket to others", () => {
+    const clock = new FakeClock();
+    const gate = new EventGate({ clock });
+    let a = 0;
+    for (let i = 0; i < 1000; i++) if (gate.admit(`a/s${i}`, "Normal", i % 2 ? "Released" : "Claimed", "m") !== undefined) a++;
+    expect(a).toBe(40);
+    expect(gate.counts.droppedNamespace).toBe(960);
+    expect(gate.admit("b/z", "Warning", "Lost", "lost")).toBe("lost");
+    clock.advance(1000);
+    let more = 0;
+    for (let i = 0; i < 100; i++) if (gate.admit(`a/t${i}`, "Normal", "Claimed", "m") !== undefined) more++;
+    expect(more).toBe(5);
   });
 });
 
@@ -97,7 +111,59 @@ describe("startSandboxEvents", () => {
   });
 });
 
+describe("a namespace's churn does not starve another namespace's warnings", () => {
+  test("namespace a claims and releases 1,000 sandboxes, then a Lost in namespace b is still written", () => {
+    let listener: ChangeListener = () => {};
+    let nodes = [{ name: "n1" }, { name: "n2" }] as InventoryRecord[];
+    const changes = { subscribe: (fn: ChangeListener) => ((listener = fn), () => {}), current: () => nodes };
+    const written: { key: string; reason: string }[] = [];
+    const gate = new EventGate({ clock: new FakeClock() });
+    startSandboxEvents({
+      changes,
+      writer: { record: (obj, _t, reason) => written.push({ key: `${obj.metadata?.namespace}/${obj.metadata?.name}`, reason }) },
+      gate,
+      active: () => true,
+    });
+    const batch = (c: SandboxChange) => listener({ changes: new Map([[c.key, c]]), memo: (_o, _k, make) => make() });
+    for (let i = 0; i < 500; i++) {
+      const s = sandboxFromEntry({ name: `a/s${i}`, id: `sb_${i}`, phase: "Running" }, "n1");
+      batch({ key: `a/s${i}`, namespace: "a", before: [], after: [s] });
+      batch({ key: `a/s${i}`, namespace: "a", before: [s], after: [] });
+    }
+    expect(written.filter((w) => w.key.startsWith("a/"))).toHaveLength(40);
+    nodes = [{ name: "n1" }] as InventoryRecord[];
+    batch({ key: "b/z", namespace: "b", before: [sandboxFromEntry({ name: "b/z", id: "sb_z", phase: "Running" }, "n2")], after: [] });
+    expect(written.at(-1)).toEqual({ key: "b/z", reason: "Lost" });
+  });
+});
+
 describe("events in a namespace Kubernetes does not have", () => {
+  test("writes queued before the first 404 came back are skipped without a call as they leave the queue", async () => {
+    const clock = new FakeClock();
+    let calls = 0;
+    const sink = new NamespaceAwareSink(
+      {
+        create: async (ns) => {
+          calls++;
+          await Bun.sleep(1);
+          throw new KubeApiError({ status: 404, verb: "create", path: `/api/v1/namespaces/${ns}/events`, reason: "NotFound", message: `namespaces "${ns}" not found` });
+        },
+        patch: async () => ({}),
+      },
+      clock,
+    );
+    const failures: string[] = [];
+    const recorder = new EventRecorder({ sink, component: "test", clock, isNotFound, log: { warn: (o) => failures.push(String((o as { err: string }).err)) } });
+    for (let i = 0; i < 20; i++) recorder.record({ apiVersion: "v1", kind: "Sandbox", metadata: { name: `s${i}`, namespace: "e2b-team" } }, "Normal", "Claimed", "m");
+    await recorder.flush();
+    // Only the writes already in flight when the first 404 returned (the recorder's concurrency) reached the API.
+    expect(calls).toBeGreaterThanOrEqual(1);
+    expect(calls).toBeLessThanOrEqual(4);
+    expect(sink.counts.skipped).toBe(20 - calls);
+    expect(failures.filter((f) => f.includes("NamespaceMissingError"))).toHaveLength(20 - calls);
+    expect(new NamespaceMissingError("x").message).toContain('namespace "x"');
+  });
+
   test("a 404 on create marks the namespace missing for a minute; other errors do not", async () => {
     const clock = new FakeClock();
     let calls = 0;

@@ -1,0 +1,34 @@
+// The data plane's answers that the stock SDKs branch on (docs/e2b.md "Errors as the SDKs see them"). Their status
+// and words follow what e2b cloud's proxy answers, because the SDKs read them:
+// - a sandbox nobody holds (unknown, killed, timed out, another tenant's): 502 whose message says "was not found".
+//   JS: commands -> SandboxNotFoundError, envd REST -> TimeoutError, isRunning() -> false (it reads only the 502).
+//   Python 2.63: SandboxNotRunningException only when the message contains "was not found"; any other 502 text is
+//   SandboxUnreachableException ("state unknown"), which is what our own failures (node unreadable) should say.
+// - a paused sandbox a passive (signed-URL) relay may not wake: 409 "sandbox is paused", as e2b cloud's proxy
+//   answers a paused sandbox it will not resume (its sandbox_paused error page is a 409).
+// - a relay cap: 429 with Retry-After (both SDKs' rate-limit error; the JS SDK retries REST calls only with it).
+// Bodies never carry the id, a node name, an address or a token.
+
+/** The `{code, message}` envelope every relay failure answers with (newline-terminated, as before). */
+export function relayError(status: number, message: string, headers?: Record<string, string>): Response {
+  return new Response(`${JSON.stringify({ code: status, message })}\n`, { status, headers: { "content-type": "application/json", ...headers } });
+}
+
+/** The words both SDKs (and e2b cloud's proxy) use for a sandbox that is not there: Python matches "was not found". */
+export const SANDBOX_NOT_FOUND_MESSAGE = "sandbox was not found";
+export const SANDBOX_PAUSED_MESSAGE = "sandbox is paused";
+/** Our side could not tell (node unreadable, no address): the SDKs' "state unknown" answer, not "gone". */
+export const SANDBOX_UNAVAILABLE_MESSAGE = "sandbox unavailable";
+/** Seconds a refused relay is told to wait: a slot frees as soon as one relay closes. */
+export const RELAY_RETRY_AFTER_SECONDS = 1;
+
+export const sandboxNotFound = (): Response => relayError(502, SANDBOX_NOT_FOUND_MESSAGE);
+export const sandboxUnavailable = (): Response => relayError(502, SANDBOX_UNAVAILABLE_MESSAGE);
+export const sandboxPaused = (): Response => relayError(409, SANDBOX_PAUSED_MESSAGE);
+export const rateLimited = (status: 429 | 503, message: string): Response =>
+  relayError(status, message, { "retry-after": String(RELAY_RETRY_AFTER_SECONDS) });
+
+/** Which owner-resolution failures read as "not found": the caller's doing, or unprovable by design (the probe budget). */
+export function unresolvedAnswer(reason: "unknown" | "node-read-failed" | "probe-budget" | "no-address"): Response {
+  return reason === "unknown" || reason === "probe-budget" ? sandboxNotFound() : sandboxUnavailable();
+}
