@@ -103,7 +103,7 @@ export function loadE2bSurface(o: LoadE2bOptions): LoadedE2b {
     },
   );
   // The build module of this folder unless the caller brings its own (tests); undefined while --e2b-builds is off.
-  const builds = o.builds ? undefined : loadBuilds(opts.builds, { nodes: surface.nodes, aliases, envdSecret, log: o.log.child({ component: "e2b" }) });
+  const builds = o.builds ? undefined : loadBuilds(opts.builds, { nodes: surface.nodes, aliases, envdSecret, log: o.log.child({ component: "e2b" }), quotas: surface.quotas });
   const buildRoutes = opts.builds.enabled ? (o.builds ? o.builds(surface) : builds?.routes) : undefined;
   const app = createE2bApp({ surface, keys, defaultNamespace: opts.namespace, log: o.log.child({ component: "e2b" }), ...(buildRoutes ? { buildRoutes } : {}) });
   return {

@@ -10,9 +10,16 @@ export type ApiHandler = (req: Request, clientIp: string | undefined) => Promise
 
 /** Whether `host` (with or without a port) is exactly `api.{domain}`. */
 export function isApiHost(host: string, domain: string): boolean {
-  const d = domain.trim().toLowerCase().replace(/^\.+|\.+$/g, "");
-  return d !== "" && hostWithoutPort(host) === `api.${d}`;
+  // Asked on every relayed request with the proxy's one domain: its normal form is kept, not rebuilt each time.
+  if (domain !== lastDomain) {
+    const d = domain.trim().toLowerCase().replace(/^\.+|\.+$/g, "");
+    lastApiHost = d === "" ? "" : `api.${d}`;
+    lastDomain = domain;
+  }
+  return lastApiHost !== "" && hostWithoutPort(host) === lastApiHost;
 }
+let lastDomain: string | undefined;
+let lastApiHost = "";
 
 /** How long the upstream may take for a whole exchange (a cold create waits on a node's claim: seconds, not minutes). */
 export const API_UPSTREAM_TIMEOUT_MS = 120_000;

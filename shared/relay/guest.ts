@@ -13,8 +13,16 @@ import type { Readable, Writable } from "node:stream";
  */
 export const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "transfer-encoding", "te", "trailer", "upgrade", "http2-settings", "host"]);
 
+const NO_OPTIONS: ReadonlySet<string> = new Set();
+const KEEP_ALIVE: ReadonlySet<string> = new Set(["keep-alive"]);
+const CLOSE: ReadonlySet<string> = new Set(["close"]);
+
 /** The header names a Connection value lists (RFC 9110 §7.6.1): hop-by-hop for that one message. */
-export function connectionOptions(value: string | null | undefined): Set<string> {
+export function connectionOptions(value: string | null | undefined): ReadonlySet<string> {
+  // Nearly every message sends none, `keep-alive` or `close`: those build no set (this runs twice per relayed request).
+  if (!value) return NO_OPTIONS;
+  if (value === "keep-alive" || value === "Keep-Alive") return KEEP_ALIVE;
+  if (value === "close" || value === "Close") return CLOSE;
   const out = new Set<string>();
   for (const t of (value ?? "").split(",")) {
     const name = t.trim().toLowerCase();

@@ -94,7 +94,10 @@ export function forwardHttp1Raw(sock: net.Socket, r: GuestRequest, o: Http1Optio
 
 /** The guest's response headers the client may see: no hop-by-hop ones and none the guest's Connection names. */
 function clientHeaders(lines: readonly [string, string][]): Headers {
-  const named = connectionOptions(lines.filter(([k]) => k === "connection").map(([, v]) => v).join(","));
+  // One pass for the Connection values (usually none): no intermediate arrays on every response.
+  let connection: string | undefined;
+  for (const [k, v] of lines) if (k === "connection") connection = connection === undefined ? v : `${connection},${v}`;
+  const named = connectionOptions(connection);
   const out = new Headers();
   for (const [k, v] of lines) if (!HOP_BY_HOP.has(k) && !named.has(k)) out.append(k, v);
   return out;

@@ -67,6 +67,8 @@ const ENVD_INTERNAL = new Set(["/init", "/freeze", "/unfreeze", "/fsfreeze", "/f
 
 /** "/" + the path's segments with empty and "." ones dropped and ".." applied, lowercased. */
 function normalisedPath(path: string): string {
+  // Already normal (no empty, dot or trailing segment): the common path costs no split and join.
+  if (path.charCodeAt(0) === 0x2f && !path.includes(".") && !path.includes("//") && (path.length === 1 || !path.endsWith("/"))) return path.toLowerCase();
   const out: string[] = [];
   for (const seg of path.split("/")) {
     if (seg === "" || seg === ".") continue;

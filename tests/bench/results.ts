@@ -41,7 +41,8 @@ export function runName(startedAt: string): string {
 function runFiles(): string[] {
   if (!existsSync(RESULTS_DIR)) return [];
   return readdirSync(RESULTS_DIR)
-    .filter((f) => f.endsWith(".json"))
+    // Only `bun run bench` runs (<UTC start>.json): other benches keep their own files here (warmpool-ramp-*.json).
+    .filter((f) => /^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ\.json$/.test(f))
     .sort();
 }
 

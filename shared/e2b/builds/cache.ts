@@ -15,6 +15,15 @@ import type { BuildStep } from "./steps.ts";
 
 export const CACHE_NAME_PREFIX = "_c-";
 const KEY_HEX = 32;
+/** A chain caches its first steps up to this many, then only its last: a 512-step build leaves 17 entries, not 512. */
+export const CACHE_CHAIN_STEPS = 16;
+/** Cache entries one namespace keeps on the fleet; beyond them a finished build deletes the oldest chains. */
+export const CACHE_MAX_ENTRIES = 128;
+/** Built names (`e2b/<ns>/<name>`, snapshots included) one namespace may hold; a build of a new name beyond is a 429. */
+export const MAX_BUILT_NAMES = 100;
+
+/** Whether step `i` (0-based) of `n` is saved as a cache entry. */
+export const cachesStep = (i: number, n: number, k = CACHE_CHAIN_STEPS): boolean => i < k || i === n - 1;
 
 /** keys[k-1] is the key of the first k steps. */
 export function prefixKeys(image: string, size: string, steps: readonly BuildStep[]): string[] {
@@ -95,4 +104,56 @@ export async function pruneCache(nodes: NodeAccess, log: Logger, ns: string, nam
     nodes.client(address).deleteTemplate({ template: t.template, net: t.net, size: t.size }, { noRedirect: true, ...(t.contentDigest ? { digest: t.contentDigest } : {}) }),
   );
   for (const r of results) if (r instanceof Error) log.debug({ err: r }, "build cache: deleting an old entry failed; the next build of the name retries");
+}
+
+/** The namespace's cache entries on the fleet, each with the node that holds it. */
+function entriesOf(nodes: NodeAccess, ns: string): { address: string; t: FleetTemplate }[] {
+  const prefix = `${BUILT_PREFIX}${ns}/${CACHE_NAME_PREFIX}`;
+  return nodes.nodes().flatMap((node) => (node.address ? node.templates.filter((t) => t.template.startsWith(prefix)).map((t) => ({ address: node.address, t })) : []));
+}
+
+/** The number of cache entries the namespace holds (as the fleet view shows them). */
+export const cacheEntryCount = (nodes: NodeAccess, ns: string): number => entriesOf(nodes, ns).length;
+
+/**
+ * The entries to delete so at most `max` are left: whole chains (entries of one build name), the chain whose newest
+ * entry is oldest first; `keepName`'s chain (the build that just finished) is never chosen.
+ */
+export function overflow<T extends { t: FleetTemplate }>(entries: readonly T[], keepName: string, max: number): T[] {
+  if (entries.length <= max) return [];
+  const chains = new Map<string, { newest: number; items: T[] }>();
+  for (const e of entries) {
+    const name = e.t.labels?.n ?? "";
+    if (name === keepName) continue;
+    const c = chains.get(name) ?? { newest: 0, items: [] };
+    c.newest = Math.max(c.newest, e.t.createdAt ?? 0);
+    c.items.push(e);
+    chains.set(name, c);
+  }
+  const out: T[] = [];
+  let left = entries.length;
+  for (const c of [...chains.values()].sort((a, b) => a.newest - b.newest)) {
+    if (left <= max) break;
+    out.push(...c.items);
+    left -= c.items.length;
+  }
+  return out;
+}
+
+/** Delete the namespace's oldest chains until at most CACHE_MAX_ENTRIES entries are left. */
+export async function capCache(nodes: NodeAccess, log: Logger, ns: string, keepName: string, max = CACHE_MAX_ENTRIES): Promise<void> {
+  const drop = overflow(entriesOf(nodes, ns), keepName, max);
+  const results = await mapLimit(drop, FANOUT_CONCURRENCY, ({ address, t }) =>
+    nodes.client(address).deleteTemplate({ template: t.template, net: t.net, size: t.size }, { noRedirect: true, ...(t.contentDigest ? { digest: t.contentDigest } : {}) }),
+  );
+  for (const r of results) if (r instanceof Error) log.debug({ err: r }, "build cache: deleting an entry over the namespace's cap failed; the next build retries");
+}
+
+/** The built names (not cache entries) the namespace holds on the fleet. */
+export function builtNames(nodes: NodeAccess, ns: string): Set<string> {
+  const prefix = `${BUILT_PREFIX}${ns}/`;
+  const names = new Set<string>();
+  for (const node of nodes.nodes())
+    for (const t of node.templates) if (t.template.startsWith(prefix) && !t.template.startsWith(`${prefix}${CACHE_NAME_PREFIX}`)) names.add(t.template.slice(prefix.length));
+  return names;
 }

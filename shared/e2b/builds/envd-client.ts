@@ -4,11 +4,10 @@
 // partial line flushed at 64 KiB, a captured value is bounded, and every call ends with the build's signal.
 import { forwardHttp1Raw, openTunnel } from "../../relay/index.ts";
 import { ENVD_PORT } from "../envd.ts";
+import { EnvdCallError, EnvelopeReader } from "./guest-output.ts";
 
-/** Largest Connect envelope read from the guest (envd sends output in chunks of a few KiB). */
-export const MAX_ENVELOPE_BYTES = 1024 * 1024;
-/** A partial line longer than this is logged as it stands. */
-export const MAX_LINE_BYTES = 64 * 1024;
+export { EnvdCallError, EnvelopeReader, LineSplitter, MAX_ENVELOPE_BYTES, MAX_LINE_BYTES } from "./guest-output.ts";
+
 /** Largest error body read from envd. */
 const MAX_ERROR_BYTES = 64 * 1024;
 
@@ -18,8 +17,6 @@ export interface BuildTarget {
   /** The claim token: the relay is active for the build. */
   token: string;
 }
-
-export class EnvdCallError extends Error {}
 
 async function request(t: BuildTarget, r: { method: string; path: string; headers: Record<string, string>; body: ReadableStream<Uint8Array> | null; signal: AbortSignal }): Promise<Response> {
   const sock = await openTunnel({ address: t.address, claimId: t.claimId, port: ENVD_PORT, token: t.token }, { signal: r.signal });
@@ -63,64 +60,6 @@ function envelope(msg: unknown): Uint8Array {
   out.writeUInt32BE(json.length, 1);
   json.copy(out, 5);
   return out;
-}
-
-/** Splits a byte stream into lines; a partial line over MAX_LINE_BYTES is emitted as it stands. */
-export class LineSplitter {
-  private buf = "";
-  private readonly decoder = new TextDecoder();
-
-  constructor(private readonly emit: (line: string) => void) {}
-
-  push(bytes: Uint8Array): void {
-    this.buf += this.decoder.decode(bytes, { stream: true });
-    for (;;) {
-      const nl = this.buf.indexOf("\n");
-      const line = nl >= 0 ? this.buf.slice(0, nl) : this.buf;
-      // Over the bound (with or without its newline yet): emit a part and look again.
-      if (line.length > MAX_LINE_BYTES / 4 && Buffer.byteLength(line) > MAX_LINE_BYTES) {
-        let cut = MAX_LINE_BYTES;
-        while (Buffer.byteLength(line.slice(0, cut)) > MAX_LINE_BYTES) cut = Math.floor(cut * 0.9);
-        while (cut < line.length && Buffer.byteLength(line.slice(0, cut + 1)) <= MAX_LINE_BYTES) cut++;
-        this.emit(line.slice(0, cut));
-        this.buf = this.buf.slice(cut);
-        continue;
-      }
-      if (nl < 0) return;
-      this.emit(line.replace(/\r$/, ""));
-      this.buf = this.buf.slice(nl + 1);
-    }
-  }
-
-  end(): void {
-    this.buf += this.decoder.decode();
-    if (this.buf !== "") this.emit(this.buf);
-    this.buf = "";
-  }
-}
-
-/** Parses Connect server-stream envelopes from a byte stream, each bounded. */
-export class EnvelopeReader {
-  private buf: Buffer = Buffer.alloc(0);
-
-  /** The complete envelopes in `chunk` and before: [flags, json text]. Throws on an oversized one. */
-  feed(chunk: Uint8Array): [number, string][] {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : Buffer.from(chunk);
-    const out: [number, string][] = [];
-    for (;;) {
-      if (this.buf.length < 5) break;
-      const len = this.buf.readUInt32BE(1);
-      if (len > MAX_ENVELOPE_BYTES) throw new EnvdCallError(`envd sent a message of ${len} bytes (at most ${MAX_ENVELOPE_BYTES})`);
-      if (this.buf.length < 5 + len) break;
-      out.push([this.buf[0]!, this.buf.subarray(5, 5 + len).toString("utf8")]);
-      this.buf = this.buf.subarray(5 + len);
-    }
-    return out;
-  }
-
-  get pending(): number {
-    return this.buf.length;
-  }
 }
 
 export interface ProcessSpec {

@@ -2,8 +2,11 @@
 // state a Dockerfile carries between steps (user, workdir, env) lives here and is handed to each command; RUN is
 // `/bin/bash -l -c <cmd>`, the rest are small root scripts whose inputs travel as environment variables (never
 // spliced into the script text).
+import { randomBytes } from "node:crypto";
+import { E2bError } from "../errors.ts";
 import type { UploadStore } from "../uploads/index.ts";
 import { type BuildTarget, EnvdCallError, LineSplitter, captureOutput, startProcess, uploadFile } from "./envd-client.ts";
+import { EnvExpansionError, expandEnv, parseEnvBlock } from "./env-expand.ts";
 import type { BuildStep } from "./steps.ts";
 
 export interface GuestState {
@@ -27,8 +30,13 @@ export interface StepContext {
 /** A step failed; the message is the tenant's to read (no node or address in it). */
 export class StepFailed extends Error {}
 
-/** An ENV value is at most this long once expanded. */
+/** An ENV value is at most this long once expanded; the guest's base environment read for it at most this too. */
 const MAX_ENV_VALUE = 64 * 1024;
+/**
+ * The environment of root helper scripts (WORKDIR, USER, COPY): fixed, never the tenant's ENV, so a BASH_ENV,
+ * PATH, LD_PRELOAD or SHELLOPTS set by a step cannot change what they run.
+ */
+const ROOT_ENV: Readonly<Record<string, string>> = { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME: "/root", LANG: "C" };
 
 const posixJoin = (dir: string, p: string) => (p.startsWith("/") ? p : `${dir.replace(/\/+$/, "")}/${p}`);
 
@@ -36,10 +44,15 @@ export async function runStep(c: StepContext, step: BuildStep): Promise<void> {
   switch (step.type) {
     case "RUN":
       return runCommand(c, step.cmd, step.user ?? c.state.user);
-    case "ENV":
-      for (const [k, v] of step.env) c.state.env[k] = await expandValue(c, v);
+    case "ENV": {
+      let base: Record<string, string> | undefined;
+      for (const [k, v] of step.env) {
+        if (v.includes("$") && !base) base = await guestBaseEnv(c);
+        c.state.env[k] = expandValue({ ...base, ...c.state.env }, v);
+      }
       c.log("info", `ENV ${step.env.map(([k]) => k).join(" ")}`);
       return;
+    }
     case "WORKDIR": {
       const dir = posixJoin(c.state.workdir, step.dir);
       await rootScript(c, 'mkdir -p -- "$E2B_DIR" && chown -- "$E2B_OWNER" "$E2B_DIR"', { E2B_DIR: dir, E2B_OWNER: c.state.user });
@@ -71,24 +84,34 @@ export async function runCommand(c: StepContext, cmd: string, user: string): Pro
   if (r.exitCode !== 0) throw new StepFailed(`command failed with exit code ${r.exitCode}${r.status ? ` (${r.status})` : ""}`);
 }
 
-/** An ENV value expanded by the guest's shell as the current user: variables yes, command substitution no. */
-async function expandValue(c: StepContext, value: string): Promise<string> {
-  // Inside double quotes only `$…` expands: escape `\`, `"`, backquotes and `$(` so no command ever runs.
-  const quoted = value.replace(/[\\"`]/g, (m) => `\\${m}`).replace(/\$\(/g, "\\$(");
+/** An ENV value expanded in TypeScript with Docker's rules (env-expand.ts): no shell ever sees it. */
+function expandValue(vars: Readonly<Record<string, string>>, value: string): string {
+  try {
+    const out = expandEnv(value, (k) => vars[k]);
+    if (out.length > MAX_ENV_VALUE) throw new StepFailed(`the expanded value is longer than ${MAX_ENV_VALUE} characters`);
+    return out;
+  } catch (err) {
+    if (err instanceof EnvExpansionError) throw new StepFailed(err.message);
+    throw err;
+  }
+}
+
+/** The guest's own environment for the current user (HOME, PATH, …), which `$VAR` may name beside the ENV so far. */
+async function guestBaseEnv(c: StepContext): Promise<Record<string, string>> {
   const r = await captureOutput(
     c.target,
-    { cmd: "/bin/bash", args: ["-c", `printf '%s' "${quoted}"`], user: c.state.user, cwd: c.state.workdir, envs: c.state.env, timeoutMs: Math.min(30_000, c.remainingMs()) },
+    { cmd: "/usr/bin/env", args: ["-0"], user: c.state.user, cwd: c.state.workdir, envs: {}, timeoutMs: Math.min(30_000, c.remainingMs()) },
     MAX_ENV_VALUE,
     c.signal,
   );
-  if (r.result.exitCode !== 0) throw new StepFailed(`expanding the value failed: ${r.stderr.slice(0, 300)}`);
-  return r.stdout;
+  if (r.result.exitCode !== 0) throw new StepFailed(`reading the sandbox's environment failed: ${r.stderr.slice(0, 300)}`);
+  return parseEnvBlock(r.stdout);
 }
 
 async function rootScript(c: StepContext, script: string, vars: Record<string, string>): Promise<void> {
   const r = await captureOutput(
     c.target,
-    { cmd: "/bin/bash", args: ["-c", script], user: "root", cwd: "/", envs: { ...c.state.env, ...vars }, timeoutMs: Math.min(5 * 60_000, c.remainingMs()) },
+    { cmd: "/bin/bash", args: ["-c", script], user: "root", cwd: "/", envs: { ...ROOT_ENV, ...vars }, timeoutMs: Math.min(5 * 60_000, c.remainingMs()) },
     64 * 1024,
     c.signal,
   );
@@ -139,9 +162,13 @@ done
 
 async function copyStep(c: StepContext, step: Extract<BuildStep, { type: "COPY" }>): Promise<void> {
   if (!c.store) throw new StepFailed("no upload store is configured");
-  const archive = await c.store.open(c.ns, c.name, step.hash);
+  // A store's refusal (an archive over the bound, S3 down or busy) is this step's failure, with its reason.
+  const archive = await c.store.open(c.ns, c.name, step.hash).catch((err: unknown) => {
+    throw new StepFailed(`reading the uploaded files failed: ${err instanceof E2bError ? err.message : "the upload store failed"}`);
+  });
   if (!archive) throw new StepFailed(`no uploaded files with hash ${step.hash}: upload them first (the SDK does)`);
-  const path = `/tmp/${step.hash}.tar`;
+  // An unpredictable name: a tenant process in the guest cannot plant a link where root will write.
+  const path = `/tmp/e2b-archive-${randomBytes(12).toString("hex")}.tar`;
   try {
     await uploadFile(c.target, path, "root", archive.body, archive.size, c.signal);
   } catch (err) {

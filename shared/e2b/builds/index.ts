@@ -7,6 +7,7 @@ import type { E2bOptions } from "../../config/index.ts";
 import type { Logger } from "../../log/index.ts";
 import type { AliasTarget } from "../files.ts";
 import type { NodeAccess } from "../nodes.ts";
+import type { NamespaceQuotas } from "../quotas.ts";
 import { createUploadStore } from "../uploads/index.ts";
 import { registerBuildRoutes, type BuildRouteMount } from "./routes.ts";
 import { BuildService } from "./service.ts";
@@ -22,11 +23,11 @@ export { registerBuildRoutes, originOf, type BuildRouteMount } from "./routes.ts
  */
 export function loadBuilds(
   options: E2bOptions["builds"],
-  deps: { nodes: NodeAccess; aliases: ReadonlyMap<string, AliasTarget>; envdSecret: string; log: Logger; clock?: Clock },
+  deps: { nodes: NodeAccess; aliases: ReadonlyMap<string, AliasTarget>; envdSecret: string; log: Logger; clock?: Clock; quotas?: Pick<NamespaceQuotas, "admit"> },
 ): { service: BuildService; routes: (mount: BuildRouteMount) => void } | undefined {
   const settings = buildSettingsFrom(options);
   if (!settings) return undefined;
   const store = createUploadStore(settings.store, { envdSecret: deps.envdSecret, ...(deps.clock ? { clock: deps.clock } : {}) });
-  const service = new BuildService(settings, { nodes: deps.nodes, aliases: deps.aliases, store, log: deps.log.child({ component: "e2b-builds" }), ...(deps.clock ? { clock: deps.clock } : {}) });
+  const service = new BuildService(settings, { nodes: deps.nodes, aliases: deps.aliases, store, log: deps.log.child({ component: "e2b-builds" }), ...(deps.clock ? { clock: deps.clock } : {}), ...(deps.quotas ? { quotas: deps.quotas } : {}) });
   return { service, routes: (mount) => registerBuildRoutes(mount, service) };
 }

@@ -15,17 +15,26 @@ export const LOG_MAX_BYTES = 8 * 1024 * 1024;
 export const LOGS_MAX_BYTES = 256 * 1024 * 1024;
 /** What one entry costs beyond its message (timestamp, step, object). */
 const ENTRY_OVERHEAD = 96;
+/** A status page holds at most this many entries when the poll names no limit (the SDKs page on until empty). */
+export const PAGE_MAX_ENTRIES = 1000;
+/** And at most about this many bytes, whatever the limit (one entry always, so a page never stalls). */
+export const PAGE_MAX_BYTES = 1024 * 1024;
+/** An entry's cost: a JS string holds UTF-16 units, two bytes each. */
+const costOf = (message: string) => message.length * 2 + ENTRY_OVERHEAD;
 
-/** The bytes every log of the process holds; `evict` frees some (a finished record's log), false when it cannot. */
+/**
+ * The bytes every log of the process holds; `evict` frees some (a finished record's log, `ns`'s own first), false
+ * when it cannot.
+ */
 export class LogBudget {
   used = 0;
   constructor(
     readonly max: number,
-    private readonly evict: () => boolean = () => false,
+    private readonly evict: (ns: string) => boolean = () => false,
   ) {}
 
-  take(n: number): boolean {
-    while (this.used + n > this.max) if (!this.evict()) return false;
+  take(n: number, ns = ""): boolean {
+    while (this.used + n > this.max) if (!this.evict(ns)) return false;
     this.used += n;
     return true;
   }
@@ -52,6 +61,8 @@ export class BuildLog {
     private readonly cap: number,
     private readonly clock: Clock = realClock,
     private readonly budget: LogBudget = new LogBudget(LOGS_MAX_BYTES),
+    /** The namespace whose budget share this log spends. */
+    readonly ns = "",
   ) {}
 
   /**
@@ -59,9 +70,9 @@ export class BuildLog {
    * says how the build ended; output lines beyond the bounds are dropped, the first drop noted once.
    */
   add(step: string, level: LogLevel, message: string, own = false): void {
-    const cost = message.length + ENTRY_OVERHEAD;
+    const cost = costOf(message);
     const fits = this.entries.length < this.cap && this.bytes + cost <= LOG_MAX_BYTES;
-    if (own || (fits && this.budget.take(cost))) {
+    if (own || (fits && this.budget.take(cost, this.ns))) {
       if (own) this.budget.used += cost;
       this.bytes += cost;
       this.entries.push({ timestamp: formatRfc3339Nano(this.clock.now()), message, level, step });
@@ -84,7 +95,16 @@ export class BuildLog {
   page(offset: number, limit: number | undefined, level: LogLevel | undefined): LogEntry[] {
     const min = level ? LEVELS.indexOf(level) : 0;
     const visible = min === 0 ? this.entries : this.entries.filter((e) => LEVELS.indexOf(e.level) >= min);
-    return visible.slice(offset, limit === undefined ? undefined : offset + limit);
+    const max = Math.min(limit ?? PAGE_MAX_ENTRIES, visible.length - offset);
+    const out: LogEntry[] = [];
+    let bytes = 0;
+    for (let i = 0; i < max; i++) {
+      const e = visible[offset + i]!;
+      bytes += costOf(e.message);
+      if (out.length > 0 && bytes > PAGE_MAX_BYTES) break;
+      out.push(e);
+    }
+    return out;
   }
 
   last(): LogEntry | undefined {
@@ -116,13 +136,24 @@ export class BuildRecords {
     private readonly clock: Clock = realClock,
     maxLogBytes = LOGS_MAX_BYTES,
   ) {
-    this.budget = new LogBudget(maxLogBytes, () => this.evictOldestFinished());
+    this.budget = new LogBudget(maxLogBytes, (ns) => this.evictOldestFinished(ns));
   }
 
-  /** Drop the finished record that finished first (its log frees the budget); false when none has finished. */
-  private evictOldestFinished(): boolean {
+  /**
+   * Drop a finished record (its log frees the budget): the oldest of `ns` itself, else the oldest of the namespace
+   * whose logs hold the most bytes, so one tenant's output never pushes out a lighter tenant's logs. False when
+   * none has finished.
+   */
+  private evictOldestFinished(ns: string): boolean {
+    const held = new Map<string, number>();
+    for (const r of this.records.values()) held.set(r.ns, (held.get(r.ns) ?? 0) + r.log.bytes);
+    const rank = (r: BuildRecord) => (r.ns === ns ? Infinity : held.get(r.ns)!);
     let oldest: [string, BuildRecord] | undefined;
-    for (const e of this.records) if (e[1].finishedAt !== undefined && (!oldest || e[1].finishedAt < oldest[1].finishedAt!)) oldest = e;
+    for (const e of this.records) {
+      const r = e[1];
+      if (r.finishedAt === undefined) continue;
+      if (!oldest || rank(r) > rank(oldest[1]) || (rank(r) === rank(oldest[1]) && r.finishedAt < oldest[1].finishedAt!)) oldest = e;
+    }
     if (!oldest) return false;
     this.drop(oldest[0], oldest[1]);
     return true;
@@ -151,7 +182,7 @@ export class BuildRecords {
     if (this.records.size >= MAX_RECORDS) return undefined;
     let mine = 0;
     for (const rec of this.records.values()) if (rec.ns === r.ns && ++mine >= MAX_RECORDS_PER_NAMESPACE) return undefined;
-    const rec: BuildRecord = { ...r, status: "waiting", createdAt: this.clock.now(), started: false, log: new BuildLog(this.logLines, this.clock, this.budget) };
+    const rec: BuildRecord = { ...r, status: "waiting", createdAt: this.clock.now(), started: false, log: new BuildLog(this.logLines, this.clock, this.budget, r.ns) };
     this.records.set(BuildRecords.key(r.ns, r.name, r.buildID), rec);
     return rec;
   }

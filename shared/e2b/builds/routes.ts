@@ -43,6 +43,8 @@ const RequestBuildReply = z
   .openapi("TemplateRequestResponseV3");
 const UploadLink = z.object({ present: z.boolean(), url: z.string().optional(), headers: z.record(z.string(), z.string()).optional() }).openapi("TemplateBuildFileUpload");
 const PutQuery = z.object({ ns: z.string().max(256), expires: z.string().max(16), sig: z.string().max(128) });
+/** A namespace is a Kubernetes namespace name: a DNS-1123 label. */
+const DNS_1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** `<http|https>://<Host>` of the request: https over TLS or behind a proxy saying `X-Forwarded-Proto: https`. */
 export function originOf(req: Request): string {
@@ -92,7 +94,7 @@ export function registerBuildRoutes(mount: BuildRouteMount, builds: BuildService
       method: "put",
       path: "/templates/{templateID}/files/{hash}",
       request: { params: FilesParams, query: PutQuery },
-      responses: { 200: { description: "Stored" }, 400: errors[400], 401: json(S.ErrorSchema, "Expired or invalid signature"), 413: json(S.ErrorSchema, "Larger than --e2b-build-upload-max") },
+      responses: { 200: { description: "Stored" }, 400: errors[400], 401: json(S.ErrorSchema, "Expired or invalid signature"), 413: json(S.ErrorSchema, "Larger than --e2b-build-upload-max"), 429: json(S.ErrorSchema, "The namespace's upload quota or the uploads in progress are at their bound") },
     }),
     async (c) => {
       const template = param(c, "templateID");
@@ -101,6 +103,7 @@ export function registerBuildRoutes(mount: BuildRouteMount, builds: BuildService
       // The signature first: nothing about the request is acted on before it holds.
       const refused = store.verify(q.ns, template, hash, q.expires, q.sig);
       if (refused) return errorResponse(401, refused);
+      if (!DNS_1123_LABEL.test(q.ns)) return errorResponse(400, "ns must be a DNS-1123 label");
       checkTemplateName(template, q.ns);
       if (!FILES_HASH_RE.test(hash)) return errorResponse(400, "hash must be 64 lowercase hex characters");
       const lengthText = c.req.header("content-length");

@@ -10,11 +10,12 @@ import { COLD_CLAIM_TIMEOUT_MS, type ClaimRequest } from "../../sandboxd/index.t
 import { E2bError, badRequest } from "../errors.ts";
 import type { AliasTarget } from "../files.ts";
 import type { NodeAccess } from "../nodes.ts";
+import type { NamespaceQuotas } from "../quotas.ts";
 import { RELAY_PROXY_ENV } from "../envd.ts";
 import { BUILT_PREFIX, NAME_BUDGET } from "../render.ts";
 import { placeClaim } from "../placement.ts";
 import { FILES_HASH_RE, type UploadStore } from "../uploads/index.ts";
-import { cacheRef, findCached, prefixKeys, pruneCache, saveStep } from "./cache.ts";
+import { CACHE_MAX_ENTRIES, MAX_BUILT_NAMES, builtNames, cacheEntryCount, cacheRef, cachesStep, capCache, findCached, prefixKeys, pruneCache, saveStep } from "./cache.ts";
 import { EnvdCallError } from "./envd-client.ts";
 import { runStep, StepFailed, type GuestState, type StepContext } from "./executor.ts";
 import { finalizeGuest, promoteAndPublish } from "./finalize.ts";
@@ -29,6 +30,8 @@ export interface BuildDeps {
   store: UploadStore | undefined;
   log: Logger;
   clock?: Clock;
+  /** The namespace quotas: a build sandbox is one of the namespace's sandboxes (max-sandboxes, creates-per-second). */
+  quotas?: Pick<NamespaceQuotas, "admit">;
 }
 
 export interface BuildStatusReply {
@@ -82,12 +85,22 @@ export class BuildService {
     const plan = planOf(body, this.deps.store !== undefined);
     const rec = this.record(ns, templateID, buildID);
     if (rec.started) return;
-    const release = this.slots.tryAcquire();
-    if (!release) throw new E2bError(429, "every build slot is busy; retry the start");
+    const names = builtNames(this.deps.nodes, ns);
+    if (!names.has(rec.name) && names.size >= MAX_BUILT_NAMES)
+      throw new E2bError(429, `namespace ${ns} already holds ${names.size} built templates (at most ${MAX_BUILT_NAMES}); delete one (DELETE /templates/{id}) or rebuild an existing name`);
+    // Admitted as a create is (429 when the namespace holds its max-sandboxes); held until the claim is remembered.
+    const settle = this.deps.quotas?.admit(ns, "create") ?? (() => undefined);
+    const release = this.slots.tryAcquire(ns);
+    if (typeof release !== "function") {
+      settle();
+      if (release.kind === "busy") throw new E2bError(429, "every build slot is busy; retry the start");
+      throw new E2bError(429, `namespace ${ns} already runs ${release.share} build${release.share === 1 ? "" : "s"}, its limit (half of --e2b-build-parallel=${this.settings.parallel}, rounded up); retry the start`);
+    }
     rec.started = true;
     rec.status = "building";
     const ctl = new AbortController();
-    const done = this.run(rec, plan, ctl).finally(() => {
+    const done = this.run(rec, plan, ctl, settle).finally(() => {
+      settle();
       release();
       this.running.delete(rec);
     });
@@ -130,7 +143,7 @@ export class BuildService {
 
   // ------------------------------------------------------------------------------------------------------------
 
-  private async run(rec: BuildRecord, plan: BuildPlan, ctl: AbortController): Promise<void> {
+  private async run(rec: BuildRecord, plan: BuildPlan, ctl: AbortController, settle: () => void): Promise<void> {
     const log = this.deps.log.child({ build: rec.buildID, template: rec.name, namespace: rec.ns });
     const deadline = this.clock.monotonic() + this.settings.timeoutMs;
     const timer = this.clock.after(this.settings.timeoutMs, () => ctl.abort(new Error("timeout")));
@@ -162,6 +175,9 @@ export class BuildService {
       if (!placed) throw new StepFailed(`no warm sandbox available for image "${plan.fromImage}"`);
       const address = nodeByAddress(this.deps.nodes.nodes(), placed.reply.owner_addr)?.address ?? placed.calledAddress;
       claim = { address, id: placed.reply.id };
+      // The fleet view lists the claim a poll later: until then the quota counts it from memory, as for a create.
+      this.deps.nodes.remember(rec.ns, placed.reply.id, address, this.deps.nodes.nodeNameFor(address));
+      settle();
       if (ctl.signal.aborted) throw new StepFailed("aborted");
       const state: GuestState = cached?.state ?? { user: "user", workdir: HOME, env: placed.reply.net_route === "relay" ? { ...RELAY_PROXY_ENV } : {} };
       if (cached) say("info", `steps 1-${cached.steps} cached: starting from the sandbox a previous build left after them`);
@@ -182,6 +198,8 @@ export class BuildService {
           continue;
         }
         await runStep(ctx, plan.steps[i]!);
+        // Bounded: the first CACHE_CHAIN_STEPS steps and the last, and nothing once the namespace holds its cap.
+        if (!cachesStep(i, plan.steps.length) || cacheEntryCount(this.deps.nodes, rec.ns) >= CACHE_MAX_ENTRIES) continue;
         // A failed save costs the next build a rerun, never this one its result.
         await saveStep(this.deps.nodes, { address, claimId: claim.id, ns: rec.ns, name: rec.name, key: keys[i]!, state, signal: ctl.signal }).catch((err: unknown) => {
           if (!ctl.signal.aborted) log.debug({ err, step }, "build cache: saving the step failed");
@@ -194,6 +212,7 @@ export class BuildService {
       tell("info", `template ${rec.name} ready`);
       this.records.finish(rec, "ready");
       await pruneCache(this.deps.nodes, log, rec.ns, rec.name, new Set(keys.flatMap((k) => cacheRef(rec.ns, k) ?? [])));
+      await capCache(this.deps.nodes, log, rec.ns, rec.name);
     } catch (err) {
       const why = ctl.signal.aborted
         ? ctl.signal.reason instanceof Error && ctl.signal.reason.message === "timeout"
@@ -207,7 +226,7 @@ export class BuildService {
       this.records.finish(rec, "error", { message: why, step });
     } finally {
       timer.cancel();
-      if (claim) await this.release(claim, log);
+      if (claim) await this.release(rec.ns, claim, log);
     }
   }
 
@@ -226,9 +245,12 @@ export class BuildService {
     }
   }
 
-  private async release(claim: { address: string; id: string }, log: Logger): Promise<void> {
+  private async release(ns: string, claim: { address: string; id: string }, log: Logger): Promise<void> {
     try {
       await this.deps.nodes.client(claim.address).release(claim.id);
+      // Out of the namespace's quota count at once, although the fleet view lists it a while longer.
+      this.deps.nodes.forget(ns, claim.id);
+      this.deps.nodes.markReleased(claim.id);
     } catch (err) {
       log.warn({ err, sandbox: claim.id }, "releasing the build sandbox failed; its lease (the build timeout) ends it");
     }

@@ -2,12 +2,15 @@
 // through this surface's own PUT, signed with the envd secret so it carries no API key:
 //   sig = hex HMAC-SHA256(secret, "e2b-upload\0<ns>\0<template>\0<hash>\0<expires>"), valid for an hour.
 // The body streams to a temp file in the target directory with the byte bound enforced as it arrives (never held
-// in memory), then is renamed into place: a reader never sees a partial archive.
+// in memory), then is linked into place: a reader never sees a partial archive. An archive once stored is never
+// overwritten (a PUT to it is a 200 that reads nothing): the SDK only PUTs what `locate` said is absent. Each
+// namespace is bounded in bytes, archives and PUTs in flight (dir-quota.ts).
 import { createHmac, randomBytes } from "node:crypto";
-import { createWriteStream, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { createWriteStream, linkSync, mkdirSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { type Clock, realClock } from "../../clock/index.ts";
 import { safeEqual } from "../tokens.ts";
+import { DirQuota, type DirQuotaLimits, defaultDirQuota } from "./dir-quota.ts";
 import type { UploadStore } from "./store.ts";
 
 export const UPLOAD_URL_TTL_S = 3600;
@@ -17,17 +20,21 @@ export function uploadSignature(secret: string, ns: string, template: string, ha
   return createHmac("sha256", secret).update(`e2b-upload\0${ns}\0${template}\0${hash}\0${expires}`).digest("hex");
 }
 
-export type PutOutcome = { status: 200 } | { status: 401 | 413 | 400; message: string };
+export type PutOutcome = { status: 200 } | { status: 401 | 413 | 400 | 429; message: string };
 
 export class DirUploadStore implements UploadStore {
   readonly kind = "dir" as const;
+  readonly quota: DirQuota;
 
   constructor(
     readonly dir: string,
     private readonly secret: string,
     readonly uploadMax: number,
     private readonly clock: Clock = realClock,
-  ) {}
+    limits: DirQuotaLimits = defaultDirQuota(uploadMax),
+  ) {
+    this.quota = new DirQuota(dir, limits, () => this.clock.now());
+  }
 
   /** Create the directory (0750); a failure is the startup refusal of docs/e2b.md. */
   static ensureDir(dir: string): void {
@@ -56,6 +63,13 @@ export class DirUploadStore implements UploadStore {
     } catch {
       return undefined;
     }
+    // A read marks the archive in use: quota eviction skips recent ones.
+    const now = new Date(this.clock.now());
+    try {
+      utimesSync(p, now, now);
+    } catch {
+      // removed meanwhile: the stream below fails the COPY with its reason
+    }
     return { size, body: Bun.file(p).stream() };
   }
 
@@ -75,6 +89,24 @@ export class DirUploadStore implements UploadStore {
   async write(ns: string, template: string, hash: string, declared: number | undefined, body: ReadableStream<Uint8Array> | null): Promise<PutOutcome> {
     if (declared !== undefined && declared > this.uploadMax) return { status: 413, message: `upload larger than ${this.uploadMax} bytes` };
     const target = this.path(ns, template, hash);
+    // Stored once: a second PUT (a racing build's, or a replayed link) changes nothing.
+    if (existsFile(target)) {
+      await body?.cancel().catch(() => undefined);
+      return { status: 200 };
+    }
+    const admitted = this.quota.admit(ns, declared ?? this.uploadMax);
+    if (!admitted.ok) {
+      await body?.cancel().catch(() => undefined);
+      return { status: 429, message: admitted.message };
+    }
+    try {
+      return await this.stream(target, ns, template, hash, body);
+    } finally {
+      admitted.done();
+    }
+  }
+
+  private async stream(target: string, ns: string, template: string, hash: string, body: ReadableStream<Uint8Array> | null): Promise<PutOutcome> {
     const folder = join(this.dir, ns, template);
     mkdirSync(folder, { recursive: true, mode: DIR_MODE });
     const temp = join(folder, `.${hash}.${randomBytes(6).toString("hex")}.part`);
@@ -97,7 +129,13 @@ export class DirUploadStore implements UploadStore {
         }
       }
       await Promise.race([new Promise<void>((r, j) => out.end((err?: Error | null) => (err ? j(err) : r()))), failed]);
-      renameSync(temp, target);
+      // link, not rename: a racing PUT that stored the archive first keeps it (EEXIST), atomically.
+      try {
+        linkSync(temp, target);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      }
+      rmSync(temp, { force: true });
       return { status: 200 };
     } catch (err) {
       // The stream opens its file lazily: remove it only once the stream has closed, or a late open recreates it.

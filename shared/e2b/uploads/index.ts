@@ -33,6 +33,6 @@ export function createUploadStore(s: UploadStoreSettings, deps: { envdSecret: st
     return new DirUploadStore(s.dir, deps.envdSecret, s.uploadMax, deps.clock);
   }
   // A value the S3 store cannot use is a StartupError naming its flag (s3.ts).
-  if (s.s3 !== undefined) return createS3UploadStoreFromFlags(s.s3);
+  if (s.s3 !== undefined) return createS3UploadStoreFromFlags(s.s3, s.uploadMax);
   return undefined;
 }

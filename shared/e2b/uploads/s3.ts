@@ -23,6 +23,8 @@ export const DEFAULT_BODY_IDLE_MS = 60_000;
  * Each key holder can ask for links as fast as it likes; a slow store must not turn that into unbounded waiters.
  */
 export const DEFAULT_MAX_IN_FLIGHT = 64;
+/** Builds' GetObjects in flight at once: their own allowance, so a flood of link requests never fails a COPY. */
+export const DEFAULT_MAX_GETS_IN_FLIGHT = 16;
 
 export const S3StoreOptionsSchema = z.object({
   bucket: z.string().min(1, "bucket is required"),
@@ -37,6 +39,9 @@ export const S3StoreOptionsSchema = z.object({
   callTimeoutMs: z.number().int().positive().optional(),
   bodyIdleMs: z.number().int().positive().optional(),
   maxInFlight: z.number().int().positive().optional(),
+  maxGetsInFlight: z.number().int().positive().optional(),
+  /** --e2b-build-upload-max: a presigned PUT cannot bound its size, so open() refuses a larger archive. */
+  uploadMax: z.number().int().positive().optional(),
 });
 export type S3StoreOptions = z.input<typeof S3StoreOptionsSchema>;
 
@@ -55,8 +60,7 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
   const o = S3StoreOptionsSchema.parse(input);
   const timeoutMs = o.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
   const bodyIdleMs = o.bodyIdleMs ?? DEFAULT_BODY_IDLE_MS;
-  const maxInFlight = o.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
-  let inFlight = 0;
+  const lanes = { link: { max: o.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, used: 0 }, build: { max: o.maxGetsInFlight ?? DEFAULT_MAX_GETS_IN_FLIGHT, used: 0 } };
   const prefix = (o.prefix ?? "").replace(/^\/+|\/+$/g, "");
   const client = new S3Client({
     region: o.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? "us-east-1",
@@ -80,11 +84,12 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
    * the abort signal and is also raced against it: the SDK does not pass the signal to every step (a credential
    * provider's fetch, a presign), and the bound must hold for all of them.
    */
-  async function bounded<T>(what: string, call: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
-    if (inFlight >= maxInFlight) {
-      throw new E2bError(503, `upload store: ${what} in bucket ${o.bucket}: ${maxInFlight} S3 calls already in flight; retry`);
+  async function bounded<T>(what: string, call: (signal: AbortSignal) => Promise<T>, lane: keyof typeof lanes = "link"): Promise<T | undefined> {
+    const l = lanes[lane];
+    if (l.used >= l.max) {
+      throw new E2bError(503, `upload store: ${what} in bucket ${o.bucket}: ${l.max} S3 calls already in flight; retry`);
     }
-    inFlight++;
+    l.used++;
     const ctl = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const deadline = new Promise<never>((_, reject) => {
@@ -103,7 +108,7 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
       throw s3Failure(ctl.signal.aborted ? { name: "TimeoutError", message: String(ctl.signal.reason) } : err, `${what} in bucket ${o.bucket}`, timeoutMs);
     } finally {
       clearTimeout(timer);
-      inFlight--;
+      l.used--;
     }
   }
 
@@ -128,9 +133,14 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
     },
     async open(ns, template, hash) {
       const Key = keyOf(ns, template, hash);
-      const got = await bounded("GET", (abortSignal) => client.send(new GetObjectCommand({ Bucket: o.bucket, Key }), { abortSignal }));
+      const got = await bounded("GET", (abortSignal) => client.send(new GetObjectCommand({ Bucket: o.bucket, Key }), { abortSignal }), "build");
       if (!got) return undefined;
       if (!got.Body || got.ContentLength === undefined) throw new E2bError(502, `upload store: GET in bucket ${o.bucket}: no body or length`);
+      if (o.uploadMax !== undefined && got.ContentLength > o.uploadMax) {
+        // Nothing of it is read: the length is in the response head.
+        await got.Body.transformToWebStream().cancel().catch(() => {});
+        throw new E2bError(413, `the uploaded archive is ${got.ContentLength} bytes, larger than --e2b-build-upload-max (${o.uploadMax})`);
+      }
       return { size: got.ContentLength, body: idleBounded(got.Body.transformToWebStream(), bodyIdleMs) };
     },
   };
@@ -150,8 +160,8 @@ const FLAG_OF: Record<string, string> = {
  * cannot use (an endpoint that is no http(s) URL) is a StartupError naming its flag, so the process exits 1 before
  * listening instead of failing on the first upload.
  */
-export function createS3UploadStoreFromFlags(s3: { bucket: string; prefix?: string; endpoint?: string; region?: string; forcePathStyle: boolean }): S3UploadStore {
-  const parsed = S3StoreOptionsSchema.safeParse(s3);
+export function createS3UploadStoreFromFlags(s3: { bucket: string; prefix?: string; endpoint?: string; region?: string; forcePathStyle: boolean }, uploadMax?: number): S3UploadStore {
+  const parsed = S3StoreOptionsSchema.safeParse({ ...s3, ...(uploadMax !== undefined ? { uploadMax } : {}) });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const flag = FLAG_OF[String(issue.path[0])] ?? "--e2b-build-store-s3-bucket";

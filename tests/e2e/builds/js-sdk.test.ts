@@ -109,3 +109,12 @@ test("an upload over --e2b-build-upload-max: the SDK's PUT is refused (413) and 
   expect(String((err as Error).message)).toMatch(/upload/i);
   expect(buildClaims(s)).toBe(0);
 }, 60_000);
+
+test("onBuildLogs receives every line of a build whose log spans several status pages (a page holds at most 1000)", async () => {
+  const template = Template().fromImage("base").runCmd("seq 1 2500");
+  const logs: string[] = [];
+  await Template.build(template, "sdkpages", { ...opts(), onBuildLogs: (l) => void logs.push(l.message) });
+  const numbers = logs.filter((m) => /^\d+$/.test(m)).map(Number);
+  expect(numbers).toEqual(Array.from({ length: 2500 }, (_, i) => i + 1));
+  await waitFor("the build sandbox released", () => buildClaims(s) === 0, 10_000);
+}, 60_000);

@@ -3,6 +3,7 @@
 // and a sandbox created from the template sees the files. Credentials come from the default AWS chain (here the
 // environment, withAwsEnv keeps the machine's own out).
 import { expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +14,7 @@ import { withAwsEnv } from "#tests/integration/uploads-s3/env.ts";
 import { startS3Server } from "#tests/support/s3/server.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
-test("Template.build with COPY through the S3 store, then Sandbox.create sees the files", async () => {
+test("Template.build with COPY through the S3 store, then Sandbox.create sees the files; an archive over the bound fails its COPY step", async () => {
   const s3 = await startS3Server();
   const ctx = mkdtempSync(join(tmpdir(), "e2b-s3-build-ctx-"));
   mkdirSync(join(ctx, "data"), { recursive: true });
@@ -23,6 +24,7 @@ test("Template.build with COPY through the S3 store, then Sandbox.create sees th
       const s = await startBuildStack({
         proxy: true,
         store: false,
+        uploadMax: 64 * 1024,
         extra: [`--e2b-build-store-s3-bucket=${s3.bucket}`, "--e2b-build-store-s3-prefix=builds", `--e2b-build-store-s3-endpoint=${s3.endpoint}`, `--e2b-build-store-s3-region=${s3.region}`, "--e2b-build-store-s3-force-path-style"],
       });
       try {
@@ -38,6 +40,14 @@ test("Template.build with COPY through the S3 store, then Sandbox.create sees th
         } finally {
           await sbx.kill();
         }
+        // S3 takes an archive of any size (a presigned PUT has no size condition): the COPY step refuses one over
+        // --e2b-build-upload-max when it reads it back, with the reason, and no build sandbox is left.
+        writeFileSync(join(ctx, "big.bin"), randomBytes(200 * 1024));
+        const big = Template({ fileContextPath: ctx }).fromImage("base").copy("big.bin", "/tmp/big.bin");
+        const err = await Template.build(big, "s3big", { apiKey: o.apiKey, apiUrl: o.apiUrl, domain: o.domain }).catch((e: Error) => e);
+        expect(err).toBeInstanceOf(Error);
+        expect(String((err as Error).message)).toMatch(/^reading the uploaded files failed: the uploaded archive is \d+ bytes, larger than --e2b-build-upload-max \(65536\)/);
+        await waitFor("the build sandbox released", () => buildClaims(s) === 0, 10_000);
       } finally {
         await s.stop();
       }

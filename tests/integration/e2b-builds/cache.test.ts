@@ -67,3 +67,13 @@ test("unchanged steps are not run again; a change at step 4 reruns from step 4; 
     await sbx.kill();
   }
 }, 120_000);
+
+test("a 20-step build caches its first 16 steps and its last (the cache is bounded per chain)", async () => {
+  const before = cacheEntries();
+  const b = await requestBuild(s, "long");
+  const many = Array.from({ length: 20 }, (_, i) => ({ type: "RUN", args: [`echo ${i} >> /home/user/steps`] }));
+  expect((await api(s, "POST", `/v2/templates/long/builds/${b.buildID}`, { fromImage: "base", steps: many })).status).toBe(202);
+  expect((await waitBuild(s, b)).status).toBe("ready");
+  await waitFor("the build sandbox released", () => buildClaims(s) === 0, 10_000);
+  expect(cacheEntries() - before).toBe(17);
+}, 60_000);

@@ -6,10 +6,11 @@ import { waitFor } from "#tests/support/wait.ts";
 
 const HASH = "c".repeat(64);
 
-describe("two nodes, parallel 2, directory store of 64 KiB", () => {
+describe("two nodes, parallel 4, directory store of 64 KiB", () => {
   let s: BuildStack;
   beforeAll(async () => {
-    s = await startBuildStack({ nodes: 2, parallel: 2, uploadMax: 64 * 1024, extra: ["--e2b-build-log-lines=2000"] });
+    // parallel 4: a namespace's share is 2, so two builds of one name can race.
+    s = await startBuildStack({ nodes: 2, parallel: 4, uploadMax: 64 * 1024, extra: ["--e2b-build-log-lines=2000"] });
   }, 60_000);
   afterAll(() => s.stop());
 
@@ -58,6 +59,11 @@ describe("two nodes, parallel 2, directory store of 64 KiB", () => {
     const logs = await allLogs(s, b);
     // 2000 lines kept (--e2b-build-log-lines), then the drop note and the outcome.
     expect(logs).toHaveLength(2002);
+    // A poll without a limit gets one bounded page (1000 entries at most), not the whole log.
+    const first = await api(s, "GET", `/templates/flood/builds/${b.buildID}/status`);
+    expect(first.json.logEntries.length).toBeGreaterThan(0);
+    expect(first.json.logEntries.length).toBeLessThanOrEqual(1000);
+    expect(first.text.length).toBeLessThan(1.2 * 1024 * 1024);
     expect(logs.slice(-2).map((l) => l.message)).toEqual(["log limit reached: later output lines are dropped", "template flood ready"]);
     const long = logs.filter((l) => /^x+$/.test(l.message)).map((l) => l.message.length);
     expect(long).toEqual([65536, 65536, 65536, 8192]);
@@ -143,6 +149,46 @@ describe("two nodes, parallel 2, directory store of 64 KiB", () => {
     expect((await api(s, "POST", "/v3/templates", {})).json).toEqual({ code: 400, message: "name is required" });
   }, 60_000);
 
+  test("ENV expands with Docker's rules and runs nothing; root helpers ignore the tenant's PATH; ${P@P} fails its step", async () => {
+    const b = await requestBuild(s, "envs");
+    const start = await api(s, "POST", `/v2/templates/envs/builds/${b.buildID}`, {
+      fromImage: "base",
+      steps: [
+        { type: "ENV", args: ["A", "hello", "B", "${A}-$A-${U:-dflt}-$(id)-`id`-\\$A", "H", "$HOME"] },
+        { type: "RUN", args: ['echo "B=$B"; echo "H=$H"'] },
+        // A tenant PATH with no mkdir in it: the root helper of WORKDIR runs with its own fixed environment.
+        { type: "ENV", args: ["PATH", "/nowhere"] },
+        { type: "WORKDIR", args: ["wd"] },
+        { type: "ENV", args: ["P", "$(id)", "Q", "${P@P}"] },
+      ],
+    });
+    expect(start.status).toBe(202);
+    const st = await waitBuild(s, b);
+    const logs = await allLogs(s, b);
+    expect(logs.find((l) => l.message.startsWith("B="))?.message).toBe("B=hello-hello-dflt-$(id)-`id`-$A");
+    expect(logs.find((l) => l.message.startsWith("H="))?.message).toMatch(/^H=\/.+/);
+    expect(logs.some((l) => l.step === "4" && l.message.startsWith("WORKDIR "))).toBe(true);
+    expect(st.status).toBe("error");
+    expect(st.reason.step).toBe("5");
+    expect(st.reason.message).toContain("unsupported substitution ${P@P}");
+    await waitFor("the build sandbox released", () => buildClaims(s) === 0, 10_000);
+  }, 60_000);
+
+  test("issue 17: one namespace holds at most ceil(parallel / 2) slots (429 naming its limit); another namespace still starts", async () => {
+    const mine = await Promise.all(["hog-1", "hog-2", "hog-3"].map((n) => requestBuild(s, n)));
+    const slow = { fromImage: "base", steps: [{ type: "RUN", args: ["sleep 3"] }] };
+    for (const b of mine.slice(0, 2)) expect((await api(s, "POST", `/v2/templates/${b.templateID}/builds/${b.buildID}`, slow)).status).toBe(202);
+    const third = await api(s, "POST", `/v2/templates/hog-3/builds/${mine[2]!.buildID}`, slow);
+    expect(third.status).toBe(429);
+    expect(third.json.message).toBe("namespace team-a already runs 2 builds, its limit (half of --e2b-build-parallel=4, rounded up); retry the start");
+    expect((await api(s, "GET", `/templates/hog-3/builds/${mine[2]!.buildID}/status`)).json.status).toBe("waiting");
+    const other = await api(s, "POST", "/v3/templates", { name: "neighbour" }, KEY_B);
+    expect(other.status).toBe(202);
+    expect((await api(s, "POST", `/v2/templates/neighbour/builds/${other.json.buildID}`, { fromImage: "base", steps: [] }, KEY_B)).status).toBe(202);
+    for (const b of mine.slice(0, 2)) expect((await waitBuild(s, b)).status).toBe("ready");
+    await waitFor("the build sandboxes released", () => buildClaims(s) === 0, 10_000);
+  }, 90_000);
+
   test("two builds of the same name racing: both finish, one holder of the name is left on the fleet, no claim left", async () => {
     const a = await requestBuild(s, "race");
     const b = await requestBuild(s, "race");
@@ -203,6 +249,32 @@ describe("parallel 1, a 6 s build timeout", () => {
     expect(st.reason.step).toBe("base");
     expect(buildClaims(s)).toBe(0);
   }, 30_000);
+});
+
+describe("max-sandboxes=1 for team-a (build sandboxes count toward it)", () => {
+  let s: BuildStack;
+  beforeAll(async () => {
+    s = await startBuildStack({ parallel: 4, keys: `${KEY_A} team-a max-sandboxes=1\n${KEY_B} team-b\n` });
+  }, 60_000);
+  afterAll(() => s.stop());
+
+  test("a second build while one runs is refused by the namespace quota (429), like a create; after it, a build starts", async () => {
+    const a = await requestBuild(s, "q1");
+    const b = await requestBuild(s, "q2");
+    expect((await api(s, "POST", `/v2/templates/q1/builds/${a.buildID}`, { fromImage: "base", steps: [{ type: "RUN", args: ["sleep 2"] }] })).status).toBe(202);
+    const over = await api(s, "POST", `/v2/templates/q2/builds/${b.buildID}`, { fromImage: "base", steps: [] });
+    expect(over.status).toBe(429);
+    expect(over.json.message).toMatch(/^namespace quota exceeded: 1 of 1 sandboxes held, 1 more asked \(max-sandboxes\)/);
+    expect((await api(s, "GET", `/templates/q2/builds/${b.buildID}/status`)).json.status).toBe("waiting");
+    expect((await waitBuild(s, a)).status).toBe("ready");
+    await waitFor("the build sandbox released", () => buildClaims(s) === 0, 10_000);
+    const again = await waitFor("the quota freed", async () => {
+      const r = await api(s, "POST", `/v2/templates/q2/builds/${b.buildID}`, { fromImage: "base", steps: [] });
+      return r.status === 202 ? r : undefined;
+    }, 10_000, 200);
+    expect(again.status).toBe(202);
+    expect((await waitBuild(s, b)).status).toBe("ready");
+  }, 60_000);
 });
 
 describe("a replica stopped mid-build", () => {

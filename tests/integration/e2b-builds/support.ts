@@ -14,13 +14,14 @@ export interface BuildStack extends Stack {
   uploads: string | undefined;
 }
 
-export async function startBuildStack(o: { store?: boolean; parallel?: number; timeout?: string; uploadMax?: number; nodes?: number; extra?: string[] } & Pick<StackOptions, "proxy"> = {}): Promise<BuildStack> {
+export async function startBuildStack(o: { store?: boolean; parallel?: number; timeout?: string; uploadMax?: number; nodes?: number; extra?: string[] } & Pick<StackOptions, "proxy" | "keys"> = {}): Promise<BuildStack> {
   const uploads = o.store === false ? undefined : join(mkdtempSync(join(tmpdir(), "e2b-uploads-")), "store");
   const s = await startStack({
     guestAgents: true,
     nodes: o.nodes ?? 1,
     pools: ["img:1/none/small=3"],
     ...(o.proxy ? { proxy: true } : {}),
+    ...(o.keys !== undefined ? { keys: o.keys } : {}),
     extraFlags: [
       "--e2b-builds",
       `--e2b-build-parallel=${o.parallel ?? 2}`,
@@ -80,9 +81,14 @@ export async function waitBuild(s: Stack, b: { templateID: string; buildID: stri
   );
 }
 
+/** Every log line, paged as the SDKs do: logsOffset on until an empty page (a page holds at most 1000 / 1 MiB). */
 export async function allLogs(s: Stack, b: { templateID: string; buildID: string }): Promise<{ message: string; step: string; level: string }[]> {
-  const r = await api(s, "GET", `/templates/${b.templateID}/builds/${b.buildID}/status?logsOffset=0`);
-  return r.json.logEntries;
+  const out: { message: string; step: string; level: string }[] = [];
+  for (;;) {
+    const r = await api(s, "GET", `/templates/${b.templateID}/builds/${b.buildID}/status?logsOffset=${out.length}`);
+    if (!r.json.logEntries.length) return out;
+    out.push(...r.json.logEntries);
+  }
 }
 
 /** A second sandbox-e2b replica on the same nodes, keys and secret (scenario 48). */

@@ -143,7 +143,8 @@ describe("bash scripts/stack.sh (full)", () => {
       `${REPO}/scripts/bun ${REPO}/examples/build.ts`,
     ]);
     const kept = await shell(lines[0]!, exports, elsewhere);
-    expect(kept.code).toBe(0);
+    // The whole result on failure: what the example printed says why.
+    expect(kept).toMatchObject({ code: 0 });
     expect(kept.stdout).toContain("hello\n");
     // The SDK's id is `<claim id with - for _>`; -o wide prints the claim id.
     const claimId = /^sandbox (\S+)$/m.exec(kept.stdout)![1]!.replace("-", "_");

@@ -76,19 +76,27 @@ test("closed loops of missing-token and no-sandbox refusals from one address get
   expect(a.sent + b.sent).toBeLessThan(40);
 });
 
+/**
+ * Whether one of up to three tries of `call` waited the tarpit's delay (each answer checked by `check`). On a loaded
+ * machine a token can refill (1/s) between two of the test's requests, so a single try may be answered at once; a
+ * refusal the tarpit does not cover is never held, however often it is tried.
+ */
+async function heldOnce<T>(call: () => Promise<T>, check: (answer: T) => Promise<void>): Promise<boolean> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const t0 = performance.now();
+    const answer = await call();
+    const ms = performance.now() - t0;
+    await check(answer);
+    if (ms >= TARPIT.delayMs - 5) return true;
+  }
+  return false;
+}
+
 test("past the budget, an internal path, an unparsable target and a missing token are each answered late with the envelope", async () => {
   for (let i = 0; i < TARPIT.burst + 5; i++) await (await noToken()).text();
-  let t0 = performance.now();
-  const r = await internalPath();
-  expect(performance.now() - t0).toBeGreaterThanOrEqual(TARPIT.delayMs - 5);
-  expect([r.status, await r.json()]).toEqual([404, { code: 404, message: "not found" }]);
-  t0 = performance.now();
-  expect(await rawStatus("/files%zz")).toBe(400);
-  expect(performance.now() - t0).toBeGreaterThanOrEqual(TARPIT.delayMs - 5);
-  t0 = performance.now();
-  const m = await noToken();
-  expect(performance.now() - t0).toBeGreaterThanOrEqual(TARPIT.delayMs - 5);
-  expect([m.status, await m.json()]).toEqual([401, { code: 401, message: "missing X-Access-Token" }]);
+  expect(await heldOnce(internalPath, async (r) => expect([r.status, await r.json()]).toEqual([404, { code: 404, message: "not found" }]))).toBe(true);
+  expect(await heldOnce(() => rawStatus("/files%zz"), async (status) => expect(status).toBe(400))).toBe(true);
+  expect(await heldOnce(noToken, async (m) => expect([m.status, await m.json()]).toEqual([401, { code: 401, message: "missing X-Access-Token" }]))).toBe(true);
 });
 
 test("the proxy's own health answer is never held, even from an address past its budget", async () => {

@@ -30,6 +30,10 @@ test("only api.{domain} itself, any case, with or without a port", () => {
   expect(isApiHost("x.api.sandbox.test", "sandbox.test")).toBe(false);
   expect(isApiHost("api.sandbox.test.evil", "sandbox.test")).toBe(false);
   expect(isApiHost("api.", "")).toBe(false);
+  // The domain's normal form is kept between calls: another domain (two proxies in one process) is not misread.
+  expect(isApiHost("api.other.test", "Other.Test.")).toBe(true);
+  expect(isApiHost("api.sandbox.test", "other.test")).toBe(false);
+  expect(isApiHost("api.sandbox.test", "sandbox.test")).toBe(true);
 });
 
 test("method, path, query, body and the API key reach the upstream; hop-by-hop headers do not; X-Forwarded-* are added", async () => {

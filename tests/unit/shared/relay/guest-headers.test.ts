@@ -20,4 +20,12 @@ test("headers named in Connection, hop-by-hop headers, Proxy-Authorization and X
 test("Connection options are trimmed, lowercased, empty ones dropped", () => {
   expect([...connectionOptions(" Close, X-A,,x-b ")]).toEqual(["close", "x-a", "x-b"]);
   expect(connectionOptions(null).size).toBe(0);
+  // The common values come from shared sets (no set built per request): the same contents as the general parse.
+  for (const v of ["keep-alive", "Keep-Alive", "close", "Close"]) expect([...connectionOptions(v)]).toEqual([v.toLowerCase()]);
+  expect([...connectionOptions("Keep-Alive, X-B")]).toEqual(["keep-alive", "x-b"]);
+});
+
+test("a client's Connection: keep-alive still drops only hop-by-hop headers", () => {
+  const h = new Headers({ connection: "keep-alive", "keep-alive": "timeout=5", "x-access-token": "tok" });
+  expect(guestRequestHeaders(h)).toEqual({ "x-access-token": "tok" });
 });

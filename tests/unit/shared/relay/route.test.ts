@@ -48,6 +48,13 @@ describe("the envd-internal path guard sees the path the guest will see (issue 1
   test.each(["/%zz", "/%e0%a4%a", "/%ff", "/files%"])("%s does not decode: refused", (p) => {
     expect(envdPathVerdict(p)).toBe("undecodable");
   });
+  // Already-normal paths take a shortcut (no split and join, docs/performance.md): the same verdicts as the long way.
+  test.each(["/init", "/INIT", "/init/", "//init", "/Freeze", "/fsthaw//", "/.//collapse"])("%s is internal (plain)", (p) => {
+    expect(envdPathVerdict(p)).toBe("internal");
+  });
+  test.each(["/", "/health", "/initx", "/files/init", "/init.d", "/x/init"])("%s is relayable (plain)", (p) => {
+    expect(envdPathVerdict(p)).toBe("relayable");
+  });
   test.each(["/files", "/files/%69nit", "/%2569nit", "/a%20b", "/caf%C3%A9"])("%s is relayable", (p) => {
     expect(envdPathVerdict(p)).toBe("relayable");
   });

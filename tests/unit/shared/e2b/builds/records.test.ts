@@ -1,7 +1,7 @@
 // Build records, their log pages and the slots (docs/e2b.md §6.1, §6.2).
 import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
-import { BuildLog, BuildRecords, LOG_MAX_BYTES, MAX_RECORDS_PER_NAMESPACE, RECORD_TTL_MS } from "#shared/e2b/builds/records.ts";
+import { BuildLog, BuildRecords, LOG_MAX_BYTES, MAX_RECORDS_PER_NAMESPACE, PAGE_MAX_BYTES, PAGE_MAX_ENTRIES, RECORD_TTL_MS } from "#shared/e2b/builds/records.ts";
 import { BuildSlots } from "#shared/e2b/builds/slots.ts";
 import { LineSplitter, EnvelopeReader, MAX_ENVELOPE_BYTES, MAX_LINE_BYTES } from "#shared/e2b/builds/envd-client.ts";
 
@@ -43,19 +43,69 @@ describe("log memory bounds", () => {
     const r = new BuildRecords(1_000_000, clock, 300_000);
     const old = r.add({ ns: "a", name: "t", buildID: "old", tags: [], size: undefined })!;
     old.started = true;
-    for (let i = 0; i < 2; i++) old.log.add("1", "info", "y".repeat(100_000));
+    for (let i = 0; i < 2; i++) old.log.add("1", "info", "y".repeat(50_000));
     r.finish(old, "ready");
     const running = r.add({ ns: "a", name: "t", buildID: "run", tags: [], size: undefined })!;
     running.started = true;
-    for (let i = 0; i < 2; i++) running.log.add("1", "info", "z".repeat(100_000));
+    for (let i = 0; i < 2; i++) running.log.add("1", "info", "z".repeat(50_000));
     // The old record made room for the running one's second line.
     expect(r.get("a", "t", "old")).toBeUndefined();
     expect(running.log.entries).toHaveLength(2);
     // Nothing finished is left to drop: the running log's next line is refused, not the budget broken.
-    running.log.add("1", "info", "z".repeat(100_000));
-    running.log.add("1", "info", "z".repeat(100_000));
+    running.log.add("1", "info", "z".repeat(50_000));
+    running.log.add("1", "info", "z".repeat(50_000));
     expect(r.budget.used).toBeLessThanOrEqual(300_000 + 200);
     expect(running.log.droppedLines).toBeGreaterThan(0);
+  });
+});
+
+describe("log bounds across tenants (issue 17)", () => {
+  test("a log's cost counts two bytes per UTF-16 unit", () => {
+    const log = new BuildLog(10, new FakeClock());
+    log.add("1", "info", "x".repeat(1000));
+    expect(log.bytes).toBeGreaterThanOrEqual(2000);
+  });
+
+  test("the budget evicts the writer's own finished records first, then the heaviest namespace's, never a light one's", () => {
+    const clock = new FakeClock();
+    const r = new BuildRecords(1_000_000, clock, 500_000);
+    const mk = (ns: string, id: string, lines: number) => {
+      const rec = r.add({ ns, name: "t", buildID: id, tags: [], size: undefined })!;
+      rec.started = true;
+      for (let i = 0; i < lines; i++) rec.log.add("1", "info", "q".repeat(40_000));
+      clock.advance(1000);
+      return rec;
+    };
+    // The light tenant finished first (the oldest record of all), the heavy one after.
+    r.finish(mk("light", "l1", 1), "ready");
+    const h1 = mk("heavy", "h1", 2);
+    r.finish(h1, "ready");
+    const h2 = mk("heavy", "h2", 2);
+    r.finish(h2, "ready");
+    // A third tenant's build needs room: the heaviest namespace pays, oldest first; the light record stays.
+    mk("third", "x", 2);
+    expect(r.get("light", "t", "l1")).toBeDefined();
+    expect(r.get("heavy", "t", "h1")).toBeUndefined();
+    // The heavy tenant's own next build evicts its own record, not the light one's.
+    mk("heavy", "h3", 2);
+    expect(r.get("heavy", "t", "h2")).toBeUndefined();
+    expect(r.get("light", "t", "l1")).toBeDefined();
+  });
+
+  test("a status page without a limit holds at most 1000 entries and about 1 MiB; always one entry", () => {
+    const log = new BuildLog(10_000, new FakeClock());
+    for (let i = 0; i < 2500; i++) log.add("1", "info", `line ${i}`);
+    expect(log.page(0, undefined, undefined)).toHaveLength(PAGE_MAX_ENTRIES);
+    expect(log.page(2000, undefined, undefined)).toHaveLength(500);
+    expect(log.page(0, 1500, undefined)).toHaveLength(1500);
+    const wide = new BuildLog(10_000, new FakeClock());
+    for (let i = 0; i < 40; i++) wide.add("1", "info", "w".repeat(64 * 1024));
+    const page = wide.page(0, undefined, undefined);
+    expect(page.length).toBeGreaterThan(0);
+    expect(page.reduce((n, e) => n + e.message.length * 2, 0)).toBeLessThanOrEqual(PAGE_MAX_BYTES);
+    const huge = new BuildLog(10, new FakeClock());
+    huge.add("1", "info", "h".repeat(600_000));
+    expect(huge.page(0, undefined, undefined)).toHaveLength(1);
   });
 });
 
@@ -94,17 +144,38 @@ describe("BuildRecords", () => {
 });
 
 describe("BuildSlots", () => {
+  const slot = (r: ReturnType<BuildSlots["tryAcquire"]>) => {
+    if (typeof r !== "function") throw new Error(`no slot: ${JSON.stringify(r)}`);
+    return r;
+  };
   test("at most `parallel` at once; a release frees one, twice frees one", () => {
-    const s = new BuildSlots(2);
-    const a = s.tryAcquire()!;
-    const b = s.tryAcquire()!;
-    expect(s.tryAcquire()).toBeUndefined();
+    const s = new BuildSlots(4);
+    const a = slot(s.tryAcquire("a"));
+    const b = slot(s.tryAcquire("b"));
+    slot(s.tryAcquire("c"));
+    slot(s.tryAcquire("d"));
+    expect(s.tryAcquire("e")).toEqual({ kind: "busy" });
     a();
     a();
-    expect(s.inUse).toBe(1);
-    expect(s.tryAcquire()).toBeDefined();
-    expect(s.tryAcquire()).toBeUndefined();
+    expect(s.inUse).toBe(3);
+    slot(s.tryAcquire("e"));
+    expect(s.tryAcquire("f")).toEqual({ kind: "busy" });
     b();
+  });
+
+  test("one namespace gets at most ceil(parallel / 2): another still finds a slot (issue 17)", () => {
+    const s = new BuildSlots(3);
+    expect(s.share).toBe(2);
+    const a1 = slot(s.tryAcquire("a"));
+    slot(s.tryAcquire("a"));
+    expect(s.tryAcquire("a")).toEqual({ kind: "namespace", share: 2 });
+    slot(s.tryAcquire("b"));
+    expect(s.inUseBy("a")).toBe(2);
+    a1();
+    expect(s.inUseBy("a")).toBe(1);
+    slot(s.tryAcquire("c"));
+    expect(s.tryAcquire("b")).toEqual({ kind: "busy" });
+    expect(new BuildSlots(1).share).toBe(1);
   });
 });
 
