@@ -11,6 +11,7 @@ import { isolationLine } from "#services/sandboxd-sim/sim.ts";
 import { answers, waitFor } from "./supervisor.ts";
 import { E2B_DOMAIN } from "./mesh.ts";
 import { startAggregatedApiserver } from "./apiserver.ts";
+import { BUILD_BASE_IMAGE, buildFlags, TEMPLATE_IMAGE } from "./files.ts";
 
 export interface FullPorts {
   kubelet0: number;
@@ -27,6 +28,7 @@ function e2bArgs(files: StackContext["files"], port: number): string[] {
     `--e2b-envd-secret-file=${files.envdSecretFile}`,
     `--e2b-api-key-file=${files.apiKeyFile}`,
     `--e2b-template-alias-file=${files.aliasFile}`,
+    ...buildFlags(files),
   ];
 }
 
@@ -87,6 +89,14 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
 
   say("example SandboxTemplate + SandboxWarmPool (examples/warm-pool.yaml)");
   await cluster.apply(readFileSync(join(root, "examples", "warm-pool.yaml"), "utf8"));
+  // A build claims at once (no retry), so "ready" waits until every node has published warm capacity.
+  await waitFor("warm sandboxes in every node's NodeInventory", async () => {
+    const r = await cluster.adminFetch("/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories");
+    if (r.status !== 200) return false;
+    const list = (await r.json()) as { items?: { pools?: { warm: number }[] }[] };
+    const items = list.items ?? [];
+    return items.length === NODE_NAMES.length && items.every((i) => (i.pools ?? []).some((p) => p.warm > 0));
+  });
 
   return {
     lines: [
@@ -101,7 +111,8 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
       `try: ${join(root, "scripts", "bun")} ${join(root, "examples", "hello.ts")} --keep`,
       `try: ${join(root, "scripts", "kubectl")} get sandboxes -A -o wide`,
       `try: ${join(root, "scripts", "kubectl")} apply -f ${join(root, "examples", "sandbox-pod.yaml")}`,
-      `(hello.ts --keep leaves its sandbox for get sandboxes to list; the example Pod binds to ${NODE_NAMES[0]})`,
+      `try: ${join(root, "scripts", "bun")} ${join(root, "examples", "build.ts")}`,
+      `(hello.ts --keep leaves its sandbox for get sandboxes to list; the example Pod binds to ${NODE_NAMES[0]}; builds on, from "${BUILD_BASE_IMAGE}" = ${TEMPLATE_IMAGE}, uploads in ${files.buildDir})`,
     ],
   };
 }

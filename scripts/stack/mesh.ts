@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { binary } from "./binary.ts";
 import { isolationLine, startSimCluster } from "#services/sandboxd-sim/sim.ts";
 import type { StackFiles } from "./files.ts";
-import { TEMPLATE_IMAGE } from "./files.ts";
+import { BUILD_BASE_IMAGE, buildFlags, TEMPLATE_IMAGE } from "./files.ts";
 import { answers, waitFor, type Supervisor } from "./supervisor.ts";
 
 export const POOL = `${TEMPLATE_IMAGE}/none/small`;
@@ -59,6 +59,7 @@ export async function startMesh(ctx: StackContext): Promise<StackExports> {
     `--e2b-envd-secret-file=${files.envdSecretFile}`,
     `--e2b-api-key-file=${files.apiKeyFile}`,
     `--e2b-template-alias-file=${files.aliasFile}`,
+    ...buildFlags(files),
   ]);
   await waitFor("the e2b API", () => answers(`http://127.0.0.1:${ports.e2b}/health`, [200, 204]));
   await waitFor("the envd proxy", () => answers(`http://127.0.0.1:${ports.proxy}/healthz`, [200, 204]));
@@ -71,7 +72,8 @@ export async function startMesh(ctx: StackContext): Promise<StackExports> {
     // A whole command with absolute paths: runs as printed from any directory, with no bun on PATH (scripts/bun).
     notes: [
       `try: ${join(ctx.root, "scripts", "bun")} ${join(ctx.root, "examples", "hello.ts")}`,
-      `(template "base" = ${TEMPLATE_IMAGE}, ${WARM_PER_NODE} warm per node)`,
+      `try: ${join(ctx.root, "scripts", "bun")} ${join(ctx.root, "examples", "build.ts")}`,
+      `(template "base" = ${TEMPLATE_IMAGE}, ${WARM_PER_NODE} warm per node; builds on, from "${BUILD_BASE_IMAGE}" = ${TEMPLATE_IMAGE}, uploads in ${files.buildDir})`,
     ],
   };
 }

@@ -62,6 +62,14 @@ function shell(line: string, exports: string[], cwd: string, timeoutMs = 120_000
   return run(["bash", "-c", [...exports, line].join("\n")], { cwd, env: shellEnv, timeoutMs });
 }
 
+/** What examples/build.ts prints when its build ran and the sandbox from the template saw every step. */
+function expectBuilt(r: { code: number; stdout: string; stderr: string }): void {
+  expect(r.stderr).not.toContain("command not found");
+  expect(r.code).toBe(0);
+  expect(r.stdout).toContain("build info: template example-build ready");
+  expect(r.stdout).toContain("built by examples/build.ts\nthis file was copied into the template by examples/build.ts\nhello from the template in /app\nstart command ran\n");
+}
+
 const tryLines = (s: RunningStack) => s.out.filter((l) => l.startsWith("stack: try: ")).map((l) => l.slice("stack: try: ".length));
 const exportLines = (s: RunningStack) => s.out.filter((l) => l.startsWith("export "));
 
@@ -84,6 +92,7 @@ describe("the README's commands", () => {
     expect(find(/^bash scripts\/stack\.sh$/)).toHaveLength(1);
     expect(find(/^bash scripts\/test\.sh$/)).toHaveLength(1);
     expect(find(/^\.\/scripts\/bun examples\/hello\.ts$/)).toHaveLength(1);
+    expect(find(/^\.\/scripts\/bun examples\/build\.ts$/)).toHaveLength(1);
     expect(find(/^\.\/scripts\/kubectl apply -f examples\/sandbox-pod\.yaml$/)).toHaveLength(1);
     expect(commands.filter((c) => /^bun /.test(c))).toEqual([]);
   });
@@ -97,27 +106,32 @@ describe("the README's commands", () => {
 });
 
 describe("bash scripts/stack.sh --mesh", () => {
-  test("its try-line and the README's example print hello, with no bun on PATH", async () => {
+  test("its try-lines (hello, a template build) and the README's examples run as printed, with no bun on PATH", async () => {
     const [cmd] = find(/^bash scripts\/stack\.sh$/);
     const stack = await startStack([...cmd!.split(" ").slice(2), "--mesh"], 300_000, shellEnv);
     stacks.push(stack);
     const lines = tryLines(stack);
-    expect(lines).toEqual([`${REPO}/scripts/bun ${REPO}/examples/hello.ts`]);
-    for (const line of lines) {
-      const r = await shell(line, exportLines(stack), elsewhere);
-      expect(r.stderr).not.toContain("command not found");
-      expect(r.code).toBe(0);
-      expect(r.stdout).toContain("hello\n");
-    }
+    expect(lines).toEqual([`${REPO}/scripts/bun ${REPO}/examples/hello.ts`, `${REPO}/scripts/bun ${REPO}/examples/build.ts`]);
+    const hello = await shell(lines[0]!, exportLines(stack), elsewhere);
+    expect(hello.stderr).not.toContain("command not found");
+    expect(hello.code).toBe(0);
+    expect(hello.stdout).toContain("hello\n");
+    const built = await shell(lines[1]!, exportLines(stack), elsewhere);
+    expectBuilt(built);
+    expect(built.stdout).toContain("Uploaded 'build-files/motd.txt'");
     const readme = await shell(find(/^\.\/scripts\/bun examples\/hello\.ts$/)[0]!, exportLines(stack), REPO);
     expect(readme.code).toBe(0);
     expect(readme.stdout).toContain("killed");
+    // The README's build line from the clone: the archive is in the stack's directory store already.
+    const rebuilt = await shell(find(/^\.\/scripts\/bun examples\/build\.ts$/)[0]!, exportLines(stack), REPO);
+    expectBuilt(rebuilt);
+    expect(rebuilt.stdout).toContain("Skipping upload of 'build-files/motd.txt', already cached");
     await stack.stop();
   }, 400_000);
 });
 
 describe("bash scripts/stack.sh (full)", () => {
-  test("its try-lines (the SDK example kept, kubectl get sandboxes -A listing it, the example Pod) and the README's kubectl example run as printed", async () => {
+  test("its try-lines (the SDK example kept, kubectl get sandboxes -A listing it, the example Pod, a template build) and the README's kubectl example run as printed", async () => {
     const stack = await startStack([], 600_000, shellEnv);
     stacks.push(stack);
     const exports = exportLines(stack);
@@ -126,6 +140,7 @@ describe("bash scripts/stack.sh (full)", () => {
       `${REPO}/scripts/bun ${REPO}/examples/hello.ts --keep`,
       `${REPO}/scripts/kubectl get sandboxes -A -o wide`,
       `${REPO}/scripts/kubectl apply -f ${REPO}/examples/sandbox-pod.yaml`,
+      `${REPO}/scripts/bun ${REPO}/examples/build.ts`,
     ]);
     const kept = await shell(lines[0]!, exports, elsewhere);
     // The whole result on failure: what the example printed says why.
@@ -146,6 +161,7 @@ describe("bash scripts/stack.sh (full)", () => {
     expect(readme.code).toBe(0);
     // The same Pod again (the node has written to it since, so kubectl may say configured).
     expect(readme.stdout).toMatch(/^pod\/\S+ (configured|unchanged)$/m);
+    expectBuilt(await shell(lines[3]!, exports, elsewhere));
     await stack.stop();
   }, 700_000);
 });

@@ -1,0 +1,100 @@
+// sandbox-apiserver (--enable-e2b-api --e2b-builds, the S3 store on a real versitygw, keys in its environment)
+// serves the stock JS SDK's Template.build with a COPY of a directory: the SDK uploads through the presigned PUT,
+// the build reads the archive back and promotes e2b/<ns>/<name> on the node, the object sits at
+// <prefix>/e2b-files/<ns>/<template>/<hash>.tar, and a rebuild does not upload again.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Template } from "e2b";
+import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { freePorts } from "#tests/kube/ports.ts";
+import { type Stack, rfc3339, startStack } from "#tests/integration/sandbox-apiserver/fixture.ts";
+import { startS3Server, type S3Server } from "#tests/support/s3/server.ts";
+import { waitFor } from "#tests/support/wait.ts";
+
+const ROOT = "root-e2b-builds-apiserver-s3";
+const KEY = "e2b_4444444444444444444444444444444444444444";
+const PREFIX = "kube";
+let stack: Stack;
+let sim: SandboxdSim;
+let s3: S3Server;
+let ctx: string;
+
+beforeAll(async () => {
+  s3 = await startS3Server();
+  stack = await startStack();
+  sim = await startSandboxdSim({ rootToken: ROOT, pools: ["img:1/none/small=2"], guestAgents: true });
+  writeFileSync(join(stack.dir, "keys"), `${KEY} team\n`);
+  writeFileSync(join(stack.dir, "secret"), "envd-secret\n");
+  writeFileSync(join(stack.dir, "aliases"), "base img:1\n");
+  ctx = mkdtempSync(join(tmpdir(), "e2b-apiserver-s3-ctx-"));
+  mkdirSync(join(ctx, "conf"));
+  writeFileSync(join(ctx, "conf", "app.ini"), "x=1\n");
+}, 120_000);
+
+afterAll(async () => {
+  await sim?.stop();
+  await stack?.stop();
+  await s3?.stop();
+  if (ctx) rmSync(ctx, { recursive: true, force: true });
+});
+
+test("sandbox-apiserver with the S3 store: Template.build with a COPY of a directory, the object in the bucket, a rebuild without an upload", async () => {
+  await waitFor("warm VMs", () => sim.info().pools.every((p) => p.warm > 0), 20_000);
+  await stack.publish({
+    node: "n1",
+    address: sim.addr,
+    publishedAt: rfc3339(Date.now()),
+    pools: sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
+    entries: [],
+  });
+  const [e2bPort] = freePorts(1);
+  const server = await stack.startServer({
+    args: [
+      `--sandboxd-token=${ROOT}`,
+      "--enable-warm-pool-driver=false",
+      "--enable-e2b-api",
+      `--e2b-bind-address=127.0.0.1:${e2bPort}`,
+      "--e2b-domain=sb.test",
+      `--e2b-api-key-file=${join(stack.dir, "keys")}`,
+      `--e2b-envd-secret-file=${join(stack.dir, "secret")}`,
+      `--e2b-template-alias-file=${join(stack.dir, "aliases")}`,
+      "--e2b-builds",
+      `--e2b-build-store-s3-bucket=${s3.bucket}`,
+      `--e2b-build-store-s3-prefix=${PREFIX}`,
+      `--e2b-build-store-s3-endpoint=${s3.endpoint}`,
+      "--e2b-build-store-s3-force-path-style",
+    ],
+    // Keys only from the environment: no profile file, no instance metadata.
+    env: {
+      AWS_ACCESS_KEY_ID: s3.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      AWS_SHARED_CREDENTIALS_FILE: "/nonexistent/aws/credentials",
+      AWS_CONFIG_FILE: "/nonexistent/aws/config",
+      AWS_EC2_METADATA_DISABLED: "true",
+    },
+  });
+  const opts = { apiKey: KEY, apiUrl: `http://127.0.0.1:${e2bPort}`, domain: "sb.test" };
+  const template = () => Template({ fileContextPath: ctx }).fromImage("base").copy("conf/", "/home/user/conf/").runCmd("grep -q x=1 /home/user/conf/app.ini && echo copied");
+  try {
+    const logs: string[] = [];
+    await Template.build(template(), "app", { ...opts, onBuildLogs: (l) => void logs.push(l.message) });
+    expect(logs).toContain("Uploaded 'conf/'");
+    expect(logs).toContain("copied");
+    expect((sim.info().templates ?? []).map((t) => t.key.template)).toContain("e2b/team/app");
+    const objects = readdirSync(join(s3.root, s3.bucket, PREFIX, "e2b-files", "team", "app"));
+    expect(objects).toHaveLength(1);
+    expect(objects[0]).toMatch(/^[0-9a-f]{64}\.tar$/);
+
+    const again: string[] = [];
+    await Template.build(template(), "app", { ...opts, onBuildLogs: (l) => void again.push(l.message) });
+    expect(again).toContain("Skipping upload of 'conf/', already cached");
+    expect(again).not.toContain("Uploaded 'conf/'");
+    expect(again).toContain("template app ready");
+    expect(readdirSync(join(s3.root, s3.bucket, PREFIX, "e2b-files", "team", "app"))).toEqual(objects);
+    await waitFor("no build claim left", () => sim.claims().filter((c) => (c.claimRef ?? "").includes("/e2b-build-")).length === 0, 10_000);
+  } finally {
+    await server.stop();
+  }
+}, 180_000);
