@@ -33,8 +33,8 @@ export type { BuildMount, BuildRoutes, E2bEnv, E2bHandler, RouteKit, SignedHandl
 export { accessTokenMatches, carriesLaneTag, deriveAccessToken, envdAccessToken, safeEqual } from "./tokens.ts";
 export { ENVD_PORT, type EnvdTarget, initEnvd } from "./envd.ts";
 export { claimIdOf, publicSandboxId, sameSandboxId } from "./ids.ts";
-export { E2B_CLOUD_PUBLIC_TRAFFIC, PUBLIC_TRAFFIC_METADATA_KEY, TRAFFIC_TOKEN_HEADER, publicTrafficStamp, trafficTokenMatches, type PublicTrafficPolicy } from "./traffic.ts";
-import type { PublicTrafficPolicy } from "./traffic.ts";
+export { E2B_CLOUD_PUBLIC_TRAFFIC, PUBLIC_TRAFFIC_METADATA_KEY, TRAFFIC_TOKEN_HEADER, publicTrafficStamp, trafficTokenMatches, type PublicTrafficPolicy } from "../envd-token/index.ts";
+import type { PublicTrafficPolicy } from "../envd-token/index.ts";
 export { readEnvdSecret, resolveRootToken } from "./files.ts";
 
 export interface LoadE2bOptions {

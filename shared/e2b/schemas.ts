@@ -16,7 +16,7 @@ export const NewSandbox = z
     allow_internet_access: z.boolean().optional(),
     autoPause: z.boolean().optional(),
     secure: z.boolean().optional(),
-    // allowPublicTraffic: user ports without a token (shared/e2b/traffic.ts); other network rules are refused.
+    // allowPublicTraffic: user ports without a token (shared/envd-token/traffic.ts); other network rules are refused.
     network: z
       .object({ allowPublicTraffic: z.boolean().optional() })
       .passthrough()

@@ -40,7 +40,7 @@ describe("create", () => {
     const before = Date.now();
     const sbx = await Sandbox.create("img:1", { ...sdkOpts(s), timeoutMs: 60_000, metadata: { user: "abc", run: "7" } });
     const claim = claimOf(sbx.sandboxId)!;
-    // The create's public-ports choice rides on the claim too (shared/e2b/traffic.ts); replies never show it.
+    // The create's public-ports choice rides on the claim too (shared/envd-token/traffic.ts); replies never show it.
     expect(claim.metadata).toEqual({ user: "abc", run: "7", "vk-sandbox.public-traffic": "true" });
     const info = await sbx.getInfo();
     expect(info.metadata).toEqual({ user: "abc", run: "7" });

@@ -1,8 +1,8 @@
 // Which credential opens which port (shared/relay/public-ports.ts) and the create-side policy and token
-// (shared/e2b/traffic.ts): pure functions, every combination of port, presented credential, stamp and flags.
+// (shared/envd-token/traffic.ts): pure functions, every combination of port, presented credential, stamp and flags.
 import { expect, test } from "bun:test";
 import { credentialOf, servesPublicly } from "#shared/relay/index.ts";
-import { decidePublicTraffic, publicTrafficStamp, trafficAccessToken, trafficTokenMatches } from "#shared/e2b/traffic.ts";
+import { decidePublicTraffic, publicTrafficStamp, trafficAccessToken, trafficTokenMatches } from "#shared/envd-token/index.ts";
 import { envdAccessToken } from "#shared/e2b/tokens.ts";
 
 const h = (o: Record<string, string>) => new Headers(o);
