@@ -6,6 +6,7 @@ import { parseWireTime } from "../sandboxd/index.ts";
 import { clientMetadata } from "./surface-metadata.ts";
 import { publicSandboxId } from "./ids.ts";
 import type { Located } from "./nodes.ts";
+import type { ListedRow } from "./own-writes.ts";
 import type { ListedSandbox, SandboxReply } from "./schemas.ts";
 import { envdAccessToken, opaqueClientId } from "./tokens.ts";
 import { E2B_CLOUD_PUBLIC_TRAFFIC, publicTrafficStamp, trafficAccessToken, type PublicTrafficPolicy } from "../envd-token/index.ts";
@@ -77,17 +78,7 @@ export class Renderer {
     };
   }
 
-  listed(o: {
-    claimId: string;
-    nodeName: string;
-    template: string;
-    claimedAt: number | undefined;
-    deadline: number | undefined;
-    paused: boolean;
-    cpuCount: number | undefined;
-    memoryBytes: number | undefined;
-    metadata: Record<string, string> | undefined;
-  }): ListedSandbox {
+  listed(o: ListedRow): ListedSandbox {
     const startedMs = o.claimedAt ?? this.clock.now();
     const metadata = clientMetadata(o.metadata);
     const endMs = o.deadline ?? startedMs + this.settings.defaultTimeoutSeconds * 1000;
