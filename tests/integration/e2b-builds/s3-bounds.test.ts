@@ -5,9 +5,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
 import { createS3UploadStore } from "#shared/e2b/uploads/s3.ts";
-import { E2bError } from "#shared/e2b/errors.ts";
 import { startS3Server, type S3Server } from "#tests/support/s3/server.ts";
-import { withAwsEnv } from "../uploads-s3/env.ts";
+import { caught, withAwsEnv } from "../uploads-s3/env.ts";
 
 let s3: S3Server;
 beforeAll(async () => {
@@ -17,16 +16,6 @@ afterAll(() => s3?.stop());
 
 const HASH = (n: number) => createHash("sha256").update(`bounds-${n}`).digest("hex");
 const keys = () => ({ AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey });
-
-async function caught(p: Promise<unknown>): Promise<E2bError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof E2bError) return err;
-    throw err;
-  }
-  throw new Error("expected the call to fail");
-}
 
 test("open() refuses an archive over uploadMax (413 naming the flag); one at the bound opens", async () => {
   await withAwsEnv(keys(), async () => {

@@ -9,9 +9,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createS3UploadStore } from "#shared/e2b/uploads/s3.ts";
-import { E2bError } from "#shared/e2b/errors.ts";
 import { startS3Server, type S3Server } from "#tests/support/s3/server.ts";
-import { withAwsEnv } from "./env.ts";
+import { caught, withAwsEnv } from "./env.ts";
 
 let s3: S3Server;
 let dir: string;
@@ -39,16 +38,6 @@ async function roundTrip(): Promise<void> {
   expect(put.status).toBe(200);
   await put.body?.cancel();
   expect(await s.locate("team-a", "creds", hash, origin)).toEqual({ present: true });
-}
-
-async function caught(p: Promise<unknown>): Promise<E2bError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof E2bError) return err;
-    throw err;
-  }
-  throw new Error("expected the call to fail");
 }
 
 describe("credentials from the default AWS chain, judged by a real S3 server", () => {

@@ -1,6 +1,8 @@
 // The AWS environment a store test runs in: nothing of the machine's own (keys, profiles, ~/.aws files, IMDS) leaks
 // in, and each test names exactly the sources the default credential chain may find. The chain reads process.env
 // when a call first needs credentials, so the store is made and used inside `withAwsEnv`.
+import { E2bError } from "#shared/e2b/errors.ts";
+
 const AWS_VARS = [
   "AWS_ACCESS_KEY_ID",
   "AWS_SECRET_ACCESS_KEY",
@@ -41,4 +43,15 @@ export async function withAwsEnv<T>(vars: Record<string, string>, fn: () => Prom
       else process.env[k] = v;
     }
   }
+}
+
+/** The E2bError `p` rejects with (anything else is rethrown); a call that succeeds fails the test. */
+export async function caught(p: Promise<unknown>): Promise<E2bError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof E2bError) return err;
+    throw err;
+  }
+  throw new Error("expected the call to fail");
 }

@@ -10,10 +10,9 @@ import { join } from "node:path";
 import { createS3UploadStore, createS3UploadStoreFromFlags, PRESIGN_SECONDS } from "#shared/e2b/uploads/s3.ts";
 import { parseApiserverFlags } from "#services/sandbox-apiserver/flags.ts";
 import { StartupError } from "#shared/config/index.ts";
-import { E2bError } from "#shared/e2b/errors.ts";
 import { startS3Server, type S3Server } from "#tests/support/s3/server.ts";
 import { freePorts } from "#tests/kube/ports.ts";
-import { withAwsEnv } from "./env.ts";
+import { caught, withAwsEnv } from "./env.ts";
 
 let s3: S3Server;
 beforeAll(async () => {
@@ -26,16 +25,6 @@ const origin = { baseUrl: "http://e2b.example.test" };
 const rootKeys = () => ({ AWS_ACCESS_KEY_ID: s3.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.secretAccessKey });
 const store = (extra: Partial<Parameters<typeof createS3UploadStore>[0]> = {}) =>
   createS3UploadStore({ bucket: s3.bucket, prefix: "tenant-builds", endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, ...extra });
-
-async function caught(p: Promise<unknown>): Promise<E2bError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof E2bError) return err;
-    throw err;
-  }
-  throw new Error("expected the call to fail");
-}
 
 describe("S3 upload store against versitygw", () => {
   test("an absent archive gets a path-style presigned PUT for one hour; a plain fetch with its headers stores it; then it is present", async () => {
