@@ -4,25 +4,14 @@
 // few a second; the answers are still the 502 envelope.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { createLogger } from "#shared/log/index.ts";
-import { EnvdRelay, serveRelay } from "#shared/relay/index.ts";
+import { serveTarpitRelay } from "#tests/support/tarpit-relay.ts";
 
 const DOMAIN = "junk.test";
 const TARPIT = { ratePerS: 5, burst: 10, delayMs: 200, maxHeld: 64 };
 let proxy: ReturnType<typeof Bun.serve>;
 
 beforeAll(() => {
-  const relay = new EnvdRelay({
-    domain: DOMAIN,
-    fleet: { nodes: () => [], ready: async () => undefined, stop: async () => undefined },
-    envdSecret: "junk-secret",
-    rootToken: "root",
-    namespace: "",
-    guestHttp2: false,
-    log: createLogger({ level: "error" }),
-    tarpit: TARPIT,
-  });
-  proxy = serveRelay(relay, { address: "127.0.0.1:0", log: createLogger({ level: "error" }) });
+  proxy = serveTarpitRelay({ domain: DOMAIN, envdSecret: "junk-secret", tarpit: TARPIT });
 });
 afterAll(() => proxy?.stop(true));
 

@@ -5,8 +5,7 @@
 // A request the proxy answers itself with success (`/healthz`) is never held.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import net from "node:net";
-import { createLogger } from "#shared/log/index.ts";
-import { EnvdRelay, serveRelay } from "#shared/relay/index.ts";
+import { serveTarpitRelay } from "#tests/support/tarpit-relay.ts";
 
 const DOMAIN = "early.test";
 // A slow refill (1/s), so the held answers of one test do not earn the next request a token of its own.
@@ -15,17 +14,7 @@ const SANDBOX_HOST = `49983-sb-0123456789abcdef.${DOMAIN}`;
 let proxy: ReturnType<typeof Bun.serve>;
 
 beforeAll(() => {
-  const relay = new EnvdRelay({
-    domain: DOMAIN,
-    fleet: { nodes: () => [], ready: async () => undefined, stop: async () => undefined },
-    envdSecret: "early-secret",
-    rootToken: "root",
-    namespace: "",
-    guestHttp2: false,
-    log: createLogger({ level: "error" }),
-    tarpit: TARPIT,
-  });
-  proxy = serveRelay(relay, { address: "127.0.0.1:0", log: createLogger({ level: "error" }) });
+  proxy = serveTarpitRelay({ domain: DOMAIN, envdSecret: "early-secret", tarpit: TARPIT });
 });
 afterAll(() => proxy?.stop(true));
 
