@@ -3,22 +3,18 @@
 // left: the marker from RUN, the env, the workdir, the user, the copied directory and file (docs/e2b.md "Builds").
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox, Template, waitForFile } from "e2b";
 import { buildClaims, sdkOpts, startBuildStack, type BuildStack } from "#tests/integration/e2b-builds/support.ts";
+import { makeBuildContext } from "#tests/support/build-context.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
 let s: BuildStack;
 let ctx: string;
 beforeAll(async () => {
   s = await startBuildStack({ proxy: true, nodes: 1, uploadMax: 256 * 1024 });
-  ctx = mkdtempSync(join(tmpdir(), "e2b-build-ctx-"));
-  mkdirSync(join(ctx, "data", "sub"), { recursive: true });
-  writeFileSync(join(ctx, "data", "a.txt"), "alpha\n");
-  writeFileSync(join(ctx, "data", "sub", "b.txt"), "beta\n");
-  writeFileSync(join(ctx, "single.txt"), "one file\n");
+  ctx = makeBuildContext("e2b-build-ctx-");
 }, 60_000);
 afterAll(async () => {
   await s.stop();

@@ -1,9 +1,9 @@
 // The stock Python SDK (e2b 2.63, the venv tests/support/python makes) builds the same template as the JS test
 // (build.py), then creates a sandbox from it and reads back what the build left.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
+import { makeBuildContext } from "#tests/support/build-context.ts";
 import { ensurePythonSdk } from "#tests/support/python/venv.ts";
 import { buildClaims, sdkOpts, startBuildStack, type BuildStack } from "#tests/integration/e2b-builds/support.ts";
 
@@ -11,11 +11,7 @@ let s: BuildStack;
 let ctx: string;
 beforeAll(async () => {
   s = await startBuildStack({ proxy: true });
-  ctx = mkdtempSync(join(tmpdir(), "e2b-py-build-ctx-"));
-  mkdirSync(join(ctx, "data", "sub"), { recursive: true });
-  writeFileSync(join(ctx, "data", "a.txt"), "alpha\n");
-  writeFileSync(join(ctx, "data", "sub", "b.txt"), "beta\n");
-  writeFileSync(join(ctx, "single.txt"), "one file\n");
+  ctx = makeBuildContext("e2b-py-build-ctx-");
 }, 60_000);
 afterAll(async () => {
   await s.stop();
