@@ -9,8 +9,9 @@ import { join } from "node:path";
 import { Template } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { freePorts } from "#tests/kube/ports.ts";
-import { type Stack, rfc3339, startStack } from "#tests/integration/sandbox-apiserver/fixture.ts";
+import { type Stack, startStack } from "#tests/integration/sandbox-apiserver/fixture.ts";
 import { startS3Server, type S3Server } from "#tests/support/s3/server.ts";
+import { e2bServerArgs, publishSimNode, writeE2bFiles } from "#tests/support/e2b-apiserver.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
 const ROOT = "root-e2b-builds-apiserver-s3";
@@ -25,9 +26,7 @@ beforeAll(async () => {
   s3 = await startS3Server();
   stack = await startStack();
   sim = await startSandboxdSim({ rootToken: ROOT, pools: ["img:1/none/small=2"], guestAgents: true });
-  writeFileSync(join(stack.dir, "keys"), `${KEY} team\n`);
-  writeFileSync(join(stack.dir, "secret"), "envd-secret\n");
-  writeFileSync(join(stack.dir, "aliases"), "base img:1\n");
+  writeE2bFiles(stack.dir, `${KEY} team\n`);
   ctx = mkdtempSync(join(tmpdir(), "e2b-apiserver-s3-ctx-"));
   mkdirSync(join(ctx, "conf"));
   writeFileSync(join(ctx, "conf", "app.ini"), "x=1\n");
@@ -42,30 +41,17 @@ afterAll(async () => {
 
 test("sandbox-apiserver with the S3 store: Template.build with a COPY of a directory, the object in the bucket, a rebuild without an upload", async () => {
   await waitFor("warm VMs", () => sim.info().pools.every((p) => p.warm > 0), 20_000);
-  await stack.publish({
-    node: "n1",
-    address: sim.addr,
-    publishedAt: rfc3339(Date.now()),
-    pools: sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
-    entries: [],
-  });
+  await publishSimNode(stack, sim);
   const [e2bPort] = freePorts(1);
   const server = await stack.startServer({
-    args: [
-      `--sandboxd-token=${ROOT}`,
-      "--enable-warm-pool-driver=false",
-      "--enable-e2b-api",
-      `--e2b-bind-address=127.0.0.1:${e2bPort}`,
-      "--e2b-domain=sb.test",
-      `--e2b-api-key-file=${join(stack.dir, "keys")}`,
-      `--e2b-envd-secret-file=${join(stack.dir, "secret")}`,
-      `--e2b-template-alias-file=${join(stack.dir, "aliases")}`,
+    args: e2bServerArgs(
+      { rootToken: ROOT, port: e2bPort, dir: stack.dir },
       "--e2b-builds",
       `--e2b-build-store-s3-bucket=${s3.bucket}`,
       `--e2b-build-store-s3-prefix=${PREFIX}`,
       `--e2b-build-store-s3-endpoint=${s3.endpoint}`,
       "--e2b-build-store-s3-force-path-style",
-    ],
+    ),
     // Keys only from the environment: no profile file, no instance metadata.
     env: {
       AWS_ACCESS_KEY_ID: s3.accessKeyId,

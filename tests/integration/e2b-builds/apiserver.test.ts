@@ -2,13 +2,14 @@
 // --e2b-builds serves the build API too, a COPY through its directory store's signed PUT included, and promotes
 // the result on the node (docs/e2b.md "Builds").
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { freePorts } from "../../kube/ports.ts";
-import { type Stack, rfc3339, startStack } from "../sandbox-apiserver/fixture.ts";
+import { type Stack, startStack } from "../sandbox-apiserver/fixture.ts";
 import { tarOf } from "./support.ts";
+import { e2bServerArgs, publishSimNode, writeE2bFiles } from "#tests/support/e2b-apiserver.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
 const ROOT = "root-e2b-builds-apiserver";
@@ -21,9 +22,7 @@ beforeAll(async () => {
   stack = await startStack();
   sim = await startSandboxdSim({ rootToken: ROOT, pools: ["img:1/none/small=2"], guestAgents: true });
   uploads = mkdtempSync(join(tmpdir(), "e2b-apiserver-uploads-"));
-  writeFileSync(join(stack.dir, "keys"), `${KEY} team\n`);
-  writeFileSync(join(stack.dir, "secret"), "envd-secret\n");
-  writeFileSync(join(stack.dir, "aliases"), "base img:1\n");
+  writeE2bFiles(stack.dir, `${KEY} team\n`);
 }, 60_000);
 
 afterAll(async () => {
@@ -34,28 +33,9 @@ afterAll(async () => {
 
 test("sandbox-apiserver --e2b-builds: request, upload, start, poll to ready; the node holds e2b/team/app; no build claim left", async () => {
   await waitFor("warm VMs", () => sim.info().pools.every((p) => p.warm > 0), 20_000);
-  await stack.publish({
-    node: "n1",
-    address: sim.addr,
-    publishedAt: rfc3339(Date.now()),
-    pools: sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
-    entries: [],
-  });
+  await publishSimNode(stack, sim);
   const [e2bPort] = freePorts(1);
-  const server = await stack.startServer({
-    args: [
-      `--sandboxd-token=${ROOT}`,
-      "--enable-warm-pool-driver=false",
-      "--enable-e2b-api",
-      `--e2b-bind-address=127.0.0.1:${e2bPort}`,
-      "--e2b-domain=sb.test",
-      `--e2b-api-key-file=${join(stack.dir, "keys")}`,
-      `--e2b-envd-secret-file=${join(stack.dir, "secret")}`,
-      `--e2b-template-alias-file=${join(stack.dir, "aliases")}`,
-      "--e2b-builds",
-      `--e2b-build-dir=${join(uploads, "store")}`,
-    ],
-  });
+  const server = await stack.startServer({ args: e2bServerArgs({ rootToken: ROOT, port: e2bPort, dir: stack.dir }, "--e2b-builds", `--e2b-build-dir=${join(uploads, "store")}`) });
   const api = `http://127.0.0.1:${e2bPort}`;
   const call = async (method: string, path: string, body?: unknown) => {
     const r = await fetch(`${api}${path}`, { method, headers: { "x-api-key": KEY, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });

@@ -4,11 +4,10 @@
 // false at once; an Idempotency-Key retry returns the same sandbox on this replica at once, and on a second
 // replica once the inventory carries the stamped claim's metadata (as vk-sandbox publishes it).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { Sandbox, SandboxNotFoundError } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { freePorts } from "../../kube/ports.ts";
+import { e2bServerArgs, publishSimNode, writeE2bFiles } from "#tests/support/e2b-apiserver.ts";
 import { until } from "#tests/support/wait.ts";
 import { startTestGuest, type TestGuest } from "./guest.ts";
 import { type ApiserverProcess, type Stack, rfc3339, startStack } from "../sandbox-apiserver/fixture.ts";
@@ -21,31 +20,11 @@ let guest: TestGuest;
 const servers: ApiserverProcess[] = [];
 
 /** The inventory as vk-sandbox would publish it for the sim's node; `entries` as given (default: none). */
-const publish = (entries: Record<string, unknown>[] = []) =>
-  stack.publish({
-    node: "n1",
-    address: sim.addr,
-    publishedAt: rfc3339(Date.now()),
-    pools: sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
-    entries,
-  });
+const publish = (entries: Record<string, unknown>[] = []) => publishSimNode(stack, sim, entries);
 
 async function startE2b(): Promise<string> {
   const [port] = freePorts(1);
-  servers.push(
-    await stack.startServer({
-      args: [
-        `--sandboxd-token=${ROOT}`,
-        "--enable-warm-pool-driver=false",
-        "--enable-e2b-api",
-        `--e2b-bind-address=127.0.0.1:${port}`,
-        "--e2b-domain=sb.test",
-        `--e2b-api-key-file=${join(stack.dir, "keys")}`,
-        `--e2b-envd-secret-file=${join(stack.dir, "secret")}`,
-        `--e2b-template-alias-file=${join(stack.dir, "aliases")}`,
-      ],
-    }),
-  );
+  servers.push(await stack.startServer({ args: e2bServerArgs({ rootToken: ROOT, port, dir: stack.dir }) }));
   return `http://127.0.0.1:${port}`;
 }
 
@@ -54,9 +33,7 @@ beforeAll(async () => {
   sim = await startSandboxdSim({ rootToken: ROOT, pools: ["img:1/none/small=4"] });
   guest = await startTestGuest();
   sim.attachGuest("*", 49983, guest.port);
-  writeFileSync(join(stack.dir, "keys"), `${KEY} team-rw\n`);
-  writeFileSync(join(stack.dir, "secret"), "envd-secret\n");
-  writeFileSync(join(stack.dir, "aliases"), "base img:1\n");
+  writeE2bFiles(stack.dir, `${KEY} team-rw\n`);
   await publish();
 }, 60_000);
 

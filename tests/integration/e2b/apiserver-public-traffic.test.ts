@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { freePorts } from "../../kube/ports.ts";
+import { e2bServerArgs, publishSimNode, writeE2bFiles } from "#tests/support/e2b-apiserver.ts";
 import { waitFor } from "#tests/support/wait.ts";
 import { startTestGuest, type TestGuest } from "./guest.ts";
 import { spawnService, type Child } from "./process.ts";
@@ -27,31 +28,15 @@ const trafficOf = (sbx: Sandbox) => (sbx as unknown as { trafficAccessToken?: st
 
 /** The inventory as vk-sandbox publishes it: every claim of the sim with its metadata (the public-ports stamp). */
 const publishClaims = () =>
-  stack.publish({
-    node: "n1",
-    address: sim.addr,
-    publishedAt: rfc3339(Date.now()),
-    pools: sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
-    entries: sim.claims().map((c) => ({ id: c.id, name: c.claimRef, claimRef: c.claimRef, phase: "Running", template: "img:1", claimedAt: rfc3339(Date.now()), claimMetadata: JSON.stringify(c.metadata ?? {}) })),
-  });
+  publishSimNode(
+    stack,
+    sim,
+    sim.claims().map((c) => ({ id: c.id, name: c.claimRef, claimRef: c.claimRef, phase: "Running", template: "img:1", claimedAt: rfc3339(Date.now()), claimMetadata: JSON.stringify(c.metadata ?? {}) })),
+  );
 
 async function startE2b(flags: string[]): Promise<string> {
   const [port] = freePorts(1);
-  servers.push(
-    await stack.startServer({
-      args: [
-        `--sandboxd-token=${ROOT}`,
-        "--enable-warm-pool-driver=false",
-        "--enable-e2b-api",
-        `--e2b-bind-address=127.0.0.1:${port}`,
-        `--e2b-domain=${DOMAIN}`,
-        `--e2b-api-key-file=${join(stack.dir, "keys")}`,
-        `--e2b-envd-secret-file=${join(stack.dir, "secret")}`,
-        `--e2b-template-alias-file=${join(stack.dir, "aliases")}`,
-        ...flags,
-      ],
-    }),
-  );
+  servers.push(await stack.startServer({ args: e2bServerArgs({ rootToken: ROOT, port, dir: stack.dir, domain: DOMAIN }, ...flags) }));
   return `http://127.0.0.1:${port}`;
 }
 
@@ -75,10 +60,8 @@ beforeAll(async () => {
   guest = await startTestGuest();
   sim.attachGuest("*", 49983, guest.port);
   sim.attachGuest("*", USER_PORT, guest.port);
-  writeFileSync(join(stack.dir, "keys"), `${KEY} team-pt\n`);
-  writeFileSync(join(stack.dir, "secret"), "envd-secret\n");
+  writeE2bFiles(stack.dir, `${KEY} team-pt\n`);
   writeFileSync(join(stack.dir, "token"), `${ROOT}\n`);
-  writeFileSync(join(stack.dir, "aliases"), "base img:1\n");
   await publishClaims();
 }, 60_000);
 

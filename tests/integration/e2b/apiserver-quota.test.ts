@@ -3,13 +3,12 @@
 // and Retry-After (the SDK's RateLimitError), and reports the counts on its own /metrics (secure port, behind its
 // SubjectAccessReview), never on the keyless e2b listener: the series name every namespace.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { RateLimitError, Sandbox } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { startTestGuest, type TestGuest } from "./guest.ts";
-import { type Stack, rfc3339, startStack } from "../sandbox-apiserver/fixture.ts";
+import { type Stack, startStack } from "../sandbox-apiserver/fixture.ts";
+import { e2bServerArgs, publishSimNode, writeE2bFiles } from "#tests/support/e2b-apiserver.ts";
 
 const ROOT = "root-e2b-quota";
 const KEY_ONE = "e2b_1111111111111111111111111111111111111111";
@@ -23,9 +22,7 @@ beforeAll(async () => {
   sim = await startSandboxdSim({ rootToken: ROOT, pools: ["img:1/none/small=4"] });
   guest = await startTestGuest();
   sim.attachGuest("*", 49983, guest.port);
-  writeFileSync(join(stack.dir, "keys"), `${KEY_ONE} team-one max-sandboxes=1 creates-per-second=0\n${KEY_RATE} team-rate\n`);
-  writeFileSync(join(stack.dir, "secret"), "envd-secret\n");
-  writeFileSync(join(stack.dir, "aliases"), "base img:1\n");
+  writeE2bFiles(stack.dir, `${KEY_ONE} team-one max-sandboxes=1 creates-per-second=0\n${KEY_RATE} team-rate\n`);
 }, 60_000);
 
 afterAll(async () => {
@@ -36,27 +33,9 @@ afterAll(async () => {
 
 describe("sandbox-apiserver --enable-e2b-api: per-namespace quotas", () => {
   test("max-sandboxes from the key line and the default rate from the flag: 429 + Retry-After, RateLimitError, /metrics", async () => {
-    await stack.publish({
-      node: "n1",
-      address: sim.addr,
-      publishedAt: rfc3339(Date.now()),
-      pools: sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
-      entries: [],
-    });
+    await publishSimNode(stack, sim);
     const [e2bPort] = freePorts(1);
-    const server = await stack.startServer({
-      args: [
-        `--sandboxd-token=${ROOT}`,
-        "--enable-warm-pool-driver=false",
-        "--enable-e2b-api",
-        `--e2b-bind-address=127.0.0.1:${e2bPort}`,
-        "--e2b-domain=sb.test",
-        `--e2b-api-key-file=${join(stack.dir, "keys")}`,
-        `--e2b-envd-secret-file=${join(stack.dir, "secret")}`,
-        `--e2b-template-alias-file=${join(stack.dir, "aliases")}`,
-        "--e2b-default-creates-per-second=0.1",
-      ],
-    });
+    const server = await stack.startServer({ args: e2bServerArgs({ rootToken: ROOT, port: e2bPort, dir: stack.dir }, "--e2b-default-creates-per-second=0.1") });
     const api = `http://127.0.0.1:${e2bPort}`;
     const create = (key: string) => fetch(`${api}/sandboxes`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ templateID: "base" }) });
     try {

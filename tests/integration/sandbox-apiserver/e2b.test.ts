@@ -2,14 +2,14 @@
 // configured, the real e2b SDK creates a sandbox on a simulated node through it, and once the node's inventory is
 // published the sandbox is listed by kubectl get sandboxes through the aggregator.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { kubectl } from "../../kube/kubectl.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
-import { type Stack, rfc3339, startStack } from "./fixture.ts";
+import { type Stack, startStack } from "./fixture.ts";
+import { e2bServerArgs, publishSimNode, writeE2bFiles } from "#tests/support/e2b-apiserver.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
 const ROOT = "root-e2b";
@@ -23,9 +23,7 @@ beforeAll(async () => {
   sim = await startSandboxdSim({ rootToken: ROOT, pools: ["img:1/none/small=3"] });
   guest = await startTestGuest();
   sim.attachGuest("*", 49983, guest.port);
-  writeFileSync(join(stack.dir, "keys"), `${KEY} team-e\n`);
-  writeFileSync(join(stack.dir, "secret"), "envd-secret\n");
-  writeFileSync(join(stack.dir, "aliases"), "base img:1\n");
+  writeE2bFiles(stack.dir, `${KEY} team-e\n`);
 }, 60_000);
 
 afterAll(async () => {
@@ -35,13 +33,11 @@ afterAll(async () => {
 });
 
 const publishNode = () =>
-  stack.publish({
-    node: "n1",
-    address: sim.addr,
-    publishedAt: rfc3339(Date.now()),
-    pools: sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
-    entries: sim.claims().map((c) => ({ name: c.claimRef || c.id, id: c.id, phase: "Running", template: c.key.template, ...(c.claimRef ? { claimRef: c.claimRef } : {}) })),
-  });
+  publishSimNode(
+    stack,
+    sim,
+    sim.claims().map((c) => ({ name: c.claimRef || c.id, id: c.id, phase: "Running", template: c.key.template, ...(c.claimRef ? { claimRef: c.claimRef } : {}) })),
+  );
 
 describe("46: the e2b surface in sandbox-apiserver", () => {
   test("without a key file and without --e2b-allow-anonymous, or without --e2b-domain, startup exits 1", async () => {
@@ -56,18 +52,7 @@ describe("46: the e2b surface in sandbox-apiserver", () => {
   test("fully configured, an e2b SDK create appears in kubectl get sandboxes after the node publishes", async () => {
     await publishNode();
     const [e2bPort] = freePorts(1);
-    const server = await stack.startServer({
-      args: [
-        `--sandboxd-token=${ROOT}`,
-        "--enable-warm-pool-driver=false",
-        "--enable-e2b-api",
-        `--e2b-bind-address=127.0.0.1:${e2bPort}`,
-        "--e2b-domain=sb.test",
-        `--e2b-api-key-file=${join(stack.dir, "keys")}`,
-        `--e2b-envd-secret-file=${join(stack.dir, "secret")}`,
-        `--e2b-template-alias-file=${join(stack.dir, "aliases")}`,
-      ],
-    });
+    const server = await stack.startServer({ args: e2bServerArgs({ rootToken: ROOT, port: e2bPort, dir: stack.dir }) });
     try {
       await stack.register(server.port);
       const sbx = await Sandbox.create("base", { apiKey: KEY, apiUrl: `http://127.0.0.1:${e2bPort}`, domain: "sb.test", requestTimeoutMs: 10_000 });
