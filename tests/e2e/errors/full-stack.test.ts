@@ -42,8 +42,9 @@ const envdFetch = (id: string, path: string, headers: Record<string, string> = {
   fetch(`${stack.env.E2B_SANDBOX_URL}${path}`, { headers: { "e2b-sandbox-id": id, "e2b-sandbox-port": "49983", ...headers } });
 
 test("JS: unknown ids are SandboxNotFoundError (kill false); a killed sandbox is not found on REST and the data plane", async () => {
-  for (const p of [Sandbox.getInfo(UNKNOWN, opts()), Sandbox.setTimeout(UNKNOWN, 60_000, opts()), Sandbox.connect(UNKNOWN, opts()), Sandbox.pause(UNKNOWN, opts())]) {
-    expect(await errorOf(p)).toBeInstanceOf(SandboxNotFoundError);
+  // Thunks: each call starts when it is awaited (four started at once left three rejections unobserved meanwhile).
+  for (const call of [() => Sandbox.getInfo(UNKNOWN, opts()), () => Sandbox.setTimeout(UNKNOWN, 60_000, opts()), () => Sandbox.connect(UNKNOWN, opts()), () => Sandbox.pause(UNKNOWN, opts())]) {
+    expect(await errorOf(call())).toBeInstanceOf(SandboxNotFoundError);
   }
   expect(await Sandbox.kill(UNKNOWN, opts())).toBe(false);
   const sbx = await Sandbox.create("base", opts());
