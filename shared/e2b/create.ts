@@ -89,7 +89,8 @@ export class SandboxCreator {
     const traffic = decidePublicTraffic(body.network?.allowPublicTraffic, this.d.settings.publicTraffic ?? E2B_CLOUD_PUBLIC_TRAFFIC);
     if ("refused" in traffic) throw badRequest(traffic.refused);
     const metadata = { ...(body.metadata ?? {}), [PUBLIC_TRAFFIC_METADATA_KEY]: String(traffic.public) };
-    const problem = metadataProblem(metadata);
+    // The stamp alone (one pair, a fixed printable key, "true"/"false") always passes: only a caller's map needs the re-check.
+    const problem = body.metadata ? metadataProblem(metadata) : null;
     if (problem) throw badRequest(`${problem} (with the public-ports stamp, which takes one metadata pair)`);
     return { ...body, metadata };
   }
@@ -243,12 +244,14 @@ export class SandboxCreator {
   }
 }
 
+const NO_NETWORK: NonNullable<NewSandbox["network"]> = {};
+const nonEmpty = (v: unknown) => v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0) && !(typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
+
 function refuseOptions(b: NewSandbox): void {
-  const nonEmpty = (v: unknown) => v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0) && !(typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
   if (b.secure === false) throw badRequest("secure: false is not supported: every sandbox requires its envd access token");
   if (b.autoPause === true && b.allow_internet_access === true) throw badRequest("autoPause cannot be combined with allow_internet_access: egress-lane sandboxes cannot be paused");
-  const { allowPublicTraffic: _served, ...rules } = b.network ?? {};
-  if (nonEmpty(rules)) throw badRequest(`network rules other than allowPublicTraffic are not supported (got ${Object.keys(rules).map((k) => JSON.stringify(k)).join(", ")})`);
+  const { allowPublicTraffic: _served, ...rules } = b.network ?? NO_NETWORK;
+  if (b.network !== undefined && nonEmpty(rules)) throw badRequest(`network rules other than allowPublicTraffic are not supported (got ${Object.keys(rules).map((k) => JSON.stringify(k)).join(", ")})`);
   if (nonEmpty(b.volumeMounts)) throw badRequest("volumeMounts are not supported");
   if (b.autoPauseMemory !== undefined) throw badRequest("autoPauseMemory is not supported: an auto-paused sandbox always keeps its memory");
   if (b.autoResume?.enabled === false) throw badRequest("autoResume: {enabled: false} is not supported: data-plane traffic with a valid token always wakes a paused sandbox here");

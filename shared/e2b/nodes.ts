@@ -80,6 +80,7 @@ export class NodeAccess {
   private readonly recent = new Map<string, Map<string, number>>();
   /** claim id -> when this process released it (left out of quota counts while the view still lists it). */
   private readonly released = new Map<string, number>();
+  private releasedPruneAt = 1000;
 
   constructor(
     readonly fleet: FleetSource,
@@ -129,7 +130,12 @@ export class NodeAccess {
   /** A sandbox this process released: out of the quota count at once, although the view lists it a while longer. */
   markReleased(claimId: string): void {
     const now = this.clock.now();
-    if (this.released.size >= 1000) for (const [k, at] of this.released) if (at + LISTING_LAG_MS <= now) this.released.delete(k);
+    // Pruned as `remember` prunes: at most once per thousand releases' worth of growth (O(1) amortised; a scan per
+    // release once a minute held 1000 kills was most of a kill's own CPU).
+    if (this.released.size >= this.releasedPruneAt) {
+      for (const [k, at] of this.released) if (at + LISTING_LAG_MS <= now) this.released.delete(k);
+      this.releasedPruneAt = this.released.size + 1000;
+    }
     this.released.set(claimId, now);
   }
 
@@ -145,7 +151,10 @@ export class NodeAccess {
         else ids.add(id);
       }
     }
-    for (const [id, at] of this.released) {
+    // Look up the counted ids in `released` rather than walk it (it holds up to a minute of this process's kills).
+    for (const id of ids) {
+      const at = this.released.get(id);
+      if (at === undefined) continue;
       if (at + LISTING_LAG_MS <= now) this.released.delete(id);
       else ids.delete(id);
     }

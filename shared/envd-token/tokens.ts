@@ -40,9 +40,14 @@ export function laneTag(envdSecret: string, claimId: string): string {
   return createHmac("sha256", envdSecret).update(`e2b-lane\0${claimId}`).digest("hex").slice(0, LANE_TAG_HEX);
 }
 
+// One create asks for the tagged token three times (the /init body, the reply, the in-process relay's owner entry):
+// memoised like `derived`, and keyed by the claim token too, so only claims read from nodes ever fill it (laneTag
+// itself stays unmemoised for the ids clients send).
+const tagged = new Map<string, string>();
+
 /** The envd access token the surface hands out (and envd is initialised with) for a claim. */
 export function envdAccessToken(envdSecret: string, claimId: string, claimToken: string): string {
-  return laneTag(envdSecret, claimId) + deriveAccessToken(envdSecret, claimToken);
+  return memo(tagged, `${envdSecret}\0${claimId}\0${claimToken}`, () => laneTag(envdSecret, claimId) + deriveAccessToken(envdSecret, claimToken));
 }
 
 /** Whether a presented token carries the lane tag of `claimId` (constant time; says nothing of the claim token). */

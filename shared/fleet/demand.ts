@@ -91,7 +91,8 @@ export class DemandMeter implements DemandReader {
   private readonly rates = new Map<string, Interval[]>();
   private readonly refills = new Map<string, RefillSample[]>();
   private readonly ownIds = new Set<string>();
-  private pending: Pending[] = [];
+  /** By id, oldest first (insertion order): settling a listed id is a lookup, not a pass over every pending claim. */
+  private readonly pending = new Map<string, Pending>();
 
   constructor(private readonly clock: Clock) {}
 
@@ -112,8 +113,8 @@ export class DemandMeter implements DemandReader {
     if (this.ownIds.has(id)) return false;
     this.ownIds.add(id);
     if (this.ownIds.size > OWN_IDS_MAX) this.ownIds.delete(this.ownIds.values().next().value!);
-    this.pending.push({ id, key: poolKeyString(key), node, at: this.clock.now() });
-    if (this.pending.length > PENDING_MAX) this.pending.shift();
+    this.pending.set(id, { id, key: poolKeyString(key), node, at: this.clock.now() });
+    if (this.pending.size > PENDING_MAX) this.pending.delete(this.pending.keys().next().value!);
     return true;
   }
 
@@ -130,7 +131,7 @@ export class DemandMeter implements DemandReader {
   /** A fleet snapshot (fresh nodes). Nodes absent from it are forgotten. */
   observe(nodes: readonly FleetNode[]): void {
     const now = this.clock.now();
-    this.pending = this.pending.filter((p) => p.at > now - PENDING_MS);
+    for (const [id, p] of this.pending) if (p.at <= now - PENDING_MS) this.pending.delete(id);
     const present = new Set<string>();
     for (const node of nodes) {
       present.add(node.name);
@@ -186,10 +187,12 @@ export class DemandMeter implements DemandReader {
       if (!this.ownIds.has(e.id) && e.namespace !== CANARY_NAMESPACE) countedClaims.set(k, (countedClaims.get(k) ?? 0) + 1);
       // The node's claim stamp when it is inside the interval (same clock as publishedAt), else the whole interval.
       const at = e.claimedAt !== undefined && e.claimedAt > prev.stamp && e.claimedAt <= next.stamp ? { from: e.claimedAt, to: e.claimedAt } : unknown;
-      claimedAt.set(k, [...(claimedAt.get(k) ?? []), at]);
+      let stamped = claimedAt.get(k);
+      if (!stamped) claimedAt.set(k, (stamped = []));
+      stamped.push(at);
     }
     // Own and canary claims listed now are settled; the rest may explain a drop below.
-    this.pending = this.pending.filter((p) => !next.ids.has(p.id));
+    for (const id of next.ids) this.pending.delete(id);
     for (const [k, pool] of next.pools) {
       const before = prev.pools.get(k);
       let claims = seenClaims.get(k) ?? 0;
@@ -237,11 +240,12 @@ export class DemandMeter implements DemandReader {
    */
   private explain(k: string, node: string, prevIds: ReadonlySet<string>, drop: number): number {
     let n = 0;
-    this.pending = this.pending.filter((p) => {
-      if (n >= drop || p.key !== k || (p.node !== undefined && p.node !== node) || prevIds.has(p.id)) return true;
+    for (const [id, p] of this.pending) {
+      if (n >= drop) break;
+      if (p.key !== k || (p.node !== undefined && p.node !== node) || prevIds.has(id)) continue;
+      this.pending.delete(id);
       n++;
-      return false;
-    });
+    }
     return n;
   }
 
