@@ -18,7 +18,14 @@ export async function resolverProblem(log: (line: string) => void): Promise<stri
   if (Bun.which("dnsmasq", { PATH: `${process.env.PATH}:/usr/sbin:/sbin` }) === null) {
     if (Bun.which("apt-get") === null) return "dnsmasq is not installed and there is no apt-get to install dnsmasq-base";
     log("dnsmasq missing: installing Debian's dnsmasq-base with apt-get (root)");
-    const r = await run(["apt-get", "install", "-y", "--no-install-recommends", "dnsmasq-base"], { env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" }, timeoutMs: 300_000 });
+    const install = () => run(["apt-get", "install", "-y", "--no-install-recommends", "dnsmasq-base"], { env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" }, timeoutMs: 300_000 });
+    let r = await install();
+    if (r.code !== 0) {
+      // A fresh machine may have no package lists yet: fetch them once, then try again.
+      log("apt-get install dnsmasq-base failed; running apt-get update and trying again");
+      await run(["apt-get", "update"], { env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" }, timeoutMs: 300_000 });
+      r = await install();
+    }
     if (r.code !== 0) return `apt-get install dnsmasq-base failed (exit ${r.code}): ${r.stderr.trim().split("\n").at(-1)}`;
   }
   const probe = await run(["unshare", "--mount", "true"]);
