@@ -19,7 +19,7 @@ import uuid
 import e2b
 from e2b import AsyncSandbox, Sandbox, SandboxQuery, SandboxState
 
-from record import Record
+from record import Record, aconverge
 
 TEMPLATE = os.environ.get("SCENARIO_TEMPLATE", "base")
 
@@ -34,17 +34,6 @@ async def ids(pages):
     while pages.has_next:
         out.extend(s.sandbox_id for s in await w(pages.next_items()))
     return out
-
-
-async def eventually(check, seconds=10.0):
-    """A list filter right after create: whether it agreed at once, and when (as lifecycle.py's converge)."""
-    started = time.monotonic()
-    at_once = await check()
-    ok = at_once
-    while not ok and time.monotonic() - started < seconds:
-        await asyncio.sleep(0.05)
-        ok = await check()
-    return {"at_once": at_once, "agreed": ok, "after_ms": round((time.monotonic() - started) * 1000)}
 
 
 def result(r):
@@ -82,8 +71,8 @@ async def scenario(rec, cls, mode):
         async def by_state():
             return sb.sandbox_id in await ids(cls.list(query=SandboxQuery(state=[SandboxState.RUNNING])))
 
-        await rec.astep("Sandbox.list(metadata filter)", lambda: eventually(by_metadata))
-        await rec.astep("Sandbox.list(state=running)", lambda: eventually(by_state))
+        await rec.astep("Sandbox.list(metadata filter)", lambda: aconverge(by_metadata))
+        await rec.astep("Sandbox.list(state=running)", lambda: aconverge(by_state))
         await pause_connect(rec, cls, sb)
         await rec.astep("is_running", lambda: w(sb.is_running()))
         await rec.astep("Sandbox.kill(id)", lambda: w(cls.kill(sb.sandbox_id)))

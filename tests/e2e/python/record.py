@@ -3,6 +3,7 @@ with its status ("ok" with the value, "error" with the exception's type and mess
 A step that raises is recorded and the scenario goes on where it can: the bun test decides what each result means.
 """
 
+import asyncio
 import time
 import traceback
 
@@ -47,3 +48,27 @@ class Record:
             return None
         self._ok(call, started, value)
         return value
+
+
+# A list right after a create or a kill is what agents do: record whether it already agreed, and how long until it did.
+CONVERGE_S = 10
+
+
+def converge(check):
+    started = time.monotonic()
+    at_once = check()
+    ok = at_once
+    while not ok and time.monotonic() - started < CONVERGE_S:
+        time.sleep(0.05)
+        ok = check()
+    return {"at_once": at_once, "agreed": ok, "after_ms": round((time.monotonic() - started) * 1000)}
+
+
+async def aconverge(check):
+    started = time.monotonic()
+    at_once = await check()
+    ok = at_once
+    while not ok and time.monotonic() - started < CONVERGE_S:
+        await asyncio.sleep(0.05)
+        ok = await check()
+    return {"at_once": at_once, "agreed": ok, "after_ms": round((time.monotonic() - started) * 1000)}
