@@ -20,17 +20,41 @@ const seconds = ((performance.now() - started) / 1000).toFixed(1);
 let passed = 0;
 let failed = 0;
 let skipped = 0;
+const failures: string[] = [];
 if (existsSync(report)) {
   const xml = readFileSync(report, "utf8");
-  for (const m of xml.matchAll(/<testcase\b[^>]*?(\/>|>([\s\S]*?)<\/testcase>)/g)) {
-    const inner = m[2] ?? "";
-    if (/<failure\b|<error\b/.test(inner)) failed++;
-    else if (/<skipped\b/.test(inner)) skipped++;
+  for (const m of xml.matchAll(/<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g)) {
+    const inner = m[3] ?? "";
+    if (/<failure\b|<error\b/.test(inner)) {
+      failed++;
+      failures.push(describeFailure(m[1] ?? "", inner));
+    } else if (/<skipped\b/.test(inner)) skipped++;
     else passed++;
   }
+}
+// CI keeps only the tail of the run: each failure's message and first stack lines are repeated here, at the end.
+if (failures.length) {
+  console.log(`\nfailures (${failures.length}), repeated from above:`);
+  for (const f of failures.slice(0, 8)) console.log(f);
+  if (failures.length > 8) console.log(`… and ${failures.length - 8} more (tests/.out/junit.xml)`);
 }
 // A runner that crashed before writing a report must not read as green.
 if (code !== 0 && failed === 0) failed = 1;
 console.log(`suite wall time: ${seconds}s`);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
 process.exit(code === 0 && failed === 0 ? 0 : 1);
+
+function describeFailure(attrs: string, inner: string): string {
+  const attr = (k: string) => unescapeXml(new RegExp(`\\b${k}="([^"]*)"`).exec(attrs)?.[1] ?? "");
+  const body = unescapeXml(/<(?:failure|error)\b[^>]*>([\s\S]*?)<\/(?:failure|error)>/.exec(inner)?.[1] ?? /message="([^"]*)"/.exec(inner)?.[1] ?? "");
+  const lines = body.split("\n").filter((l) => l.trim() !== "");
+  const shown = lines.slice(0, 14).map((l) => `    ${l.length > 400 ? `${l.slice(0, 400)}…` : l}`);
+  if (lines.length > 14) shown.push(`    … ${lines.length - 14} more lines`);
+  return `  ${attr("file")}:${attr("line")} ${attr("name")}\n${shown.join("\n")}`;
+}
+
+function unescapeXml(s: string): string {
+  return s.replace(/&(#\d+|#x[0-9a-f]+|lt|gt|amp|quot|apos);/gi, (_, e: string) =>
+    e[0] === "#" ? String.fromCodePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10)) : ({ lt: "<", gt: ">", amp: "&", quot: '"', apos: "'" } as Record<string, string>)[e.toLowerCase()]!,
+  );
+}
