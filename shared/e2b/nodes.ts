@@ -18,6 +18,7 @@ import { SandboxdClient } from "../sandboxd/index.ts";
 import type { SandboxDetail } from "../sandboxd/index.ts";
 import { sandboxNotFound } from "./errors.ts";
 import { claimIdOf, publicSandboxId } from "./ids.ts";
+import { TemplateWrites } from "./template-writes.ts";
 
 /** The per-node budget of one live probe read. */
 const PROBE_TIMEOUT_MS = 3_000;
@@ -81,16 +82,20 @@ export class NodeAccess {
   /** claim id -> when this process released it (left out of quota counts while the view still lists it). */
   private readonly released = new Map<string, number>();
   private releasedPruneAt = 1000;
+  /** This replica's recent promotes and template deletes, laid over the snapshot until it shows them. */
+  readonly templateWrites: TemplateWrites;
 
   constructor(
     readonly fleet: FleetSource,
     private readonly rootToken: string,
     private readonly log: Logger,
     private readonly clock: Clock = realClock,
-  ) {}
+  ) {
+    this.templateWrites = new TemplateWrites(clock);
+  }
 
   nodes(): readonly FleetNode[] {
-    return this.fleet.nodes();
+    return this.templateWrites.overlay(this.fleet.nodes());
   }
 
   /** One client per node address, with the fleet root token. */

@@ -71,6 +71,8 @@ export class Snapshots {
       const results = await mapLimit(holders, FANOUT_CONCURRENCY, ({ node, t }) =>
         this.nodes.client(node.address).deleteTemplate({ template: t.template, net: t.net, size: t.size }, { noRedirect: true }),
       );
+      // What was deleted is gone for this replica's next read, even if another holder refused (the 500 below).
+      this.nodes.templateWrites.deleted(holders.filter((_, i) => !(results[i] instanceof Error)).map(({ node, t }) => ({ address: node.address, template: t })));
       if (results.some((r) => r instanceof Error)) throw new E2bError(500, "failed to delete the template");
       this.nodes.fleet.changed?.();
       return;

@@ -9,8 +9,8 @@ import { DemandMeter } from "./demand.ts";
 import { errorChain, type Logger } from "../log/index.ts";
 import { SandboxdClient } from "../sandboxd/index.ts";
 import { SandboxdForbidden, SandboxdUnauthorized } from "../sandboxd/index.ts";
-import { DEFAULT_NET, DEFAULT_SIZE, parseWireTime, type Info, type SandboxRow } from "../sandboxd/index.ts";
-import type { FleetEntry, FleetNode, FleetSource } from "./types.ts";
+import { DEFAULT_NET, DEFAULT_SIZE, parseWireTime, type Info, type SandboxRow, type TemplateInfo } from "../sandboxd/index.ts";
+import type { FleetEntry, FleetNode, FleetSource, FleetTemplate } from "./types.ts";
 import { namespaceOfName } from "./view.ts";
 
 /** A node answering no poll for this many ticks in a row leaves the fleet (e2b.md §7: "3 ticks, then leaves"). */
@@ -59,23 +59,26 @@ export function entryFromRow(row: SandboxRow): FleetEntry {
   };
 }
 
+/** A node's `/v1/info` template as the fleet view holds it. */
+export function fleetTemplateOf(t: TemplateInfo): FleetTemplate {
+  const createdAt = parseWireTime(t.created_at);
+  return {
+    template: t.key.template,
+    net: t.key.net ?? DEFAULT_NET,
+    size: t.key.size ?? DEFAULT_SIZE,
+    contentDigest: t.content_digest,
+    ...(createdAt === null ? {} : { createdAt }),
+    ...(t.labels ? { labels: t.labels } : {}),
+  };
+}
+
 export function nodeFromInfo(info: Info, rows: readonly SandboxRow[], publishedAt: number): FleetNode {
   return {
     name: info.advertise_addr,
     address: info.advertise_addr,
     publishedAt,
     pools: info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
-    templates: info.templates.map((t) => {
-      const createdAt = parseWireTime(t.created_at);
-      return {
-        template: t.key.template,
-        net: t.key.net ?? DEFAULT_NET,
-        size: t.key.size ?? DEFAULT_SIZE,
-        contentDigest: t.content_digest,
-        ...(createdAt === null ? {} : { createdAt }),
-        ...(t.labels ? { labels: t.labels } : {}),
-      };
-    }),
+    templates: info.templates.map(fleetTemplateOf),
     entries: rows.map(entryFromRow),
   };
 }

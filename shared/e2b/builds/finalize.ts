@@ -4,7 +4,7 @@
 // OLDER than this promote are deleted (a newer one, from a build that raced this one, is left alone and this one
 // is then the older), and the build's tags are written as labels on the new holder.
 import type { Logger } from "../../log/index.ts";
-import { FANOUT_CONCURRENCY, mapLimit } from "../../fleet/index.ts";
+import { FANOUT_CONCURRENCY, fleetTemplateOf, mapLimit } from "../../fleet/index.ts";
 import { isSandboxdError, parseWireTime, type PromoteReply, type TemplateInfo } from "../../sandboxd/index.ts";
 import { INIT_TIMEOUT_MS, envdCall } from "../envd.ts";
 import type { NodeAccess } from "../nodes.ts";
@@ -88,13 +88,19 @@ export async function promoteAndPublish(
   for (const r of deleted) {
     if (r instanceof Error && !(isSandboxdError(r) && (r.status === 404 || r.status === 412))) log.warn({ err: r, template: ref }, "build publish: deleting an older holder failed");
   }
+  const tagLabels = Object.fromEntries(o.tags.map((t) => [t, digest]));
   if (!superseded && o.tags.length > 0) {
     try {
-      await nodes.client(o.address).putTemplateLabels(promoted.key, Object.fromEntries(o.tags.map((t) => [t, digest])), { digest, signal: o.signal });
+      await nodes.client(o.address).putTemplateLabels(promoted.key, tagLabels, { digest, signal: o.signal });
     } catch (err) {
       throw new StepFailed(`writing the tags failed${isSandboxdError(err) && err.status ? ` (node answered ${err.status})` : ""}`);
     }
   }
+  // `ready` is answered next, and the SDK asks exists / creates / lists tags at once: this replica sees its promote
+  // and its deletes now, not one poll later (template-writes.ts).
+  const removed = stale.filter((h) => h !== mine).map((h) => ({ address: h.address, template: fleetTemplateOf(h.t) }));
+  if (mine && !superseded) nodes.templateWrites.published(o.address, { ...fleetTemplateOf(mine.t), labels: { ...(mine.t.labels ?? {}), ...tagLabels } }, removed);
+  else nodes.templateWrites.deleted(removed.concat(mine ? [{ address: mine.address, template: fleetTemplateOf(mine.t) }] : []));
   nodes.fleet.changed?.();
   return { digest, superseded };
 }
