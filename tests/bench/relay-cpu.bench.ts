@@ -39,7 +39,7 @@ export interface Leg {
  * CPU seconds a process (all its threads) has run so far, from the scheduler's nanosecond accounting
  * (/proc/<pid>/task/<tid>/schedstat); /proc/<pid>/stat counts in 10 ms ticks, too coarse for short blocks.
  */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   let ns = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
@@ -52,7 +52,7 @@ function cpuSeconds(pid: number): number {
 }
 
 /** One HTTP/1.1 GET over a kept socket; resolves once the Content-Length framed reply is in. */
-function getOver(sock: net.Socket, request: string): Promise<number> {
+export function getOver(sock: net.Socket, request: string): Promise<number> {
   return new Promise((done, fail) => {
     let buf: Buffer = Buffer.alloc(0);
     const onData = (c: Buffer) => {
@@ -85,7 +85,7 @@ interface Running {
   restMs: number[];
 }
 
-function connectTo(port: number): Promise<net.Socket> {
+export function connectTo(port: number): Promise<net.Socket> {
   return new Promise<net.Socket>((ok, fail) => {
     const s = net.connect({ host: "127.0.0.1", port }, () => ok(s));
     s.setNoDelay(true);

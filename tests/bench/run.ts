@@ -7,7 +7,7 @@
 //
 //   bun run bench                  everything (about 10 min on 2 cores)
 //   bun run bench -- claims        only the groups whose name contains "claims" (groups: claims, idle, latency,
-//                                  deletes, throughput, rss, e2b, relay-cpu, stack, apiserver, ramp); the run file then holds those groups'
+//                                  deletes, throughput, rss, e2b, e2b-ab, relay-cpu, stack, apiserver, ramp); the run file then holds those groups'
 //                                  figures and, marked with the run they came from, the other groups' figures of the
 //                                  newest earlier run
 import { mkdirSync } from "node:fs";
@@ -16,6 +16,7 @@ import { startE2eCluster } from "../e2e/vk-sandbox/cluster.ts";
 import { daemonCommand } from "../e2e/vk-sandbox/daemon.ts";
 import { startStack } from "../e2e/vk-sandbox/stack.ts";
 import { claimsFigures } from "./claims-table.bench.ts";
+import { e2bBeforeAfterFigures } from "./e2b-ab.bench.ts";
 import { e2bRelayFigures } from "./e2b-relay.bench.ts";
 import { relayCpuFigures } from "./relay-cpu.bench.ts";
 import { apiserverFigures } from "./sandbox-apiserver.bench.ts";
@@ -80,6 +81,8 @@ if (["idle", "latency", "deletes", "throughput"].some(wanted)) {
 
 await group("rss", rssFigures);
 await group("e2b", e2bRelayFigures);
+// Only with a before tree at hand (E2B_BENCH_BEFORE, default /work/wt/before): skipped with a line otherwise.
+await group("e2b-ab", e2bBeforeAfterFigures);
 await group("relay-cpu", relayCpuFigures);
 await group("stack", stackFigures);
 await group("apiserver", apiserverFigures);

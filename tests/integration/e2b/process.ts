@@ -24,9 +24,12 @@ export function spawnE2b(args: string[], env: Record<string, string> = {}): Chil
   return spawnService("sandbox-e2b", args, env);
 }
 
-/** services/<binary>/main.ts with `args`, OPERATOR_LOG_LEVEL=info and `env` over this process's environment. */
-export function spawnService(binary: "sandbox-e2b" | "sandbox-envd-proxy" | "sandbox-apiserver", args: string[], env: Record<string, string> = {}): Child {
-  const proc = Bun.spawn(["bun", join(SERVICES, binary, "main.ts"), ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, OPERATOR_LOG_LEVEL: "info", ...env } });
+/**
+ * services/<binary>/main.ts with `args`, OPERATOR_LOG_LEVEL=info and `env` over this process's environment; from
+ * this tree, or from the tree at `root` (the before/after benches run another revision's binary).
+ */
+export function spawnService(binary: "sandbox-e2b" | "sandbox-envd-proxy" | "sandbox-apiserver", args: string[], env: Record<string, string> = {}, root?: string): Child {
+  const proc = Bun.spawn(["bun", join(root === undefined ? SERVICES : join(root, "services"), binary, "main.ts"), ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, OPERATOR_LOG_LEVEL: "info", ...env } });
   let text = "";
   const lines: Record<string, unknown>[] = [];
   const waiters: { msg: string; resolve: (v: Record<string, unknown>) => void }[] = [];
