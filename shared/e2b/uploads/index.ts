@@ -3,12 +3,12 @@
 import { StartupError } from "../../config/index.ts";
 import type { Clock } from "../../clock/index.ts";
 import { DirUploadStore } from "./dir.ts";
-import { createS3UploadStoreFromFlags } from "./s3.ts";
+import { s3OptionsFromFlags, type S3StoreOptions } from "./s3-options.ts";
 import type { UploadStore } from "./store.ts";
 
 export { DirUploadStore, uploadSignature, UPLOAD_URL_TTL_S, type PutOutcome } from "./dir.ts";
 export { FILES_HASH_RE, type UploadStore } from "./store.ts";
-export { createS3UploadStore, createS3UploadStoreFromFlags, type S3UploadStore } from "./s3.ts";
+// s3.ts (and @aws-sdk with it) is loaded only where a bucket is configured: import it from its own path.
 
 export interface UploadStoreSettings {
   dir?: string;
@@ -32,7 +32,21 @@ export function createUploadStore(s: UploadStoreSettings, deps: { envdSecret: st
     }
     return new DirUploadStore(s.dir, deps.envdSecret, s.uploadMax, deps.clock);
   }
-  // A value the S3 store cannot use is a StartupError naming its flag (s3.ts).
-  if (s.s3 !== undefined) return createS3UploadStoreFromFlags(s.s3, s.uploadMax);
+  // A value the S3 store cannot use is a StartupError naming its flag, before anything of @aws-sdk is loaded.
+  if (s.s3 !== undefined) return lazyS3Store(s3OptionsFromFlags(s.s3, s.uploadMax));
   return undefined;
+}
+
+/**
+ * The S3 store behind a dynamic import started at once (so the first build does not wait for it), so that a process
+ * without a bucket never loads @aws-sdk. A failed load fails each call with the load's error.
+ */
+function lazyS3Store(o: S3StoreOptions): UploadStore {
+  const store = import("./s3.ts").then((m) => m.createS3UploadStore(o));
+  store.catch(() => {}); // surfaced by the first call
+  return {
+    kind: "s3",
+    locate: async (ns, template, hash, origin) => (await store).locate(ns, template, hash, origin),
+    open: async (ns, template, hash) => (await store).open(ns, template, hash),
+  };
 }

@@ -7,43 +7,12 @@ import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from 
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { z } from "zod";
-import { StartupError } from "../../config/index.ts";
 import { E2bError } from "../errors.ts";
 import { isS3NotFound, s3Failure } from "./s3-errors.ts";
+import { DEFAULT_BODY_IDLE_MS, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MAX_GETS_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, PRESIGN_SECONDS, S3StoreOptionsSchema, s3OptionsFromFlags, type S3Flags, type S3StoreOptions } from "./s3-options.ts";
 import type { UploadStore } from "./store.ts";
 
-/** Presigned PUTs live as long as the directory store's signed URLs (§6.3): one hour. */
-export const PRESIGN_SECONDS = 3600;
-/** Bound on one S3 call (HEAD, GetObject's head, a presign's credential lookup), SDK retries included. */
-export const DEFAULT_CALL_TIMEOUT_MS = 15_000;
-/** A GetObject body that delivers nothing for this long is failed, so a stalled store cannot pin a build. */
-export const DEFAULT_BODY_IDLE_MS = 60_000;
-/**
- * S3 calls in flight at once (HEADs and presigns for upload links, GETs for builds); one more answers 503 at once.
- * Each key holder can ask for links as fast as it likes; a slow store must not turn that into unbounded waiters.
- */
-export const DEFAULT_MAX_IN_FLIGHT = 64;
-/** Builds' GetObjects in flight at once: their own allowance, so a flood of link requests never fails a COPY. */
-export const DEFAULT_MAX_GETS_IN_FLIGHT = 16;
-
-export const S3StoreOptionsSchema = z.object({
-  bucket: z.string().min(1, "bucket is required"),
-  /** Key prefix; leading and trailing slashes are ignored. */
-  prefix: z.string().optional(),
-  /** An S3-compatible endpoint (`http(s)://host[:port]`) instead of AWS. */
-  endpoint: z.url({ protocol: /^https?$/ }).optional(),
-  /** Region to sign for; else AWS_REGION / AWS_DEFAULT_REGION, else us-east-1. */
-  region: z.string().min(1).optional(),
-  /** `https://endpoint/bucket/key` instead of `https://bucket.endpoint/key`. */
-  forcePathStyle: z.boolean(),
-  callTimeoutMs: z.number().int().positive().optional(),
-  bodyIdleMs: z.number().int().positive().optional(),
-  maxInFlight: z.number().int().positive().optional(),
-  maxGetsInFlight: z.number().int().positive().optional(),
-  /** --e2b-build-upload-max: a presigned PUT cannot bound its size, so open() refuses a larger archive. */
-  uploadMax: z.number().int().positive().optional(),
-});
-export type S3StoreOptions = z.input<typeof S3StoreOptionsSchema>;
+export { DEFAULT_BODY_IDLE_MS, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MAX_GETS_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, PRESIGN_SECONDS, S3StoreOptionsSchema, type S3StoreOptions } from "./s3-options.ts";
 
 // Checked here too, not only in the route: a key is built from these, and `..` or `/` would leave the prefix.
 const Segment = z.string().min(1).max(255).regex(/^[^/\\]+$/).refine((s) => s !== "." && s !== "..");
@@ -146,28 +115,9 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
   };
 }
 
-/** Which flag carries each option, for startup errors. */
-const FLAG_OF: Record<string, string> = {
-  bucket: "--e2b-build-store-s3-bucket",
-  prefix: "--e2b-build-store-s3-prefix",
-  endpoint: "--e2b-build-store-s3-endpoint",
-  region: "--e2b-build-store-s3-region",
-  forcePathStyle: "--e2b-build-store-s3-force-path-style",
-};
-
-/**
- * The store from the `--e2b-build-store-s3-*` flags (e2bOptionsFrom's `builds.s3` with a bucket): a value the store
- * cannot use (an endpoint that is no http(s) URL) is a StartupError naming its flag, so the process exits 1 before
- * listening instead of failing on the first upload.
- */
-export function createS3UploadStoreFromFlags(s3: { bucket: string; prefix?: string; endpoint?: string; region?: string; forcePathStyle: boolean }, uploadMax?: number): S3UploadStore {
-  const parsed = S3StoreOptionsSchema.safeParse({ ...s3, ...(uploadMax !== undefined ? { uploadMax } : {}) });
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const flag = FLAG_OF[String(issue.path[0])] ?? "--e2b-build-store-s3-bucket";
-    throw new StartupError(`e2b: ${flag}: ${issue.message}`, { flag });
-  }
-  return createS3UploadStore(parsed.data);
+/** The store from the `--e2b-build-store-s3-*` flags: a value it cannot use is a StartupError naming its flag. */
+export function createS3UploadStoreFromFlags(s3: S3Flags, uploadMax?: number): S3UploadStore {
+  return createS3UploadStore(s3OptionsFromFlags(s3, uploadMax));
 }
 
 /**
