@@ -117,10 +117,8 @@ export class OwnWrites {
     if (prev?.kind === "created" && (w.kind === "paused" || w.kind === "resumed")) {
       this.writes.set(key, { kind: "created", row: { ...prev.row, paused: w.kind === "paused" }, until: prev.until });
     } else this.writes.set(key, w);
-    if (this.writes.size > OWN_WRITES_MAX) {
-      const now = this.clock.now();
-      for (const [k, v] of this.writes) if (v.until <= now) this.writes.delete(k);
-      while (this.writes.size > OWN_WRITES_MAX) this.writes.delete(this.writes.keys().next().value!);
-    }
+    // Over the bound the oldest go. Map order is write order, so this touches only the entries it drops: a pass
+    // over the whole map here ran on every write once a create -> kill flood had filled it (60 s of writes).
+    while (this.writes.size > OWN_WRITES_MAX) this.writes.delete(this.writes.keys().next().value!);
   }
 }

@@ -35,6 +35,7 @@ export class NamespaceQuotas {
   private readonly clock: Clock;
   private readonly rejected: Counter<"namespace" | "quota">;
   private readonly started: Counter<"namespace" | "kind">;
+  private readonly startedChildren = new Map<string, ReturnType<Counter<"namespace" | "kind">["labels"]>>();
 
   constructor(private readonly o: QuotaOptions) {
     this.clock = o.clock ?? realClock;
@@ -85,6 +86,17 @@ export class NamespaceQuotas {
     });
   }
 
+  /**
+   * The admitted counter's child of one namespace and kind, kept: prom-client hashes the label set on every `inc`
+   * with labels, a per-create cost. Namespaces come from the key file, so the map is as bounded as the keys.
+   */
+  private startedIn(namespace: string, kind: StartKind) {
+    const key = `${namespace}\0${kind}`;
+    let child = this.startedChildren.get(key);
+    if (!child) this.startedChildren.set(key, (child = this.started.labels({ namespace, kind })));
+    return child;
+  }
+
   limitsOf(namespace: string): QuotaLimits {
     const own = this.o.limits.get(namespace);
     return {
@@ -127,7 +139,7 @@ export class NamespaceQuotas {
         }
       }
     }
-    this.started.inc({ namespace, kind }, count);
+    this.startedIn(namespace, kind).inc(count);
     if (adds === 0) return () => undefined;
     this.inFlight.set(namespace, pending + adds);
     let done = false;

@@ -131,7 +131,12 @@ export class DemandMeter implements DemandReader {
   /** A fleet snapshot (fresh nodes). Nodes absent from it are forgotten. */
   observe(nodes: readonly FleetNode[]): void {
     const now = this.clock.now();
-    for (const [id, p] of this.pending) if (p.at <= now - PENDING_MS) this.pending.delete(id);
+    // Oldest first (insertion order, stamped on insert): stop at the first one still pending. A scan of the whole
+    // map on every poll was the meter's share of a create -> kill cycle's CPU.
+    for (const [id, p] of this.pending) {
+      if (p.at > now - PENDING_MS) break;
+      this.pending.delete(id);
+    }
     const present = new Set<string>();
     for (const node of nodes) {
       present.add(node.name);
