@@ -12,19 +12,17 @@
 // Each block gives one figure per leg (its p50, or its MB/s); each round's after ÷ before and before-again ÷ before
 // are the paired ratios. The after leg is within noise when its median paired ratio lies inside the A/A ratios'
 // p10-p90 band.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startSimCluster } from "#services/sandboxd-sim/sim.ts";
 import { startTestGuest } from "../integration/e2b/guest.ts";
 import { spawnService, type Child } from "../integration/e2b/process.ts";
+import { DOMAIN, KEY, ROOT, benchE2bFlags } from "./e2b-relay.bench.ts";
 import { connectTo, cpuSeconds, getOver } from "./relay-cpu.bench.ts";
 import { cores, percentile, type Figure } from "./vk-sandbox-pods.bench.ts";
 
-const ROOT = "bench-root";
-const KEY = "e2b_benchbenchbench";
-const DOMAIN = "bench.test";
 const COMMAND = "E2B_BENCH_BEFORE=<tree> bun run bench -- e2b";
 const HERE = resolve(import.meta.dir, "../..");
 
@@ -99,18 +97,7 @@ export async function e2bBeforeAfterFigures(): Promise<Figure[]> {
   const guest = await startTestGuest();
   sim.attachGuest("*", 49983, guest.port);
   const dir = mkdtempSync(join(tmpdir(), "bench-e2b-ab-"));
-  writeFileSync(join(dir, "secret"), "bench-secret");
-  writeFileSync(join(dir, "keys"), `${KEY}\n`);
-  const flags = [
-    `--sandboxd-seeds=${sim.addr}`,
-    `--sandboxd-token=${ROOT}`,
-    "--inventory-poll=1s",
-    "--e2b-bind-address=127.0.0.1:0",
-    "--envd-proxy-bind-address=127.0.0.1:0",
-    `--e2b-domain=${DOMAIN}`,
-    `--e2b-envd-secret-file=${join(dir, "secret")}`,
-    `--e2b-api-key-file=${join(dir, "keys")}`,
-  ];
+  const flags = benchE2bFlags(sim.addr, dir);
   const sides: Side[] = [];
   const socks: net.Socket[] = [];
   try {

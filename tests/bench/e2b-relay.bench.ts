@@ -18,9 +18,9 @@ import { startTestGuest } from "../integration/e2b/guest.ts";
 import { spawnE2b } from "../integration/e2b/process.ts";
 import { cores, percentile, type Figure } from "./vk-sandbox-pods.bench.ts";
 
-const ROOT = "bench-root";
-const KEY = "e2b_benchbenchbench";
-const DOMAIN = "bench.test";
+export const ROOT = "bench-root";
+export const KEY = "e2b_benchbenchbench";
+export const DOMAIN = "bench.test";
 const COMMAND = "bun run bench -- e2b";
 
 /** User + system CPU seconds a process has used so far (Linux /proc). */
@@ -68,27 +68,29 @@ function getOver(sock: net.Socket, host: string, token: string): Promise<void> {
   });
 }
 
+/** sandbox-e2b's flags for the e2b benches, over one simulated node; writes the secret and key files into `dir`. */
+export function benchE2bFlags(simAddr: string, dir: string): string[] {
+  writeFileSync(join(dir, "secret"), "bench-secret");
+  writeFileSync(join(dir, "keys"), `${KEY}\n`);
+  return [
+    `--sandboxd-seeds=${simAddr}`,
+    `--sandboxd-token=${ROOT}`,
+    "--inventory-poll=1s",
+    "--e2b-bind-address=127.0.0.1:0",
+    "--envd-proxy-bind-address=127.0.0.1:0",
+    `--e2b-domain=${DOMAIN}`,
+    `--e2b-envd-secret-file=${join(dir, "secret")}`,
+    `--e2b-api-key-file=${join(dir, "keys")}`,
+  ];
+}
+
 export async function e2bRelayFigures(): Promise<Figure[]> {
   const cluster = await startSimCluster(1, { rootToken: ROOT, pools: ["img/none/small=64"] });
   const sim = cluster.nodes[0]!;
   const guest = await startTestGuest();
   sim.attachGuest("*", 49983, guest.port);
   const dir = mkdtempSync(join(tmpdir(), "bench-e2b-"));
-  writeFileSync(join(dir, "secret"), "bench-secret");
-  writeFileSync(join(dir, "keys"), `${KEY}\n`);
-  const child = spawnE2b(
-    [
-      `--sandboxd-seeds=${sim.addr}`,
-      `--sandboxd-token=${ROOT}`,
-      "--inventory-poll=1s",
-      "--e2b-bind-address=127.0.0.1:0",
-      "--envd-proxy-bind-address=127.0.0.1:0",
-      `--e2b-domain=${DOMAIN}`,
-      `--e2b-envd-secret-file=${join(dir, "secret")}`,
-      `--e2b-api-key-file=${join(dir, "keys")}`,
-    ],
-    { OPERATOR_LOG_LEVEL: "info" },
-  );
+  const child = spawnE2b(benchE2bFlags(sim.addr, dir), { OPERATOR_LOG_LEVEL: "info" });
   const figures: Figure[] = [];
   try {
     const api = `http://127.0.0.1:${(await child.waitFor("e2b surface listening")).port}`;
