@@ -25,6 +25,12 @@ import { cores, percentile, type Figure } from "./vk-sandbox-pods.bench.ts";
 
 const COMMAND = "E2B_BENCH_BEFORE=<tree> bun run bench -- e2b";
 const HERE = resolve(import.meta.dir, "../..");
+const CYCLE_ROUNDS = 20;
+const CYCLE_BLOCK = 40;
+const SMALL_ROUNDS = 20;
+const SMALL_BLOCK = 100;
+/** Enough rounds that the A/A band is a band: with four, p10-p90 is min-max of four ratios. */
+const DOWNLOAD_ROUNDS = 8;
 
 interface Side {
   name: string;
@@ -117,10 +123,10 @@ export async function e2bBeforeAfterFigures(): Promise<Figure[]> {
 
     // create -> kill, concurrency 1: warm-up long enough for the JIT to settle, then blocks of 40 cycles.
     for (const s of sides) for (let i = 0; i < 300; i++) await cycle(s.api);
-    await rounds(sides, 16, async (s) => {
+    await rounds(sides, CYCLE_ROUNDS, async (s) => {
       const c0 = cpuSeconds(s.child.proc.pid);
       const block: number[] = [];
-      for (let i = 0; i < 40; i++) block.push(await cycle(s.api));
+      for (let i = 0; i < CYCLE_BLOCK; i++) block.push(await cycle(s.api));
       s.cycleCpu.push(((cpuSeconds(s.child.proc.pid) - c0) * 1000) / block.length);
       s.cycleP50.push(percentile(block, 50));
       s.cycles.push(...block);
@@ -150,9 +156,9 @@ export async function e2bBeforeAfterFigures(): Promise<Figure[]> {
       return block;
     };
     for (const s of sides) await small(s, 500);
-    await rounds(sides, 20, async (s) => {
+    await rounds(sides, SMALL_ROUNDS, async (s) => {
       const c0 = cpuSeconds(s.child.proc.pid);
-      const block = await small(s, 100);
+      const block = await small(s, SMALL_BLOCK);
       s.smallCpu.push(((cpuSeconds(s.child.proc.pid) - c0) * 1000) / block.length);
       s.smallP50.push(percentile(block, 50));
       s.small.push(...block);
@@ -160,7 +166,7 @@ export async function e2bBeforeAfterFigures(): Promise<Figure[]> {
 
     // 200 MB down through each leg's proxy, one download a leg a round.
     const SIZE = 200 * 1024 * 1024;
-    await rounds(sides, 4, async (s) => {
+    await rounds(sides, DOWNLOAD_ROUNDS, async (s) => {
       const { host, token } = targets.get(s)!;
       s.mbs.push(await download(s.proxyPort, host, token, SIZE));
     });
@@ -194,10 +200,10 @@ export async function e2bBeforeAfterFigures(): Promise<Figure[]> {
   };
   const cpu = (xs: (s: Side) => number[]) => `child CPU per op (median of blocks) before ${percentile(xs(b), 50).toFixed(3)}, A/A ${percentile(xs(aa), 50).toFixed(3)}, after ${percentile(xs(after), 50).toFixed(3)} ms`;
   return [
-    figure("e2b create->kill p50, concurrency 1", "ms", (s) => percentile(s.cycles, 50), (s) => s.cycleP50, false, `16 rounds of 40 cycles a leg after 300 warm-up; ${cpu((s) => s.cycleCpu)}`),
-    figure("e2b create->kill p99, concurrency 1", "ms", (s) => percentile(s.cycles, 99), (s) => s.cycleP50, false, "p99 over all 640 cycles; the paired ratios are of the blocks' p50"),
-    figure("relay small request p50 (fresh tunnel per request)", "ms", (s) => percentile(s.small, 50), (s) => s.smallP50, false, `20 rounds of 100 GET /health a leg after 500 warm-up; ${cpu((s) => s.smallCpu)}`),
-    figure("relay 200 MB download", "MB/s", (s) => percentile(s.mbs, 50), (s) => s.mbs, true, "median of 4 rounds, one raw-socket client"),
+    figure("e2b create->kill p50, concurrency 1", "ms", (s) => percentile(s.cycles, 50), (s) => s.cycleP50, false, `${CYCLE_ROUNDS} rounds of ${CYCLE_BLOCK} cycles a leg after 300 warm-up; ${cpu((s) => s.cycleCpu)}`),
+    figure("e2b create->kill p99, concurrency 1", "ms", (s) => percentile(s.cycles, 99), (s) => s.cycleP50, false, `p99 over all ${CYCLE_ROUNDS * CYCLE_BLOCK} cycles; the paired ratios are of the blocks' p50`),
+    figure("relay small request p50 (fresh tunnel per request)", "ms", (s) => percentile(s.small, 50), (s) => s.smallP50, false, `${SMALL_ROUNDS} rounds of ${SMALL_BLOCK} GET /health a leg after 500 warm-up; ${cpu((s) => s.smallCpu)}`),
+    figure("relay 200 MB download", "MB/s", (s) => percentile(s.mbs, 50), (s) => s.mbs, true, `median of ${DOWNLOAD_ROUNDS} rounds, one raw-socket client`),
   ];
 }
 
