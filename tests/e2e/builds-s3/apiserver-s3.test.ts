@@ -1,12 +1,14 @@
 // sandbox-apiserver (--enable-e2b-api --e2b-builds, the S3 store on a real versitygw, keys in its environment)
 // serves the stock JS SDK's Template.build with a COPY of a directory: the SDK uploads through the presigned PUT,
 // the build reads the archive back and promotes e2b/<ns>/<name> on the node, the object sits at
-// <prefix>/e2b-files/<ns>/<template>/<hash>.tar, and a rebuild does not upload again.
+// <prefix>/e2b-files/<ns>/<template>/<hash>.tar, a create from the template (at once, although the NodeInventory
+// this test publishes does not list it yet) is a clone holding the copied file, and a rebuild does not upload again.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Template } from "e2b";
+import { Sandbox, Template } from "e2b";
+import { envdCall } from "#shared/e2b/envd.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { freePorts } from "#tests/kube/ports.ts";
 import { type Stack, startStack } from "#tests/integration/sandbox-apiserver/fixture.ts";
@@ -39,7 +41,7 @@ afterAll(async () => {
   if (ctx) rmSync(ctx, { recursive: true, force: true });
 });
 
-test("sandbox-apiserver with the S3 store: Template.build with a COPY of a directory, the object in the bucket, a rebuild without an upload", async () => {
+test("sandbox-apiserver with the S3 store: Template.build with a COPY of a directory, the object in the bucket, a create from it, a rebuild without an upload", async () => {
   await waitFor("warm VMs", () => sim.info().pools.every((p) => p.warm > 0), 20_000);
   await publishSimNode(stack, sim);
   const [e2bPort] = freePorts(1);
@@ -72,6 +74,23 @@ test("sandbox-apiserver with the S3 store: Template.build with a COPY of a direc
     const objects = readdirSync(join(s3.root, s3.bucket, PREFIX, "e2b-files", "team", "app"));
     expect(objects).toHaveLength(1);
     expect(objects[0]).toMatch(/^[0-9a-f]{64}\.tar$/);
+
+    // The inventory still lists no template (nothing republished it): this replica's own promote is what the create
+    // finds (shared/e2b/template-writes.ts). The claim is a clone of e2b/team/app and holds the copied file.
+    const sbx = await Sandbox.create("app", opts);
+    try {
+      const claim = sim.claims().find((c) => c.id === sbx.sandboxId.replace("sb-", "sb_"))!;
+      expect(claim.key.template).toBe("e2b/team/app");
+      const token = (sbx as unknown as { envdAccessToken: string }).envdAccessToken;
+      const file = await envdCall(
+        { address: sim.addr, claimId: claim.id, rootToken: ROOT },
+        { method: "GET", path: "/files?path=%2Fhome%2Fuser%2Fconf%2Fapp.ini&username=user", headers: { "x-access-token": token }, timeoutMs: 5_000 },
+      );
+      expect(file.status).toBe(200);
+      expect(file.body.toString("utf8")).toBe("x=1\n");
+    } finally {
+      await sbx.kill();
+    }
 
     const again: string[] = [];
     await Template.build(template(), "app", { ...opts, onBuildLogs: (l) => void again.push(l.message) });
