@@ -27,7 +27,12 @@ if (existsSync(report)) {
     const inner = m[3] ?? "";
     if (/<failure\b|<error\b/.test(inner)) {
       failed++;
-      failures.push(describeFailure(m[1] ?? "", inner));
+      // The summary line must print whatever the report holds: a failure that cannot be described is named so.
+      try {
+        failures.push(describeFailure(m[1] ?? "", inner));
+      } catch (err) {
+        failures.push(`  (a failure the runner could not describe: ${String(err)})`);
+      }
     } else if (/<skipped\b/.test(inner)) skipped++;
     else passed++;
   }
@@ -55,6 +60,11 @@ function describeFailure(attrs: string, inner: string): string {
 
 function unescapeXml(s: string): string {
   return s.replace(/&(#\d+|#x[0-9a-f]+|lt|gt|amp|quot|apos);/gi, (_, e: string) =>
-    e[0] === "#" ? String.fromCodePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10)) : ({ lt: "<", gt: ">", amp: "&", quot: '"', apos: "'" } as Record<string, string>)[e.toLowerCase()]!,
+    e[0] === "#" ? codePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10)) : ({ lt: "<", gt: ">", amp: "&", quot: '"', apos: "'" } as Record<string, string>)[e.toLowerCase()]!,
   );
+}
+
+/** A character reference's character; U+FFFD for one outside Unicode. */
+function codePoint(n: number): string {
+  return Number.isInteger(n) && n >= 0 && n <= 0x10ffff ? String.fromCodePoint(n) : "\ufffd";
 }

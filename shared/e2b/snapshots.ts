@@ -7,6 +7,7 @@ import { E2bError, badRequest, fromNode } from "./errors.ts";
 import { sameSandboxId } from "./ids.ts";
 import { parsePaging } from "./list.ts";
 import type { NodeAccess } from "./nodes.ts";
+import { goneAfterDelete } from "./template-writes.ts";
 import { BUILT_PREFIX, NAME_BUDGET } from "./render.ts";
 import type { SnapshotInfo } from "./schemas.ts";
 
@@ -72,7 +73,7 @@ export class Snapshots {
         this.nodes.client(node.address).deleteTemplate({ template: t.template, net: t.net, size: t.size }, { noRedirect: true }),
       );
       // What was deleted is gone for this replica's next read, even if another holder refused (the 500 below).
-      this.nodes.templateWrites.deleted(holders.filter((_, i) => !(results[i] instanceof Error)).map(({ node, t }) => ({ address: node.address, template: t })));
+      this.nodes.templateWrites.deleted(holders.filter((_, i) => goneAfterDelete(results[i])).map(({ node, t }) => ({ address: node.address, template: t })));
       if (results.some((r) => r instanceof Error)) throw new E2bError(500, "failed to delete the template");
       this.nodes.fleet.changed?.();
       return;

@@ -167,6 +167,10 @@ export class TemplateCatalog {
     const results = await mapLimit(holders, FANOUT_CONCURRENCY, ({ node, t }) =>
       this.nodes.client(node.address).putTemplateLabels({ template: t.template, net: t.net, size: t.size }, labels),
     );
+    // This replica's next create by `name:tag` sees the tags it wrote, before the fleet view does.
+    holders.forEach(({ node, t }, i) => {
+      if (!(results[i] instanceof Error)) this.nodes.templateWrites.published(node.address, { ...t, labels }, []);
+    });
     if (results.some((r) => r instanceof Error)) throw new E2bError(500, "failed to write the template tags");
     this.nodes.fleet.changed?.();
   }

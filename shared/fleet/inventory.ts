@@ -119,8 +119,14 @@ export class InventoryFleet implements FleetSource {
 
   /** Fresh nodes, sorted by name (FleetSource). */
   nodes(): readonly FleetNode[] {
-    return this.fresh().map((r) => r.fleet);
+    const fresh = this.fresh();
+    // One array per fresh() answer: readers on the create path call this several times, and an identical answer
+    // lets the e2b surface's template overlay keep its memo (shared/e2b/template-writes.ts).
+    if (this.nodesMemo?.fresh !== fresh) this.nodesMemo = { fresh, nodes: fresh.map((r) => r.fleet) };
+    return this.nodesMemo.nodes;
   }
+
+  private nodesMemo?: { fresh: readonly InventoryRecord[]; nodes: readonly FleetNode[] };
 
   /** The last fresh() answer and the records it was computed from (see fresh()). */
   private freshMemo?: { records: readonly InventoryRecord[]; newestStamp: number; result: readonly InventoryRecord[] };

@@ -7,9 +7,10 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "../../log/index.ts";
 import { FANOUT_CONCURRENCY, mapLimit, type FleetTemplate } from "../../fleet/index.ts";
-import { metadataProblem } from "../../sandboxd/index.ts";
+import { DEFAULT_NET, DEFAULT_SIZE, metadataProblem } from "../../sandboxd/index.ts";
 import type { NodeAccess } from "../nodes.ts";
 import { BUILT_PREFIX, NAME_BUDGET } from "../render.ts";
+import { goneAfterDelete } from "../template-writes.ts";
 import type { GuestState } from "./executor.ts";
 import type { BuildStep } from "./steps.ts";
 
@@ -91,6 +92,13 @@ export async function saveStep(
   const client = nodes.client(o.address);
   const promoted = await client.promote(o.claimId, { template: ref }, { signal: o.signal });
   await client.putTemplateLabels(promoted.key, labels, { digest: promoted.content_digest, signal: o.signal });
+  // The next build of the name looks for it at once: this replica sees its entry, labels included, before the
+  // fleet view does (a view polled between the promote and the labels lists it without its state).
+  nodes.templateWrites.published(
+    o.address,
+    { template: promoted.key.template, net: promoted.key.net ?? DEFAULT_NET, size: promoted.key.size ?? DEFAULT_SIZE, contentDigest: promoted.content_digest, createdAt: Date.now(), labels },
+    [],
+  );
   return true;
 }
 
@@ -100,10 +108,18 @@ export async function pruneCache(nodes: NodeAccess, log: Logger, ns: string, nam
   const stale = nodes.nodes().flatMap((node) =>
     node.address ? node.templates.filter((t) => t.template.startsWith(prefix) && t.labels?.n === name && !keep.has(t.template)).map((t) => ({ address: node.address, t })) : [],
   );
-  const results = await mapLimit(stale, FANOUT_CONCURRENCY, ({ address, t }) =>
+  const results = await deleteEntries(nodes, stale);
+  for (const r of results) if (r instanceof Error) log.debug({ err: r }, "build cache: deleting an old entry failed; the next build of the name retries");
+}
+
+/** Delete cache entries on their nodes; the ones gone are gone for this replica's next read (template-writes.ts). */
+async function deleteEntries(nodes: NodeAccess, entries: readonly { address: string; t: FleetTemplate }[]) {
+  const results = await mapLimit(entries, FANOUT_CONCURRENCY, ({ address, t }) =>
     nodes.client(address).deleteTemplate({ template: t.template, net: t.net, size: t.size }, { noRedirect: true, ...(t.contentDigest ? { digest: t.contentDigest } : {}) }),
   );
-  for (const r of results) if (r instanceof Error) log.debug({ err: r }, "build cache: deleting an old entry failed; the next build of the name retries");
+  const gone = entries.filter((_, i) => goneAfterDelete(results[i]));
+  nodes.templateWrites.deleted(gone.map(({ address, t }) => ({ address, template: t })));
+  return results;
 }
 
 /** The namespace's cache entries on the fleet, each with the node that holds it. */
@@ -143,9 +159,7 @@ export function overflow<T extends { t: FleetTemplate }>(entries: readonly T[], 
 /** Delete the namespace's oldest chains until at most CACHE_MAX_ENTRIES entries are left. */
 export async function capCache(nodes: NodeAccess, log: Logger, ns: string, keepName: string, max = CACHE_MAX_ENTRIES): Promise<void> {
   const drop = overflow(entriesOf(nodes, ns), keepName, max);
-  const results = await mapLimit(drop, FANOUT_CONCURRENCY, ({ address, t }) =>
-    nodes.client(address).deleteTemplate({ template: t.template, net: t.net, size: t.size }, { noRedirect: true, ...(t.contentDigest ? { digest: t.contentDigest } : {}) }),
-  );
+  const results = await deleteEntries(nodes, drop);
   for (const r of results) if (r instanceof Error) log.debug({ err: r }, "build cache: deleting an entry over the namespace's cap failed; the next build retries");
 }
 

@@ -9,6 +9,7 @@ import { isSandboxdError, parseWireTime, type PromoteReply, type TemplateInfo } 
 import { INIT_TIMEOUT_MS, envdCall } from "../envd.ts";
 import type { NodeAccess } from "../nodes.ts";
 import { BUILT_PREFIX } from "../render.ts";
+import { goneAfterDelete } from "../template-writes.ts";
 import { runCommand, StepFailed, type StepContext } from "./executor.ts";
 import { startProcess } from "./envd-client.ts";
 
@@ -85,9 +86,7 @@ export async function promoteAndPublish(
   const deleted = await mapLimit(stale, FANOUT_CONCURRENCY, (h) =>
     nodes.client(h.address).deleteTemplate(h.t.key, { digest: h.t.content_digest, noRedirect: true, signal: o.signal }),
   );
-  for (const r of deleted) {
-    if (r instanceof Error && !(isSandboxdError(r) && (r.status === 404 || r.status === 412))) log.warn({ err: r, template: ref }, "build publish: deleting an older holder failed");
-  }
+  for (const r of deleted) if (!goneAfterDelete(r)) log.warn({ err: r, template: ref }, "build publish: deleting an older holder failed");
   const tagLabels = Object.fromEntries(o.tags.map((t) => [t, digest]));
   if (!superseded && o.tags.length > 0) {
     try {
@@ -98,9 +97,11 @@ export async function promoteAndPublish(
   }
   // `ready` is answered next, and the SDK asks exists / creates / lists tags at once: this replica sees its promote
   // and its deletes now, not one poll later (template-writes.ts).
-  const removed = stale.filter((h) => h !== mine).map((h) => ({ address: h.address, template: fleetTemplateOf(h.t) }));
+  // Only holders really gone (deleted, or already absent): one whose delete failed still exists and stays listed.
+  const gone = new Set(stale.filter((_, i) => goneAfterDelete(deleted[i])));
+  const removed = stale.filter((h) => h !== mine && gone.has(h)).map((h) => ({ address: h.address, template: fleetTemplateOf(h.t) }));
   if (mine && !superseded) nodes.templateWrites.published(o.address, { ...fleetTemplateOf(mine.t), labels: { ...(mine.t.labels ?? {}), ...tagLabels } }, removed);
-  else nodes.templateWrites.deleted(removed.concat(mine ? [{ address: mine.address, template: fleetTemplateOf(mine.t) }] : []));
+  else nodes.templateWrites.deleted(removed.concat(mine && gone.has(mine) ? [{ address: mine.address, template: fleetTemplateOf(mine.t) }] : []));
   nodes.fleet.changed?.();
   return { digest, superseded };
 }

@@ -27,7 +27,11 @@ export function loadBuilds(
 ): { service: BuildService; routes: (mount: BuildRouteMount) => void } | undefined {
   const settings = buildSettingsFrom(options);
   if (!settings) return undefined;
-  const store = createUploadStore(settings.store, { envdSecret: deps.envdSecret, ...(deps.clock ? { clock: deps.clock } : {}) });
+  const store = createUploadStore(settings.store, {
+    envdSecret: deps.envdSecret,
+    ...(deps.clock ? { clock: deps.clock } : {}),
+    onLoadError: (err) => deps.log.error({ err, flag: "--e2b-build-store-s3-bucket" }, "e2b: the S3 upload store could not be loaded; every files link and COPY step fails"),
+  });
   const service = new BuildService(settings, { nodes: deps.nodes, aliases: deps.aliases, store, log: deps.log.child({ component: "e2b-builds" }), ...(deps.clock ? { clock: deps.clock } : {}), ...(deps.quotas ? { quotas: deps.quotas } : {}) });
   return { service, routes: (mount) => registerBuildRoutes(mount, service) };
 }

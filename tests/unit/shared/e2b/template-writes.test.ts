@@ -7,7 +7,7 @@ import type { FleetNode, FleetSource, FleetTemplate } from "#shared/fleet/index.
 import { createLogger } from "#shared/log/index.ts";
 import { NodeAccess } from "#shared/e2b/nodes.ts";
 import { OWN_WRITE_MS } from "#shared/e2b/own-writes.ts";
-import { TEMPLATE_WRITES_MAX, TemplateWrites } from "#shared/e2b/template-writes.ts";
+import { TEMPLATE_WRITES_PER_NAMESPACE, TRUST_AFTER_MS, TemplateWrites } from "#shared/e2b/template-writes.ts";
 import { TemplateCatalog } from "#shared/e2b/templates.ts";
 
 const A = "127.0.0.1:1";
@@ -88,12 +88,66 @@ describe("a build's promote, seen by this replica before the snapshot lists it",
     expect(access.nodes()).toBe(snapshot);
   });
 
-  test("at most TEMPLATE_WRITES_MAX writes are kept, the oldest dropped first", () => {
+  test("a namespace keeps at most TEMPLATE_WRITES_PER_NAMESPACE writes, its own oldest dropped first; another namespace's stay", () => {
     const w = new TemplateWrites(new FakeClock());
-    for (let i = 0; i <= TEMPLATE_WRITES_MAX; i++) w.published(A, built(`t${i}`, `d${i}`), []);
+    w.published(A, { ...built("other", "o1"), template: "e2b/team-b/other" }, []);
+    for (let i = 0; i <= TEMPLATE_WRITES_PER_NAMESPACE; i++) w.published(A, built(`t${i}`, `d${i}`), []);
     const names = w.overlay([node(A)])[0]!.templates.map((t) => t.template);
-    expect(names).toHaveLength(TEMPLATE_WRITES_MAX);
+    expect(names.filter((n) => n.startsWith("e2b/team-a/"))).toHaveLength(TEMPLATE_WRITES_PER_NAMESPACE);
     expect(names).not.toContain("e2b/team-a/t0");
-    expect(names).toContain(`e2b/team-a/t${TEMPLATE_WRITES_MAX}`);
+    expect(names).toContain(`e2b/team-a/t${TEMPLATE_WRITES_PER_NAMESPACE}`);
+    expect(names).toContain("e2b/team-b/other");
+  });
+});
+
+describe("the snapshot's word wins once it has seen the node after the write", () => {
+  const at = (n: FleetNode, publishedAt: number): FleetNode => ({ ...n, publishedAt });
+
+  test("another replica rebuilt on the same node: a snapshot stamped after the write shows its digest, not ours", () => {
+    const { clock, access, catalog, set } = setup([at(node(A), 0)]);
+    const t = clock.now();
+    access.templateWrites.published(A, built("app", "mine"), []);
+    set([at(node(A, [built("app", "theirs")]), t + TRUST_AFTER_MS - 1)]);
+    // A poll that may have begun before the write: still ours.
+    expect(catalog.createHolders("team-a", "app").map((h) => h.t.contentDigest)).toEqual(["mine"]);
+    set([at(node(A, [built("app", "theirs")]), t + TRUST_AFTER_MS)]);
+    expect(catalog.createHolders("team-a", "app").map((h) => h.t.contentDigest)).toEqual(["theirs"]);
+  });
+
+  test("a delete recorded from a digest-less inventory does not hide a rebuild the node reports later", () => {
+    const noDigest = { ...built("app", "x"), contentDigest: undefined } as FleetTemplate;
+    const { clock, access, catalog, set } = setup([at(node(A, [noDigest]), 0)]);
+    const t = clock.now();
+    access.templateWrites.deleted([{ address: A, template: noDigest }]);
+    expect(catalog.createHolders("team-a", "app")).toEqual([]);
+    set([at(node(A, [noDigest]), t + TRUST_AFTER_MS)]);
+    expect(catalog.createHolders("team-a", "app")).toHaveLength(1);
+  });
+
+  test("two promotes of one key on one node before the snapshot showed the first: the second is what is seen", () => {
+    const { access, catalog, set } = setup([node(A)]);
+    access.templateWrites.published(A, built("app", "d1"), []);
+    access.templateWrites.published(A, built("app", "d2"), []);
+    expect(catalog.createHolders("team-a", "app").map((h) => h.t.contentDigest)).toEqual(["d2"]);
+    // The snapshot catches up with d2: nothing of d1 comes back.
+    set([node(A, [built("app", "d2")])]);
+    expect(catalog.createHolders("team-a", "app").map((h) => h.t.contentDigest)).toEqual(["d2"]);
+  });
+
+  test("a label write after the promote (tags) replaces the promote's labels, and agreement needs the labels too", () => {
+    const { access, catalog, set } = setup([node(A)]);
+    access.templateWrites.published(A, built("app", "d1", { labels: { v1: "d1" } }), []);
+    // A view polled between the promote and its label write: same digest, no labels yet. Not agreement.
+    set([node(A, [built("app", "d1")])]);
+    expect(catalog.createHolders("team-a", "app:v1")).toHaveLength(1);
+    access.templateWrites.published(A, built("app", "d1", { labels: { v1: "d1", v2: "d1" } }), []);
+    expect(catalog.createHolders("team-a", "app:v2")).toHaveLength(1);
+  });
+
+  test("with an unchanged snapshot array the overlay is computed once (the create path's repeated reads)", () => {
+    const snapshot = [node(A)];
+    const { access } = setup(snapshot);
+    access.templateWrites.published(A, built("app", "d1"), []);
+    expect(access.nodes()).toBe(access.nodes());
   });
 });
