@@ -34,6 +34,9 @@ export class OwnWrites {
   /** `<ns>\0<claim id>` -> the latest write of this replica; Map order = insertion order (oldest first). */
   private readonly writes = new Map<string, Write>();
 
+  /** Writes over the bound left before the next sweep of expired entries (the first one sweeps at once). */
+  private untilSweep = 0;
+
   constructor(private readonly clock: Clock) {}
 
   created(ns: string, row: ListedRow): void {
@@ -117,8 +120,13 @@ export class OwnWrites {
     if (prev?.kind === "created" && (w.kind === "paused" || w.kind === "resumed")) {
       this.writes.set(key, { kind: "created", row: { ...prev.row, paused: w.kind === "paused" }, until: prev.until });
     } else this.writes.set(key, w);
-    // Over the bound the oldest go. Map order is write order, so this touches only the entries it drops: a pass
-    // over the whole map here ran on every write once a create -> kill flood had filled it (60 s of writes).
+    // Over the bound, expired writes go first (swept at most once per thousand writes: a pass over the whole map on
+    // every write ran once a create -> kill flood had filled it), then the oldest (Map order is write order).
+    if (this.writes.size > OWN_WRITES_MAX && this.untilSweep-- <= 0) {
+      this.untilSweep = 1000;
+      const now = this.clock.now();
+      for (const [k, v] of this.writes) if (v.until <= now) this.writes.delete(k);
+    }
     while (this.writes.size > OWN_WRITES_MAX) this.writes.delete(this.writes.keys().next().value!);
   }
 }
