@@ -204,9 +204,14 @@ describe("issue 22 case 4: Leases, Nodes, Pods and Events only as far as the nod
     const merge = (body: unknown) => ["PATCH", body, "application/merge-patch+json"] as const;
     const [m, b, ct] = merge({ metadata: { labels: { stolen: "yes" } } });
     expect((await asA(m, `/api/v1/nodes/${B}/status`, b, ct)).status).toBe(403);
-    const moved = await asA("PATCH", `/api/v1/nodes/${A}/status`, { status: { addresses: [{ type: "InternalIP", address: "10.66.6.6" }] } }, "application/merge-patch+json");
+    // Inside the node networks (127.0.0.0/8): only the address-change policy has a say.
+    const moved = await asA("PATCH", `/api/v1/nodes/${A}/status`, { status: { addresses: [{ type: "InternalIP", address: "127.66.6.6" }] } }, "application/merge-patch+json");
     expect(moved.status).toBe(403);
     expect(moved.message).toContain("may not change the addresses of its Node");
+    // Outside them both policies refuse, and which one the apiserver names first is its choice.
+    const away = await asA("PATCH", `/api/v1/nodes/${A}/status`, { status: { addresses: [{ type: "InternalIP", address: "10.66.6.6" }] } }, "application/merge-patch+json");
+    expect(away.status).toBe(403);
+    expect(away.message).toMatch(/may not change the addresses of its Node|may give its Node only addresses in the node networks/);
     // Its own Node, addresses untouched, is still its to patch.
     expect((await asA("PATCH", `/api/v1/nodes/${A}/status`, { metadata: { labels: { mine: "yes" } } }, "application/merge-patch+json")).status).toBe(200);
   });
