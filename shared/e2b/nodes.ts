@@ -11,14 +11,14 @@
 import { type Clock, realClock } from "../clock/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { FleetNode, FleetSource } from "../fleet/index.ts";
-import { FANOUT_CONCURRENCY, firstHit } from "../fleet/index.ts";
+import { FANOUT_CONCURRENCY, firstHit, mapLimit } from "../fleet/index.ts";
 import type { EntryHit, FleetEntry } from "../fleet/index.ts";
 import { findEntry, isPodBacked, nodeByAddress } from "../fleet/index.ts";
 import { SandboxdClient } from "../sandboxd/index.ts";
 import type { SandboxDetail } from "../sandboxd/index.ts";
 import { sandboxNotFound } from "./errors.ts";
 import { claimIdOf, publicSandboxId } from "./ids.ts";
-import { TemplateWrites } from "./template-writes.ts";
+import { TemplateWrites, goneAfterDelete, type TemplateHolder } from "./template-writes.ts";
 
 /** The per-node budget of one live probe read. */
 const PROBE_TIMEOUT_MS = 3_000;
@@ -96,6 +96,22 @@ export class NodeAccess {
 
   nodes(): readonly FleetNode[] {
     return this.templateWrites.overlay(this.fleet.nodes());
+  }
+
+  /**
+   * Delete template holders on their nodes (FANOUT_CONCURRENCY at once, never redirected); `byDigest`: only the
+   * digest each holder names. The ones gone (deleted, or already absent) are gone for this replica's next read
+   * (template-writes.ts); one whose delete failed still exists and stays listed. Results in holder order.
+   */
+  async deleteTemplates(holders: readonly TemplateHolder[], o: { byDigest: boolean; signal?: AbortSignal }): Promise<unknown[]> {
+    const results = await mapLimit(holders, FANOUT_CONCURRENCY, ({ address, template: t }) =>
+      this.client(address).deleteTemplate(
+        { template: t.template, net: t.net, size: t.size },
+        { noRedirect: true, ...(o.byDigest && t.contentDigest ? { digest: t.contentDigest } : {}), ...(o.signal ? { signal: o.signal } : {}) },
+      ),
+    );
+    this.templateWrites.deleted(holders.filter((_, i) => goneAfterDelete(results[i])));
+    return results;
   }
 
   /** One client per node address, with the fleet root token. */

@@ -7,7 +7,6 @@ import { E2bError, badRequest, fromNode } from "./errors.ts";
 import { sameSandboxId } from "./ids.ts";
 import { parsePaging } from "./list.ts";
 import type { NodeAccess } from "./nodes.ts";
-import { goneAfterDelete } from "./template-writes.ts";
 import { BUILT_PREFIX, NAME_BUDGET } from "./render.ts";
 import type { SnapshotInfo } from "./schemas.ts";
 
@@ -69,11 +68,9 @@ export class Snapshots {
     const built = `${BUILT_PREFIX}${ns}/${id}`;
     const holders = this.nodes.nodes().flatMap((n) => n.templates.filter((t) => t.template === built).map((t) => ({ node: n, t })));
     if (holders.length > 0) {
-      const results = await mapLimit(holders, FANOUT_CONCURRENCY, ({ node, t }) =>
-        this.nodes.client(node.address).deleteTemplate({ template: t.template, net: t.net, size: t.size }, { noRedirect: true }),
-      );
-      // What was deleted is gone for this replica's next read, even if another holder refused (the 500 below).
-      this.nodes.templateWrites.deleted(holders.filter((_, i) => goneAfterDelete(results[i])).map(({ node, t }) => ({ address: node.address, template: t })));
+      // Every digest of the name; what was deleted is gone for this replica's next read even if another holder
+      // refused (the 500 below).
+      const results = await this.nodes.deleteTemplates(holders.map(({ node, t }) => ({ address: node.address, template: t })), { byDigest: false });
       if (results.some((r) => r instanceof Error)) throw new E2bError(500, "failed to delete the template");
       this.nodes.fleet.changed?.();
       return;

@@ -64,19 +64,18 @@ export class TemplateWrites {
 
   constructor(private readonly clock: Clock) {}
 
-  /** A promote this replica published: `added` on the node at `address`, and the older holders it deleted. */
-  published(address: string, added: FleetTemplate, deleted: readonly TemplateHolder[]): void {
+  /**
+   * A template this replica promoted (a build, a step-cache entry) or relabelled (tags) on the node at `address`. It
+   * replaces what this replica remembered of the same key on that node, whatever the digest (a rebuild whose first
+   * promote the snapshot never showed). The holders a publish deleted are recorded by `deleted`, first.
+   */
+  published(address: string, added: FleetTemplate): void {
     const now = this.clock.now();
-    // A promote supersedes what this replica remembered of the same holders, and of its own key on that node (a
-    // rebuild whose first promote the snapshot never showed), whatever the digest.
-    this.writes = this.writes.filter(
-      (w) => !(w.added && (deleted.some((d) => w.address === d.address && sameKey(w.added!, d.template)) || (w.address === address && sameKeyAnyDigest(w.added, added)))),
-    );
-    for (const d of deleted) this.push({ address: d.address, ns: namespaceOf(d.template.template), removed: d.template, at: now, until: now + OWN_WRITE_MS });
+    this.writes = this.writes.filter((w) => !(w.added && w.address === address && sameKeyAnyDigest(w.added, added)));
     this.push({ address, ns: namespaceOf(added.template), added, at: now, until: now + OWN_WRITE_MS });
   }
 
-  /** Holders this replica deleted (DELETE /templates/{id}, a superseded build's own promote). */
+  /** Holders this replica deleted (NodeAccess.deleteTemplates: a publish's older holders, cache prunes, DELETE /templates/{id}). */
   deleted(holders: readonly TemplateHolder[]): void {
     const now = this.clock.now();
     this.writes = this.writes.filter((w) => !holders.some((h) => w.address === h.address && w.added && sameKey(w.added, h.template)));

@@ -169,7 +169,7 @@ export class TemplateCatalog {
     );
     // This replica's next create by `name:tag` sees the tags it wrote, before the fleet view does.
     holders.forEach(({ node, t }, i) => {
-      if (!(results[i] instanceof Error)) this.nodes.templateWrites.published(node.address, { ...t, labels }, []);
+      if (!(results[i] instanceof Error)) this.nodes.templateWrites.published(node.address, { ...t, labels });
     });
     if (results.some((r) => r instanceof Error)) throw new E2bError(500, "failed to write the template tags");
     this.nodes.fleet.changed?.();

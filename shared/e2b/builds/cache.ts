@@ -6,11 +6,10 @@
 // finished build deletes the cache entries of its name that are not on its own).
 import { createHash } from "node:crypto";
 import type { Logger } from "../../log/index.ts";
-import { FANOUT_CONCURRENCY, mapLimit, type FleetTemplate } from "../../fleet/index.ts";
+import type { FleetTemplate } from "../../fleet/index.ts";
 import { DEFAULT_NET, DEFAULT_SIZE, metadataProblem } from "../../sandboxd/index.ts";
 import type { NodeAccess } from "../nodes.ts";
 import { BUILT_PREFIX, NAME_BUDGET } from "../render.ts";
-import { goneAfterDelete } from "../template-writes.ts";
 import type { GuestState } from "./executor.ts";
 import type { BuildStep } from "./steps.ts";
 
@@ -97,7 +96,6 @@ export async function saveStep(
   nodes.templateWrites.published(
     o.address,
     { template: promoted.key.template, net: promoted.key.net ?? DEFAULT_NET, size: promoted.key.size ?? DEFAULT_SIZE, contentDigest: promoted.content_digest, createdAt: Date.now(), labels },
-    [],
   );
   return true;
 }
@@ -112,15 +110,9 @@ export async function pruneCache(nodes: NodeAccess, log: Logger, ns: string, nam
   for (const r of results) if (r instanceof Error) log.debug({ err: r }, "build cache: deleting an old entry failed; the next build of the name retries");
 }
 
-/** Delete cache entries on their nodes; the ones gone are gone for this replica's next read (template-writes.ts). */
-async function deleteEntries(nodes: NodeAccess, entries: readonly { address: string; t: FleetTemplate }[]) {
-  const results = await mapLimit(entries, FANOUT_CONCURRENCY, ({ address, t }) =>
-    nodes.client(address).deleteTemplate({ template: t.template, net: t.net, size: t.size }, { noRedirect: true, ...(t.contentDigest ? { digest: t.contentDigest } : {}) }),
-  );
-  const gone = entries.filter((_, i) => goneAfterDelete(results[i]));
-  nodes.templateWrites.deleted(gone.map(({ address, t }) => ({ address, template: t })));
-  return results;
-}
+/** Delete cache entries on their nodes, each by its digest (NodeAccess.deleteTemplates records the ones gone). */
+const deleteEntries = (nodes: NodeAccess, entries: readonly { address: string; t: FleetTemplate }[]) =>
+  nodes.deleteTemplates(entries.map(({ address, t }) => ({ address, template: t })), { byDigest: true });
 
 /** The namespace's cache entries on the fleet, each with the node that holds it. */
 function entriesOf(nodes: NodeAccess, ns: string): { address: string; t: FleetTemplate }[] {

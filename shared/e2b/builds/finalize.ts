@@ -83,9 +83,8 @@ export async function promoteAndPublish(
   const superseded = !mine || holders.some((h) => h !== mine && newerThan(h.t, mine.t));
   const stale = !mine ? [] : holders.filter((h) => h !== mine && !newerThan(h.t, mine.t));
   if (mine && superseded) stale.push(mine);
-  const deleted = await mapLimit(stale, FANOUT_CONCURRENCY, (h) =>
-    nodes.client(h.address).deleteTemplate(h.t.key, { digest: h.t.content_digest, noRedirect: true, signal: o.signal }),
-  );
+  // Recorded for this replica's next read as they go (NodeAccess.deleteTemplates): the superseded build's own holder too.
+  const deleted = await nodes.deleteTemplates(stale.map((h) => ({ address: h.address, template: fleetTemplateOf(h.t) })), { byDigest: true, signal: o.signal });
   for (const r of deleted) if (!goneAfterDelete(r)) log.warn({ err: r, template: ref }, "build publish: deleting an older holder failed");
   const tagLabels = Object.fromEntries(o.tags.map((t) => [t, digest]));
   if (!superseded && o.tags.length > 0) {
@@ -96,12 +95,8 @@ export async function promoteAndPublish(
     }
   }
   // `ready` is answered next, and the SDK asks exists / creates / lists tags at once: this replica sees its promote
-  // and its deletes now, not one poll later (template-writes.ts).
-  // Only holders really gone (deleted, or already absent): one whose delete failed still exists and stays listed.
-  const gone = new Set(stale.filter((_, i) => goneAfterDelete(deleted[i])));
-  const removed = stale.filter((h) => h !== mine && gone.has(h)).map((h) => ({ address: h.address, template: fleetTemplateOf(h.t) }));
-  if (mine && !superseded) nodes.templateWrites.published(o.address, { ...fleetTemplateOf(mine.t), labels: { ...(mine.t.labels ?? {}), ...tagLabels } }, removed);
-  else nodes.templateWrites.deleted(removed.concat(mine && gone.has(mine) ? [{ address: mine.address, template: fleetTemplateOf(mine.t) }] : []));
+  // now, not one poll later (template-writes.ts).
+  if (mine && !superseded) nodes.templateWrites.published(o.address, { ...fleetTemplateOf(mine.t), labels: { ...(mine.t.labels ?? {}), ...tagLabels } });
   nodes.fleet.changed?.();
   return { digest, superseded };
 }
