@@ -19,7 +19,7 @@ import { join, resolve } from "node:path";
 import { startSimCluster } from "#services/sandboxd-sim/sim.ts";
 import { startTestGuest } from "../integration/e2b/guest.ts";
 import { spawnService, type Child } from "../integration/e2b/process.ts";
-import { DOMAIN, KEY, ROOT, benchE2bFlags } from "./e2b-relay.bench.ts";
+import { DOMAIN, KEY, ROOT, benchE2bFlags, createKill } from "./e2b-relay.bench.ts";
 import { connectTo, cpuSeconds, getOver } from "./relay-cpu.bench.ts";
 import { cores, percentile, type Figure } from "./vk-sandbox-pods.bench.ts";
 
@@ -54,12 +54,7 @@ const revisionOf = (root: string) => Bun.spawnSync(["git", "-C", root, "rev-pars
 
 async function cycle(api: string): Promise<number> {
   const t = performance.now();
-  const r = await fetch(`${api}/v2/sandboxes`, { method: "POST", headers: { "x-api-key": KEY, "content-type": "application/json" }, body: '{"templateID":"img"}' });
-  const sbx = (await r.json()) as { sandboxID: string };
-  if (r.status !== 201) throw new Error(`create answered ${r.status}: ${JSON.stringify(sbx)}`);
-  const k = await fetch(`${api}/sandboxes/${sbx.sandboxID}`, { method: "DELETE", headers: { "x-api-key": KEY } });
-  await k.arrayBuffer();
-  if (k.status !== 204) throw new Error(`kill answered ${k.status}`);
+  await createKill(api);
   return performance.now() - t;
 }
 

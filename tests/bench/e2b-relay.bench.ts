@@ -84,6 +84,16 @@ export function benchE2bFlags(simAddr: string, dir: string): string[] {
   ];
 }
 
+/** One create -> kill through the e2b surface at `api` (the bench key, pool `img`); either answer off is an error. */
+export async function createKill(api: string): Promise<void> {
+  const r = await fetch(`${api}/v2/sandboxes`, { method: "POST", headers: { "x-api-key": KEY, "content-type": "application/json" }, body: '{"templateID":"img"}' });
+  const sbx = (await r.json()) as { sandboxID: string };
+  if (r.status !== 201) throw new Error(`create answered ${r.status}: ${JSON.stringify(sbx)}`);
+  const k = await fetch(`${api}/sandboxes/${sbx.sandboxID}`, { method: "DELETE", headers: { "x-api-key": KEY } });
+  await k.arrayBuffer();
+  if (k.status !== 204) throw new Error(`kill answered ${k.status}`);
+}
+
 export async function e2bRelayFigures(): Promise<Figure[]> {
   const cluster = await startSimCluster(1, { rootToken: ROOT, pools: ["img/none/small=64"] });
   const sim = cluster.nodes[0]!;
@@ -97,13 +107,7 @@ export async function e2bRelayFigures(): Promise<Figure[]> {
     const proxy = `http://127.0.0.1:${(await child.waitFor("envd proxy listening")).port}`;
     await Bun.sleep(1_500); // one poll with the pool filled
     const direct = new SandboxdClient({ baseUrl: sim.url, token: ROOT });
-    const e2bCycle = async () => {
-      const r = await fetch(`${api}/v2/sandboxes`, { method: "POST", headers: { "x-api-key": KEY, "content-type": "application/json" }, body: '{"templateID":"img"}' });
-      const sbx = (await r.json()) as { sandboxID: string };
-      if (r.status !== 201) throw new Error(`create answered ${r.status}: ${JSON.stringify(sbx)}`);
-      const k = await fetch(`${api}/sandboxes/${sbx.sandboxID}`, { method: "DELETE", headers: { "x-api-key": KEY } });
-      await k.arrayBuffer();
-    };
+    const e2bCycle = () => createKill(api);
     const directCycle = async () => {
       const c = await direct.claim({ template: "img", claim_ref: "bench/x" });
       await direct.release(c.id);
