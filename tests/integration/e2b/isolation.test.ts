@@ -154,3 +154,17 @@ describe("snapshots of a namespace whose name has another namespace's name as a 
     expect((await api("POST", "/v2/sandboxes", KEY_TB, { templateID: snap.json.snapshotID })).status).toBe(404);
   });
 });
+
+describe("the other direction: a key of `team` and a sandbox of `team-b` (issue 31)", () => {
+  // A `<ns>/` prefix compared without its slash puts `team-b/…` in `team`: only this direction sees that slip.
+  test("right after create (live probe) and once the fleet lists it: 404 on every route for team, unlisted, no node call changes it; team-b still has it", async () => {
+    const sbx = (await api("POST", "/v2/sandboxes", KEY_TB, { templateID: "img:1" })).json;
+    expect(sbx.sandboxID).toBeDefined();
+    await expectInvisible(sbx.sandboxID, KEY_T);
+    await listedByFleet(sbx.sandboxID);
+    await expectInvisible(sbx.sandboxID, KEY_T);
+    expect((await api("GET", `/sandboxes/${sbx.sandboxID}`, KEY_TB)).json.state).toBe("running");
+    const own = await api("GET", "/v2/sandboxes", KEY_TB);
+    expect(own.json.map((x: { sandboxID: string }) => x.sandboxID)).toContain(sbx.sandboxID);
+  });
+});
