@@ -178,7 +178,7 @@ describe("built templates of one name in two namespaces (issue 31)", () => {
     await until(() => s.mesh.fleet.nodes().some((n) => n.templates.some((t) => t.template === `e2b/${ns}/${name}`)), `e2b/${ns}/${name} in the view`, 15_000, 20);
     expect((await api("DELETE", `/sandboxes/${sbx.sandboxID}`, key)).status).toBe(204);
   }
-  const onNode = (ref: string) => node().info().templates.some((t) => t.key.template === ref);
+  const onNode = (ref: string) => (node().info().templates ?? []).some((t) => t.key.template === ref);
   const listed = async (key: string) => ((await api("GET", "/templates", key)).json as Array<{ templateID: string }>).map((t) => t.templateID);
 
   test("DELETE /templates/<name> with one namespace's key deletes its own only: the other's stays on its node, listed and usable as a create target", async () => {
