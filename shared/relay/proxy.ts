@@ -3,8 +3,9 @@
 // answers every failure with the `{code, message}` envelope. `/healthz` answers only requests that name no sandbox
 // (apex host, bare address, no E2b-Sandbox-Id), so a guest path of the same name stays reachable; `/metrics` is
 // served on its own listener (shared/http serveMetrics), never here.
-// Every relay holds a slot (limits.ts: 429 per sandbox or client, 503 global) from the dial until its tunnel closes,
-// reports what it buffers to the global budget, and gets a deadline on the guest's answer (docs/envd-relay.md "Bounds").
+// Every relay holds a slot (limits.ts: 429 per sandbox, client or namespace, 503 global; a request with no credential
+// in public buckets of its own) from the dial until its tunnel closes, reports what it buffers to the global budget,
+// gets a deadline on the guest's answer and a minimum rate on its request body (docs/envd-relay.md "Bounds").
 import type { Server } from "bun";
 import { publicSandboxId, trafficTokenMatches, type PublicTrafficPolicy } from "../envd-token/index.ts";
 import { errorChain, type Logger } from "../log/index.ts";
@@ -63,7 +64,7 @@ export class EnvdRelay {
     this.limits = { ...DEFAULT_RELAY_LIMITS, ...o.limits };
     this.slots = new RelaySlots(this.limits);
     this.budget = new BufferBudget(this.limits.bufferBytes);
-    this.metrics = new RelayMetrics({ activeRelays: () => this.slots.active, bufferedBytes: () => this.budget.bytes });
+    this.metrics = new RelayMetrics({ activeRelays: () => this.slots.active, bufferedBytes: () => this.budget.bytes, activePublicRelays: () => this.slots.activePublic });
     this.tarpit = new FailedLookupTarpit(o.tarpit);
     this.owners = new OwnerResolver({ fleet: o.fleet, envdSecret: o.envdSecret, rootToken: o.rootToken, namespace: o.namespace, log: o.log });
   }
@@ -134,7 +135,7 @@ export class EnvdRelay {
     if (cred.kind === "none" && !servesPublicly(r.owner, this.o.publicTraffic)) {
       return this.refuse(401, "this sandbox's ports are not public: send its traffic access token in the e2b-traffic-access-token header", client, req.signal);
     }
-    return this.relay(req, url, host, route, r.owner, cred.kind === "signed-url", server, client, bodyEnd);
+    return this.relay(req, url, host, route, r.owner, { passive: cred.kind === "signed-url", publicRelay: cred.kind === "none" }, server, client, bodyEnd);
   }
 
   /**
@@ -152,13 +153,15 @@ export class EnvdRelay {
     host: string,
     route: Route,
     owner: Owner,
-    passive: boolean,
+    kind: { passive: boolean; publicRelay: boolean },
     server: Server<WsRelayData>,
     clientIp: string | undefined,
     bodyEnd: RelayedBodyEnd | undefined,
   ): Promise<Response | undefined> {
     const started = performance.now();
-    const slot = this.slots.acquire(owner.claimId, clientIp, owner.namespace);
+    const { passive } = kind;
+    // A request with no credential (a public port) spends the public buckets, never the owner's (limits.ts).
+    const slot = this.slots.acquire(owner.claimId, clientIp, owner.namespace, kind.publicRelay);
     if ("status" in slot) {
       this.metrics.refused.inc({ cap: slot.cap });
       return rateLimited(slot.status, slot.message);
@@ -215,6 +218,7 @@ export class EnvdRelay {
     if (!(sock instanceof BunTunnel) && isWebSocketUpgrade(req)) return this.relayWebSocket(req, url, route, headers, sock, share, server);
     const wire = sock;
     let sent = 0;
+    let bodySent = req.body === null;
     const g: GuestRequest = {
       method: req.method,
       path: url.pathname + url.search,
@@ -232,10 +236,18 @@ export class EnvdRelay {
       signal: req.signal,
       onBodyFramingError: (err) => this.framingError("body", owner, route, err),
       bodyEnd,
+      onBodySent: () => {
+        bodySent = true;
+      },
     };
     try {
       const forwarded = sock instanceof BunTunnel ? forwardOverBunTunnel(sock, g) : this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1Raw(sock, g);
-      const res = await headDeadline(forwarded, this.limits.guestHandshakeMs, () => sent, () => sock.destroy());
+      const res = await headDeadline(
+        forwarded,
+        { headMs: this.limits.guestHandshakeMs, minRate: this.limits.requestBodyMinRate, windowMs: this.limits.requestBodyRateWindowMs },
+        { progress: () => sent, bodySent: () => bodySent },
+        () => sock.destroy(),
+      );
       this.metrics.upstreamSeconds.observe((performance.now() - started) / 1000);
       if (bodyEnd && res.body !== null) bodyEnd.awaitingBody = true;
       return res;
@@ -244,6 +256,10 @@ export class EnvdRelay {
       if (err instanceof HandshakeTimeout) {
         this.metrics.upstreamErrors.inc({ reason: "timeout" });
         return relayError(504, "the sandbox did not answer in time");
+      }
+      if (err instanceof SlowBody) {
+        this.metrics.slowBodies.inc();
+        return relayError(408, err.message);
       }
       if (isFramingError(err)) this.framingError("head", owner, route, err);
       else this.o.log.debug({ err: (err as Error).message }, "guest leg failed");
@@ -310,33 +326,66 @@ function forwardOverBunTunnel(t: BunTunnel, g: GuestRequest): Promise<Response> 
   return response;
 }
 
+/** The request body arrived slower than the minimum rate (answered 408). */
+class SlowBody extends Error {}
+
 /**
- * The guest's response head must come within `ms` of the last request-body progress (an upload's head only comes
- * after its body): past it the tunnel is dropped and the caller answers 504.
+ * The guest's response head must come within `headMs` of the last request-body progress (an upload's head only
+ * comes after its body): past it the tunnel is dropped and the caller answers 504. While the body is still arriving
+ * it must also bring `minRate` bytes per second over each window of `windowMs` (0: no minimum), else the tunnel is
+ * dropped and the caller answers 408: progress alone re-armed the head deadline, so a body dripped a byte at a time
+ * held its relay slot forever (issue 27).
  */
-function headDeadline(p: Promise<Response>, ms: number, progress: () => number, drop: () => void): Promise<Response> {
+function headDeadline(
+  p: Promise<Response>,
+  o: { headMs: number; minRate: number; windowMs: number },
+  body: { progress: () => number; bodySent: () => boolean },
+  drop: () => void,
+): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
-    let seen = progress();
+    let seen = body.progress();
     let timer: ReturnType<typeof setTimeout>;
+    let rate: ReturnType<typeof setInterval> | undefined;
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      if (rate !== undefined) clearInterval(rate);
+      reject(err);
+      drop();
+    };
     const arm = () => {
       timer = setTimeout(() => {
-        const now = progress();
+        const now = body.progress();
         if (now !== seen) {
           seen = now;
           return arm();
         }
-        reject(new HandshakeTimeout(`the guest sent no response head within ${ms} ms`));
-        drop();
-      }, ms);
+        fail(new HandshakeTimeout(`the guest sent no response head within ${o.headMs} ms`));
+      }, o.headMs);
     };
     arm();
+    if (o.minRate > 0 && !body.bodySent()) {
+      const need = Math.ceil((o.minRate * o.windowMs) / 1000);
+      let mark = body.progress();
+      rate = setInterval(() => {
+        if (body.bodySent()) {
+          clearInterval(rate);
+          rate = undefined;
+          return;
+        }
+        const now = body.progress();
+        if (now - mark < need) return fail(new SlowBody(`the request body arrived slower than ${o.minRate} bytes/s (${now - mark} bytes in ${o.windowMs / 1000} s)`));
+        mark = now;
+      }, o.windowMs);
+    }
     p.then(
       (r) => {
         clearTimeout(timer);
+        if (rate !== undefined) clearInterval(rate);
         resolve(r);
       },
       (e: unknown) => {
         clearTimeout(timer);
+        if (rate !== undefined) clearInterval(rate);
         reject(e);
       },
     );
