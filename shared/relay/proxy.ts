@@ -201,10 +201,12 @@ export class EnvdRelay {
     }
     this.metrics.openTunnels.inc();
     const share = new BufferShare(this.budget);
+    let stopBodyWatch = () => {};
     const closed = () => {
       this.metrics.openTunnels.dec();
       share.release();
       slot.release();
+      stopBodyWatch();
     };
     if (sock instanceof BunTunnel) {
       sock.onClose(closed);
@@ -218,7 +220,8 @@ export class EnvdRelay {
     if (!(sock instanceof BunTunnel) && isWebSocketUpgrade(req)) return this.relayWebSocket(req, url, route, headers, sock, share, server);
     const wire = sock;
     let sent = 0;
-    let bodySent = req.body === null;
+    // Set when the body fell under the minimum rate: the tunnel was dropped for it (answered 408 before the head).
+    let slowBody: SlowBody | undefined;
     const g: GuestRequest = {
       method: req.method,
       path: url.pathname + url.search,
@@ -236,18 +239,18 @@ export class EnvdRelay {
       signal: req.signal,
       onBodyFramingError: (err) => this.framingError("body", owner, route, err),
       bodyEnd,
-      onBodySent: () => {
-        bodySent = true;
-      },
+      onBodySent: () => stopBodyWatch(),
     };
+    if (req.body !== null && this.limits.requestBodyMinRate > 0) {
+      stopBodyWatch = watchBodyRate(this.limits.requestBodyMinRate, this.limits.requestBodyRateWindowMs, () => sent, (err) => {
+        slowBody = err;
+        this.metrics.slowBodies.inc();
+        sock.destroy();
+      });
+    }
     try {
       const forwarded = sock instanceof BunTunnel ? forwardOverBunTunnel(sock, g) : this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1Raw(sock, g);
-      const res = await headDeadline(
-        forwarded,
-        { headMs: this.limits.guestHandshakeMs, minRate: this.limits.requestBodyMinRate, windowMs: this.limits.requestBodyRateWindowMs },
-        { progress: () => sent, bodySent: () => bodySent },
-        () => sock.destroy(),
-      );
+      const res = await headDeadline(forwarded, this.limits.guestHandshakeMs, () => sent, () => sock.destroy());
       this.metrics.upstreamSeconds.observe((performance.now() - started) / 1000);
       if (bodyEnd && res.body !== null) bodyEnd.awaitingBody = true;
       return res;
@@ -257,10 +260,7 @@ export class EnvdRelay {
         this.metrics.upstreamErrors.inc({ reason: "timeout" });
         return relayError(504, "the sandbox did not answer in time");
       }
-      if (err instanceof SlowBody) {
-        this.metrics.slowBodies.inc();
-        return relayError(408, err.message);
-      }
+      if (slowBody) return relayError(408, slowBody.message);
       if (isFramingError(err)) this.framingError("head", owner, route, err);
       else this.o.log.debug({ err: (err as Error).message }, "guest leg failed");
       this.metrics.upstreamErrors.inc({ reason: "guest" });
@@ -326,66 +326,58 @@ function forwardOverBunTunnel(t: BunTunnel, g: GuestRequest): Promise<Response> 
   return response;
 }
 
-/** The request body arrived slower than the minimum rate (answered 408). */
+/** The request body arrived slower than the minimum rate. */
 class SlowBody extends Error {}
 
 /**
- * The guest's response head must come within `headMs` of the last request-body progress (an upload's head only
- * comes after its body): past it the tunnel is dropped and the caller answers 504. While the body is still arriving
- * it must also bring `minRate` bytes per second over each window of `windowMs` (0: no minimum), else the tunnel is
- * dropped and the caller answers 408: progress alone re-armed the head deadline, so a body dripped a byte at a time
- * held its relay slot forever (issue 27).
+ * While a request body arrives it must bring `minRate` bytes per second over each window of `windowMs`, before the
+ * guest's head and after it alike; slower, `fail` drops the tunnel (before the head the client is answered 408,
+ * after it its exchange ends). Without it, progress alone re-armed the head deadline and the listener's idle timeout
+ * is off while a request is served, so a body dripped a byte at a time held its relay slot forever (issue 27).
+ * Returns the stop, called when the body's last byte went to the guest or the tunnel closed.
  */
-function headDeadline(
-  p: Promise<Response>,
-  o: { headMs: number; minRate: number; windowMs: number },
-  body: { progress: () => number; bodySent: () => boolean },
-  drop: () => void,
-): Promise<Response> {
+function watchBodyRate(minRate: number, windowMs: number, progress: () => number, fail: (err: SlowBody) => void): () => void {
+  const need = Math.ceil((minRate * windowMs) / 1000);
+  let mark = progress();
+  const timer = setInterval(() => {
+    const now = progress();
+    if (now - mark >= need) {
+      mark = now;
+      return;
+    }
+    clearInterval(timer);
+    fail(new SlowBody(`the request body arrived slower than ${minRate} bytes/s (${now - mark} bytes in ${windowMs / 1000} s)`));
+  }, windowMs);
+  return () => clearInterval(timer);
+}
+
+/**
+ * The guest's response head must come within `ms` of the last request-body progress (an upload's head only comes
+ * after its body): past it the tunnel is dropped and the caller answers 504.
+ */
+function headDeadline(p: Promise<Response>, ms: number, progress: () => number, drop: () => void): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
-    let seen = body.progress();
+    let seen = progress();
     let timer: ReturnType<typeof setTimeout>;
-    let rate: ReturnType<typeof setInterval> | undefined;
-    const fail = (err: Error) => {
-      clearTimeout(timer);
-      if (rate !== undefined) clearInterval(rate);
-      reject(err);
-      drop();
-    };
     const arm = () => {
       timer = setTimeout(() => {
-        const now = body.progress();
+        const now = progress();
         if (now !== seen) {
           seen = now;
           return arm();
         }
-        fail(new HandshakeTimeout(`the guest sent no response head within ${o.headMs} ms`));
-      }, o.headMs);
+        reject(new HandshakeTimeout(`the guest sent no response head within ${ms} ms`));
+        drop();
+      }, ms);
     };
     arm();
-    if (o.minRate > 0 && !body.bodySent()) {
-      const need = Math.ceil((o.minRate * o.windowMs) / 1000);
-      let mark = body.progress();
-      rate = setInterval(() => {
-        if (body.bodySent()) {
-          clearInterval(rate);
-          rate = undefined;
-          return;
-        }
-        const now = body.progress();
-        if (now - mark < need) return fail(new SlowBody(`the request body arrived slower than ${o.minRate} bytes/s (${now - mark} bytes in ${o.windowMs / 1000} s)`));
-        mark = now;
-      }, o.windowMs);
-    }
     p.then(
       (r) => {
         clearTimeout(timer);
-        if (rate !== undefined) clearInterval(rate);
         resolve(r);
       },
       (e: unknown) => {
         clearTimeout(timer);
-        if (rate !== undefined) clearInterval(rate);
         reject(e);
       },
     );

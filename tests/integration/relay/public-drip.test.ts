@@ -61,15 +61,18 @@ afterAll(async () => {
 interface Drip {
   /** The status line the proxy answered, once it did. */
   status(): string | undefined;
+  /** The proxy closed the connection. */
+  closed(): boolean;
   slow(): void;
   close(): void;
 }
 
-function drip(host: string, from: string): Drip {
+function drip(host: string, from: string, path = "/upload"): Drip {
   const sock = net.connect({ host: "127.0.0.1", port: proxyPort, localAddress: from });
   sock.on("error", () => undefined);
   let status: string | undefined;
   let piece = FAST_PIECE;
+  let closed = false;
   let head = "";
   sock.on("data", (c: Buffer) => {
     if (status !== undefined) return;
@@ -80,10 +83,14 @@ function drip(host: string, from: string): Drip {
   const timer = setInterval(() => {
     if (!sock.destroyed) sock.write("x".repeat(piece));
   }, 200);
-  sock.once("close", () => clearInterval(timer));
-  sock.write(`POST /upload HTTP/1.1\r\nhost: ${host}\r\ncontent-type: application/octet-stream\r\ncontent-length: 1000000\r\n\r\nx`);
+  sock.once("close", () => {
+    closed = true;
+    clearInterval(timer);
+  });
+  sock.write(`POST ${path} HTTP/1.1\r\nhost: ${host}\r\ncontent-type: application/octet-stream\r\ncontent-length: 1000000\r\n\r\nx`);
   return {
     status: () => status,
+    closed: () => closed,
     slow: () => {
       piece = 1;
     },
@@ -147,3 +154,17 @@ test("dripped bodies to a public port fill only that sandbox's public bucket: th
   const up = await fetch(`http://127.0.0.1:${proxyPort}/upload`, { method: "POST", headers: { host: publicHost(a1) }, body: new Uint8Array(4 * 1024 * 1024) });
   expect(await up.json()).toEqual({ bytes: 4 * 1024 * 1024 });
 }, 90_000);
+
+test("a guest that answers before the body is all there does not lift the minimum: a drip under it ends the exchange", async () => {
+  const s = await createSandbox(api, KEY_A);
+  // The test guest's /stream answers its head at once and streams for a minute, whatever the body does.
+  const d = drip(`${USER_PORT}-${s.id}.${DOMAIN}`, "127.0.0.9", "/stream?n=600&gap=100");
+  drips.push(d);
+  await waitFor("the guest's head", () => d.status() !== undefined, 10_000, 20);
+  expect(d.status()).toBe("HTTP/1.1 200 OK");
+  const before = await gauge(metricsUrl, "sandbox_envd_proxy_slow_request_bodies_total");
+  d.slow();
+  await waitFor("the proxy to end the exchange", () => d.closed(), WINDOW_S * 4000, 50);
+  expect(await gauge(metricsUrl, "sandbox_envd_proxy_slow_request_bodies_total")).toBe(before + 1);
+  await waitFor("the public relay released", async () => (await gauge(metricsUrl, "sandbox_envd_proxy_active_public_relays")) === 0, 10_000, 100);
+}, 60_000);
