@@ -44,7 +44,7 @@ export const DEFAULT_RELAY_LIMITS: RelayLimitOptions = {
   maxRelaysPerSandbox: 64,
   maxRelaysPerClient: 0,
   maxRelaysPerNamespace: 32,
-  maxPublicRelays: 32,
+  maxPublicRelays: 64,
   maxPublicRelaysPerSandbox: 16,
   maxPublicRelaysPerClient: 8,
   bufferBytes: 32 * 1024 * 1024,

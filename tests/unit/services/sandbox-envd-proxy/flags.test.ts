@@ -84,7 +84,7 @@ describe("envd-proxy flags", () => {
     });
     for (const f of ["--max-relays-per-sandbox", "--max-relays-per-namespace", "--max-public-relays", "--max-public-relays-per-client", "--request-body-min-rate"]) expect(envdProxyHelp()).toContain(f);
     // The defaults: public buckets below the tenant's and the process's caps, a body minimum on.
-    expect(config([]).limits).toMatchObject({ maxPublicRelays: 32, maxPublicRelaysPerSandbox: 16, maxPublicRelaysPerClient: 8, requestBodyMinRate: 1024, requestBodyRateWindowMs: 10_000 });
+    expect(config([]).limits).toMatchObject({ maxPublicRelays: 64, maxPublicRelaysPerSandbox: 16, maxPublicRelaysPerClient: 8, requestBodyMinRate: 1024, requestBodyRateWindowMs: 10_000 });
   });
 
   test("an empty namespace means every namespace", () => {
