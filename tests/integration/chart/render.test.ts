@@ -463,8 +463,13 @@ describe("envd proxy Deployment", () => {
       "--max-relays-per-sandbox=64",
       "--max-relays-per-client=0",
       "--max-relays-per-namespace=32",
+      "--max-public-relays=64",
+      "--max-public-relays-per-sandbox=16",
+      "--max-public-relays-per-client=0",
       "--relay-buffer-max=33554432",
       "--guest-handshake-timeout=30s",
+      "--request-body-min-rate=1024",
+      "--request-body-rate-window=10s",
       "--public-traffic-default=true",
       `--e2b-api-upstream=http://sandbox-apiserver-e2b.${NS}.svc:80`,
       "--metrics-bind-address=:9090",
@@ -492,15 +497,37 @@ describe("envd proxy Deployment", () => {
   });
 
   test("envdProxy.relay sets the relay's bounds", async () => {
-    const objects = await render(merge(E2B, at("envdProxy.relay", { maxRelays: 512, maxRelaysPerSandbox: 100, maxRelaysPerClient: 20, maxRelaysPerNamespace: 50, bufferMax: 268435456, guestHandshakeTimeout: "1m" })));
+    const objects = await render(
+      merge(
+        E2B,
+        at("envdProxy.relay", {
+          maxRelays: 512,
+          maxRelaysPerSandbox: 100,
+          maxRelaysPerClient: 20,
+          maxRelaysPerNamespace: 50,
+          maxPublicRelays: 64,
+          maxPublicRelaysPerSandbox: 24,
+          maxPublicRelaysPerClient: 4,
+          bufferMax: 268435456,
+          guestHandshakeTimeout: "1m",
+          requestBodyMinRate: 0,
+          requestBodyRateWindow: "30s",
+        }),
+      ),
+    );
     const args = container(objects, "sandbox-envd-proxy").args!;
-    expect(args.filter((a) => /^--(max-relays|relay-buffer-max|guest-handshake-timeout)/.test(a))).toEqual([
+    expect(args.filter((a) => /^--(max-relays|max-public-relays|relay-buffer-max|guest-handshake-timeout|request-body)/.test(a))).toEqual([
       "--max-relays=512",
       "--max-relays-per-sandbox=100",
       "--max-relays-per-client=20",
       "--max-relays-per-namespace=50",
+      "--max-public-relays=64",
+      "--max-public-relays-per-sandbox=24",
+      "--max-public-relays-per-client=4",
       "--relay-buffer-max=268435456",
       "--guest-handshake-timeout=1m",
+      "--request-body-min-rate=0",
+      "--request-body-rate-window=30s",
     ]);
   });
 
