@@ -13,10 +13,9 @@ import { DOMAIN, KEY_A, KEY_B, ROOT, SECRET, sdkOpts, startStack, type Stack } f
 import { spawnE2b, spawnService } from "./process.ts";
 import { initEnvd } from "#shared/e2b/envd.ts";
 import { carriesLaneTag, deriveAccessToken, envdAccessToken, laneTag } from "#shared/e2b/tokens.ts";
-import { createLogger } from "#shared/log/index.ts";
-import { EnvdRelay, serveRelay } from "#shared/relay/index.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { standaloneProxy, unlisted } from "#tests/support/standalone-proxy.ts";
 import { until } from "#tests/support/wait.ts";
 
 const KEY_C = "e2b_cccccccccccccccccccccccccccccccccccccccc";
@@ -30,13 +29,8 @@ async function api(s: Stack, method: string, path: string, key: string, body?: u
 }
 
 /** A standalone proxy (the chart's sandbox-envd-proxy) over the stack's nodes whose view lists no sandbox yet. */
-function unlistedProxy(s: Stack) {
-  const unlisted = { nodes: () => s.mesh.fleet.nodes().map((n) => ({ ...n, entries: [] })), ready: () => Promise.resolve(), stop: () => Promise.resolve() };
-  const log = createLogger({ level: "error", name: "proxy" });
-  const relay = new EnvdRelay({ domain: DOMAIN, fleet: unlisted, envdSecret: SECRET, rootToken: ROOT, namespace: "", guestHttp2: false, log });
-  const server = serveRelay(relay, { address: "127.0.0.1:0", log });
-  return { server, url: `http://127.0.0.1:${server.port}`, port: server.port! };
-}
+const unlistedProxy = (s: Stack) =>
+  standaloneProxy({ domain: DOMAIN, envdSecret: SECRET, rootToken: ROOT, nodes: () => unlisted(s.mesh.fleet.nodes()) });
 
 /** A GET through the proxy from a chosen local address (the per-client probe budget keys on it). */
 function askFrom(localAddress: string, port: number, id: string, token: string): Promise<number> {
