@@ -337,6 +337,11 @@ describe("one node", () => {
     expect(detail.json.builds).toHaveLength(1);
     expect(detail.json.builds[0].buildID).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect((await api(s, "PATCH", "/templates/app", { body: { public: true } })).status).toBe(200);
+    // The CLI's `e2b template publish/unpublish` (v2): accepted, visibility unchanged, the names as e2b answers them.
+    for (const pub of [true, false]) expect(await api(s, "PATCH", "/v2/templates/app", { body: { public: pub } })).toMatchObject({ status: 200, json: { names: ["app"] } });
+    expect((await api(s, "PATCH", "/v2/templates/app", { key: KEY_B, body: { public: true } })).status).toBe(404);
+    expect((await api(s, "PATCH", "/v2/templates/img:1", { body: { public: false } })).json.message).toContain("is a pool image, not a built template");
+    expect((await api(s, "PATCH", "/v2/templates/app", { raw: '{"public":"yes"}' })).status).toBe(400);
     await api(s, "DELETE", `/sandboxes/${made.json.sandboxID}`);
     expect((await api(s, "DELETE", "/templates/app")).status).toBe(204);
     expect(s.cluster.nodes[0]!.requests.filter((e) => e.route === "template-delete")).toHaveLength(1);
