@@ -101,7 +101,7 @@ function walk(name: string, builds: boolean, stack: () => Stack): void {
     for (const op of OPS) {
       const expected = op.here === "builds" ? (builds ? "served" : "501") : op.here;
       const concrete = fill(op.path, "abc");
-      for (const headers of [{}, { authorization: "Bearer a-volume-or-dashboard-token" }]) {
+      for (const headers of [{}, { authorization: "Bearer a-volume-or-dashboard-token" }] as Record<string, string>[]) {
         const a = await call(stack().apiUrl, op.method, concrete, headers);
         if (op.path === "/health") expect(a.status).toBe(204);
         else if (op.auth === "API key") expect(a.status, said(op, concrete, a)).toBe(401);
