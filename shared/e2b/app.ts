@@ -103,7 +103,7 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<E2bEnv> {
   app.onError((err, c) => {
     if (err instanceof E2bError) {
       if (err.detail) log.warn({ status: err.status, detail: err.detail, method: c.req.method, path: c.req.path }, "node refused an e2b request");
-      return errorResponse(err.status, err.message, err.headers);
+      return errorResponse(err.status, err.message, err.headers, err.errorCode);
     }
     log.error({ err, method: c.req.method, path: c.req.path }, "e2b request failed");
     return errorResponse(500, "internal error");

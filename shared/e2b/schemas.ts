@@ -3,7 +3,7 @@
 // schemas), so what the document says is exactly what is accepted. Unknown request fields are ignored.
 import { z } from "@hono/zod-openapi";
 
-export const ErrorSchema = z.object({ code: z.number().int(), message: z.string() }).openapi("Error");
+export const ErrorSchema = z.object({ code: z.number().int(), message: z.string(), error_code: z.string().optional() }).openapi("Error");
 
 const seconds = (what: string) => z.number().int().openapi({ description: `${what}, in seconds` });
 

@@ -85,7 +85,7 @@ describe("one node", () => {
       const releases = () => s.cluster.nodes[0]!.requests.filter((e) => e.route === "release").length;
       const before = releases();
       const r = await create();
-      expect(r).toMatchObject({ status: 500, json: { code: 500, message: "failed to start the sandbox" } });
+      expect(r).toMatchObject({ status: 500, json: { code: 500, message: "failed to start the sandbox", error_code: "sandbox_create_failed" } });
       expect(releases()).toBe(before + 1);
     } finally {
       s.guest.initStatus = 204;
@@ -257,7 +257,7 @@ describe("one node", () => {
       const releases = () => s.cluster.nodes[0]!.requests.filter((e) => e.route === "release").length;
       const r0 = releases();
       const bad = await api(s, "POST", `/sandboxes/${parent.sandboxID}/fork`, { body: { count: 2 } });
-      expect(bad.json).toEqual({ code: 500, message: "failed to fork the sandbox" });
+      expect(bad.json).toEqual({ code: 500, message: "failed to fork the sandbox", error_code: "internal_server_error" });
       expect(releases()).toBe(r0 + 2);
     } finally {
       s.guest.initStatus = 204;
