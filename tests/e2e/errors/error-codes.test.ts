@@ -5,7 +5,19 @@
 // `error_code` being a snapshot whose guest agent did not answer, a state this server never produces).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { KEY_A, startStack, type Stack } from "#tests/integration/e2b/harness.ts";
+import { ErrorRows } from "./matrix-rows.ts";
 import { raised, runRecordScript } from "./python-run.ts";
+
+const PY = "e2b (Python) 2.63";
+const rows = new ErrorRows(
+  "errors-codes-python-mesh",
+  "error_code: e2b (Python) 2.63 on sandbox-e2b",
+  "Error answers carrying e2b's `error_code` (issue 30 item 3; docs/e2b.md \"Errors\"), each with what the stock Python SDK " +
+    "raises for it, judged against what it raises for e2b cloud's same answer. Suite: tests/e2e/errors/error-codes.test.ts " +
+    "(tests/e2e/errors/error_codes.py).",
+  "sandbox-e2b mesh (tests/integration/e2b/harness.ts)",
+  3,
+);
 
 let s: Stack;
 beforeAll(async () => {
@@ -14,6 +26,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await s?.stop();
+  rows.write();
 });
 
 async function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: { code: number; message: string; error_code?: string; sandboxID?: string } }> {
@@ -32,6 +45,7 @@ describe("error_code on the wire, and what the Python SDK raises for it", () => 
     const e = raised(out, "sandbox_capacity_unavailable");
     expect(e.raised).toBe("ServiceBusyException");
     expect(e.message).toContain("503: Service temporarily unavailable");
+    rows.ok("capacity", PY, "Sandbox.create with no warm capacity: 503 sandbox_capacity_unavailable -> ServiceBusyException", "");
   }, 60_000);
 
   test("idempotency_request_mismatch: one Idempotency-Key, another body (409); Python raises SandboxException 409", async () => {
@@ -48,6 +62,7 @@ describe("error_code on the wire, and what the Python SDK raises for it", () => 
     expect(e.mro).toContain("SandboxException");
     expect(e.message).toStartWith("409: ");
     expect(e.message).toContain("was used with a different request body");
+    rows.ok("mismatch", PY, "Sandbox.create(idempotency_key) with another body: 409 idempotency_request_mismatch -> SandboxException", "");
   }, 60_000);
 
   test("sandbox_create_failed: the sandbox's envd /init fails after the claim (500); Python raises SandboxException 500", async () => {
@@ -59,6 +74,7 @@ describe("error_code on the wire, and what the Python SDK raises for it", () => 
       const e = raised(await python("sandbox_create_failed"), "sandbox_create_failed");
       expect(e.mro).toContain("SandboxException");
       expect(e.message).toBe("500: failed to start the sandbox");
+      rows.ok("create-failed", PY, "Sandbox.create whose envd /init fails: 500 sandbox_create_failed -> SandboxException", "");
     } finally {
       s.guest.initStatus = was;
     }

@@ -29,6 +29,7 @@ def main():
     record("Secret.list", lambda: Secret.list().next_items())
     record("Volume.create", lambda: Volume.create("data"))
     record("Volume.get_info", lambda: Volume.get_info("vol-1"))
+    record("Volume.connect", lambda: Volume.connect("vol-1"))
     record("Volume.list", lambda: Volume.list())
     record("Volume.destroy", lambda: Volume.destroy("vol-1"))
     vol = Volume("vol-1", "data", token="a-volume-token")

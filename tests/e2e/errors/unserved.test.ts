@@ -10,6 +10,7 @@ import { Secret, SecretError, SecretNotFoundError, Volume, VolumeError, VolumeNo
 import { startBuildStack } from "#tests/integration/e2b-builds/support.ts";
 import { DOMAIN, KEY_A, sdkOpts, startStack, type Stack } from "#tests/integration/e2b/harness.ts";
 import { REPO } from "#tests/e2e/stack/run-stack.ts";
+import { ErrorRows } from "./matrix-rows.ts";
 import { runRecordScript } from "./python-run.ts";
 
 interface Operation {
@@ -112,6 +113,45 @@ function walk(name: string, builds: boolean, stack: () => Stack): void {
   }, 60_000);
 }
 
+/** The SDKs' calls on routes this server does not serve: the JS name, the Python name, e2b's operation. */
+const SDK_CALLS: ReadonlyArray<{ js: string; py: string; op: string }> = [
+  { js: "Secret.create", py: "Secret.create", op: "POST /secrets" },
+  { js: "Secret.getInfo", py: "Secret.get_info", op: "GET /secrets/{secretID}" },
+  { js: "Secret.update", py: "Secret.update", op: "POST /secrets/{secretID}" },
+  { js: "Secret.exists", py: "Secret.exists", op: "GET /secrets/{secretID}" },
+  { js: "Secret.destroy", py: "Secret.destroy", op: "DELETE /secrets/{secretID}" },
+  { js: "Secret.list", py: "Secret.list", op: "GET /secrets" },
+  { js: "Volume.create", py: "Volume.create", op: "POST /volumes" },
+  { js: "Volume.getInfo", py: "Volume.get_info", op: "GET /volumes/{volumeID}" },
+  { js: "Volume.connect", py: "Volume.connect", op: "GET /volumes/{volumeID}" },
+  { js: "Volume.list", py: "Volume.list", op: "GET /volumes" },
+  { js: "Volume.destroy", py: "Volume.destroy", op: "DELETE /volumes/{volumeID}" },
+  { js: "volume.list", py: "volume.list", op: "GET /volumecontent/{volumeID}/dir" },
+  { js: "volume.makeDir", py: "volume.make_dir", op: "POST /volumecontent/{volumeID}/dir" },
+  { js: "volume.getInfo", py: "volume.get_info", op: "GET /volumecontent/{volumeID}/path" },
+  { js: "volume.exists", py: "volume.exists", op: "GET /volumecontent/{volumeID}/path" },
+  { js: "volume.updateMetadata", py: "volume.update_metadata", op: "PATCH /volumecontent/{volumeID}/path" },
+  { js: "volume.readFile", py: "volume.read_file", op: "GET /volumecontent/{volumeID}/file" },
+  { js: "volume.writeFile", py: "volume.write_file", op: "PUT /volumecontent/{volumeID}/file" },
+  { js: "volume.remove", py: "volume.remove", op: "DELETE /volumecontent/{volumeID}/path" },
+];
+const rowName = (c: { js: string; py: string }) => (c.js === c.py ? c.js : `${c.js} / ${c.py}`);
+const reasonFor = (c: { op: string }, raised: string) =>
+  `${c.op.includes("/secrets") ? "secrets are not stored here (secret injection is the node's guarded-egress policy, set by the operator)" : "volumes are not offered (a sandbox's files live on its own disk; snapshots keep them)"}: the route answers 501 naming it and what to do instead (docs/e2b-routes.md), which the SDK raises as ${raised}, not a not-found`;
+
+const JS = "e2b (JS) 2.51";
+const PY = "e2b (Python) 2.63";
+const rows = new ErrorRows(
+  "errors-unserved-mesh",
+  "Routes not served here: e2b (JS) 2.51 and e2b (Python) 2.63 on sandbox-e2b",
+  "The stock SDKs' Secret, Volume and volume-content calls (volume content on the API host with a volume's Bearer token, " +
+    "no API key), each answered 501 naming the request, e2b's operation and what to do instead (issue 30 item 1; " +
+    "docs/e2b-routes.md). Suite: tests/e2e/errors/unserved.test.ts (the Python calls: tests/e2e/errors/unserved.py).",
+  "sandbox-e2b mesh (tests/integration/e2b/harness.ts)",
+  2,
+);
+afterAll(() => rows.write());
+
 describe("docs/e2b-routes.md", () => {
   test("lists e2b's whole public API: 73 operations, each once", () => {
     // 64 in e2b's spec snapshot, 2 the newest SDKs add (v2 create and connect), 7 volume-content routes.
@@ -156,70 +196,55 @@ describe("sandbox-e2b, builds off", () => {
     const o = sdkOpts(s);
     const volumeApi = { apiUrl: s.apiUrl, requestTimeoutMs: 10_000 };
     const vol = new Volume("vol-1", "data", "a-volume-token", DOMAIN);
-    const cases: Array<[string, () => Promise<unknown>, string, new (...a: never[]) => Error]> = [
-      ["Secret.create", () => Secret.create("db-password", "hunter2", o), "POST /secrets", SecretError],
-      ["Secret.getInfo", () => Secret.getInfo("sec-1", o), "GET /secrets/{secretID}", SecretError],
-      ["Secret.update", () => Secret.update("sec-1", "hunter3", o), "POST /secrets/{secretID}", SecretError],
-      ["Secret.exists", () => Secret.exists("sec-1", o), "GET /secrets/{secretID}", SecretError],
-      ["Secret.destroy", () => Secret.destroy("sec-1", o), "DELETE /secrets/{secretID}", SecretError],
-      ["Secret.list", () => Secret.list(o).nextItems(), "GET /secrets", SecretError],
-      ["Volume.create", () => Volume.create("data", o), "POST /volumes", VolumeError],
-      ["Volume.getInfo", () => Volume.getInfo("vol-1", o), "GET /volumes/{volumeID}", VolumeError],
-      ["Volume.connect", () => Volume.connect("vol-1", o), "GET /volumes/{volumeID}", VolumeError],
-      ["Volume.list", () => Volume.list(o), "GET /volumes", VolumeError],
-      ["Volume.destroy", () => Volume.destroy("vol-1", o), "DELETE /volumes/{volumeID}", VolumeError],
-      ["volume.list", () => vol.list("/", volumeApi), "GET /volumecontent/{volumeID}/dir", VolumeError],
-      ["volume.makeDir", () => vol.makeDir("/d", volumeApi), "POST /volumecontent/{volumeID}/dir", VolumeError],
-      ["volume.getInfo", () => vol.getInfo("/d", volumeApi), "GET /volumecontent/{volumeID}/path", VolumeError],
-      ["volume.exists", () => vol.exists("/d", volumeApi), "GET /volumecontent/{volumeID}/path", VolumeError],
-      ["volume.updateMetadata", () => vol.updateMetadata("/d", { mode: 0o755 }, volumeApi), "PATCH /volumecontent/{volumeID}/path", VolumeError],
-      ["volume.readFile", () => vol.readFile("/d/f", volumeApi), "GET /volumecontent/{volumeID}/file", VolumeError],
-      ["volume.writeFile", () => vol.writeFile("/d/f", "x", volumeApi), "PUT /volumecontent/{volumeID}/file", VolumeError],
-      ["volume.remove", () => vol.remove("/d", volumeApi), "DELETE /volumecontent/{volumeID}/path", VolumeError],
-    ];
-    for (const [name, fn, op, cls] of cases) {
-      const err = await fn().then(
-        (v) => new Error(`${name} returned ${JSON.stringify(v)}`),
+    const js: Record<string, () => Promise<unknown>> = {
+      "Secret.create": () => Secret.create("db-password", "hunter2", o),
+      "Secret.getInfo": () => Secret.getInfo("sec-1", o),
+      "Secret.update": () => Secret.update("sec-1", "hunter3", o),
+      "Secret.exists": () => Secret.exists("sec-1", o),
+      "Secret.destroy": () => Secret.destroy("sec-1", o),
+      "Secret.list": () => Secret.list(o).nextItems(),
+      "Volume.create": () => Volume.create("data", o),
+      "Volume.getInfo": () => Volume.getInfo("vol-1", o),
+      "Volume.connect": () => Volume.connect("vol-1", o),
+      "Volume.list": () => Volume.list(o),
+      "Volume.destroy": () => Volume.destroy("vol-1", o),
+      "volume.list": () => vol.list("/", volumeApi),
+      "volume.makeDir": () => vol.makeDir("/d", volumeApi),
+      "volume.getInfo": () => vol.getInfo("/d", volumeApi),
+      "volume.exists": () => vol.exists("/d", volumeApi),
+      "volume.updateMetadata": () => vol.updateMetadata("/d", { mode: 0o755 }, volumeApi),
+      "volume.readFile": () => vol.readFile("/d/f", volumeApi),
+      "volume.writeFile": () => vol.writeFile("/d/f", "x", volumeApi),
+      "volume.remove": () => vol.remove("/d", volumeApi),
+    };
+    expect(Object.keys(js).sort()).toEqual(SDK_CALLS.map((c) => c.js).sort());
+    for (const c of SDK_CALLS) {
+      const err = await js[c.js]!().then(
+        (v) => new Error(`${c.js} returned ${JSON.stringify(v)}`),
         (e: unknown) => e as Error,
       );
-      expect(err, name).toBeInstanceOf(cls);
-      for (const notFound of [SecretNotFoundError, VolumeNotFoundError, VolumePathNotFoundError]) expect(err, name).not.toBeInstanceOf(notFound);
-      expect(err.message, name).toStartWith("501: ");
-      expect(err.message, name).toContain(`(e2b's ${op})`);
-      expect(err.message, name).toContain(op.includes("/secrets") ? "secrets are not stored here" : "volumes are not offered");
+      const cls = c.op.includes("/secrets") ? SecretError : VolumeError;
+      expect(err, c.js).toBeInstanceOf(cls);
+      for (const notFound of [SecretNotFoundError, VolumeNotFoundError, VolumePathNotFoundError]) expect(err, c.js).not.toBeInstanceOf(notFound);
+      expect(err.message, c.js).toStartWith("501: ");
+      expect(err.message, c.js).toContain(`(e2b's ${c.op})`);
+      expect(err.message, c.js).toContain(c.op.includes("/secrets") ? "secrets are not stored here" : "volumes are not offered");
+      rows.differs("js", JS, rowName(c), `${err.constructor.name}: ${err.message.slice(0, 120)}`, reasonFor(c, `${cls.name} "501: <message>"`));
     }
   }, 60_000);
 
   test("the stock Python SDK raises SecretException / VolumeException with the 501's message for the same calls", async () => {
     const out = await runRecordScript("unserved.py", { E2B_API_KEY: KEY_A, E2B_API_URL: s.apiUrl, E2B_DOMAIN: DOMAIN, E2B_VOLUME_API_URL: s.apiUrl });
-    const expected: Record<string, [string, string]> = {
-      "Secret.create": ["SecretException", "POST /secrets"],
-      "Secret.get_info": ["SecretException", "GET /secrets/{secretID}"],
-      "Secret.update": ["SecretException", "POST /secrets/{secretID}"],
-      "Secret.exists": ["SecretException", "GET /secrets/{secretID}"],
-      "Secret.destroy": ["SecretException", "DELETE /secrets/{secretID}"],
-      "Secret.list": ["SecretException", "GET /secrets"],
-      "Volume.create": ["VolumeException", "POST /volumes"],
-      "Volume.get_info": ["VolumeException", "GET /volumes/{volumeID}"],
-      "Volume.list": ["VolumeException", "GET /volumes"],
-      "Volume.destroy": ["VolumeException", "DELETE /volumes/{volumeID}"],
-      "volume.list": ["VolumeException", "GET /volumecontent/{volumeID}/dir"],
-      "volume.make_dir": ["VolumeException", "POST /volumecontent/{volumeID}/dir"],
-      "volume.get_info": ["VolumeException", "GET /volumecontent/{volumeID}/path"],
-      "volume.exists": ["VolumeException", "GET /volumecontent/{volumeID}/path"],
-      "volume.update_metadata": ["VolumeException", "PATCH /volumecontent/{volumeID}/path"],
-      "volume.read_file": ["VolumeException", "GET /volumecontent/{volumeID}/file"],
-      "volume.write_file": ["VolumeException", "PUT /volumecontent/{volumeID}/file"],
-      "volume.remove": ["VolumeException", "DELETE /volumecontent/{volumeID}/path"],
-    };
-    expect(Object.keys(out).sort()).toEqual(Object.keys(expected).sort());
-    for (const [name, [cls, op]] of Object.entries(expected)) {
-      const o = out[name]!;
-      if (!("raised" in o)) throw new Error(`${name} returned ${JSON.stringify(o.returned)} instead of raising`);
-      expect(o.mro, `${name}: ${o.raised}: ${o.message}`).toContain(cls);
-      expect(o.mro.some((c) => c.includes("NotFound")), `${name}: ${o.raised}`).toBe(false);
-      expect(o.message, name).toContain(`(e2b's ${op})`);
-      expect(o.message, name).toContain("is not served by this server");
+    expect(Object.keys(out).sort()).toEqual(SDK_CALLS.map((c) => c.py).sort());
+    for (const c of SDK_CALLS) {
+      const o = out[c.py]!;
+      if (!("raised" in o)) throw new Error(`${c.py} returned ${JSON.stringify(o.returned)} instead of raising`);
+      const cls = c.op.includes("/secrets") ? "SecretException" : "VolumeException";
+      expect(o.mro, `${c.py}: ${o.raised}: ${o.message}`).toContain(cls);
+      expect(o.mro.some((k) => k.includes("NotFound")), `${c.py}: ${o.raised}`).toBe(false);
+      expect(o.message, c.py).toContain(`(e2b's ${c.op})`);
+      expect(o.message, c.py).toContain("is not served by this server");
+      rows.differs("python", PY, rowName(c), `${o.raised}: ${o.message.slice(0, 120)}`, reasonFor(c, `${cls} "501: <message>"`));
     }
   }, 180_000);
 });
