@@ -53,7 +53,7 @@ export function createE2bApp(o: E2bAppOptions): OpenAPIHono<E2bEnv> {
 
   app.use("*", async (c, next) => {
     if (unauthenticated.has(c.req.path) || isSigned(c.req.method, c.req.path)) return next();
-    let refusal = unserved.match(c.req.method, c.req.path, new URL(c.req.url).pathname);
+    let refusal = unserved.match(c.req.method, c.req.path, () => new URL(c.req.url).pathname);
     if (refusal && isServed(c.req.method, c.req.path)) refusal = undefined;
     if (refusal && !refusal.needsKey) return errorResponse(501, refusal.message);
     if (anonymous) {

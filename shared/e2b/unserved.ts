@@ -131,19 +131,20 @@ export class UnservedRoutes {
   /**
    * The refusal for a request to an unserved route, or undefined for any other. The caller asks only for a request
    * no served route matches: `POST /templates/{templateID}` (unserved) also matches the served `POST /templates/tags`.
-   * `path` is the router's (percent-decoded) path, `shown` the request's path as sent, which the message echoes.
+   * `path` is the router's (percent-decoded) path; `shown` gives the request's path as sent, which the message echoes
+   * (asked for only when the route is refused).
    */
-  match(method: string, path: string, shown: string = path): Refusal | undefined {
+  match(method: string, path: string, shown: () => string = () => path): Refusal | undefined {
     const m = routedMethod(method);
-    const said = `${method.toUpperCase()} ${echoed(shown)}`;
+    const said = () => `${method.toUpperCase()} ${echoed(shown())}`;
     for (const op of this.ops) {
       if (op.method === m && op.pattern.test(path)) {
-        return { needsKey: op.auth === "api-key", message: `${said}: ${op.what} (e2b's ${op.method} ${op.path}) is not served by this server; ${op.instead}` };
+        return { needsKey: op.auth === "api-key", message: `${said()}: ${op.what} (e2b's ${op.method} ${op.path}) is not served by this server; ${op.instead}` };
       }
     }
     for (const f of FAMILIES) {
       if (path === f.prefix || path.startsWith(`${f.prefix}/`)) {
-        return { needsKey: f.auth === "api-key", message: `${said}: ${f.what} (e2b's ${f.prefix} routes) are not served by this server; ${f.instead}` };
+        return { needsKey: f.auth === "api-key", message: `${said()}: ${f.what} (e2b's ${f.prefix} routes) are not served by this server; ${f.instead}` };
       }
     }
     return undefined;
