@@ -132,7 +132,7 @@ export class SandboxCreator {
     if (!knownPool) throw templateNotFound(templateID);
     // The explained 503 (shared/fleet/capacity.ts): counts and Retry-After, never node names or the image.
     const why = noCapacityForTenant(templateID, { template: pool.image, net, size: pool.size }, this.d.nodes.fleet);
-    throw new E2bError(503, why.message, why.headers);
+    throw new E2bError(503, why.message, why.headers).withCode("sandbox_capacity_unavailable");
   }
 
   /** A create after validation and admission: claim, then initialise envd (releasing the claim if that fails). */
@@ -177,7 +177,7 @@ export class SandboxCreator {
       log.warn({ err, sandbox: reply.id }, "envd /init failed after claim; releasing the sandbox");
       await nodes.client(address).release(reply.id).catch((e) => log.warn({ err: e, sandbox: reply.id }, "release after a failed /init failed"));
       nodes.forget(ns, reply.id);
-      throw new E2bError(500, "failed to start the sandbox");
+      throw new E2bError(500, "failed to start the sandbox").withCode("sandbox_create_failed");
     }
     this.d.events.claimed(reply.id, address, reply.token, ns, this.d.render.servesPublicly(metadata));
     const tier = SIZE_TIERS[placed.size];
@@ -226,7 +226,7 @@ export class SandboxCreator {
         throw claimFailure(err);
       }
     }
-    if (capacityMiss) throw new E2bError(503, `no capacity to start template "${name}"; retry later`);
+    if (capacityMiss) throw new E2bError(503, `no capacity to start template "${name}"; retry later`).withCode("sandbox_capacity_unavailable");
     return undefined;
   }
 
@@ -238,7 +238,7 @@ export class SandboxCreator {
       const reply = await this.d.nodes.client(hit.address).claimCheckpoint(snapshotId, common);
       return { reply, template: hit.ck.key.template, size: hit.ck.key.size, calledAddress: hit.address };
     } catch (err) {
-      if (provablyUndelivered(err)) throw new E2bError(503, `no capacity to start snapshot "${snapshotId}"; retry later`);
+      if (provablyUndelivered(err)) throw new E2bError(503, `no capacity to start snapshot "${snapshotId}"; retry later`).withCode("sandbox_capacity_unavailable");
       throw claimFailure(err);
     }
   }

@@ -5,7 +5,7 @@ import { readJsonBody, readQuery } from "./body.ts";
 import type { SandboxCreator } from "./create.ts";
 import type { Forks } from "./fork.ts";
 import { idempotencyKeyOf } from "./idempotency.ts";
-import { errors, idParams, json, jsonBody, noContent, notServed, quotaErrors, sandboxIdOf as id, type RouteKit } from "./route-kit.ts";
+import { errors, idParams, json, jsonBody, noContent, quotaErrors, sandboxIdOf as id, type RouteKit } from "./route-kit.ts";
 import type { SandboxMetrics } from "./sandbox-metrics.ts";
 import type { Sandboxes } from "./sandboxes.ts";
 import * as S from "./schemas.ts";
@@ -19,7 +19,7 @@ export interface SandboxRouteTargets {
   snapshots: Pick<Snapshots, "createSnapshot">;
 }
 
-export function registerSandboxRoutes({ route, unserved }: RouteKit, t: SandboxRouteTargets): void {
+export function registerSandboxRoutes({ route }: RouteKit, t: SandboxRouteTargets): void {
   for (const path of ["/sandboxes", "/v2/sandboxes"]) {
     route(
       createRoute({ method: "post", path, request: { ...jsonBody(S.NewSandbox, true), headers: S.IdempotencyHeader }, responses: { 201: json(S.SandboxSchema, "Created"), 409: json(S.ErrorSchema, "Idempotency-Key reused with another body"), 503: json(S.ErrorSchema, "No warm capacity"), ...quotaErrors, ...errors } }),
@@ -116,5 +116,4 @@ export function registerSandboxRoutes({ route, unserved }: RouteKit, t: SandboxR
     await t.sandboxes.assertVisible(ns, id(c));
     return c.json({ logs: [] });
   });
-  unserved("PUT", "/sandboxes/{sandboxID}/network", notServed("updating a sandbox's network"));
 }
