@@ -272,7 +272,7 @@ describe("--help names the quota flags in both binaries that serve the surface",
     test(binary, async () => {
       const child = spawnService(binary, ["--help"]);
       expect(await child.exited).toBe(0);
-      for (const flag of ["--e2b-default-max-sandboxes", "--e2b-default-creates-per-second", "max-sandboxes=N"]) expect(child.output()).toContain(flag);
+      for (const flag of ["--e2b-default-max-sandboxes", "--e2b-default-creates-per-second", "--e2b-default-max-snapshots", "--e2b-default-snapshots-per-second", "max-sandboxes=N", "max-snapshots=N"]) expect(child.output()).toContain(flag);
     });
   }
 });
