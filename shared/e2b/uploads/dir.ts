@@ -103,7 +103,7 @@ export class DirUploadStore implements UploadStore {
     }
     try {
       const out = await this.stream(target, ns, template, hash, body);
-      if (out.status === 200 && out.stored !== undefined) this.quota.stored(ns, target, out.stored);
+      if ("stored" in out && out.stored !== undefined) this.quota.stored(ns, target, out.stored);
       return out.status === 200 ? { status: 200 } : out;
     } finally {
       admitted.done();
@@ -111,7 +111,7 @@ export class DirUploadStore implements UploadStore {
   }
 
   /** The body into `target`; `stored` is the bytes this PUT linked there (undefined: a racing PUT stored it first). */
-  private async stream(target: string, ns: string, template: string, hash: string, body: ReadableStream<Uint8Array> | null): Promise<PutOutcome | { status: 200; stored: number | undefined }> {
+  private async stream(target: string, ns: string, template: string, hash: string, body: ReadableStream<Uint8Array> | null): Promise<Exclude<PutOutcome, { status: 200 }> | { status: 200; stored: number | undefined }> {
     const folder = join(this.dir, ns, template);
     const temp = join(folder, `.${hash}.${randomBytes(6).toString("hex")}.part`);
     const out = createWriteStream("", { fd: openTemp(folder, temp), mode: 0o640 });
