@@ -62,8 +62,10 @@ describe("S3 upload store: per-namespace bounds against versitygw", () => {
       // A fresh replica lists the namespace: 2 archives, and a link would be a third.
       const refused = await caught(store({ prefix, nsArchives: 2, nsLinks: 4 }).locate("team-a", "app", HASH(3), origin));
       expect(refused.status).toBe(429);
-      expect(refused.message).toContain("namespace team-a holds");
-      expect(refused.message).toContain("in 2 uploaded archives and unused links (at most 20000 bytes and 2 archives");
+      // 18 bytes stored ("archive 1", "archive 2"); 1600 = 16 x upload-max (100).
+      expect(refused.message).toBe(
+        "upload store: namespace team-a holds 18 bytes in 2 uploaded archives and unused links (at most 1600 bytes and 2 archives; a link reserves 100); archives older than 10 min make room, retry later",
+      );
       // The oldest archive aged past the eviction floor (versitygw reports the file's mtime as LastModified).
       const old = new Date(Date.now() - EVICT_MIN_AGE_MS - 60_000);
       utimesSync(file(prefix, "team-a", "app", HASH(1)), old, old);
