@@ -4,21 +4,19 @@
 // twice.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Sandbox } from "e2b";
+import { Started } from "#tests/support/started.ts";
 import { waitFor } from "#tests/support/wait.ts";
 import { sdkOpts, startStack, type Stack } from "./harness.ts";
 
-let starting: Promise<Stack> | undefined;
+const started = new Started();
 let s: Stack;
 
 // The bound is the harness's own wait (the view seeing warm pools), not the 5 s default sized for an idle machine.
 beforeAll(async () => {
-  starting = startStack({ pools: ["img:1/none/small=2"], extraFlags: ["--inventory-poll=60s"] });
-  s = await starting;
+  s = await started.track(startStack({ pools: ["img:1/none/small=2"], extraFlags: ["--inventory-poll=60s"] }));
 }, 60_000);
 // Also when beforeAll gave up waiting: the stack it started is stopped once it is up (startStack stops a half-started one).
-afterAll(async () => {
-  await (await starting?.catch(() => undefined))?.stop();
-});
+afterAll(() => started.stopAll());
 
 describe("e2b claims in the demand meter", () => {
   test("a create through the stock SDK counts before any poll lists it, once", async () => {
