@@ -72,6 +72,8 @@ export interface GuestRequest {
   onBodyFramingError?(err: Error): void;
   /** Told when the client has been handed the body's last byte (never for a failed or cancelled body). */
   bodyEnd?: BodyEndListener;
+  /** Called once the request body's last byte went to the guest (the relay's body-rate check ends then). */
+  onBodySent?(): void;
 }
 
 /** Who wants to know that a relayed body was read to its end (the listener's idle timeout, idle.ts). */
@@ -126,7 +128,7 @@ export function drained(sink: Writable): Promise<void> {
 }
 
 /** Pump a web stream into a node writable, honouring backpressure. Ends the writable when the stream ends. */
-async function pump(body: ReadableStream<Uint8Array>, sink: Writable, count: (n: number) => void, signal: AbortSignal): Promise<void> {
+async function pump(body: ReadableStream<Uint8Array>, sink: Writable, count: (n: number) => void, signal: AbortSignal, sent?: () => void): Promise<void> {
   const reader = body.getReader();
   const stop = () => void reader.cancel().catch(() => undefined);
   signal.addEventListener("abort", stop, { once: true });
@@ -139,6 +141,7 @@ async function pump(body: ReadableStream<Uint8Array>, sink: Writable, count: (n:
       if (sink.destroyed) return;
     }
     sink.end();
+    sent?.();
   } finally {
     signal.removeEventListener("abort", stop);
   }
@@ -246,6 +249,6 @@ export async function forwardHttp2(sock: net.Socket, r: GuestRequest): Promise<R
       resolve(new Response(webStream(stream, r, teardown), { status, headers: out }));
     });
   });
-  if (r.body) pump(r.body, stream, r.onBytesIn, r.signal).catch(() => teardown());
+  if (r.body) pump(r.body, stream, r.onBytesIn, r.signal, r.onBodySent).catch(() => teardown());
   return response;
 }

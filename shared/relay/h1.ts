@@ -51,7 +51,7 @@ function writeAll(w: GuestWire, data: Buffer | string): Promise<void> {
   return w.write(data) ? Promise.resolve() : w.drained();
 }
 
-async function sendBody(w: GuestWire, body: ReadableStream<Uint8Array>, chunked: boolean, count: (n: number) => void, signal: AbortSignal): Promise<void> {
+async function sendBody(w: GuestWire, body: ReadableStream<Uint8Array>, chunked: boolean, count: (n: number) => void, signal: AbortSignal, sent?: () => void): Promise<void> {
   const reader = body.getReader();
   const stop = () => void reader.cancel().catch(() => undefined);
   signal.addEventListener("abort", stop, { once: true });
@@ -66,6 +66,7 @@ async function sendBody(w: GuestWire, body: ReadableStream<Uint8Array>, chunked:
       if (w.destroyed) return;
     }
     if (chunked) await writeAll(w, "0\r\n\r\n");
+    sent?.();
   } finally {
     signal.removeEventListener("abort", stop);
   }
@@ -288,6 +289,6 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
     };
   });
   sock.write(head);
-  if (r.body) sendBody(sock, r.body, chunked, r.onBytesIn, r.signal).catch(() => teardown());
+  if (r.body) sendBody(sock, r.body, chunked, r.onBytesIn, r.signal, r.onBodySent).catch(() => teardown());
   return { response, events: events! };
 }

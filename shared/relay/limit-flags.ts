@@ -8,8 +8,13 @@ export interface RelayLimitFlagValues {
   maxRelaysPerSandbox: number;
   maxRelaysPerClient: number;
   maxRelaysPerNamespace: number;
+  maxPublicRelays: number;
+  maxPublicRelaysPerSandbox: number;
+  maxPublicRelaysPerClient: number;
   relayBufferMax: number;
   guestHandshakeTimeout: DurationValue;
+  requestBodyMinRate: number;
+  requestBodyRateWindow: DurationValue;
 }
 
 type Table<P extends string> = { [K in keyof RelayLimitFlagValues as `${P}${Capitalize<K & string>}`]: FlagSpec<RelayLimitFlagValues[K]> };
@@ -42,6 +47,24 @@ function rows(prefix: string) {
       min: 0,
       help: "Relays open at once to the sandboxes of one namespace (one tenant); one more answers 429. Keep it below --max-relays so one tenant cannot take every slot; 0 means no cap.",
     }),
+    maxPublicRelays: intFlag({
+      flag: `${prefix}max-public-relays`,
+      default: String(d.maxPublicRelays),
+      min: 1,
+      help: "Relays without a credential (a public sandbox's user port, no token) open at once in this process; one more answers 503. They count toward --max-relays but never toward a tenant's --max-relays-per-namespace; taken as at most --max-relays minus 1.",
+    }),
+    maxPublicRelaysPerSandbox: intFlag({
+      flag: `${prefix}max-public-relays-per-sandbox`,
+      default: String(d.maxPublicRelaysPerSandbox),
+      min: 1,
+      help: "Relays without a credential open at once to one sandbox; one more answers 429. The sandbox's token holders keep their own --max-relays-per-sandbox.",
+    }),
+    maxPublicRelaysPerClient: intFlag({
+      flag: `${prefix}max-public-relays-per-client`,
+      default: String(d.maxPublicRelaysPerClient),
+      min: 0,
+      help: "Relays without a credential open at once from one client address; one more answers 429. 0 means no cap (behind an edge every client shares its address: raise it there).",
+    }),
     relayBufferMax: intFlag({
       flag: `${prefix}relay-buffer-max`,
       default: String(d.bufferBytes),
@@ -53,6 +76,18 @@ function rows(prefix: string) {
       default: `${d.guestHandshakeMs / 1000}s`,
       positive: true,
       help: "How long a guest may take to answer a request head (after the last request-body byte) or a WebSocket upgrade; past it the client gets 504 and the tunnel closes.",
+    }),
+    requestBodyMinRate: intFlag({
+      flag: `${prefix}request-body-min-rate`,
+      default: String(d.requestBodyMinRate),
+      min: 0,
+      help: "Bytes per second a request body still arriving must bring, counted over each --request-body-rate-window; slower, the client gets 408 and the tunnel closes (a body dripped a byte at a time held its relay slot forever). 0 means no minimum.",
+    }),
+    requestBodyRateWindow: durationFlag({
+      flag: `${prefix}request-body-rate-window`,
+      default: `${d.requestBodyRateWindowMs / 1000}s`,
+      positive: true,
+      help: "The window --request-body-min-rate is counted over.",
     }),
   };
 }
@@ -68,8 +103,13 @@ export const envdProxyRelayLimitFlags: Table<"envdProxy"> = (() => {
     envdProxyMaxRelaysPerSandbox: r.maxRelaysPerSandbox,
     envdProxyMaxRelaysPerClient: r.maxRelaysPerClient,
     envdProxyMaxRelaysPerNamespace: r.maxRelaysPerNamespace,
+    envdProxyMaxPublicRelays: r.maxPublicRelays,
+    envdProxyMaxPublicRelaysPerSandbox: r.maxPublicRelaysPerSandbox,
+    envdProxyMaxPublicRelaysPerClient: r.maxPublicRelaysPerClient,
     envdProxyRelayBufferMax: r.relayBufferMax,
     envdProxyGuestHandshakeTimeout: r.guestHandshakeTimeout,
+    envdProxyRequestBodyMinRate: r.requestBodyMinRate,
+    envdProxyRequestBodyRateWindow: r.requestBodyRateWindow,
   };
 })();
 
@@ -80,7 +120,12 @@ export function relayLimitsFrom(v: RelayLimitFlagValues): RelayLimitOptions {
     maxRelaysPerSandbox: v.maxRelaysPerSandbox,
     maxRelaysPerClient: v.maxRelaysPerClient,
     maxRelaysPerNamespace: v.maxRelaysPerNamespace,
+    maxPublicRelays: v.maxPublicRelays,
+    maxPublicRelaysPerSandbox: v.maxPublicRelaysPerSandbox,
+    maxPublicRelaysPerClient: v.maxPublicRelaysPerClient,
     bufferBytes: v.relayBufferMax,
     guestHandshakeMs: v.guestHandshakeTimeout.ms,
+    requestBodyMinRate: v.requestBodyMinRate,
+    requestBodyRateWindowMs: v.requestBodyRateWindow.ms,
   };
 }

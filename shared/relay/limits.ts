@@ -14,10 +14,28 @@ export interface RelayLimitOptions {
    * one tenant's open WebSockets or slow streams cannot take every slot from the others. 0 = no per-namespace cap.
    */
   maxRelaysPerNamespace: number;
+  /**
+   * Credential-less relays (a public sandbox's user port, no token) open at once in this process; one more answers
+   * 503. They count toward maxRelays too, but never toward a namespace's cap or a sandbox's token-holder bucket: anyone
+   * may send them, so they get buckets of their own. Taken as at most maxRelays - 1, so they never fill the process.
+   */
+  maxPublicRelays: number;
+  /** Credential-less relays open at once to one sandbox; one more answers 429. */
+  maxPublicRelaysPerSandbox: number;
+  /** Credential-less relays open at once from one client address; one more answers 429. */
+  maxPublicRelaysPerClient: number;
   /** Bytes held for slow readers across every relay; past it, streams pause at the guest. */
   bufferBytes: number;
   /** How long a guest may take to answer a request head or a WebSocket upgrade (ms). */
   guestHandshakeMs: number;
+  /**
+   * A request body still arriving must bring at least this many bytes per second, counted over each window of
+   * requestBodyRateWindowMs (a body dripped a byte at a time would otherwise hold its slot forever); else 408 and the
+   * tunnel closes. 0 = no minimum.
+   */
+  requestBodyMinRate: number;
+  /** The window the body rate is counted over (ms). */
+  requestBodyRateWindowMs: number;
 }
 
 /** Safe for the chart's 512 Mi limit (docs/envd-relay.md "Bounds" has the arithmetic). */
@@ -26,28 +44,63 @@ export const DEFAULT_RELAY_LIMITS: RelayLimitOptions = {
   maxRelaysPerSandbox: 64,
   maxRelaysPerClient: 0,
   maxRelaysPerNamespace: 32,
+  maxPublicRelays: 64,
+  maxPublicRelaysPerSandbox: 16,
+  maxPublicRelaysPerClient: 8,
   bufferBytes: 32 * 1024 * 1024,
   guestHandshakeMs: 30_000,
+  requestBodyMinRate: 1024,
+  requestBodyRateWindowMs: 10_000,
 };
 
-/** Why a relay was refused a slot: its HTTP status follows (429 for a sandbox or client, 503 for the process). */
-export type SlotRefusal = { status: 429 | 503; cap: "sandbox" | "client" | "namespace" | "global"; message: string };
+/** Why a relay was refused a slot: its HTTP status follows (429 for a sandbox, client or tenant, 503 for the process). */
+export type SlotRefusal = {
+  status: 429 | 503;
+  cap: "sandbox" | "client" | "namespace" | "global" | "public_sandbox" | "public_client" | "public_global";
+  message: string;
+};
 
-/** Counts open relays; `acquire` either takes a slot (and returns its release) or says which cap is reached. */
+type SlotCaps = Pick<RelayLimitOptions, "maxRelays" | "maxRelaysPerSandbox" | "maxRelaysPerClient" | "maxRelaysPerNamespace"> &
+  Partial<Pick<RelayLimitOptions, "maxPublicRelays" | "maxPublicRelaysPerSandbox" | "maxPublicRelaysPerClient">>;
+
+/**
+ * Counts open relays; `acquire` either takes a slot (and returns its release) or says which cap is reached. A relay
+ * that carries a credential (an envd access token, a traffic token, a signed URL) counts per sandbox, per client
+ * and per namespace; one that carries none (a public user port) counts only in the public buckets (per sandbox, per
+ * client, and all of them), so whoever can reach a public port cannot spend the owner's slots. Both count globally.
+ */
 export class RelaySlots {
   private total = 0;
   private readonly bySandbox = new Map<string, number>();
   private readonly byClient = new Map<string, number>();
   private readonly byNamespace = new Map<string, number>();
+  private publicTotal = 0;
+  private readonly publicBySandbox = new Map<string, number>();
+  private readonly publicByClient = new Map<string, number>();
+  private readonly maxPublic: number;
+  private readonly maxPublicPerSandbox: number;
+  private readonly maxPublicPerClient: number;
 
-  constructor(private readonly o: Pick<RelayLimitOptions, "maxRelays" | "maxRelaysPerSandbox" | "maxRelaysPerClient" | "maxRelaysPerNamespace">) {}
+  constructor(private readonly o: SlotCaps) {
+    const d = DEFAULT_RELAY_LIMITS;
+    // Public relays alone never take the last slot: a token holder can always be served.
+    this.maxPublic = Math.min(o.maxPublicRelays ?? d.maxPublicRelays, o.maxRelays - 1);
+    this.maxPublicPerSandbox = o.maxPublicRelaysPerSandbox ?? d.maxPublicRelaysPerSandbox;
+    this.maxPublicPerClient = o.maxPublicRelaysPerClient ?? d.maxPublicRelaysPerClient;
+  }
 
   get active(): number {
     return this.total;
   }
 
-  acquire(sandbox: string, client: string | undefined, namespace = ""): { release: () => void } | SlotRefusal {
+  /** Credential-less relays open now. */
+  get activePublic(): number {
+    return this.publicTotal;
+  }
+
+  acquire(sandbox: string, client: string | undefined, namespace = "", publicRelay = false): { release: () => void } | SlotRefusal {
     if (this.total >= this.o.maxRelays) return { status: 503, cap: "global", message: "the proxy is at its relay capacity; retry later" };
+    if (publicRelay) return this.acquirePublic(sandbox, client);
     const s = this.bySandbox.get(sandbox) ?? 0;
     if (s >= this.o.maxRelaysPerSandbox) return { status: 429, cap: "sandbox", message: `too many concurrent requests to this sandbox (limit ${this.o.maxRelaysPerSandbox})` };
     const perClient = this.o.maxRelaysPerClient > 0 && client !== undefined;
@@ -71,6 +124,34 @@ export class RelaySlots {
         dec(this.bySandbox, sandbox);
         if (perClient) dec(this.byClient, client);
         if (perNamespace) dec(this.byNamespace, namespace);
+      },
+    };
+  }
+
+  private acquirePublic(sandbox: string, client: string | undefined): { release: () => void } | SlotRefusal {
+    if (this.publicTotal >= this.maxPublic) return { status: 503, cap: "public_global", message: "the proxy is at its capacity for requests without a token; retry later" };
+    const s = this.publicBySandbox.get(sandbox) ?? 0;
+    if (s >= this.maxPublicPerSandbox) {
+      return { status: 429, cap: "public_sandbox", message: `too many concurrent requests without a token to this sandbox (limit ${this.maxPublicPerSandbox})` };
+    }
+    const perClient = this.maxPublicPerClient > 0 && client !== undefined;
+    const c = perClient ? (this.publicByClient.get(client) ?? 0) : 0;
+    if (perClient && c >= this.maxPublicPerClient) {
+      return { status: 429, cap: "public_client", message: `too many concurrent requests without a token from this client (limit ${this.maxPublicPerClient})` };
+    }
+    this.total++;
+    this.publicTotal++;
+    this.publicBySandbox.set(sandbox, s + 1);
+    if (perClient) this.publicByClient.set(client, c + 1);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.total--;
+        this.publicTotal--;
+        dec(this.publicBySandbox, sandbox);
+        if (perClient) dec(this.publicByClient, client);
       },
     };
   }

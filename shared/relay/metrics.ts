@@ -1,6 +1,6 @@
 // The proxy's own Prometheus metrics (upstream's proxy has none): requests by status, bytes each way, time to the
-// guest's response head, open tunnels, active relays, buffered bytes, refusals by cap, guest framing errors, owner
-// lookups by source. One
+// guest's response head, open tunnels, active relays (and the public ones), buffered bytes, refusals by cap, slow
+// request bodies, guest framing errors, owner lookups by source. One
 // registry per proxy instance, so two proxies in one process (tests) do not collide. The relay and buffer gauges
 // are read at scrape time from their counters (limits.ts), so the hot path never touches them.
 import { Counter, Gauge, Histogram, Registry } from "../metrics/index.ts";
@@ -9,6 +9,8 @@ import { Counter, Gauge, Histogram, Registry } from "../metrics/index.ts";
 export interface RelayReadings {
   activeRelays(): number;
   bufferedBytes(): number;
+  /** Credential-less relays (public user ports) among activeRelays. */
+  activePublicRelays?(): number;
 }
 
 export class RelayMetrics {
@@ -34,6 +36,12 @@ export class RelayMetrics {
     registers: [this.registry],
     collect: (): void => this.activeRelays.set(this.readings.activeRelays()),
   });
+  readonly activePublicRelays: Gauge = new Gauge({
+    name: "sandbox_envd_proxy_active_public_relays",
+    help: "Relays without a credential (public user ports) holding a slot under --max-public-relays; counted in sandbox_envd_proxy_active_relays too.",
+    registers: [this.registry],
+    collect: (): void => this.activePublicRelays.set(this.readings.activePublicRelays?.() ?? 0),
+  });
   readonly bufferedBytes: Gauge = new Gauge({
     name: "sandbox_envd_proxy_buffered_bytes",
     help: "Bytes the proxy holds for slow readers across every relay, counted against --relay-buffer-max.",
@@ -42,8 +50,13 @@ export class RelayMetrics {
   });
   readonly refused = new Counter({
     name: "sandbox_envd_proxy_refused_total",
-    help: "Relays refused by a cap: sandbox and client (429), global (503).",
+    help: "Relays refused by a cap: sandbox, client and namespace (429), global (503); without a credential: public_sandbox and public_client (429), public_global (503).",
     labelNames: ["cap"] as const,
+    registers: [this.registry],
+  });
+  readonly slowBodies = new Counter({
+    name: "sandbox_envd_proxy_slow_request_bodies_total",
+    help: "Requests answered 408 because their body arrived slower than --request-body-min-rate over a --request-body-rate-window.",
     registers: [this.registry],
   });
   readonly upstreamErrors = new Counter({

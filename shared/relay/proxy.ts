@@ -3,8 +3,9 @@
 // answers every failure with the `{code, message}` envelope. `/healthz` answers only requests that name no sandbox
 // (apex host, bare address, no E2b-Sandbox-Id), so a guest path of the same name stays reachable; `/metrics` is
 // served on its own listener (shared/http serveMetrics), never here.
-// Every relay holds a slot (limits.ts: 429 per sandbox or client, 503 global) from the dial until its tunnel closes,
-// reports what it buffers to the global budget, and gets a deadline on the guest's answer (docs/envd-relay.md "Bounds").
+// Every relay holds a slot (limits.ts: 429 per sandbox, client or namespace, 503 global; a request with no credential
+// in public buckets of its own) from the dial until its tunnel closes, reports what it buffers to the global budget,
+// gets a deadline on the guest's answer and a minimum rate on its request body (docs/envd-relay.md "Bounds").
 import type { Server } from "bun";
 import { publicSandboxId, trafficTokenMatches, type PublicTrafficPolicy } from "../envd-token/index.ts";
 import { errorChain, type Logger } from "../log/index.ts";
@@ -63,7 +64,7 @@ export class EnvdRelay {
     this.limits = { ...DEFAULT_RELAY_LIMITS, ...o.limits };
     this.slots = new RelaySlots(this.limits);
     this.budget = new BufferBudget(this.limits.bufferBytes);
-    this.metrics = new RelayMetrics({ activeRelays: () => this.slots.active, bufferedBytes: () => this.budget.bytes });
+    this.metrics = new RelayMetrics({ activeRelays: () => this.slots.active, bufferedBytes: () => this.budget.bytes, activePublicRelays: () => this.slots.activePublic });
     this.tarpit = new FailedLookupTarpit(o.tarpit);
     this.owners = new OwnerResolver({ fleet: o.fleet, envdSecret: o.envdSecret, rootToken: o.rootToken, namespace: o.namespace, log: o.log });
   }
@@ -134,7 +135,7 @@ export class EnvdRelay {
     if (cred.kind === "none" && !servesPublicly(r.owner, this.o.publicTraffic)) {
       return this.refuse(401, "this sandbox's ports are not public: send its traffic access token in the e2b-traffic-access-token header", client, req.signal);
     }
-    return this.relay(req, url, host, route, r.owner, cred.kind === "signed-url", server, client, bodyEnd);
+    return this.relay(req, url, host, route, r.owner, { passive: cred.kind === "signed-url", publicRelay: cred.kind === "none" }, server, client, bodyEnd);
   }
 
   /**
@@ -152,13 +153,15 @@ export class EnvdRelay {
     host: string,
     route: Route,
     owner: Owner,
-    passive: boolean,
+    kind: { passive: boolean; publicRelay: boolean },
     server: Server<WsRelayData>,
     clientIp: string | undefined,
     bodyEnd: RelayedBodyEnd | undefined,
   ): Promise<Response | undefined> {
     const started = performance.now();
-    const slot = this.slots.acquire(owner.claimId, clientIp, owner.namespace);
+    const { passive } = kind;
+    // A request with no credential (a public port) spends the public buckets, never the owner's (limits.ts).
+    const slot = this.slots.acquire(owner.claimId, clientIp, owner.namespace, kind.publicRelay);
     if ("status" in slot) {
       this.metrics.refused.inc({ cap: slot.cap });
       return rateLimited(slot.status, slot.message);
@@ -198,10 +201,12 @@ export class EnvdRelay {
     }
     this.metrics.openTunnels.inc();
     const share = new BufferShare(this.budget);
+    let stopBodyWatch = () => {};
     const closed = () => {
       this.metrics.openTunnels.dec();
       share.release();
       slot.release();
+      stopBodyWatch();
     };
     if (sock instanceof BunTunnel) {
       sock.onClose(closed);
@@ -215,6 +220,8 @@ export class EnvdRelay {
     if (!(sock instanceof BunTunnel) && isWebSocketUpgrade(req)) return this.relayWebSocket(req, url, route, headers, sock, share, server);
     const wire = sock;
     let sent = 0;
+    // Set when the body fell under the minimum rate: the tunnel was dropped for it (answered 408 before the head).
+    let slowBody: SlowBody | undefined;
     const g: GuestRequest = {
       method: req.method,
       path: url.pathname + url.search,
@@ -232,7 +239,15 @@ export class EnvdRelay {
       signal: req.signal,
       onBodyFramingError: (err) => this.framingError("body", owner, route, err),
       bodyEnd,
+      onBodySent: () => stopBodyWatch(),
     };
+    if (req.body !== null && this.limits.requestBodyMinRate > 0) {
+      stopBodyWatch = watchBodyRate(this.limits.requestBodyMinRate, this.limits.requestBodyRateWindowMs, () => sent, (err) => {
+        slowBody = err;
+        this.metrics.slowBodies.inc();
+        sock.destroy();
+      });
+    }
     try {
       const forwarded = sock instanceof BunTunnel ? forwardOverBunTunnel(sock, g) : this.o.guestHttp2 ? forwardHttp2(sock, g) : forwardHttp1Raw(sock, g);
       const res = await headDeadline(forwarded, this.limits.guestHandshakeMs, () => sent, () => sock.destroy());
@@ -245,6 +260,7 @@ export class EnvdRelay {
         this.metrics.upstreamErrors.inc({ reason: "timeout" });
         return relayError(504, "the sandbox did not answer in time");
       }
+      if (slowBody) return relayError(408, slowBody.message);
       if (isFramingError(err)) this.framingError("head", owner, route, err);
       else this.o.log.debug({ err: (err as Error).message }, "guest leg failed");
       this.metrics.upstreamErrors.inc({ reason: "guest" });
@@ -308,6 +324,31 @@ function forwardOverBunTunnel(t: BunTunnel, g: GuestRequest): Promise<Response> 
   const { response, events } = startHttp1(t, g);
   t.attach(events);
   return response;
+}
+
+/** The request body arrived slower than the minimum rate. */
+class SlowBody extends Error {}
+
+/**
+ * While a request body arrives it must bring `minRate` bytes per second over each window of `windowMs`, before the
+ * guest's head and after it alike; slower, `fail` drops the tunnel (before the head the client is answered 408,
+ * after it its exchange ends). Without it, progress alone re-armed the head deadline and the listener's idle timeout
+ * is off while a request is served, so a body dripped a byte at a time held its relay slot forever (issue 27).
+ * Returns the stop, called when the body's last byte went to the guest or the tunnel closed.
+ */
+function watchBodyRate(minRate: number, windowMs: number, progress: () => number, fail: (err: SlowBody) => void): () => void {
+  const need = Math.ceil((minRate * windowMs) / 1000);
+  let mark = progress();
+  const timer = setInterval(() => {
+    const now = progress();
+    if (now - mark >= need) {
+      mark = now;
+      return;
+    }
+    clearInterval(timer);
+    fail(new SlowBody(`the request body arrived slower than ${minRate} bytes/s (${now - mark} bytes in ${windowMs / 1000} s)`));
+  }, windowMs);
+  return () => clearInterval(timer);
 }
 
 /**

@@ -17,6 +17,15 @@ import { basicUser } from "./request-user.ts";
 
 type EventInit = MessageInitShape<typeof ProcessEventSchema>;
 
+/** Output queued for one stream's reader past which the process's output is held back (envd's bounded channels). */
+const HOLD_BYTES = 1024 * 1024;
+
+/** The output bytes an event carries (0 for start, end and keepalive). */
+function dataBytes(e: EventInit): number {
+  const out = e.event?.case === "data" ? e.event.value.output : undefined;
+  return out?.value instanceof Uint8Array ? out.value.byteLength : 0;
+}
+
 /** A deadline within this much of its end counts as reached (the client's own timer aborts at the same moment). */
 const DEADLINE_SLACK_MS = 250;
 
@@ -61,13 +70,27 @@ type StreamItem = { event: EventInit };
 async function* streamOf(proc: GuestProcess, ctx: HandlerContext, takePending: () => ProcEvent[] = () => []): AsyncGenerator<StreamItem> {
   const queue: EventInit[] = [];
   let wake: (() => void) | undefined;
+  // Output bytes queued here for the reader; past HOLD_BYTES the process's output is held back until it drains.
+  let queued = 0;
+  let holding = false;
   const push = (e: EventInit) => {
     queue.push(e);
     wake?.();
   };
-  const unsubscribe = proc.subscribe((e) => push(toEvent(e)));
+  const unsubscribe = proc.subscribe((e) => {
+    if (e.kind === "data") {
+      queued += e.data.byteLength;
+      if (!holding && queued > HOLD_BYTES) {
+        holding = true;
+        proc.hold();
+      }
+    }
+    push(toEvent(e));
+  });
   // Same tick as the subscription: nothing falls between what was buffered and what the subscription sees.
-  queue.unshift(...takePending().map(toEvent));
+  const pending = takePending().map(toEvent);
+  for (const e of pending) queued += dataBytes(e);
+  queue.unshift(...pending);
   const onAbort = () => wake?.();
   ctx.signal.addEventListener("abort", onAbort);
   const every = keepaliveSeconds(ctx);
@@ -77,6 +100,13 @@ async function* streamOf(proc: GuestProcess, ctx: HandlerContext, takePending: (
       while (queue.length) {
         const e = queue.shift()!;
         yield { event: e };
+        if (e.event?.case === "data") {
+          queued -= dataBytes(e);
+          if (holding && queued < HOLD_BYTES / 4) {
+            holding = false;
+            proc.release();
+          }
+        }
         if (e.event?.case === "end") return;
       }
       if (ctx.signal.aborted) {
@@ -97,6 +127,7 @@ async function* streamOf(proc: GuestProcess, ctx: HandlerContext, takePending: (
     }
   } finally {
     unsubscribe();
+    if (holding) proc.release();
     ctx.signal.removeEventListener("abort", onAbort);
     if (timer) clearInterval(timer);
   }

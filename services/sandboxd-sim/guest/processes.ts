@@ -54,6 +54,27 @@ export class GuestProcess {
     readonly user?: string,
   ) {}
 
+  /** Streams holding the output back (their reader is behind): while any does, the output pipes are not read. */
+  private holds = 0;
+
+  /**
+   * A stream whose reader is behind holds the output back, as envd does: the pipes fill and the process blocks on
+   * its writes, so a command printing without end costs the guest no memory and its reader no backlog.
+   */
+  hold(): void {
+    if (this.holds++ === 0) {
+      this.child.stdout?.pause();
+      this.child.stderr?.pause();
+    }
+  }
+  release(): void {
+    if (this.holds === 0) return;
+    if (--this.holds === 0) {
+      this.child.stdout?.resume();
+      this.child.stderr?.resume();
+    }
+  }
+
   subscribe(fn: (e: ProcEvent) => void): () => void {
     this.subs.add(fn);
     return () => this.subs.delete(fn);

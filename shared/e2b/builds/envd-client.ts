@@ -1,10 +1,13 @@
 // The build executor's calls to the build sandbox's envd (docs/e2b.md §6.2), over the node's ports relay opened with
 // the claim token, every guest byte through the relay's framing parser (shared/relay). The build guest runs tenant
 // steps and is as untrusted as any other: each Connect envelope is bounded, output is split into log lines with a
-// partial line flushed at 64 KiB, a captured value is bounded, and every call ends with the build's signal.
+// partial line flushed at 64 KiB, a captured value is bounded, and every call ends with the build's signal. Output
+// nobody keeps (past the build's log cap) is neither decoded nor split, and is read at a bounded pace (OutputPacer):
+// a step printing without end costs this thread a bounded share, whatever the guest sends.
 import { forwardHttp1Raw, openTunnel } from "../../relay/index.ts";
 import { ENVD_PORT } from "../envd.ts";
-import { EnvdCallError, EnvelopeReader } from "./guest-output.ts";
+import { realClock } from "../../clock/index.ts";
+import { DISCARD_BURST_BYTES, DISCARD_BYTES_PER_SECOND, DISCARD_ENVELOPE_COST, DISCARD_SKIP_OVER, EnvdCallError, EnvelopeReader, OutputPacer } from "./guest-output.ts";
 
 export { EnvdCallError, EnvelopeReader, LineSplitter, MAX_ENVELOPE_BYTES, MAX_LINE_BYTES } from "./guest-output.ts";
 
@@ -83,12 +86,13 @@ type Event = { start?: { pid?: number }; data?: { stdout?: string; stderr?: stri
 /**
  * envd `process.Process/Start` as a Connect server stream. `onOutput` receives each chunk of stdout/stderr;
  * `detachAfterStart` returns as soon as the process started (it keeps running: startCmd). Throws EnvdCallError
- * on protocol errors and envd's own errors.
+ * on protocol errors and envd's own errors. While `wantsOutput` answers false, output is dropped undecoded and
+ * the stream is read at the discard pace (guest-output.ts OutputPacer) until the process's end event.
  */
 export async function startProcess(
   t: BuildTarget,
   p: ProcessSpec,
-  o: { signal: AbortSignal; onOutput?: (stream: "stdout" | "stderr", bytes: Uint8Array) => void; detachAfterStart?: boolean },
+  o: { signal: AbortSignal; onOutput?: (stream: "stdout" | "stderr", bytes: Uint8Array) => void; wantsOutput?: () => boolean; detachAfterStart?: boolean },
 ): Promise<ProcessResult & { pid?: number }> {
   const ctl = new AbortController();
   const stop = () => ctl.abort();
@@ -112,11 +116,20 @@ export async function startProcess(
     if (res.status !== 200) throw new EnvdCallError(`envd answered ${res.status} to a process start: ${(await readBounded(res.body, MAX_ERROR_BYTES)).slice(0, 500)}`);
     const reader = new EnvelopeReader();
     const stream = res.body!.getReader();
+    const wanted = () => o.onOutput !== undefined && (o.wantsOutput?.() ?? true);
+    let pacer: OutputPacer | undefined;
     let pid: number | undefined;
     for (;;) {
       const { done, value } = await stream.read();
       if (done) break;
-      for (const [flags, text] of reader.feed(value)) {
+      const discarding = !wanted();
+      const messages = reader.feed(value, discarding ? DISCARD_SKIP_OVER : undefined);
+      if (discarding) {
+        pacer ??= new OutputPacer(DISCARD_BYTES_PER_SECOND, DISCARD_BURST_BYTES);
+        const wait = pacer.spend(value.byteLength + messages.length * DISCARD_ENVELOPE_COST);
+        if (wait > 0) await realClock.sleep(wait, ctl.signal);
+      }
+      for (const [flags, text] of messages) {
         let msg: { event?: Event; error?: { code?: string; message?: string } };
         try {
           msg = JSON.parse(text) as typeof msg;
@@ -133,7 +146,7 @@ export async function startProcess(
           pid = typeof ev.start.pid === "number" ? ev.start.pid : undefined;
           if (o.detachAfterStart) return { exitCode: 0, status: "started", ...(pid !== undefined ? { pid } : {}) };
         }
-        if (ev.data && o.onOutput) {
+        if (ev.data && o.onOutput && wanted()) {
           if (typeof ev.data.stdout === "string") o.onOutput("stdout", Buffer.from(ev.data.stdout, "base64"));
           if (typeof ev.data.stderr === "string") o.onOutput("stderr", Buffer.from(ev.data.stderr, "base64"));
           if (typeof ev.data.pty === "string") o.onOutput("stdout", Buffer.from(ev.data.pty, "base64"));

@@ -25,6 +25,8 @@ export interface StepContext {
   /** ms left before the build's deadline. */
   remainingMs(): number;
   log(level: "info" | "warn" | "error", message: string): void;
+  /** False once the log drops output lines: a command's output is then not decoded (envd-client.ts). */
+  wantsOutput(): boolean;
 }
 
 /** A step failed; the message is the tenant's to read (no node or address in it). */
@@ -77,7 +79,7 @@ export async function runCommand(c: StepContext, cmd: string, user: string): Pro
   const r = await startProcess(
     c.target,
     { cmd: "/bin/bash", args: ["-l", "-c", cmd], user, cwd: c.state.workdir, envs: c.state.env, timeoutMs: c.remainingMs() },
-    { signal: c.signal, onOutput: (s, b) => (s === "stdout" ? out : err).push(b) },
+    { signal: c.signal, onOutput: (s, b) => (s === "stdout" ? out : err).push(b), wantsOutput: () => c.wantsOutput() },
   );
   out.end();
   err.end();

@@ -80,9 +80,17 @@ export class EnvelopeReader {
   /** The body length of the envelope being read, once its header is there. */
   private need: number | undefined;
   private flags = 0;
+  /** The envelope being read is dropped as it arrives (never gathered nor decoded). */
+  private skipping = false;
+  /** Envelopes dropped unread so far. */
+  skipped = 0;
 
-  /** The complete envelopes in `chunk` and before: [flags, json text]. Throws on an oversized one. */
-  feed(chunk: Uint8Array): [number, string][] {
+  /**
+   * The complete envelopes in `chunk` and before: [flags, json text]. Throws on an oversized one. With `skipOver`,
+   * a message envelope (not the end-of-stream one) longer than that is dropped unread: output nobody wants costs
+   * no copy, no decoding and no parse (the process's start and end events are far smaller).
+   */
+  feed(chunk: Uint8Array, skipOver?: number): [number, string][] {
     if (chunk.length) {
       this.chunks.push(chunk);
       this.size += chunk.length;
@@ -96,12 +104,41 @@ export class EnvelopeReader {
         if (len > MAX_ENVELOPE_BYTES) throw new EnvdCallError(`envd sent a message of ${len} bytes (at most ${MAX_ENVELOPE_BYTES})`);
         this.flags = head[0]!;
         this.need = len;
+        this.skipping = skipOver !== undefined && len > skipOver && (this.flags & 0x02) === 0;
+      }
+      if (this.skipping) {
+        const n = Math.min(this.need, this.size);
+        this.drop(n);
+        this.need -= n;
+        if (this.need > 0) break;
+        this.skipped++;
+        this.skipping = false;
+        this.need = undefined;
+        continue;
       }
       if (this.size < this.need) break;
       out.push([this.flags, this.take(this.need).toString("utf8")]);
       this.need = undefined;
     }
     return out;
+  }
+
+  /** Remove the first `n` buffered bytes (n <= size) without copying them. */
+  private drop(n: number): void {
+    let left = n;
+    let i = 0;
+    while (left > 0) {
+      const c = this.chunks[i]!;
+      if (c.length <= left) {
+        left -= c.length;
+        i++;
+      } else {
+        this.chunks[i] = c.subarray(left);
+        left = 0;
+      }
+    }
+    this.chunks = i ? this.chunks.slice(i) : this.chunks;
+    this.size -= n;
   }
 
   get pending(): number {
@@ -126,3 +163,36 @@ export class EnvelopeReader {
     return out;
   }
 }
+
+/**
+ * Paces the reading of output nobody keeps (past the build's log cap): at most `bytesPerSecond` after a burst of
+ * `burstBytes`, each parsed envelope costing `envelopeCost` bytes more (a flood of tiny messages costs a parse each).
+ * A guest that honours backpressure (envd) then blocks its process on its writes; one that does not buffers in its
+ * own memory, never in ours. Either way the thread this runs on spends a bounded share on one build's output.
+ */
+export class OutputPacer {
+  /** When (monotonic ms) the work spent so far is paid for. */
+  private paidUntil = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly bytesPerSecond: number,
+    private readonly burstBytes: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Account `bytes` of work; the ms to wait before reading on (0: read on now). */
+  spend(bytes: number): number {
+    const t = this.now();
+    this.paidUntil = Math.max(this.paidUntil, t - (this.burstBytes * 1000) / this.bytesPerSecond) + (bytes * 1000) / this.bytesPerSecond;
+    return Math.max(0, this.paidUntil - t);
+  }
+}
+
+/** Past the log cap, output is read at most this fast (the bytes on the wire, base64 and envelopes included). */
+export const DISCARD_BYTES_PER_SECOND = 2 * 1024 * 1024;
+/** And this much at once before the pace applies. */
+export const DISCARD_BURST_BYTES = 512 * 1024;
+/** What one envelope parsed past the cap counts for, on top of its bytes. */
+export const DISCARD_ENVELOPE_COST = 1024;
+/** Past the cap, message envelopes longer than this are dropped unread (an end event is under 200 bytes). */
+export const DISCARD_SKIP_OVER = 1024;

@@ -71,7 +71,8 @@ export class BuildLog {
    */
   add(step: string, level: LogLevel, message: string, own = false): void {
     const cost = costOf(message);
-    const fits = this.entries.length < this.cap && this.bytes + cost <= LOG_MAX_BYTES;
+    // Once a line was dropped every later output line is (the note says so), and the executor stops decoding.
+    const fits = this.dropped === 0 && this.entries.length < this.cap && this.bytes + cost <= LOG_MAX_BYTES;
     if (own || (fits && this.budget.take(cost, this.ns))) {
       if (own) this.budget.used += cost;
       this.bytes += cost;
@@ -85,6 +86,11 @@ export class BuildLog {
   release(): void {
     this.budget.used -= this.bytes;
     this.bytes = 0;
+  }
+
+  /** Output lines are being dropped: the build's output past this point is read only to find the step's end. */
+  get full(): boolean {
+    return this.dropped > 0;
   }
 
   get droppedLines(): number {

@@ -190,6 +190,7 @@ export class BuildService {
         signal: ctl.signal,
         remainingMs: () => Math.max(1, deadline - this.clock.monotonic()),
         log: say,
+        wantsOutput: () => !rec.log.full,
       };
       for (let i = 0; i < plan.steps.length; i++) {
         step = String(i + 1);

@@ -1,5 +1,6 @@
 // What `helm template` puts in a cluster, configuration by configuration (chart/README.md "Objects"): the exact
-// kinds, names and namespaces, the counts seed 003 fixes, and the fields an operator relies on.
+// kinds, names and namespaces, the counts (seed 003's and the objects beyond it: objects.ts), and the fields an
+// operator relies on.
 import { describe, expect, test } from "bun:test";
 import { LEASE_NAME } from "#services/sandbox-apiserver/warmpool/leader.ts";
 import {
@@ -18,46 +19,15 @@ import {
   type KubeObject,
   type Probe,
 } from "./helm.ts";
+import { BEYOND_SEED, SEED_003_DEFAULT, SEED_003_E2B, beyondIdentity } from "./objects.ts";
 
 const NS = NAMESPACE;
 
-/** chart.md §3.1, in its order. */
-const DEFAULT_OBJECTS = [
-  "CustomResourceDefinition nodeinventories.sandbox.cocoonstack.io",
-  `ServiceAccount ${NS}/sandbox-apiserver`,
-  "ClusterRoleBinding sandbox-apiserver:system:auth-delegator",
-  "RoleBinding kube-system/sandbox-apiserver-auth-reader",
-  "ClusterRole sandbox-apiserver-inventory-reader",
-  "ClusterRoleBinding sandbox-apiserver-inventory-reader",
-  `Role ${NS}/sandbox-apiserver-leader-election`,
-  `RoleBinding ${NS}/sandbox-apiserver-leader-election`,
-  "ValidatingAdmissionPolicy sandbox-apiserver-leader-election",
-  "ValidatingAdmissionPolicyBinding sandbox-apiserver-leader-election",
-  // Issue 21: the autoscaler's annotation write, narrowed to that annotation.
-  "ValidatingAdmissionPolicy sandbox-apiserver-warmpool-annotations",
-  "ValidatingAdmissionPolicyBinding sandbox-apiserver-warmpool-annotations",
-  `Deployment ${NS}/sandbox-apiserver`,
-  `Service ${NS}/sandbox-apiserver`,
-  `PodDisruptionBudget ${NS}/sandbox-apiserver`,
-  "APIService v1beta1.agents.x-k8s.io",
-  `Issuer ${NS}/sandbox-apiserver-selfsigned`,
-  `Certificate ${NS}/sandbox-apiserver-ca`,
-  `Issuer ${NS}/sandbox-apiserver-ca`,
-  `Certificate ${NS}/sandbox-apiserver-serving`,
-];
+/** The default render: seed 003's 16 (chart.md §3.1, the CRD first) and the objects beyond it (objects.ts). */
+const DEFAULT_OBJECTS = [...SEED_003_DEFAULT, ...BEYOND_SEED.filter((o) => o.in === "default").map(beyondIdentity)];
 
-/** chart.md §3.2. */
-const E2B_OBJECTS = [
-  `Service ${NS}/sandbox-apiserver-e2b`,
-  `ServiceAccount ${NS}/sandbox-envd-proxy`,
-  "ClusterRole sandbox-envd-proxy-inventory-reader",
-  "ClusterRoleBinding sandbox-envd-proxy-inventory-reader",
-  `Deployment ${NS}/sandbox-envd-proxy`,
-  `Service ${NS}/sandbox-envd-proxy`,
-  // Second security review, finding C: the proxy's /metrics moved off the data-plane Service to one of its own
-  // (envdProxy.metricsPort, on by default), so every e2b render has one object more than seed 003's 24.
-  `Service ${NS}/sandbox-envd-proxy-metrics`,
-];
+/** What e2b adds: seed 003's 6 (chart.md §3.2) and the proxy's metrics Service beyond them (objects.ts). */
+const E2B_OBJECTS = [...SEED_003_E2B, ...BEYOND_SEED.filter((o) => o.in === "e2b").map(beyondIdentity)];
 
 const CERT_MANAGER = DEFAULT_OBJECTS.filter((o) => /^(Issuer|Certificate) /.test(o));
 const LEADER_ELECTION = DEFAULT_OBJECTS.filter((o) => o.includes("leader-election") || o.includes("warmpool-annotations"));
@@ -87,14 +57,15 @@ const spread = (name: string) => [
 const DEFAULT_RESOURCES = { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } };
 
 describe("object sets", () => {
-  test("default render: exactly the 20 objects of the spec (seed 003's 18 and the autoscaler's annotation policy), in the release namespace except the auth reader", async () => {
+  test("default render: exactly 20 objects (seed 003's 16 and the 4 admission-policy objects beyond it), in the release namespace except the auth reader", async () => {
     const objects = await render();
     expect(objects).toHaveLength(20);
     expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS));
   });
 
-  test("without --include-crds: the same minus the CRD (17)", async () => {
+  test("without --include-crds: the same minus the CRD (19)", async () => {
     const objects = await render({}, { includeCrds: false });
+    expect(objects).toHaveLength(19);
     expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS.slice(1)));
   });
 
@@ -154,14 +125,15 @@ describe("object sets", () => {
     expect(objects).toHaveLength(10);
   });
 
-  test("e2b enabled: 27 objects (seed 003's 24, the proxy's metrics Service, the annotation policy)", async () => {
+  test("e2b enabled: 27 objects (seed 003's 22, the 4 admission-policy objects and the proxy's metrics Service beyond it)", async () => {
     const objects = await render(E2B);
     expect(objects).toHaveLength(27);
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS]));
   });
 
-  test("e2b with envdSecret.value: 26, the Secret rendered and mounted by both Deployments", async () => {
+  test("e2b with envdSecret.value: 28 (seed 003's 23 and the 5 beyond it), the Secret rendered and mounted by both Deployments", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret", { value: "s3cret", secretName: "" })));
+    expect(objects).toHaveLength(28);
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS, `Secret ${NS}/sandbox-e2b-envd-secret`]));
     const secret = find(objects, "Secret", "sandbox-e2b-envd-secret");
     expect(secret.type).toBe("Opaque");
@@ -463,8 +435,13 @@ describe("envd proxy Deployment", () => {
       "--max-relays-per-sandbox=64",
       "--max-relays-per-client=0",
       "--max-relays-per-namespace=32",
+      "--max-public-relays=64",
+      "--max-public-relays-per-sandbox=16",
+      "--max-public-relays-per-client=0",
       "--relay-buffer-max=33554432",
       "--guest-handshake-timeout=30s",
+      "--request-body-min-rate=1024",
+      "--request-body-rate-window=10s",
       "--public-traffic-default=true",
       `--e2b-api-upstream=http://sandbox-apiserver-e2b.${NS}.svc:80`,
       "--metrics-bind-address=:9090",
@@ -492,15 +469,37 @@ describe("envd proxy Deployment", () => {
   });
 
   test("envdProxy.relay sets the relay's bounds", async () => {
-    const objects = await render(merge(E2B, at("envdProxy.relay", { maxRelays: 512, maxRelaysPerSandbox: 100, maxRelaysPerClient: 20, maxRelaysPerNamespace: 50, bufferMax: 268435456, guestHandshakeTimeout: "1m" })));
+    const objects = await render(
+      merge(
+        E2B,
+        at("envdProxy.relay", {
+          maxRelays: 512,
+          maxRelaysPerSandbox: 100,
+          maxRelaysPerClient: 20,
+          maxRelaysPerNamespace: 50,
+          maxPublicRelays: 64,
+          maxPublicRelaysPerSandbox: 24,
+          maxPublicRelaysPerClient: 4,
+          bufferMax: 268435456,
+          guestHandshakeTimeout: "1m",
+          requestBodyMinRate: 0,
+          requestBodyRateWindow: "30s",
+        }),
+      ),
+    );
     const args = container(objects, "sandbox-envd-proxy").args!;
-    expect(args.filter((a) => /^--(max-relays|relay-buffer-max|guest-handshake-timeout)/.test(a))).toEqual([
+    expect(args.filter((a) => /^--(max-relays|max-public-relays|relay-buffer-max|guest-handshake-timeout|request-body)/.test(a))).toEqual([
       "--max-relays=512",
       "--max-relays-per-sandbox=100",
       "--max-relays-per-client=20",
       "--max-relays-per-namespace=50",
+      "--max-public-relays=64",
+      "--max-public-relays-per-sandbox=24",
+      "--max-public-relays-per-client=4",
       "--relay-buffer-max=268435456",
       "--guest-handshake-timeout=1m",
+      "--request-body-min-rate=0",
+      "--request-body-rate-window=30s",
     ]);
   });
 

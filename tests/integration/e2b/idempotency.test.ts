@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { createE2bApp } from "#shared/e2b/app.ts";
 import { E2bSurface } from "#shared/e2b/surface.ts";
+import { IDEMPOTENCY_METADATA_KEY } from "#shared/e2b/idempotency.ts";
 import { createLogger } from "#shared/log/index.ts";
 import { ensurePythonSdk } from "#tests/support/python/venv.ts";
 import { run } from "#tests/support/run.ts";
@@ -154,4 +155,28 @@ describe("Idempotency-Key on create", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
+});
+
+describe("Idempotency-Key and fork children, which inherit the stamp (issue 31)", () => {
+  test("once the fleet lists the children of a stamped sandbox, a retry of its create returns the original, never a child", async () => {
+    const first = await post(s.apiUrl, { templateID: "base" }, "forked-1");
+    expect(first.status).toBe(201);
+    const a = await first.json();
+    const forked = await fetch(`${s.apiUrl}/sandboxes/${a.sandboxID}/fork`, { method: "POST", headers: { "x-api-key": KEY_A, "content-type": "application/json" }, body: JSON.stringify({ count: 2 }) });
+    expect(forked.status).toBe(201);
+    const children = ((await forked.json()) as Array<{ sandbox: { sandboxID: string } }>).map((c) => c.sandbox.sandboxID.replace(/^sb-/, "sb_"));
+    expect(children).toHaveLength(2);
+    // The children carry the parent's stamp (claim metadata is inherited) and are newer: the retry must look past them.
+    await until(() => children.every((id) => s.mesh.fleet.nodes().some((n) => n.entries.some((e) => e.id === id && e.metadata?.[IDEMPOTENCY_METADATA_KEY]))), "the view to list the stamped children", 10_000, 25);
+    const before = claims().length;
+    for (let i = 0; i < 2; i++) {
+      const again = await post(s.apiUrl, { templateID: "base" }, "forked-1");
+      expect(again.status).toBe(201);
+      const b = await again.json();
+      expect(b.sandboxID).toBe(a.sandboxID);
+      expect(b.envdAccessToken).toBe(a.envdAccessToken);
+    }
+    expect(claims().length).toBe(before);
+    for (const id of [a.sandboxID, ...children]) await Sandbox.kill(id.replace(/^sb_/, "sb-"), sdkOpts(s));
+  });
 });

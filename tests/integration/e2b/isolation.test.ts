@@ -3,9 +3,10 @@
 // name has `team` as a prefix) and `default` (the namespace a claim_ref without `<ns>/` falls into). sandbox-e2b
 // runs in-process on one simulated sandboxd node (development substrate).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startStack, type Stack } from "./harness.ts";
+import { ROOT, startStack, type Stack } from "./harness.ts";
 import { until } from "#tests/support/wait.ts";
-import { sameSandboxId } from "#shared/e2b/ids.ts";
+import { claimIdOf, sameSandboxId } from "#shared/e2b/ids.ts";
+import { SandboxdClient } from "#shared/sandboxd/client.ts";
 
 const KEY_T = "e2b_tttttttttttttttttttttttttttttttttttttttt";
 const KEY_TB = "e2b_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
@@ -153,4 +154,53 @@ describe("snapshots of a namespace whose name has another namespace's name as a 
     expect(list.json.map((x: { snapshotID: string }) => x.snapshotID)).not.toContain(snap.json.snapshotID);
     expect((await api("POST", "/v2/sandboxes", KEY_TB, { templateID: snap.json.snapshotID })).status).toBe(404);
   });
+});
+
+describe("the other direction: a key of `team` and a sandbox of `team-b` (issue 31)", () => {
+  // A `<ns>/` prefix compared without its slash puts `team-b/…` in `team`: only this direction sees that slip.
+  test("right after create (live probe) and once the fleet lists it: 404 on every route for team, unlisted, no node call changes it; team-b still has it", async () => {
+    const sbx = (await api("POST", "/v2/sandboxes", KEY_TB, { templateID: "img:1" })).json;
+    expect(sbx.sandboxID).toBeDefined();
+    await expectInvisible(sbx.sandboxID, KEY_T);
+    await listedByFleet(sbx.sandboxID);
+    await expectInvisible(sbx.sandboxID, KEY_T);
+    expect((await api("GET", `/sandboxes/${sbx.sandboxID}`, KEY_TB)).json.state).toBe("running");
+    const own = await api("GET", "/v2/sandboxes", KEY_TB);
+    expect(own.json.map((x: { sandboxID: string }) => x.sandboxID)).toContain(sbx.sandboxID);
+  });
+});
+
+describe("built templates of one name in two namespaces (issue 31)", () => {
+  /** Promote a fresh sandbox of `key`'s namespace `ns` as its built template `name`, and wait until the view has it. */
+  async function built(key: string, ns: string, name: string): Promise<void> {
+    const sbx = (await api("POST", "/v2/sandboxes", key, { templateID: "img:1" })).json;
+    await new SandboxdClient({ baseUrl: node().url, token: ROOT }).promote(claimIdOf(sbx.sandboxID), { template: `e2b/${ns}/${name}` });
+    await until(() => s.mesh.fleet.nodes().some((n) => n.templates.some((t) => t.template === `e2b/${ns}/${name}`)), `e2b/${ns}/${name} in the view`, 15_000, 20);
+    expect((await api("DELETE", `/sandboxes/${sbx.sandboxID}`, key)).status).toBe(204);
+  }
+  const onNode = (ref: string) => (node().info().templates ?? []).some((t) => t.key.template === ref);
+  const listed = async (key: string) => ((await api("GET", "/templates", key)).json as Array<{ templateID: string }>).map((t) => t.templateID);
+
+  test("DELETE /templates/<name> with one namespace's key deletes its own only: the other's stays on its node, listed and usable as a create target", async () => {
+    for (const name of ["app", "web"]) {
+      await built(KEY_T, "team", name);
+      await built(KEY_TB, "team-b", name);
+    }
+    for (const key of [KEY_T, KEY_TB]) expect(await listed(key)).toEqual(expect.arrayContaining(["app", "web"]));
+    // team deletes its `app`, team-b its `web`: both directions of the `team` / `team-b` prefix pair.
+    for (const [key, ns, other, name] of [[KEY_T, "team", "team-b", "app"], [KEY_TB, "team-b", "team", "web"]] as const) {
+      const deletesBefore = node().requests.filter((e) => e.route === "template-delete").length;
+      expect((await api("DELETE", `/templates/${name}`, key)).status).toBe(204);
+      // The node was asked to delete the caller's template and nothing else.
+      const deletes = node().requests.filter((e) => e.route === "template-delete").slice(deletesBefore);
+      expect(deletes.length).toBeGreaterThan(0);
+      expect(deletes.map((e) => e.query.template)).toEqual(deletes.map(() => [`e2b/${ns}/${name}`]));
+      expect([onNode(`e2b/${ns}/${name}`), onNode(`e2b/${other}/${name}`)]).toEqual([false, true]);
+      const otherKey = key === KEY_T ? KEY_TB : KEY_T;
+      expect(await listed(key)).not.toContain(name);
+      expect(await listed(otherKey)).toContain(name);
+      expect((await api("POST", "/v2/sandboxes", key, { templateID: name })).status).toBe(404);
+      expect((await api("POST", "/v2/sandboxes", otherKey, { templateID: name })).status).toBe(201);
+    }
+  }, 60_000);
 });

@@ -12,11 +12,10 @@ import { RateLimitError, Sandbox } from "e2b";
 import { DOMAIN, KEY_A, KEY_B, ROOT, SECRET, sdkOpts, startStack, type Stack } from "./harness.ts";
 import { spawnE2b, spawnService } from "./process.ts";
 import { initEnvd } from "#shared/e2b/envd.ts";
-import { deriveAccessToken, envdAccessToken } from "#shared/e2b/tokens.ts";
-import { createLogger } from "#shared/log/index.ts";
-import { EnvdRelay, serveRelay } from "#shared/relay/index.ts";
+import { carriesLaneTag, deriveAccessToken, envdAccessToken, laneTag } from "#shared/e2b/tokens.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { standaloneProxy, unlisted } from "#tests/support/standalone-proxy.ts";
 import { until } from "#tests/support/wait.ts";
 
 const KEY_C = "e2b_cccccccccccccccccccccccccccccccccccccccc";
@@ -30,13 +29,8 @@ async function api(s: Stack, method: string, path: string, key: string, body?: u
 }
 
 /** A standalone proxy (the chart's sandbox-envd-proxy) over the stack's nodes whose view lists no sandbox yet. */
-function unlistedProxy(s: Stack) {
-  const unlisted = { nodes: () => s.mesh.fleet.nodes().map((n) => ({ ...n, entries: [] })), ready: () => Promise.resolve(), stop: () => Promise.resolve() };
-  const log = createLogger({ level: "error", name: "proxy" });
-  const relay = new EnvdRelay({ domain: DOMAIN, fleet: unlisted, envdSecret: SECRET, rootToken: ROOT, namespace: "", guestHttp2: false, log });
-  const server = serveRelay(relay, { address: "127.0.0.1:0", log });
-  return { server, url: `http://127.0.0.1:${server.port}`, port: server.port! };
-}
+const unlistedProxy = (s: Stack) =>
+  standaloneProxy({ domain: DOMAIN, envdSecret: SECRET, rootToken: ROOT, nodes: () => unlisted(s.mesh.fleet.nodes()) });
 
 /** A GET through the proxy from a chosen local address (the per-client probe budget keys on it). */
 function askFrom(localAddress: string, port: number, id: string, token: string): Promise<number> {
@@ -126,6 +120,42 @@ describe("case 6: the probe path under anonymous junk", () => {
       server.stop(true);
     }
   }, 120_000);
+
+  test("a token with the id's lane tag but a wrong remainder (issue 31): refused as unknown, nothing reaches the guest, nothing cached for it", async () => {
+    const { server, port } = unlistedProxy(s);
+    const node = s.cluster.nodes[0]!;
+    try {
+      const made = await api(s, "POST", "/sandboxes", KEY_A, { templateID: "base" });
+      const id = String(made.json!.sandboxID);
+      const claimId = id.replace("sb-", "sb_");
+      const token = String(made.json!.envdAccessToken);
+      const forged = laneTag(SECRET, claimId) + hex(32);
+      expect(carriesLaneTag(SECRET, claimId, forged)).toBe(true);
+      expect(forged).not.toBe(token);
+      const reads = () => node.requests.filter((e) => e.route === "get" && e.path.includes(claimId)).length;
+      const guestBefore = s.guest.requests.length;
+      const portsBefore = node.requests.filter((e) => e.route === "ports").length;
+      // From an address whose probe budget no other test spent. The forged token gets the probe (its tag verifies),
+      // which finds the claim; asked again it must get the same answer as an id nobody holds, not a cached owner's.
+      const unknownId = `sb_${hex(8)}`;
+      expect(await askFrom("127.0.0.4", port, unknownId.replace("sb_", "sb-"), laneTag(SECRET, unknownId) + hex(32))).toBe(502);
+      const r0 = reads();
+      expect(await askFrom("127.0.0.4", port, id, forged)).toBe(502);
+      expect(reads()).toBe(r0 + 1);
+      expect(await askFrom("127.0.0.4", port, id, forged)).toBe(502);
+      expect(s.guest.requests.length).toBe(guestBefore);
+      expect(node.requests.filter((e) => e.route === "ports").length).toBe(portsBefore);
+      // The owner was not cached by the forged requests: the issued token's first use still reads the node, the
+      // second is answered from the cache.
+      const r1 = reads();
+      expect(await askFrom("127.0.0.4", port, id, token)).toBe(204);
+      expect(reads()).toBe(r1 + 1);
+      expect(await askFrom("127.0.0.4", port, id, token)).toBe(204);
+      expect(reads()).toBe(r1 + 1);
+    } finally {
+      server.stop(true);
+    }
+  }, 60_000);
 });
 
 describe("case 7: namespaces are DNS-1123 labels, checked at startup", () => {

@@ -8,11 +8,11 @@ import { Sandbox, SandboxNotFoundError } from "e2b";
 import { DOMAIN, ROOT, SECRET, sdkOpts, startStack, type Stack } from "./harness.ts";
 import { sameSandboxId } from "#shared/e2b/ids.ts";
 import { envdAccessToken } from "#shared/e2b/tokens.ts";
-import { createLogger } from "#shared/log/index.ts";
-import { EnvdRelay, serveRelay } from "#shared/relay/index.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { NODE_METADATA_KEY, POD_UID_METADATA_KEY } from "#shared/sandboxd/metadata.ts";
+import { standaloneProxy, unlisted } from "#tests/support/standalone-proxy.ts";
 import { until } from "#tests/support/wait.ts";
+import type { FleetNode } from "#shared/fleet/index.ts";
 
 const KEY_D = "e2b_dddddddddddddddddddddddddddddddddddddddd";
 
@@ -94,14 +94,12 @@ async function expectAbsentForSdk(pub: string): Promise<void> {
 const listedByFleet = (claimId: string) =>
   until(() => s.mesh.fleet.nodes().some((n) => n.entries.some((e) => sameSandboxId(claimId, e.id))), `the fleet view to list ${claimId}`, 15_000, 20);
 
-/** A standalone proxy (the chart's sandbox-envd-proxy) whose view lists nothing: every lookup is a live probe. */
-function probingProxy() {
-  const unlisted = { nodes: () => s.mesh.fleet.nodes().map((n) => ({ ...n, entries: [] })), ready: () => Promise.resolve(), stop: () => Promise.resolve() };
-  const log = createLogger({ level: "error", name: "proxy" });
-  const relay = new EnvdRelay({ domain: DOMAIN, fleet: unlisted, envdSecret: SECRET, rootToken: ROOT, namespace: "", guestHttp2: false, log });
-  const server = serveRelay(relay, { address: "127.0.0.1:0", log });
-  return { server, url: `http://127.0.0.1:${server.port}` };
-}
+/** A standalone proxy (the chart's sandbox-envd-proxy) over `view` of the surface's fleet view. */
+const proxyOver = (view: (nodes: readonly FleetNode[]) => FleetNode[]) =>
+  standaloneProxy({ domain: DOMAIN, envdSecret: SECRET, rootToken: ROOT, nodes: () => view(s.mesh.fleet.nodes()) });
+
+/** A standalone proxy whose view lists nothing: every lookup is a live probe. */
+const probingProxy = () => proxyOver(unlisted);
 
 /** `/health` through a proxy with the access token the surface would have issued for the claim. */
 async function throughProxy(proxyUrl: string, c: { claimId: string; pub: string; token: string }): Promise<number> {
@@ -155,4 +153,30 @@ describe("a Pod-backed sandbox in the key's namespace", () => {
     expect(r.status).toBe(400);
     expect(JSON.parse(r.text)).toEqual({ code: 400, message: expect.stringContaining("reserved") });
   });
+});
+
+describe("the node's row has the last word (issue 31)", () => {
+  test("a fleet entry without the Pod stamp whose node row carries it: the proxy refuses the right token, relays nothing and keeps refusing", async () => {
+    const pod = await claimForPod("web-2");
+    const plain = await claimForPod("plain-2", false);
+    await listedByFleet(pod.claimId);
+    await listedByFleet(plain.claimId);
+    // An inventory that lost the stamp (an older vk-sandbox, a publish racing the stamp): the entry reads as the key's.
+    const entry = () => s.mesh.fleet.nodes().flatMap((n) => n.entries).find((e) => e.id === pod.claimId);
+    expect(entry()?.metadata?.[POD_UID_METADATA_KEY]).toBe("uid-web-2");
+    const unstamped = (nodes: readonly FleetNode[]) =>
+      nodes.map((n) => ({ ...n, entries: n.entries.map((e) => ({ ...e, metadata: Object.fromEntries(Object.entries(e.metadata ?? {}).filter(([k]) => k !== POD_UID_METADATA_KEY)) })) }));
+    const { server, url } = proxyOver(unstamped);
+    try {
+      // Control: the same path relays an unstamped claim (so the refusal below is the row's stamp at work).
+      expect(await throughProxy(url, plain)).toBe(204);
+      const guestBefore = s.guest.requests.length;
+      const portsBefore = node().requests.filter((e) => e.route === "ports").length;
+      for (let i = 0; i < 2; i++) expect(await throughProxy(url, pod)).toBe(502);
+      expect(s.guest.requests.length).toBe(guestBefore);
+      expect(node().requests.filter((e) => e.route === "ports").length).toBe(portsBefore);
+    } finally {
+      server.stop(true);
+    }
+  }, 60_000);
 });

@@ -1,16 +1,19 @@
-// The container images (images/<binary>/Dockerfile). No container engine runs on this machine, so the test does
-// what can be done without one: it replays each Dockerfile's build stage (its COPYs from the context, honouring
+// The container images' Dockerfiles (images/<binary>/Dockerfile), for builders with Docker. There is no Docker engine
+// here; scripts/images.sh builds the shipped images from the same files (build.test.ts checks those). This test
+// replays each Dockerfile's build stage (its COPYs from the context, honouring
 // .dockerignore, its ARGs and its RUN commands, in order) in a scratch directory, then checks that the file the
 // final stage copies exists, runs, names its build, and links nothing the distroless base lacks (glibc only); and
 // that the final stage and the chart's Deployments agree on entrypoint and user; and the compiled binary itself
 // takes the args the chart renders (no usage error).
-// Not covered here: pulling the base images, the build under `docker build`/buildx, multi-arch output.
+// Not covered here: pulling the registry bases and `docker build` itself (scripts/images.sh applies the final stage
+// to a Debian-assembled base instead; build.test.ts).
 import { describe, expect, test } from "bun:test";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { E2B, at, container, containerEnv, deployment, merge, render, root } from "#tests/integration/chart/helm.ts";
 import { run } from "#tests/support/run.ts";
+import { type Stage, parseDockerfile, substitute, unquote } from "#scripts/images/dockerfile.ts";
 
 const IMAGES = ["sandbox-apiserver", "sandbox-envd-proxy", "sandbox-e2b"] as const;
 const IN_CHART = new Set(["sandbox-apiserver", "sandbox-envd-proxy"]);
@@ -23,61 +26,6 @@ const FULL_E2B = merge(
 );
 /** What distroless base-nocc holds: glibc and the dynamic loader. */
 const GLIBC = /^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|\/lib64\/ld-linux-x86-64\.so\.2|\/lib\/ld-linux-aarch64\.so\.1)$/;
-
-interface Instruction {
-  op: string;
-  args: string;
-}
-
-interface Stage {
-  from: string;
-  name: string | undefined;
-  instructions: Instruction[];
-}
-
-interface Dockerfile {
-  globalArgs: Map<string, string>;
-  stages: Stage[];
-}
-
-/** Instructions with continuation lines joined and comments dropped. */
-function parseDockerfile(text: string): Dockerfile {
-  const lines: string[] = [];
-  let pending = "";
-  for (const raw of text.split("\n")) {
-    if (/^\s*#/.test(raw) && pending === "") continue;
-    const line = raw.replace(/\s+$/, "");
-    if (line.endsWith("\\")) {
-      pending += `${line.slice(0, -1)} `;
-      continue;
-    }
-    const full = `${pending}${line}`.trim();
-    pending = "";
-    if (full !== "") lines.push(full);
-  }
-  const out: Dockerfile = { globalArgs: new Map(), stages: [] };
-  for (const line of lines) {
-    const m = /^([A-Za-z]+)\s+(.*)$/.exec(line);
-    if (!m) throw new Error(`Dockerfile: cannot read ${JSON.stringify(line)}`);
-    const op = m[1]!.toUpperCase();
-    const args = m[2]!;
-    if (op === "FROM") {
-      const f = /^(\S+)(?:\s+AS\s+(\S+))?$/i.exec(args)!;
-      out.stages.push({ from: f[1]!, name: f[2], instructions: [] });
-    } else if (out.stages.length === 0) {
-      if (op !== "ARG") throw new Error(`Dockerfile: ${op} before FROM`);
-      const [k, v = ""] = args.split("=", 2);
-      out.globalArgs.set(k!, unquote(v));
-    } else {
-      out.stages.at(-1)!.instructions.push({ op, args });
-    }
-  }
-  return out;
-}
-
-const unquote = (v: string) => v.replace(/^"(.*)"$/, "$1");
-const substitute = (s: string, vars: Map<string, string>) =>
-  s.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_, a, b) => vars.get(a ?? b) ?? "");
 
 function dockerignore(): Bun.Glob[] {
   return readFileSync(join(root, ".dockerignore"), "utf8")
@@ -137,16 +85,18 @@ for (const bin of IMAGES) {
   describe(`images/${bin}/Dockerfile`, () => {
     const file = parseDockerfile(readFileSync(join(root, "images", bin, "Dockerfile"), "utf8"));
     const [build, final] = file.stages;
+    const finalOp = (op: string) => final!.instructions.find((i) => i.op === op)!.args;
 
     test("two stages: bun at the project's version, then distroless as non-root with the binary as entrypoint", () => {
       expect(file.stages).toHaveLength(2);
       expect(substitute(build!.from, file.globalArgs)).toBe(`oven/bun:${Bun.version}`);
       expect(build!.name).toBe("build");
       expect(final!.from).toBe("gcr.io/distroless/base-nocc-debian12:nonroot");
-      expect(final!.instructions.map((i) => i.op)).toEqual(["COPY", "USER", "EXPOSE", "ENTRYPOINT"]);
-      expect(final!.instructions[0]!.args).toBe(`--from=build /src/dist/${bin} /usr/local/bin/${bin}`);
-      expect(final!.instructions[1]!.args).toBe("65532:65532");
-      expect(JSON.parse(final!.instructions[3]!.args)).toEqual([`/usr/local/bin/${bin}`]);
+      // The OCI labels (scripts/images.sh passes the same build args), then the binary, user, ports, entrypoint.
+      expect(final!.instructions.map((i) => i.op)).toEqual(["ARG", "ARG", "ARG", "LABEL", "COPY", "USER", "EXPOSE", "ENTRYPOINT"]);
+      expect(finalOp("COPY")).toBe(`--from=build /src/dist/${bin} /usr/local/bin/${bin}`);
+      expect(finalOp("USER")).toBe("65532:65532");
+      expect(JSON.parse(finalOp("ENTRYPOINT"))).toEqual([`/usr/local/bin/${bin}`]);
       expect(build!.instructions.some((i) => i.op === "RUN" && i.args.includes("bun build") || i.args.includes("scripts/build.ts"))).toBe(true);
     });
 
@@ -156,7 +106,7 @@ for (const bin of IMAGES) {
         const b = await replayBuildStage(build!, { BUILD_VERSION: "9.9.9", BUILD_REVISION: "0123456789ab" });
         try {
           if (process.env.SHOW_BUILD_LOG) console.log(b.log);
-          const copied = /^--from=build\s+(\S+)\s+\S+$/.exec(final!.instructions[0]!.args)![1]!;
+          const copied = /^--from=build\s+(\S+)\s+\S+$/.exec(finalOp("COPY"))![1]!;
           const binary = join(b.dir, copied);
           expect(existsSync(binary)).toBe(true);
           expect(statSync(binary).mode & 0o111).not.toBe(0);
@@ -197,7 +147,7 @@ for (const bin of IMAGES) {
     if (IN_CHART.has(bin)) {
       test("the chart's Deployment runs this image's entrypoint as its user", async () => {
         const objects = await render(E2B);
-        const user = final!.instructions[1]!.args.split(":").map(Number);
+        const user = finalOp("USER").split(":").map(Number);
         const c = container(objects, bin);
         expect(c.image).toBe(`ghcr.io/cocoonstack/${bin}:latest`);
         expect(c.command).toBeUndefined(); // the image's ENTRYPOINT runs; args follow it
@@ -209,7 +159,7 @@ for (const bin of IMAGES) {
           capabilities: { drop: ["ALL"] },
         });
         // The EXPOSEd ports are the chart's default container ports.
-        const exposed = final!.instructions[2]!.args.split(/\s+/).map(Number).sort();
+        const exposed = finalOp("EXPOSE").split(/\s+/).map(Number).sort();
         expect((c.ports ?? []).map((p) => p.containerPort).sort()).toEqual(exposed);
       });
     }

@@ -374,4 +374,22 @@ describe("trust (issue 22 case 2): the root token goes only to an address of a N
     await cluster.apply([raw("go-node", "go-node", "10.20.0.4:7777")]);
     await waitFor("go-node in the view", () => fleet.freshNode("go-node") !== undefined, 10_000, 20);
   });
+
+  test("an address host that is only a prefix of a Node's address, or extends one, is none of its addresses (10.0.0.1 vs 10.0.0.10, node-1 vs node-1.internal, 10.0.0.20 vs 10.0.0.2) (issue 31)", async () => {
+    // Each Node's addresses: its InternalIP, then its own name as Hostname (ensureNode).
+    await ensureNode("prefix-ip", "10.0.0.10");
+    await ensureNode("node-1.internal", "10.0.0.77");
+    await ensureNode("suffix-ip", "10.0.0.2");
+    await cluster.apply([raw("prefix-ip", "prefix-ip", "10.0.0.1:7777"), raw("node-1.internal", "node-1.internal", "node-1:7777"), raw("suffix-ip", "suffix-ip", "10.0.0.20:7777")]);
+    // Applied before a trusted one: once the informer has the later object, it has judged these too.
+    await publish("real", clock.now());
+    await seen({ real: clock.now() });
+    expect(fleet.all().map((r) => r.name)).toEqual(["real"]);
+    expect(fleet.freshNode("prefix-ip")).toBeUndefined();
+    expect(fleet.freshNode("node-1.internal")).toBeUndefined();
+    expect(fleet.freshNode("suffix-ip")).toBeUndefined();
+    // Control: the same inventories naming the Nodes' exact hosts are trusted (so the refusal was the prefix's).
+    await cluster.apply([raw("prefix-ip", "prefix-ip", "10.0.0.10:7777"), raw("node-1.internal", "node-1.internal", "node-1.internal:7777"), raw("suffix-ip", "suffix-ip", "10.0.0.2:7777")]);
+    await waitFor("the exact hosts in the view", () => ["prefix-ip", "node-1.internal", "suffix-ip"].every((n) => fleet.freshNode(n) !== undefined), 10_000, 20);
+  });
 });

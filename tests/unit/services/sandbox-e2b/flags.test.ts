@@ -43,8 +43,26 @@ describe("sandbox-e2b flags", () => {
     const c = config([...complete, "--envd-proxy-bind-address=:8443", "--envd-proxy-guest-http2"]);
     expect(c.sandboxdSeeds).toEqual(["10.0.0.5:7777", "10.0.0.6:7777"]);
     expect(c.envdProxy).toEqual({ bindAddress: ":8443", tlsCertFile: undefined, tlsPrivateKeyFile: undefined, guestHttp2: true, limits: DEFAULT_RELAY_LIMITS });
-    const bounded = config([...complete, "--envd-proxy-bind-address=:8443", "--envd-proxy-max-relays-per-sandbox=4", "--envd-proxy-guest-handshake-timeout=2s"]);
-    expect(bounded.envdProxy?.limits).toMatchObject({ maxRelaysPerSandbox: 4, guestHandshakeMs: 2000 });
+    const bounded = config([
+      ...complete,
+      "--envd-proxy-bind-address=:8443",
+      "--envd-proxy-max-relays-per-sandbox=4",
+      "--envd-proxy-guest-handshake-timeout=2s",
+      "--envd-proxy-max-public-relays=6",
+      "--envd-proxy-max-public-relays-per-sandbox=3",
+      "--envd-proxy-max-public-relays-per-client=2",
+      "--envd-proxy-request-body-min-rate=0",
+      "--envd-proxy-request-body-rate-window=4s",
+    ]);
+    expect(bounded.envdProxy?.limits).toMatchObject({
+      maxRelaysPerSandbox: 4,
+      guestHandshakeMs: 2000,
+      maxPublicRelays: 6,
+      maxPublicRelaysPerSandbox: 3,
+      maxPublicRelaysPerClient: 2,
+      requestBodyMinRate: 0,
+      requestBodyRateWindowMs: 4000,
+    });
   });
 
   test("--metrics-bind-address opens the process's one metrics listener", () => {

@@ -56,10 +56,35 @@ describe("envd-proxy flags", () => {
   });
 
   test("the relay's bounds are flags: caps, budget and the guest deadline", () => {
-    const c = config(["--max-relays=10", "--max-relays-per-sandbox=3", "--max-relays-per-client=2", "--max-relays-per-namespace=4", "--relay-buffer-max=1048576", "--guest-handshake-timeout=5s"]);
-    expect(c.limits).toEqual({ maxRelays: 10, maxRelaysPerSandbox: 3, maxRelaysPerClient: 2, maxRelaysPerNamespace: 4, bufferBytes: 1048576, guestHandshakeMs: 5000 });
-    expect(envdProxyHelp()).toContain("--max-relays-per-sandbox");
-    expect(envdProxyHelp()).toContain("--max-relays-per-namespace");
+    const c = config([
+      "--max-relays=10",
+      "--max-relays-per-sandbox=3",
+      "--max-relays-per-client=2",
+      "--max-relays-per-namespace=4",
+      "--max-public-relays=5",
+      "--max-public-relays-per-sandbox=2",
+      "--max-public-relays-per-client=1",
+      "--relay-buffer-max=1048576",
+      "--guest-handshake-timeout=5s",
+      "--request-body-min-rate=512",
+      "--request-body-rate-window=3s",
+    ]);
+    expect(c.limits).toEqual({
+      maxRelays: 10,
+      maxRelaysPerSandbox: 3,
+      maxRelaysPerClient: 2,
+      maxRelaysPerNamespace: 4,
+      maxPublicRelays: 5,
+      maxPublicRelaysPerSandbox: 2,
+      maxPublicRelaysPerClient: 1,
+      bufferBytes: 1048576,
+      guestHandshakeMs: 5000,
+      requestBodyMinRate: 512,
+      requestBodyRateWindowMs: 3000,
+    });
+    for (const f of ["--max-relays-per-sandbox", "--max-relays-per-namespace", "--max-public-relays", "--max-public-relays-per-client", "--request-body-min-rate"]) expect(envdProxyHelp()).toContain(f);
+    // The defaults: public buckets below the tenant's and the process's caps, a body minimum on.
+    expect(config([]).limits).toMatchObject({ maxPublicRelays: 64, maxPublicRelaysPerSandbox: 16, maxPublicRelaysPerClient: 8, requestBodyMinRate: 1024, requestBodyRateWindowMs: 10_000 });
   });
 
   test("an empty namespace means every namespace", () => {

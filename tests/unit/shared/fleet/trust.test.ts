@@ -40,6 +40,12 @@ describe("inventoryTrust", () => {
     });
     expect(inventoryTrust(inv("a", "http://"), node("a", "10.0.0.1"), none)).toEqual({ trusted: false, reason: "no address host" });
   });
+  test("a host that is only a prefix of a Node address, or that a Node address is a prefix of, is none of its addresses (issue 31)", () => {
+    expect(inventoryTrust(inv("a", "10.0.0.1:7777"), node("a", "10.0.0.10", "a"), none).trusted).toBe(false);
+    expect(inventoryTrust(inv("a", "10.0.0.10:7777"), node("a", "10.0.0.1", "a"), none).trusted).toBe(false);
+    expect(inventoryTrust(inv("node-1", "node-1:7777"), node("node-1", "10.0.0.5", "node-1.internal"), none).trusted).toBe(false);
+    expect(inventoryTrust(inv("a", "10.0.0.10:7777"), node("a", "10.0.0.10", "a"), none)).toEqual({ trusted: true });
+  });
   test("an inventory without an address (no reader calls it) counts under its Node, never without one", () => {
     expect(inventoryTrust({ metadata: { name: "a" }, node: "a" }, node("a", "10.0.0.1"), none)).toEqual({ trusted: true });
     expect(inventoryTrust({ metadata: { name: "a" }, node: "a", address: "" }, undefined, none).trusted).toBe(false);

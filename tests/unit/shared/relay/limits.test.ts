@@ -42,6 +42,30 @@ test("slots: the per-namespace cap answers 429 naming the tenant, so one tenant 
   expect("release" in slots.acquire("sb_a3", undefined, "team-a")).toBe(true);
 });
 
+test("slots (issue 27): relays with no credential count in public buckets only, never in the owner's namespace or sandbox caps, and never fill the process", () => {
+  const slots = new RelaySlots({ maxRelays: 10, maxRelaysPerSandbox: 2, maxRelaysPerClient: 0, maxRelaysPerNamespace: 2, maxPublicRelays: 20, maxPublicRelaysPerSandbox: 3, maxPublicRelaysPerClient: 2 });
+  const pub = (sandbox: string, client: string) => slots.acquire(sandbox, client, "team-a", true);
+  expect("release" in pub("sb_a1", "9.0.0.1")).toBe(true);
+  expect("release" in pub("sb_a1", "9.0.0.1")).toBe(true);
+  expect(pub("sb_a1", "9.0.0.1")).toEqual({ status: 429, cap: "public_client", message: "too many concurrent requests without a token from this client (limit 2)" });
+  expect("release" in pub("sb_a1", "9.0.0.2")).toBe(true);
+  expect(pub("sb_a1", "9.0.0.3")).toEqual({ status: 429, cap: "public_sandbox", message: "too many concurrent requests without a token to this sandbox (limit 3)" });
+  // The owner's token holders still have their whole sandbox and namespace caps.
+  expect("release" in slots.acquire("sb_a1", "9.0.0.1", "team-a")).toBe(true);
+  expect("release" in slots.acquire("sb_a1", "9.0.0.1", "team-a")).toBe(true);
+  expect(slots.acquire("sb_a1", "9.0.0.1", "team-a")).toMatchObject({ cap: "sandbox" });
+  expect(slots.activePublic).toBe(3);
+  expect(slots.active).toBe(5);
+  // --max-public-relays is taken as at most --max-relays - 1: public relays alone leave a slot for a token holder.
+  const all = new RelaySlots({ maxRelays: 4, maxRelaysPerSandbox: 4, maxRelaysPerClient: 0, maxRelaysPerNamespace: 4, maxPublicRelays: 100, maxPublicRelaysPerSandbox: 100, maxPublicRelaysPerClient: 0 });
+  for (let i = 0; i < 3; i++) expect("release" in all.acquire(`sb_${i}`, `9.0.0.${i}`, "team-a", true)).toBe(true);
+  expect(all.acquire("sb_9", "9.0.0.9", "team-a", true)).toEqual({ status: 503, cap: "public_global", message: "the proxy is at its capacity for requests without a token; retry later" });
+  const owner = all.acquire("sb_0", "1.1.1.1", "team-a");
+  expect("release" in owner).toBe(true);
+  if ("release" in owner) owner.release();
+  expect(all.activePublic).toBe(3);
+});
+
 test("budget: a share over the floor may not read while the total is over; under the floor it always may", () => {
   const budget = new BufferBudget(1024 * 1024);
   const slow = new BufferShare(budget);

@@ -26,6 +26,18 @@ describe("BuildLog", () => {
     expect(log.entries[0]!.step).toBe("base");
     expect(log.entries[0]!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
   });
+
+  test("issue 27: once a line is dropped the log is full: a later short line that would fit the bytes is dropped too", () => {
+    const log = new BuildLog(100, new FakeClock());
+    log.add("1", "info", "short");
+    expect(log.full).toBe(false);
+    log.add("1", "info", "x".repeat(LOG_MAX_BYTES)); // over the byte bound alone: dropped
+    expect(log.full).toBe(true);
+    log.add("1", "info", "fits");
+    log.add("1", "info", "the outcome", true);
+    expect(log.entries.map((e) => e.message)).toEqual(["short", "log limit reached: later output lines are dropped", "the outcome"]);
+    expect(log.droppedLines).toBe(2);
+  });
 });
 
 describe("log memory bounds", () => {
