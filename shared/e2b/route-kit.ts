@@ -22,7 +22,7 @@ export const errors = {
   404: json(S.ErrorSchema, "Not found (also: exists in another namespace)"),
   500: json(S.ErrorSchema, "Server or node failure"),
 };
-export const quotaErrors = { 429: { ...json(S.ErrorSchema, "Namespace quota exceeded (max-sandboxes or creates-per-second)"), headers: z.object({ "Retry-After": z.string() }) } };
+export const quotaErrors = { 429: { ...json(S.ErrorSchema, "Namespace quota exceeded (max-sandboxes, creates-per-second, max-snapshots or snapshots-per-second)"), headers: z.object({ "Retry-After": z.string() }) } };
 export const noContent = (description: string) => ({ 204: { description } });
 export const jsonBody = (schema: z.ZodType, required: boolean) => ({ body: { content: { "application/json": { schema } }, required } });
 export const idParams = { params: S.IdParam };

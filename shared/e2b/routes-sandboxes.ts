@@ -102,7 +102,7 @@ export function registerSandboxRoutes({ route }: RouteKit, t: SandboxRouteTarget
     },
   );
   route(
-    createRoute({ method: "post", path: "/sandboxes/{sandboxID}/snapshots", request: { ...idParams, ...jsonBody(S.SnapshotBody, false) }, responses: { 201: json(S.SnapshotInfo, "Snapshot taken"), ...errors } }),
+    createRoute({ method: "post", path: "/sandboxes/{sandboxID}/snapshots", request: { ...idParams, ...jsonBody(S.SnapshotBody, false) }, responses: { 201: json(S.SnapshotInfo, "Snapshot taken"), ...quotaErrors, ...errors } }),
     async (c, ns) => c.json(await t.snapshots.createSnapshot(ns, id(c), (await readJsonBody(c.req.raw, S.SnapshotBody, false)).name), 201),
   );
   route(createRoute({ method: "get", path: "/sandboxes/{sandboxID}/metrics", request: idParams, responses: { 200: json(z.array(S.SandboxMetric), "Metrics"), ...errors } }), async (c, ns) =>

@@ -30,7 +30,7 @@ const CONFIGURATIONS: [string, Values][] = [
         port: 9090,
         envdVersion: "0.8.1",
         defaultTimeoutSeconds: 900,
-        defaultQuota: { maxSandboxes: 20, createsPerSecond: 0.5 },
+        defaultQuota: { maxSandboxes: 5, createsPerSecond: 0.5, maxSnapshots: 0, snapshotsPerSecond: 3 },
         templateAliases: "base python:3.12 small\n",
         builds: { enabled: true, parallel: 4 },
         envdSecret: { value: "s", secretName: "" },
@@ -72,8 +72,9 @@ describe("rendered args through the binaries' flag parsers", () => {
         expect(config.e2b.apiKeyFile).toBe("/etc/sandbox-apiserver/e2b-api-keys/keys");
         expect(config.e2b.envdSecretFile).toBe("/etc/sandbox-apiserver/e2b-envd-secret/secret");
         expect(config.e2b.builds.enabled).toBe(((e2b.builds as Values | undefined)?.enabled as boolean | undefined) ?? false);
-        const quota = (e2b.defaultQuota ?? {}) as Values;
-        expect(config.e2b.defaultQuota).toEqual({ maxSandboxes: (quota.maxSandboxes as number | undefined) ?? 0, createsPerSecond: (quota.createsPerSecond as number | undefined) ?? 0 });
+        // values.yaml's multi-tenant defaults unless the case overrides them; 0 = the flag left out (no limit).
+        const quota = { maxSandboxes: 20, createsPerSecond: 2, maxSnapshots: 10, snapshotsPerSecond: 0.2, ...((e2b.defaultQuota ?? {}) as Values) };
+        expect(config.e2b.defaultQuota).toEqual(quota);
       }
       // Every mounted file a flag names lies under a volume mount of this container.
       for (const arg of c.args ?? []) {

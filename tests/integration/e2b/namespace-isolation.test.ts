@@ -189,7 +189,7 @@ describe("case 7: namespaces are DNS-1123 labels, checked at startup", () => {
     expect(r.out).toContain("e2b-namespace");
   });
   test("a negative default quota is a usage error (exit 2) naming the flag", async () => {
-    for (const flag of ["--e2b-default-creates-per-second=-1", "--e2b-default-max-sandboxes=-1"]) {
+    for (const flag of ["--e2b-default-creates-per-second=-1", "--e2b-default-max-sandboxes=-1", "--e2b-default-snapshots-per-second=-1", "--e2b-default-max-snapshots=-1"]) {
       const r = await outcome(spawnE2b([...base(), flag]));
       expect(r.code).toBe(2);
       expect(r.out).toContain(flag.slice(0, flag.indexOf("=")));
@@ -302,7 +302,7 @@ describe("--help names the quota flags in both binaries that serve the surface",
     test(binary, async () => {
       const child = spawnService(binary, ["--help"]);
       expect(await child.exited).toBe(0);
-      for (const flag of ["--e2b-default-max-sandboxes", "--e2b-default-creates-per-second", "max-sandboxes=N"]) expect(child.output()).toContain(flag);
+      for (const flag of ["--e2b-default-max-sandboxes", "--e2b-default-creates-per-second", "--e2b-default-max-snapshots", "--e2b-default-snapshots-per-second", "max-sandboxes=N", "max-snapshots=N"]) expect(child.output()).toContain(flag);
     });
   }
 });
