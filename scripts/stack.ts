@@ -61,17 +61,17 @@ async function main(argv: string[]): Promise<number> {
 
   const files = prepareFiles();
   const sup = new Supervisor(files.logDir);
-  let stopped = false;
-  const stop = async (code: number): Promise<never> => {
-    if (!stopped) {
-      stopped = true;
+  // One stop, however many callers: a child dying while the start is still running and the start then failing
+  // both ask; the second waits for the first instead of exiting mid-teardown (the cluster stack restores the host).
+  let stopping: Promise<never> | undefined;
+  const stop = (code: number): Promise<never> =>
+    (stopping ??= (async () => {
       say("stopping …");
       await sup.stopAll();
       rmSync(files.work, { recursive: true, force: true });
       say("stopped");
-    }
-    process.exit(code);
-  };
+      process.exit(code);
+    })());
   // Ctrl-C, a kill, or the terminal closing: the same clean stop.
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => void stop(0));
   sup.onChildDied = (name, code, logTail) => {

@@ -11,6 +11,7 @@ import { startNodeCluster, type NodeCluster } from "#tests/kube/node/cluster.ts"
 import { NODE_NET } from "#tests/kube/node/network.ts";
 import { kubectl } from "#tests/kube/kubectl.ts";
 import { helmBinary } from "#tests/kube/peers.ts";
+import { freePorts } from "#tests/kube/ports.ts";
 import { run } from "#tests/support/run.ts";
 import { aggregatedServingCert } from "./aggregation.ts";
 import { binary } from "./binary.ts";
@@ -117,12 +118,13 @@ export async function installRelease(o: ReleaseOptions): Promise<Release> {
   });
   sup.add("sandboxd simulators", () => sims.stop());
   for (const n of sims.nodes) n.peers([]);
+  const kubeletPorts = freePorts(SIM_NODES.length);
   SIM_NODES.forEach((name, i) => {
     sup.spawn(`vk-sandbox-${i}`, [
       ...binary(root, "vk-sandbox"),
       `--node-name=${name}`,
       `--node-ip=${NODE_NET.nodeIp}`,
-      `--listen-addr=${NODE_NET.nodeIp}:0`,
+      `--listen-addr=${NODE_NET.nodeIp}:${kubeletPorts[i]}`,
       `--client-ca-file=${node.kube.clientCaFile}`,
       `--sandboxd-url=http://${sims.nodes[i]!.addr}`,
       `--sandboxd-token-file=${files.rootTokenFile}`,

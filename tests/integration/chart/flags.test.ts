@@ -95,8 +95,10 @@ describe("rendered args through the binaries' flag parsers", () => {
       expect(config.bindAddress).toBe(`:${(proxy.port as number | undefined) ?? 8443}`);
       expect(config.sandboxdTokenFile).toBe("/etc/sandbox-envd-proxy/sandboxd-token/token");
       expect(config.tlsCertFile !== undefined).toBe(proxy.tlsSecretName !== undefined);
-      // The relay's bounds are always passed; the chart's defaults are the binary's.
-      expect(config.limits).toEqual(DEFAULT_RELAY_LIMITS);
+      // The relay's bounds are always passed; the chart's defaults are the binary's, but for the per-client public
+      // cap: the chart's proxy sits behind an edge whose one address every public client shares, so it is off
+      // there (envdProxy.relay.maxPublicRelaysPerClient, docs/envd-relay.md "Bounds").
+      expect(config.limits).toEqual({ ...DEFAULT_RELAY_LIMITS, maxPublicRelaysPerClient: 0 });
       for (const arg of c.args ?? []) {
         const file = /^--[a-z0-9-]+-file=(\/.+)$/.exec(arg)?.[1];
         if (file) expect(c.volumeMounts!.some((m) => file.startsWith(`${m.mountPath}/`))).toBe(true);
