@@ -44,12 +44,16 @@ function probes(live: string, ready: string, port: string, scheme: string): Reco
   };
 }
 
-/** One replica per hostname at most ahead of the others, selected by the name label only. */
+/**
+ * One replica per hostname at most ahead of the others, selected by the name label only, over the Nodes the Pod
+ * tolerates (vk-sandbox's tainted virtual nodes are not hostnames a replica could go to).
+ */
 const spread = (name: string) => [
   {
     maxSkew: 1,
     topologyKey: "kubernetes.io/hostname",
     whenUnsatisfiable: "DoNotSchedule",
+    nodeTaintsPolicy: "Honor",
     labelSelector: { matchLabels: { "app.kubernetes.io/name": name } },
   },
 ];
@@ -363,6 +367,11 @@ describe("apiserver Deployment", () => {
       "--e2b-domain=sandbox.example.com",
       "--e2b-api-key-file=/etc/sandbox-apiserver/e2b-api-keys/keys",
       "--e2b-envd-secret-file=/etc/sandbox-apiserver/e2b-envd-secret/secret",
+      // The chart's per-namespace quotas for a shared fleet (docs/decisions.md "Quotas for a shared fleet").
+      "--e2b-default-max-sandboxes=20",
+      "--e2b-default-creates-per-second=2",
+      "--e2b-default-max-snapshots=10",
+      "--e2b-default-snapshots-per-second=0.2",
       "--public-traffic-default=true",
     ]);
     expect(plain.ports).toEqual([
@@ -378,6 +387,10 @@ describe("apiserver Deployment", () => {
     expect(all.args!.slice(11)).toEqual([
       "--e2b-envd-version=0.9.1",
       "--e2b-default-timeout=600",
+      "--e2b-default-max-sandboxes=20",
+      "--e2b-default-creates-per-second=2",
+      "--e2b-default-max-snapshots=10",
+      "--e2b-default-snapshots-per-second=0.2",
       "--public-traffic-default=true",
       "--e2b-builds",
       "--e2b-build-parallel=2",

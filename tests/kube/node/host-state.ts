@@ -78,7 +78,12 @@ export async function restoreHost(snap: HostSnapshot, dir: string): Promise<stri
   const before = snap.netns;
   for (const ns of await names(["ip", "netns", "list"])) if (!before.has(ns)) await attempt(`netns ${ns}`, ["ip", "netns", "delete", ns]);
   const links = await linkNames();
-  for (const l of links) if (!snap.links.has(l) && (l.startsWith("sbx-") || l.startsWith("veth"))) await attempt(`link ${l}`, ["ip", "link", "delete", l]);
+  for (const l of links) {
+    if (snap.links.has(l) || !(l.startsWith("sbx-") || l.startsWith("veth"))) continue;
+    const r = await run(["ip", "link", "delete", l]);
+    // A veth goes with its namespace's other end, sometimes between the listing and here.
+    if (r.code !== 0 && !/Cannot find device/.test(r.stderr)) problems.push(`link ${l}: ${r.stderr.trim()}`);
+  }
   for (const route of ["10.96.0.0/16", "10.91.0.0/16", "10.90.0.0/16"]) await run(["ip", "route", "del", route]);
   // iptables-restore replaces only the tables its input names: a table the host had no rules in (so absent from the
   // snapshot) is emptied first, every table back to exactly the snapshot.
