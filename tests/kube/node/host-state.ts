@@ -85,11 +85,10 @@ export async function restoreHost(snap: HostSnapshot, dir: string): Promise<stri
     if (r.code !== 0 && !/Cannot find device/.test(r.stderr)) problems.push(`link ${l}: ${r.stderr.trim()}`);
   }
   for (const route of ["10.96.0.0/16", "10.91.0.0/16", "10.90.0.0/16"]) await run(["ip", "route", "del", route]);
-  // iptables-restore replaces only the tables its input names: a table the host had no rules in (so absent from the
-  // snapshot) is emptied first, every table back to exactly the snapshot.
+  // iptables-restore (nft) neither touches a table its input does not name nor deletes chains its input does not
+  // declare: every table is emptied of rules and user chains first, then put back exactly as the snapshot had it.
   for (const [save, restore, dump] of [["iptables", "iptables-restore", snap.iptables], ["ip6tables", "ip6tables-restore", snap.ip6tables]] as const) {
     for (const table of ["filter", "nat", "mangle", "raw"]) {
-      if (dump.includes(`*${table}\n`)) continue;
       await run([save, "-w", "-t", table, "-F"]);
       await run([save, "-w", "-t", table, "-X"]);
     }
