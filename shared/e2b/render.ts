@@ -53,10 +53,13 @@ export class Renderer {
     return this.imageAliases.get(image)?.[0];
   }
 
-  /** Whether a claim's user ports are public: its create's stamp, else the fleet's default; never when forbidden. */
+  /**
+   * Whether a claim's user ports are public: only when its create stamped them so (the relay's rule, shared/relay
+   * public-ports.ts: a claim without the stamp is private); never when forbidden.
+   */
   servesPublicly(metadata: Readonly<Record<string, string>> | undefined): boolean {
     const policy = this.settings.publicTraffic ?? E2B_CLOUD_PUBLIC_TRAFFIC;
-    return !policy.forbid && (publicTrafficStamp(metadata) ?? policy.defaultPublic);
+    return !policy.forbid && publicTrafficStamp(metadata) === true;
   }
 
   /**
