@@ -14,6 +14,7 @@ import type { NodeAccess } from "./nodes.ts";
 import type { OwnWrites } from "./own-writes.ts";
 import { claimFailure, placeClaim, type PlacementNodes } from "./placement.ts";
 import { BUILT_PREFIX, NAME_BUDGET, type Renderer } from "./render.ts";
+import { looksBuilt } from "../built-templates/index.ts";
 import type { NewSandbox, SandboxReply } from "./schemas.ts";
 import type { Admission, E2bSettings, SandboxEvents } from "./settings.ts";
 import type { Snapshots } from "./snapshots.ts";
@@ -61,7 +62,8 @@ export class SandboxCreator {
   async create(ns: string, body: NewSandbox, idempotencyKey?: string): Promise<SandboxReply> {
     const templateID = body.templateID.trim();
     if (templateID === "") throw badRequest("templateID is required");
-    if (templateID.startsWith(BUILT_PREFIX)) throw templateNotFound(templateID);
+    // No create names a promoted ref (any spelling of the prefix): built templates resolve by bare name in the key's namespace.
+    if (looksBuilt(templateID)) throw templateNotFound(templateID);
     if (body.timeout !== undefined && body.timeout < 0) throw badRequest("timeout must be >= 0");
     refuseOptions(body);
     // The node's own rules, checked here so the client gets our words for them, not the node's text.
