@@ -51,12 +51,15 @@ describe("issue 27: a Pod names a built template of its own namespace only", () 
   }, 60_000);
 
   test("spellings a node might match differently are refused too (case, blanks, a malformed name)", async () => {
-    for (const [name, template] of [["upper", "E2B/team-b/payroll"], ["blank", " e2b/team-b/payroll"], ["short", "e2b/team-b"]] as const) {
+    const spellings = [["upper", "E2B/team-b/payroll"], ["blank", " e2b/team-b/payroll"], ["short", "e2b/team-b"]] as const;
+    for (const [name, template] of spellings) {
       await env.e2e.kube.createPod(sandboxPod(name, NODE, { ns: "team-a", annotations: { "sandbox.cocoonstack.io/template": template } }));
+    }
+    for (const [name] of spellings) {
       await waitFor(`${name} ProviderFailed`, async () => (await status("team-a", name))?.reason === "ProviderFailed");
       expect(simClaimsFor(env.stack.sim, `team-a/${name}`)).toHaveLength(0);
     }
-  }, 60_000);
+  }, 90_000);
 
   test("a step cache entry is no template, even for its own namespace", async () => {
     await promoted(CACHE_ENTRY);
