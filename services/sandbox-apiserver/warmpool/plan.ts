@@ -18,11 +18,11 @@ export interface WarmPool {
 }
 
 export interface SandboxTemplate {
-  metadata: { name: string; namespace: string; uid?: string };
+  metadata: { name: string; namespace: string };
   spec?: { podTemplate?: PodTemplateLike };
 }
 
-/** `refused`: the template names another namespace's built template (or no template): nothing of it is pooled. */
+/** `refused`: the template names another namespace's built template, a step cache entry or a malformed `e2b/` name. */
 export type Resolution = { pool: WarmPool; key: PoolKey; replicas: number } | { pool: WarmPool; skipped: string; refused?: boolean };
 
 export const keyString = (k: PoolKey) => `${k.template}\u0000${k.net}\u0000${k.size}`;
