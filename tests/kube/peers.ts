@@ -1,6 +1,6 @@
 // Builds and caches the Go test peers: kube-apiserver (with embedded etcd, from the wrapper module in ./apiserver),
 // kubectl (k8s.io/kubernetes/cmd/kubectl from the same wrapper module, so the same version and the same go.sum; its
-// packages are already in the module cache and most of them in the build cache after the apiserver), and helm. Both come from the Go module proxy (anchors.md §C1, §C3) and are built once per machine: the cache key
+// packages are already in the module cache and most of them in the build cache after the apiserver), and helm. Both come from the Go module proxy (tests/kube/README.md "Building the peers") and are built once per machine: the cache key
 // is the version plus, for the apiserver, a hash of the wrapper's go.mod, go.sum and main.go, so editing the
 // wrapper rebuilds and nothing else does.
 //
@@ -75,7 +75,7 @@ function versionLdflags(): string {
   const pkg = "k8s.io/component-base/version";
   return [
     "-s -w",
-    // Without these /version reports v0.0.0-master and helm's kubeVersion constraints fail (anchors.md §C1);
+    // Without these /version reports v0.0.0-master and helm's kubeVersion constraints fail (tests/kube/README.md "Building the peers");
     // kubectl prints its client version from the same variables.
     `-X ${pkg}.gitVersion=${K8S_VERSION}`,
     `-X ${pkg}.gitMajor=${major}`,

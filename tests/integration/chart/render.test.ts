@@ -2,6 +2,9 @@
 // kinds, names and namespaces, the counts (seed 003's and the objects beyond it: objects.ts), and the fields an
 // operator relies on.
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseAllDocuments } from "yaml";
 import { LEASE_NAME } from "#services/sandbox-apiserver/warmpool/leader.ts";
 import {
   E2B,
@@ -30,7 +33,7 @@ const DEFAULT_OBJECTS = [...SEED_003_DEFAULT, ...BEYOND_SEED.filter((o) => o.in 
 const E2B_OBJECTS = [...SEED_003_E2B, ...BEYOND_SEED.filter((o) => o.in === "e2b").map(beyondIdentity)];
 
 const CERT_MANAGER = DEFAULT_OBJECTS.filter((o) => /^(Issuer|Certificate) /.test(o));
-const LEADER_ELECTION = DEFAULT_OBJECTS.filter((o) => o.includes("leader-election") || o.includes("warmpool-annotations"));
+const LEADER_ELECTION = DEFAULT_OBJECTS.filter((o) => o.includes("leader-election") || o.includes("warmpool-annotations") || o.includes("template-built-images"));
 
 const ids = (objects: KubeObject[]) => objects.map(identity).sort();
 const sorted = (list: string[]) => [...list].sort();
@@ -61,15 +64,15 @@ const spread = (name: string) => [
 const DEFAULT_RESOURCES = { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } };
 
 describe("object sets", () => {
-  test("default render: exactly 20 objects (seed 003's 16 and the 4 admission-policy objects beyond it), in the release namespace except the auth reader", async () => {
+  test("default render: exactly 22 objects (seed 003's 16 and the 6 admission-policy objects beyond it), in the release namespace except the auth reader", async () => {
     const objects = await render();
-    expect(objects).toHaveLength(20);
+    expect(objects).toHaveLength(22);
     expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS));
   });
 
-  test("without --include-crds: the same minus the CRD (19)", async () => {
+  test("without --include-crds: the same minus the CRD (21)", async () => {
     const objects = await render({}, { includeCrds: false });
-    expect(objects).toHaveLength(19);
+    expect(objects).toHaveLength(21);
     expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS.slice(1)));
   });
 
@@ -129,15 +132,15 @@ describe("object sets", () => {
     expect(objects).toHaveLength(10);
   });
 
-  test("e2b enabled: 27 objects (seed 003's 22, the 4 admission-policy objects and the proxy's metrics Service beyond it)", async () => {
+  test("e2b enabled: 29 objects (seed 003's 22, the 6 admission-policy objects and the proxy's metrics Service beyond it)", async () => {
     const objects = await render(E2B);
-    expect(objects).toHaveLength(27);
+    expect(objects).toHaveLength(29);
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS]));
   });
 
-  test("e2b with envdSecret.value: 28 (seed 003's 23 and the 5 beyond it), the Secret rendered and mounted by both Deployments", async () => {
+  test("e2b with envdSecret.value: 30 (seed 003's 23 and the 7 beyond it), the Secret rendered and mounted by both Deployments", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret", { value: "s3cret", secretName: "" })));
-    expect(objects).toHaveLength(28);
+    expect(objects).toHaveLength(30);
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS, `Secret ${NS}/sandbox-e2b-envd-secret`]));
     const secret = find(objects, "Secret", "sandbox-e2b-envd-secret");
     expect(secret.type).toBe("Opaque");
@@ -155,7 +158,7 @@ describe("object sets", () => {
 
   test("envdSecret.value wins over secretName", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret.value", "v")));
-    expect(objects).toHaveLength(28);
+    expect(objects).toHaveLength(30);
     const volumes = deployment(objects, "sandbox-apiserver").template.spec.volumes!;
     expect(volumes.find((v) => v.name === "e2b-envd-secret")?.secret?.secretName).toBe("sandbox-e2b-envd-secret");
   });
@@ -163,7 +166,7 @@ describe("object sets", () => {
   test("templateAliases adds one ConfigMap (key aliases), its mount and --e2b-template-alias-file", async () => {
     const aliases = "base python:3.12 small\nnode node:22\n";
     const objects = await render(merge(E2B, at("apiserver.e2b.templateAliases", aliases)));
-    expect(objects).toHaveLength(28);
+    expect(objects).toHaveLength(30);
     const cm = find(objects, "ConfigMap", "sandbox-apiserver-e2b-template-aliases");
     expect(cm.metadata.namespace).toBe(NS);
     expect(cm.data).toEqual({ aliases });
@@ -182,7 +185,7 @@ describe("object sets", () => {
 
   test("templateAliases without e2b renders nothing extra", async () => {
     const objects = await render(at("apiserver.e2b.templateAliases", "base img"));
-    expect(objects).toHaveLength(20);
+    expect(objects).toHaveLength(22);
   });
 });
 
@@ -264,6 +267,16 @@ describe("RBAC", () => {
     };
     expect(policy.matchConditions[0]!.expression).toBe(`request.userInfo.username == "system:serviceaccount:${NS}:sandbox-apiserver"`);
     expect(policy.validations[0]!.expression).toBe(`object.metadata.name == "${LEASE_NAME}"`);
+  });
+
+  test("the built-template policy and its binding are manifests/template-admission.yaml's, labels aside", async () => {
+    const objects = await render();
+    const manifests = parseAllDocuments(readFileSync(join(chartDir, "..", "manifests", "template-admission.yaml"), "utf8")).map((d) => d.toJSON() as KubeObject);
+    for (const kind of ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]) {
+      const rendered = find(objects, kind, "sandbox-template-built-images");
+      const manifest = manifests.find((o) => o.kind === kind)!;
+      expect({ ...rendered, metadata: { name: rendered.metadata.name } }).toEqual({ ...manifest, metadata: { name: manifest.metadata.name } });
+    }
   });
 
   test("every binding's subject is the apiserver's ServiceAccount in the release namespace", async () => {

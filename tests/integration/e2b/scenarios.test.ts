@@ -138,6 +138,8 @@ describe("one node", () => {
   test("blank templateID, e2b/ names and negative timeout", async () => {
     expect((await create({ templateID: " " })).json).toEqual({ code: 400, message: "templateID is required" });
     expect((await create({ templateID: "e2b/team-a/app" })).json).toEqual({ code: 404, message: 'template "e2b/team-a/app" not found' });
+    // Any spelling of the prefix (issue 27: a node need not match names the way we compare them).
+    expect((await create({ templateID: "E2B/team-b/app" })).json).toEqual({ code: 404, message: 'template "E2B/team-b/app" not found' });
     expect((await create({ timeout: -1 })).json).toEqual({ code: 400, message: "timeout must be >= 0" });
     const bad = await api(s, "POST", "/v2/sandboxes", { raw: "{nope" });
     expect(bad.status).toBe(400);
