@@ -7,6 +7,8 @@
 // calls made, the failures and the longest gap a client saw; the goal, asserted, is no failed call. Last, `helm
 // uninstall` leaves no object of the release behind.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { Sandbox } from "e2b";
 import { LEASE_NAME } from "#services/sandbox-apiserver/warmpool/leader.ts";
 import { kubectl } from "#tests/kube/kubectl.ts";
@@ -39,6 +41,9 @@ class ClientLoop {
       this.workers.push(
         (async () => {
           while (!this.stopped) {
+            // Each worker starts at most one sandbox per 1.5 s: together under the chart's default per-namespace
+            // start rate (2/s, counted per replica), which a tenant would otherwise hit by design.
+            const next = performance.now() + 1500;
             await this.record("sdk", async () => {
               const sb = await Sandbox.create("base", { ...opts, timeoutMs: 120_000 });
               try {
@@ -48,6 +53,7 @@ class ClientLoop {
                 await sb.kill();
               }
             });
+            await Bun.sleep(Math.max(0, next - performance.now()));
           }
         })(),
       );
@@ -102,14 +108,66 @@ class ClientLoop {
   }
 }
 
+/**
+ * Every warn-or-worse line the release's containers write, read from the node's pod log files once a second (a
+ * replaced Pod's logs go with it, so asking kubectl after a failure is too late).
+ */
+class WarningCollector {
+  readonly lines: Array<{ at: number; line: string }> = [];
+  private readonly offsets = new Map<string, number>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(private readonly podLogsDir: string) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.scan(), 1000);
+  }
+
+  private scan(): void {
+    let dirs: string[] = [];
+    try {
+      dirs = readdirSync(this.podLogsDir).filter((d) => d.startsWith(`${NS}_`));
+    } catch {
+      return;
+    }
+    for (const d of dirs) {
+      try {
+        for (const c of readdirSync(join(this.podLogsDir, d))) {
+          for (const f of readdirSync(join(this.podLogsDir, d, c))) {
+            const file = join(this.podLogsDir, d, c, f);
+            const from = this.offsets.get(file) ?? 0;
+            const text = readFileSync(file, "utf8");
+            this.offsets.set(file, text.length);
+            for (const l of text.slice(from).split("\n")) {
+              if (/"level":(40|50|60)/.test(l)) this.lines.push({ at: performance.now(), line: `${d.split("_")[1]}: ${l.slice(0, 700)}` });
+            }
+          }
+        }
+      } catch {
+        // the Pod's directory went away mid-scan
+      }
+    }
+  }
+
+  since(from: number): string[] {
+    return this.lines.filter((l) => l.at >= from).map((l) => l.line);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
 interface PodInfo {
   metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
+  spec: { containers: Array<{ image: string }> };
   status: { conditions?: Array<{ type: string; status: string }> };
 }
 
 export function operations(getStack: () => RunningStack): void {
   describe("operations with clients connected", () => {
     let loop: ClientLoop;
+    let warnings: WarningCollector;
     const figures: string[] = [];
     const k = (args: string[]) => kubectl(args, { kubeconfig: getStack().env.KUBECONFIG! });
     const json = async <T>(args: string[]): Promise<T> => {
@@ -135,11 +193,15 @@ export function operations(getStack: () => RunningStack): void {
       const line = `${name}: ${detail}; client calls ${r.made}, failed ${r.failed}, longest gap sdk ${r.longestGapMs.sdk} ms, kubectl ${r.longestGapMs.kubectl} ms${r.errors.length ? `; errors: ${r.errors.join(" | ")}` : ""}`;
       figures.push(line);
       console.log(`operations: ${line}`);
+      if (r.failed) console.log(`operations: what the release's Pods logged at warn or above meanwhile:\n${warnings.since(from).slice(-30).join("\n")}`);
       expect(r.made).toBeGreaterThan(0);
       expect(r.errors).toEqual([]);
     };
 
     beforeAll(async () => {
+      const socket = /ctr --address (\S+)/.exec(getStack().out.join("\n"))![1]!;
+      warnings = new WarningCollector(join(dirname(dirname(socket)), "pod-logs"));
+      warnings.start();
       loop = new ClientLoop(getStack().env);
       loop.start();
       await waitFor("the client loop's first successful calls", async () => (loop.calls.filter((c) => c.ok).length >= 3 ? true : undefined), 300_000);
@@ -147,6 +209,7 @@ export function operations(getStack: () => RunningStack): void {
 
     afterAll(async () => {
       await loop?.stop();
+      warnings?.stop();
       console.log(`operations figures:\n${figures.join("\n")}`);
     });
 
@@ -192,8 +255,12 @@ export function operations(getStack: () => RunningStack): void {
         }
         const t0 = performance.now();
         await helm(["upgrade", RELEASE, "chart", "--namespace", NS, "--reuse-values", "--set-string", `apiserver.image.tag=${next}`, "--set-string", `envdProxy.image.tag=${next}`, "--wait", "--timeout", "10m"]);
-        const images = (await k(["-n", NS, "get", "pods", "-o", "jsonpath={.items[*].spec.containers[0].image}"])).stdout.split(" ");
-        expect(images.every((i) => i.endsWith(`:${next}`))).toBe(true);
+        const templates = (await k(["-n", NS, "get", "deploy", "-o", "jsonpath={.items[*].spec.template.spec.containers[0].image}"])).stdout.split(" ");
+        expect(templates.every((i) => i.endsWith(`:${next}`))).toBe(true);
+        await waitFor("every serving Pod on the new tag", async () => {
+          const serving = [...(await readyPods("sandbox-apiserver")), ...(await readyPods("sandbox-envd-proxy"))];
+          return serving.length === 4 && serving.every((p) => p.spec.containers[0]!.image.endsWith(`:${next}`)) ? true : undefined;
+        }, 300_000);
         return `rolled to ${next} in ${((performance.now() - t0) / 1000).toFixed(1)} s`;
       });
     }, 900_000);
@@ -230,10 +297,14 @@ export function operations(getStack: () => RunningStack): void {
     test("helm uninstall leaves no object of the release behind", async () => {
       await loop.stop();
       await helm(["uninstall", RELEASE, "--namespace", NS, "--wait", "--timeout", "5m"]);
-      const left = await k(["get", "all,secrets,configmaps,serviceaccounts,roles,rolebindings,poddisruptionbudgets,leases", "-n", NS, "-l", `app.kubernetes.io/instance=${RELEASE}`, "-o", "name"]);
-      expect(left.stdout.trim()).toBe("");
+      // The Deployments are gone at once; their Pods go through the preStop sleep and the garbage collector.
+      await waitFor("the release's objects gone", async () => {
+        const left = await k(["get", "all,secrets,configmaps,serviceaccounts,roles,rolebindings,poddisruptionbudgets", "-n", NS, "-l", `app.kubernetes.io/instance=${RELEASE}`, "-o", "name"]);
+        return left.code === 0 && left.stdout.trim() === "" ? true : undefined;
+      }, 120_000);
       const cluster = await k(["get", "clusterroles,clusterrolebindings,apiservices,validatingadmissionpolicies,validatingadmissionpolicybindings", "-o", "name"]);
-      expect(cluster.stdout.split("\n").filter((l) => /sandbox-apiserver|sandbox-envd-proxy|agents\.x-k8s\.io/.test(l))).toEqual([]);
+      // (The CRDs' own APIServices, such as v1beta1.extensions.agents.x-k8s.io, are not the release's.)
+      expect(cluster.stdout.split("\n").filter((l) => /sandbox-apiserver|sandbox-envd-proxy|\/v1beta1\.agents\.x-k8s\.io$/.test(l))).toEqual([]);
       const authReader = await k(["-n", "kube-system", "get", "rolebinding", "sandbox-apiserver-auth-reader"]);
       expect(authReader.code).not.toBe(0);
     }, 600_000);

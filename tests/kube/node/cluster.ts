@@ -202,6 +202,8 @@ export async function startNodeCluster(log: (line: string) => void = () => {}): 
         clusterDNS: [NODE_NET.nodeIp],
         clusterDomain: NODE_NET.clusterDomain,
         resolvConf: resolv,
+        // Containers' logs under the cluster's directory (removed with it), not the host's /var/log/pods.
+        podLogsDir: join(dir, "pod-logs"),
         // Disk and memory pressure must not evict the chart's Pods on a test machine, nor GC its imported images.
         evictionHard: { "memory.available": "0%", "nodefs.available": "0%", "imagefs.available": "0%", "nodefs.inodesFree": "0%" },
         imageGCHighThresholdPercent: 100,
