@@ -104,7 +104,10 @@ async function applyFinalStage(buildah: Buildah, ctr: string, stage: Stage, name
       await buildah.run(["copy", "--chmod", "0755", ctr, binary, m[2]!]);
       copied = true;
     } else if (op === "USER") await buildah.run(["config", "--user", text, ctr]);
-    else if (op === "EXPOSE") for (const p of text.split(/\s+/)) await buildah.run(["config", "--port", p, ctr]);
+    else if (op === "EXPOSE") {
+      // As Docker records them: "<port>/tcp" when the Dockerfile names no protocol (buildah would keep "8080").
+      for (const p of text.split(/\s+/)) await buildah.run(["config", "--port", p.includes("/") ? p : `${p}/tcp`, ctr]);
+    }
     else if (op === "ENTRYPOINT") {
       JSON.parse(text); // exec form only: a shell form would need a shell the image does not have
       await buildah.run(["config", "--entrypoint", text, "--cmd", "", ctr]);
