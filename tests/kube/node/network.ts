@@ -73,7 +73,13 @@ export async function installGuards(): Promise<Guards> {
   await sh(["ip", "route", "add", "unreachable", n.podRange]);
   await sh(["ip", "route", "add", "unreachable", n.nodeRange]);
   await sh(["iptables", "-w", "-N", "SBX-GUARD"]);
-  for (const rule of GUARD_RULES()) await sh(["iptables", "-w", "-A", "SBX-GUARD", ...rule]);
+  for (const rule of GUARD_RULES()) {
+    if (rule.includes("sbx: pod egress beyond pods, services and the node")) {
+      // Best effort: what was refused, in the kernel log (dmesg), for a test to show; the REJECT holds without it.
+      await run(["iptables", "-w", "-A", "SBX-GUARD", "-s", n.podRange, "-m", "limit", "--limit", "20/min", "-j", "LOG", "--log-prefix", "sbx-pod-egress: "]);
+    }
+    await sh(["iptables", "-w", "-A", "SBX-GUARD", ...rule]);
+  }
   await sh(["iptables", "-w", "-I", "OUTPUT", "1", "-j", "SBX-GUARD"]);
   await sh(["iptables", "-w", "-I", "FORWARD", "1", "-j", "SBX-GUARD"]);
   const out = await uplink();
