@@ -169,6 +169,37 @@ function goEnv(extra: Record<string, string> = {}): Record<string, string> {
 
 export type BuildCommand = [argv: string[], cwd: string | undefined, env?: Record<string, string>];
 
+/** A peer that `go install <module>/<cmd>@<version>` builds as published, cached under its name and version. */
+export interface InstalledPeer {
+  path(): string;
+  ensure(): Promise<EnsureResult>;
+  binary(): Promise<string>;
+  /** The peer file's command line: `ensure` (build if missing, print cold/cached time) or `path`. */
+  main(argv: string[]): Promise<void>;
+}
+
+export function goInstalledPeer(o: { name: string; version: string; pkg: string; ldflags: string }): InstalledPeer {
+  const path = () => join(cacheRoot(), `${o.name}-${o.version}`, o.name);
+  const ensurePeer = () =>
+    ensure(path(), (tmp) => [["go", "install", "-trimpath", "-ldflags", o.ldflags, `${o.pkg}@${o.version}`], undefined, { GOBIN: tmp }], o.name);
+  return {
+    path,
+    ensure: ensurePeer,
+    binary: async () => (await ensurePeer()).path,
+    async main(argv) {
+      if (argv[0] === "ensure") {
+        const r = await ensurePeer();
+        console.error(`peers: ${o.name} ${o.version}: ${r.built ? "built cold" : "cached"} in ${r.seconds.toFixed(2)}s -> ${r.path}`);
+      } else if (argv[0] === "path") {
+        console.log(path());
+      } else {
+        console.error(`usage: bun run tests/kube/${o.name}.ts ensure | path`);
+        process.exit(2);
+      }
+    },
+  };
+}
+
 /**
  * Builds into a temporary sibling and renames it into place, under a directory lock, so two processes that both
  * find the peer missing build it once and nobody ever executes a half-written binary. `installs` names the binary
