@@ -99,7 +99,7 @@ clusterDescribe(`the chart on a real kubelet${problem ? ` (skipped: ${problem})`
     expect(list.stderr.trim()).toMatch(/^(No resources found)?$/);
   });
 
-  test("the printed try-line runs as printed: the stock JS SDK through the Services, and kubectl shows its sandbox on a vk-sandbox node", async () => {
+  test("the printed try-lines run as printed: the stock JS SDK through the Services, and kubectl shows its sandbox on a vk-sandbox node", async () => {
     const tryLine = stack.out.find((l) => l.includes("examples/hello.ts"))!.replace(/^stack: try: /, "");
     const r = await run(["bash", "-c", tryLine], { env: { ...process.env, ...stack.env }, timeoutMs: 300_000 });
     expect(r.code).toBe(0);
@@ -112,6 +112,11 @@ clusterDescribe(`the chart on a real kubelet${problem ? ` (skipped: ${problem})`
     const row = listed.stdout.split("\n").find((l) => l.includes(`sb_${hex}`));
     expect(row).toBeDefined();
     expect(row).toMatch(/sim-node-[01]/);
+    // The other try-lines, as printed: kubectl through the aggregator and the release's Pods.
+    for (const line of stack.out.filter((l) => l.startsWith("stack: try: ") && !l.includes("examples/hello.ts"))) {
+      const other = await run(["bash", "-c", line.replace(/^stack: try: /, "")], { env: { ...process.env, ...stack.env }, timeoutMs: 120_000 });
+      expect(`${line}: ${other.code}`).toBe(`${line}: 0`);
+    }
     const kill = await run([join(REPO, "scripts", "bun"), "-e", `import { Sandbox } from "e2b"; console.log(await Sandbox.kill(${JSON.stringify(id)}));`], {
       cwd: REPO,
       env: { ...process.env, ...stack.env },
