@@ -22,9 +22,10 @@ done
 [ -s "$out/stack.json" ] || { cat "$out/stack.log"; echo "fuzz stack did not start" >&2; exit 1; }
 api=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["apiUrl"])' "$out/stack.json")
 key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key"])' "$out/stack.json")
+config="$(pwd)/tests/fuzz/schemathesis.toml"
 # Run from the temp dir: schemathesis keeps its example database in ./.schemathesis.
 cd "$out"
-"$venv/bin/st" run "$api/openapi.json" \
+"$venv/bin/st" --config-file "$config" run "$api/openapi.json" \
   -H "X-API-KEY: $key" \
   --checks not_a_server_error,response_schema_conformance \
   --max-examples "${1:-40}" \
