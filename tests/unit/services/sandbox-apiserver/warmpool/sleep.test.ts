@@ -2,6 +2,7 @@
 // SandboxTemplate), sandboxd's own validation (egress, archive after idle), one policy per key, and what the PUT
 // entries and each pool's sleep-status say.
 import { describe, expect, test } from "bun:test";
+import type { PoolKey } from "#shared/sandboxd/index.ts";
 import { poolSets, resolvePools, type SandboxTemplate, type WarmPool } from "#services/sandbox-apiserver/warmpool/plan.ts";
 import { ANN_ARCHIVE_AFTER, ANN_ARCHIVE_DELETE_AFTER, ANN_IDLE_HIBERNATE, planSleep, sleepOf } from "#services/sandbox-apiserver/warmpool/sleep.ts";
 
@@ -14,11 +15,11 @@ const tpl = (o: { image?: string; net?: string; meta?: Record<string, string>; p
   spec: {
     podTemplate: {
       metadata: { annotations: { ...(o.net ? { "sandbox.cocoonstack.io/net": o.net } : {}), ...o.pod } },
-      spec: { containers: [{ name: "c", image: o.image ?? "img" }] },
+      spec: { containers: [{ image: o.image ?? "img" }] },
     },
   },
 });
-const KEY = { template: "img", net: "none" as const, size: "small" as const };
+const KEY: PoolKey = { template: "img", net: "none", size: "small" };
 
 describe("sleepOf", () => {
   test("no annotation, or only zeros: no policy", () => {
@@ -34,7 +35,7 @@ describe("sleepOf", () => {
   });
 
   test("refused as sandboxd refuses: not a whole number, over the bound, archive not after idle, idle on an egress pool", () => {
-    const refused = (ann: Record<string, string>, key = KEY) => {
+    const refused = (ann: Record<string, string>, key: PoolKey = KEY) => {
       const r = sleepOf(pool("a", ann), tpl(), key);
       return "refused" in r ? r.refused : "accepted";
     };
