@@ -19,7 +19,13 @@ const IDLE_S = 600;
 let s: Stack;
 beforeAll(async () => {
   // team-b holds at most one sandbox: a sleeping one still counts (docs/decisions.md "Paused sandboxes and quotas").
-  s = await startStack({ proxy: true, guestAgents: true, pools: [`img:1/none/small=3,idle=${IDLE_S}`], keys: `${KEY_A} team-a\n${KEY_B} team-b max-sandboxes=1 creates-per-second=0\n` });
+  s = await startStack({
+    proxy: true,
+    guestAgents: true,
+    pools: [`img:1/none/small=3,idle=${IDLE_S}`],
+    keys: `${KEY_A} team-a\n${KEY_B} team-b max-sandboxes=1 creates-per-second=0\n`,
+    extraFlags: ["--metrics-bind-address=127.0.0.1:0"],
+  });
 });
 afterAll(() => s.stop());
 
@@ -91,6 +97,57 @@ describe("the JS SDK's lifecycle forms", () => {
     expect((await sbx.getInfo()).state).toBe("running");
     await sbx.kill();
   }, 60_000);
+});
+
+const metric = async (name: string): Promise<number> => {
+  const text = await (await fetch(`http://127.0.0.1:${s.mesh.metricsPort}/metrics`)).text();
+  return Number(new RegExp(`^${name.replace(/[{}"]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
+};
+
+describe("the first request after sleep, through the envd proxy", () => {
+  test("20 concurrent first requests to a sleeping sandbox: one wake on its node, every request served, the wait on /metrics", async () => {
+    const sbx = await Sandbox.create("base", { ...sdkOpts(s), timeoutMs: 3_600_000 });
+    const file = `/tmp/wake-${sbx.sandboxId}`;
+    await sbx.files.write(file, "awake");
+    await sleepIdle(sbx.sandboxId);
+    // The proxy reads the same fleet view the list does: once it shows the sandbox asleep, so does the proxy.
+    await until(() => pausedInList(sbx.sandboxId), "the fleet view to show it asleep", 10_000, 50);
+    const node = nodeOf(sbx.sandboxId);
+    const wakes = () => node.node.counters.get("wakes_total") ?? 0;
+    const before = { node: wakes(), ok: await metric('sandbox_envd_proxy_wakes_total{outcome="ok"}'), count: await metric("sandbox_envd_proxy_wake_seconds_count") };
+    node.slowWake(300); // this stack's clock is real: the wake takes 300 ms, and every request waits on it
+    try {
+      const reads = await Promise.all(Array.from({ length: 20 }, () => sbx.files.read(file)));
+      expect(reads).toEqual(Array.from({ length: 20 }, () => "awake"));
+    } finally {
+      node.slowWake(null);
+    }
+    expect(wakes() - before.node).toBe(1);
+    expect(claimOf(sbx.sandboxId)!.state).toBe("running");
+    // Each of the 20 saw the sandbox asleep in the view and waited for the one wake.
+    expect((await metric('sandbox_envd_proxy_wakes_total{outcome="ok"}')) - before.ok).toBe(20);
+    expect((await metric("sandbox_envd_proxy_wake_seconds_count")) - before.count).toBe(20);
+    await sbx.kill();
+  }, 60_000);
+
+  test("a wake its node cannot do is a 502 that says so; the sandbox is still there for the next request", async () => {
+    const created = await (await fetch(`${s.apiUrl}/sandboxes`, { method: "POST", headers: { "x-api-key": KEY_A, "content-type": "application/json" }, body: JSON.stringify({ templateID: "base", timeout: 3600 }) })).json();
+    const id = created.sandboxID as string;
+    await sleepIdle(id);
+    await until(() => pausedInList(id), "the fleet view to show it asleep", 10_000, 50);
+    const node = nodeOf(id);
+    const envd = () => fetch(`${s.proxyUrl}/health`, { headers: { "e2b-sandbox-id": id, "e2b-sandbox-port": "49983", "x-access-token": created.envdAccessToken } });
+    node.fail("ports", 500, { error: "cold boot failed" }, 1, claimOf(id)!.id);
+    const failed = await envd();
+    expect(failed.status).toBe(502);
+    expect(await failed.json()).toEqual({ code: 502, message: "sandbox was asleep and its node could not wake it; retry later" });
+    expect(await metric('sandbox_envd_proxy_wakes_total{outcome="failed"}')).toBeGreaterThanOrEqual(1);
+    // The next request wakes it.
+    const ok = await envd();
+    expect(ok.status).toBeLessThan(300);
+    expect(claimOf(id)!.state).toBe("running");
+    await fetch(`${s.apiUrl}/sandboxes/${id}`, { method: "DELETE", headers: { "x-api-key": KEY_A } });
+  }, 30_000);
 });
 
 describe("quotas", () => {
