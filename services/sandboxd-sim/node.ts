@@ -178,6 +178,8 @@ export class SimNode {
   idleSweep(): { hibernated: string[]; archived: string[] } {
     const now = this.clock.now();
     const out = { hibernated: [] as string[], archived: [] as string[] };
+    // Most nodes set no idle policy at all: then the sweep costs one pass over the pools, not over every claim.
+    if (!this.pools.all().some((p) => (p.entry.idle_hibernate_seconds ?? 0) > 0 || (p.entry.archive_after_seconds ?? 0) > 0)) return out;
     for (const c of this.table.all()) {
       const p = this.policyOf(c.key);
       const step = idleStep(c, p, now, this.wakes.has(c.id));
