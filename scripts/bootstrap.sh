@@ -34,6 +34,14 @@ if [ "${SKIP_TEST_PEERS:-}" != "1" ]; then
   # The S3-compatible server the S3 upload store's tests run against (versitygw, posix backend). Fatal like the
   # kube peers: those tests run in CI. About 90 s cold, instant cached.
   (cd "$repo" && bun run tests/kube/versitygw.ts ensure >&2)
+  # The images' and the single-node cluster's tools: buildah, qemu-user-static, containerd, runc, the CNI plugins,
+  # iptables and conntrack from Debian (as root; without root the cluster tests say why they skip), then CoreDNS and
+  # actionlint from the Go module proxy (the kubelet and its peers are built by peers.ts ensure above).
+  if [ "$(id -u)" = "0" ]; then
+    (cd "$repo" && bun run scripts/lib/host-packages.ts ensure >&2)
+  fi
+  (cd "$repo" && bun run tests/kube/coredns.ts ensure >&2)
+  (cd "$repo" && bun run tests/kube/actionlint.ts ensure >&2)
   # The Python e2b SDK the SDK matrix drives (pinned in tests/support/python/requirements.txt), a venv in the cache.
   # Not fatal: the stack needs no Python, and the Python SDK tests make the venv themselves or say why they cannot.
   (cd "$repo" && bun run tests/support/python/venv.ts ensure >&2) || echo "bootstrap: no Python SDK venv (see above); the Python SDK tests will retry" >&2

@@ -8,12 +8,16 @@ import { prepareFiles } from "./stack/files.ts";
 import { checkPortsFree, PortError, PortValueError, type PortName } from "./stack/ports.ts";
 import { startMesh, type StackExports } from "./stack/mesh.ts";
 import { startFull } from "./stack/full.ts";
+import { startClusterStack } from "./stack/cluster.ts";
 import { Supervisor } from "./stack/supervisor.ts";
 
-const USAGE = `usage: bash scripts/stack.sh [--mesh]
+const USAGE = `usage: bash scripts/stack.sh [--mesh | --cluster]
 
   (no flag)  the full stack: kube-apiserver, two simulated nodes each with vk-sandbox, and the control plane
   --mesh     the lighter stack: two simulated nodes and sandbox-e2b with the envd proxy in-process, no Kubernetes
+  --cluster  as it ships: a real single-node Kubernetes (kubelet, containerd; root), the images built from the
+             working tree, the chart installed with them, two simulated nodes with vk-sandbox beside it
+             (STACK_IMAGES_DIR/STACK_IMAGES_TAG: use images already built by scripts/images.sh)
 
 Ports (127.0.0.1; override with the variable): STACK_E2B_PORT 3280, STACK_PROXY_PORT 3281, STACK_NODE0_PORT 7780,
 STACK_NODE1_PORT 7781, STACK_KUBELET0_PORT 10260, STACK_KUBELET1_PORT 10261, STACK_APISERVER_PORT 3443.
@@ -27,7 +31,7 @@ const say = (line: string) => process.stdout.write(`stack: ${line}\n`);
 const secs = () => ((performance.now() - started) / 1000).toFixed(1);
 
 async function main(argv: string[]): Promise<number> {
-  const unknown = argv.filter((a) => a !== "--mesh");
+  const unknown = argv.filter((a) => a !== "--mesh" && a !== "--cluster");
   if (unknown.includes("--help") || unknown.includes("-h")) {
     console.log(USAGE);
     return 0;
@@ -37,7 +41,13 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const mesh = argv.includes("--mesh");
-  const needed: PortName[] = mesh ? ["e2b", "proxy", "node0", "node1"] : ["e2b", "proxy", "node0", "node1", "kubelet0", "kubelet1", "apiserver"];
+  const cluster = argv.includes("--cluster");
+  if (mesh && cluster) {
+    console.error(`stack: --mesh and --cluster are different stacks: choose one\n${USAGE}`);
+    return 2;
+  }
+  // The cluster stack's clients use the Services' cluster IPs, and its nodes the node address: no fixed port.
+  const needed: PortName[] = cluster ? [] : mesh ? ["e2b", "proxy", "node0", "node1"] : ["e2b", "proxy", "node0", "node1", "kubelet0", "kubelet1", "apiserver"];
   let ports: Record<PortName, number>;
   try {
     ports = await checkPortsFree(needed);
@@ -51,17 +61,17 @@ async function main(argv: string[]): Promise<number> {
 
   const files = prepareFiles();
   const sup = new Supervisor(files.logDir);
-  let stopped = false;
-  const stop = async (code: number): Promise<never> => {
-    if (!stopped) {
-      stopped = true;
+  // One stop, however many callers: a child dying while the start is still running and the start then failing
+  // both ask; the second waits for the first instead of exiting mid-teardown (the cluster stack restores the host).
+  let stopping: Promise<never> | undefined;
+  const stop = (code: number): Promise<never> =>
+    (stopping ??= (async () => {
       say("stopping …");
       await sup.stopAll();
       rmSync(files.work, { recursive: true, force: true });
       say("stopped");
-    }
-    process.exit(code);
-  };
+      process.exit(code);
+    })());
   // Ctrl-C, a kill, or the terminal closing: the same clean stop.
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => void stop(0));
   sup.onChildDied = (name, code, logTail) => {
@@ -69,12 +79,12 @@ async function main(argv: string[]): Promise<number> {
     void stop(1);
   };
 
-  say(`${mesh ? "mesh stack (no Kubernetes)" : "full stack"}; temp dir ${files.work} (removed on stop), logs in ${files.logDir}`);
+  say(`${mesh ? "mesh stack (no Kubernetes)" : cluster ? "cluster stack (the chart on a real node)" : "full stack"}; temp dir ${files.work} (removed on stop), logs in ${files.logDir}`);
   if (files.apiKeyCreated) say(`generated an e2b API key at first start: ${join(files.stateDir, "e2b-api-key")}`);
   let exports: StackExports;
   try {
     const ctx = { root, files, sup, ports, say: (l: string) => say(`[${secs()} s] ${l}`) };
-    exports = mesh ? await startMesh(ctx) : await startFull({ ...ctx, kubeletPorts: ports });
+    exports = mesh ? await startMesh(ctx) : cluster ? await startClusterStack(ctx) : await startFull({ ...ctx, kubeletPorts: ports });
   } catch (e) {
     console.error(`stack: start failed: ${(e as Error).message}`);
     return stop(1);

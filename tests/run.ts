@@ -1,6 +1,9 @@
 // Runs the whole suite with `bun test` and ends with the closing line CI reads: "N passed, N failed".
-// Counts come from bun's JUnit report, not from scraping its human output.
+// Counts come from bun's JUnit report, not from scraping its human output. `--contended` (ours, not bun's) runs a
+// CPU burner per core beside the tests for as long as they run, so a test that waits on a clock sized for an idle
+// machine fails here instead of on a busy CI runner; every other argument goes to `bun test`.
 import { mkdirSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 
 const root = join(import.meta.dir, "..");
@@ -9,12 +12,26 @@ const report = join(outDir, "junit.xml");
 mkdirSync(outDir, { recursive: true });
 if (existsSync(report)) rmSync(report);
 
+const args = process.argv.slice(2);
+const contended = args.includes("--contended");
+const load = contended ? startCpuLoad(availableParallelism()) : undefined;
+
 const started = performance.now();
 const proc = Bun.spawn(
-  ["bun", "test", "--reporter=junit", `--reporter-outfile=${report}`, ...process.argv.slice(2)],
+  ["bun", "test", "--reporter=junit", `--reporter-outfile=${report}`, ...args.filter((a) => a !== "--contended")],
   { cwd: root, stdio: ["ignore", "inherit", "inherit"] },
 );
+if (load) {
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      load.stop();
+      proc.kill(signal);
+      process.exit(130);
+    });
+  }
+}
 const code = await proc.exited;
+load?.stop();
 const seconds = ((performance.now() - started) / 1000).toFixed(1);
 
 let passed = 0;
@@ -45,7 +62,7 @@ if (failures.length) {
 }
 // A runner that crashed before writing a report must not read as green.
 if (code !== 0 && failed === 0) failed = 1;
-console.log(`suite wall time: ${seconds}s`);
+console.log(`suite wall time: ${seconds}s${load ? ` (contended: ${load.count} CPU burners beside it)` : ""}`);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
 process.exit(code === 0 && failed === 0 ? 0 : 1);
 
@@ -67,4 +84,19 @@ function unescapeXml(s: string): string {
 /** A character reference's character; U+FFFD for one outside Unicode. */
 function codePoint(n: number): string {
   return Number.isInteger(n) && n >= 0 && n <= 0x10ffff ? String.fromCodePoint(n) : "\ufffd";
+}
+
+/**
+ * One busy process per core (`yes` into /dev/null) at the suite's own priority. Each runs under a small shell that
+ * stops it when this runner is gone, so even a runner killed with SIGKILL leaves no burner behind (within a second);
+ * a normal end, SIGINT or SIGTERM stops them at once.
+ */
+function startCpuLoad(count: number): { count: number; stop: () => void } {
+  const watchdog = 'p=$1; yes >/dev/null & y=$!; trap \'kill $y 2>/dev/null; exit 0\' EXIT INT TERM; while kill -0 "$p" 2>/dev/null; do sleep 1; done';
+  const burners = Array.from({ length: count }, () => Bun.spawn(["sh", "-c", watchdog, "sh", String(process.pid)], { stdio: ["ignore", "ignore", "ignore"] }));
+  console.log(`contended: ${count} CPU burners (pids ${burners.map((b) => b.pid).join(", ")}) run beside the tests until they end`);
+  const stop = () => {
+    for (const b of burners) if (b.exitCode === null) b.kill("SIGTERM");
+  };
+  return { count, stop };
 }

@@ -100,9 +100,12 @@ capabilities:
 {{- end -}}
 
 {{- define "sandbox.spread" -}}
+{{- /* Honor taints: vk-sandbox's virtual nodes are tainted Nodes; counted as empty hostnames (the default, Ignore),
+they made every replica past the first unschedulable (seen on a real kubelet with two vk-sandbox nodes). */ -}}
 - maxSkew: 1
   topologyKey: kubernetes.io/hostname
   whenUnsatisfiable: DoNotSchedule
+  nodeTaintsPolicy: Honor
   labelSelector:
     matchLabels:
       {{- . | nindent 6 }}

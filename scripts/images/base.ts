@@ -4,15 +4,19 @@
 // /etc/protocols), a passwd and group with root, nobody and nonroot (65532, the chart's runAsUser) and their homes,
 // /tmp, nsswitch.conf and os-release. No shell, no package manager, no maintainer scripts run.
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { createHash } from "node:crypto";
+import { basename, join } from "node:path";
 import type { Buildah } from "./buildah.ts";
 import { type Arch, DEBIAN_SUITE, extractDeb, fetchDebs } from "./debian.ts";
 
 export const BASE_PACKAGES = ["libc6", "ca-certificates", "tzdata", "netbase"];
 export const NONROOT = 65532;
 
-/** The base image's local name for an arch. */
-export const baseImageName = (arch: Arch) => `localhost/sandbox-images-base:${DEBIAN_SUITE}-${arch}`;
+/** The base image's local name for an arch and the exact package files it holds (a security update is a new base). */
+const baseImageName = (arch: Arch, debs: string[]) =>
+  `localhost/sandbox-images-base:${DEBIAN_SUITE}-${arch}-${createHash("sha256").update(`${ASSEMBLY_VERSION}\n${debs.map((d) => basename(d)).join("\n")}`).digest("hex").slice(0, 12)}`;
+/** Bump when assembleRootfs changes what it lays out, so a cached base is not reused. */
+const ASSEMBLY_VERSION = 1;
 
 const PASSWD = `root:x:0:0:root:/root:/sbin/nologin
 nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin
@@ -72,13 +76,21 @@ export async function assembleRootfs(root: string, debs: string[]): Promise<void
   }
 }
 
-/** Builds (or rebuilds) the base image for `arch` in buildah's storage; returns its name. */
-export async function buildBase(buildah: Buildah, arch: Arch, workDir: string, log: (l: string) => void): Promise<string> {
+/**
+ * The base image for `arch` in buildah's storage, built unless one of the same package files is there already;
+ * returns its name and the unpacked root (for running the arch's binaries under emulation).
+ */
+export async function buildBase(buildah: Buildah, arch: Arch, workDir: string, log: (l: string) => void): Promise<{ name: string; rootfs: string }> {
   const debs = await fetchDebs({ arch, dir: join(workDir, `apt-${arch}`), packages: BASE_PACKAGES });
-  log(`base ${arch}: ${debs.map((d) => d.split("/").pop()).join(", ")}`);
+  const name = baseImageName(arch, debs);
   const rootfs = join(workDir, `rootfs-${arch}`);
+  const cached = existsSync(join(rootfs, ".base-name")) && readFileSync(join(rootfs, ".base-name"), "utf8") === name;
+  if (cached && (await buildah.run(["inspect", "--type", "image", name]).then(() => true, () => false))) {
+    log(`base ${arch}: ${name} (cached)`);
+    return { name, rootfs };
+  }
+  log(`base ${arch}: ${debs.map((d) => basename(d)).join(", ")}`);
   await assembleRootfs(rootfs, debs);
-  const name = baseImageName(arch);
   await buildah.removeIfPresent("rmi", name);
   const ctr = await buildah.run(["from", "--arch", arch, "--os", "linux", "scratch"]);
   try {
@@ -92,5 +104,7 @@ export async function buildBase(buildah: Buildah, arch: Arch, workDir: string, l
   } finally {
     await buildah.run(["rm", ctr]).catch(() => undefined);
   }
-  return name;
+  // Outside the image (written after the copy): marks which base this unpacked root is.
+  writeFileSync(join(rootfs, ".base-name"), name);
+  return { name, rootfs };
 }

@@ -14,7 +14,7 @@
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ensureHostPackages } from "../lib/host-packages.ts";
-import { baseImageName, buildBase } from "./base.ts";
+import { buildBase } from "./base.ts";
 import { Buildah } from "./buildah.ts";
 import type { Arch } from "./debian.ts";
 import { type Stage, parseDockerfile, parseLabels, splitArg, substitute } from "./dockerfile.ts";
@@ -104,7 +104,10 @@ async function applyFinalStage(buildah: Buildah, ctr: string, stage: Stage, name
       await buildah.run(["copy", "--chmod", "0755", ctr, binary, m[2]!]);
       copied = true;
     } else if (op === "USER") await buildah.run(["config", "--user", text, ctr]);
-    else if (op === "EXPOSE") for (const p of text.split(/\s+/)) await buildah.run(["config", "--port", p, ctr]);
+    else if (op === "EXPOSE") {
+      // As Docker records them: "<port>/tcp" when the Dockerfile names no protocol (buildah would keep "8080").
+      for (const p of text.split(/\s+/)) await buildah.run(["config", "--port", p.includes("/") ? p : `${p}/tcp`, ctr]);
+    }
     else if (op === "ENTRYPOINT") {
       JSON.parse(text); // exec form only: a shell form would need a shell the image does not have
       await buildah.run(["config", "--entrypoint", text, "--cmd", "", ctr]);
@@ -141,15 +144,17 @@ async function main(): Promise<void> {
   ]);
   mkdirSync(o.out, { recursive: true });
 
+  const bases = new Map<Arch, string>();
   for (const arch of o.arches) {
     const t0 = performance.now();
     await sh([process.execPath, "run", "scripts/build.ts", "--arch", arch, ...o.images], { BUILD_VERSION: version, BUILD_REVISION: rev, BUILD_TIME: builtAt });
     log(`${arch}: compiled ${o.images.join(", ")} in ${((performance.now() - t0) / 1000).toFixed(1)}s`);
     const t1 = performance.now();
-    await buildBase(buildah, arch, cache, log);
-    log(`${arch}: base ${baseImageName(arch)} in ${((performance.now() - t1) / 1000).toFixed(1)}s`);
+    const base = await buildBase(buildah, arch, cache, log);
+    bases.set(arch, base.name);
+    log(`${arch}: base ${base.name} in ${((performance.now() - t1) / 1000).toFixed(1)}s`);
     for (const name of o.images) {
-      const printed = await proveRuns(join(root, "dist", `linux-${arch}`, name), arch, join(cache, `rootfs-${arch}`));
+      const printed = await proveRuns(join(root, "dist", `linux-${arch}`, name), arch, base.rootfs);
       const want = `${name} ${version} (rev=${rev} built=${builtAt})`;
       if (printed !== want) throw new Error(`dist/linux-${arch}/${name} --version printed ${JSON.stringify(printed)}, want ${JSON.stringify(want)}`);
       log(`${arch}: ${name} --version: ${printed}${arch === "arm64" && process.arch !== "arm64" ? " (qemu-aarch64-static)" : ""}`);
@@ -165,7 +170,7 @@ async function main(): Promise<void> {
     await buildah.removeIfPresent("rmi", list);
     await buildah.run(["manifest", "create", list]);
     for (const arch of o.arches) {
-      const ctr = await buildah.run(["from", "--pull=never", "--arch", arch, baseImageName(arch)]);
+      const ctr = await buildah.run(["from", "--pull=never", "--arch", arch, bases.get(arch)!]);
       try {
         await applyFinalStage(buildah, ctr, final, name, join(root, "dist", `linux-${arch}`, name), vars);
         const image = `localhost/${name}:${o.tag}-${arch}`;

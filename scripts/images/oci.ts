@@ -84,7 +84,7 @@ export class OciLayout {
   /** The uncompressed tar of a layer. */
   layerTar(layer: { digest: string; mediaType: string }): Buffer {
     const raw = this.blob(layer.digest);
-    return layer.mediaType.endsWith("gzip") ? Buffer.from(Bun.gunzipSync(raw)) : raw;
+    return layer.mediaType.endsWith("gzip") ? Buffer.from(Bun.gunzipSync(new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength) as Uint8Array<ArrayBuffer>)) : raw;
   }
 
   close(): void {

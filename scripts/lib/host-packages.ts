@@ -25,3 +25,24 @@ export async function ensureHostPackages(needs: Array<{ pkg: string; probe: stri
     if (code !== 0) throw new Error(`apt-get install ${names.join(" ")} exited ${code}: ${err.trim().split("\n").at(-1)}`);
   }
 }
+
+/** The Debian packages the tests' container tooling needs: the image builds and the single-node cluster. */
+export const TEST_HOST_PACKAGES = [
+  { pkg: "buildah", probe: "buildah" },
+  { pkg: "qemu-user-static", probe: "qemu-aarch64-static" },
+  { pkg: "containerd", probe: "containerd" },
+  { pkg: "runc", probe: "runc" },
+  { pkg: "containernetworking-plugins", probe: "/usr/lib/cni/bridge" },
+  { pkg: "iptables", probe: "iptables" },
+  { pkg: "conntrack", probe: "conntrack" },
+  { pkg: "debian-archive-keyring", probe: "/usr/share/keyrings/debian-archive-keyring.gpg" },
+];
+
+if (import.meta.main) {
+  // `bun run scripts/lib/host-packages.ts ensure` (scripts/bootstrap.sh, as root): install what the tests need.
+  if (process.argv[2] !== "ensure") {
+    console.error("usage: bun run scripts/lib/host-packages.ts ensure");
+    process.exit(2);
+  }
+  await ensureHostPackages(TEST_HOST_PACKAGES, (l) => console.error(`bootstrap: ${l}`));
+}

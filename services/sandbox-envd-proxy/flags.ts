@@ -73,7 +73,7 @@ export const envdProxyFlags = {
   publicTrafficDefault: boolFlag({
     flag: "public-traffic-default",
     default: "true",
-    help: "User ports (all but envd's 49983) of a sandbox created without network.allowPublicTraffic are served with no token, as on e2b cloud. Applies to claims without the create's stamp (made before it existed); set it as the e2b surface's.",
+    help: "Accepted for symmetry with the e2b surfaces, where it chooses what a create without network.allowPublicTraffic is stamped with; this proxy serves a user port with no token only for a claim stamped public. A claim without the stamp (a Sandbox created through the Kubernetes API, a claim made before the stamp existed) is always private here.",
   }),
   e2bApiUpstream: stringFlag({
     flag: "e2b-api-upstream",

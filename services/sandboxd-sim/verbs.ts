@@ -208,7 +208,7 @@ export function checkpoint(node: SimNode, src: Claim, scope: Scope, name: string
     name: name || undefined,
     sandboxId: src.id,
     key: { ...src.key },
-    // The calling tenant, absent for root (sandboxd-api.md: "`tenant` records the calling tenant").
+    // The calling tenant, absent for root (sandboxd §2.1: a creation records the calling tenant).
     tenant: tenantOf(scope),
     createdAt: node.clock.now(),
   };

@@ -151,9 +151,9 @@ export const e2bFlags = {
     flag: "e2b-api-key-file",
     help:
       "Path to a file (Secret mount) of accepted e2b API keys, one per line as key [namespace] " +
-      "[max-sandboxes=N] [creates-per-second=R], presented by the SDK as X-API-KEY; a key sees only the " +
-      "sandboxes and snapshots of its namespace, --e2b-namespace when none is given. The quota fields override " +
-      "--e2b-default-max-sandboxes and --e2b-default-creates-per-second for that namespace.",
+      "[max-sandboxes=N] [creates-per-second=R] [max-snapshots=N] [snapshots-per-second=R], presented by the SDK " +
+      "as X-API-KEY; a key sees only the sandboxes and snapshots of its namespace, --e2b-namespace when none is " +
+      "given. The quota fields override the --e2b-default-* quota flags of the same name for that namespace.",
   }),
   e2bDefaultMaxSandboxes: intFlag({
     flag: "e2b-default-max-sandboxes",
@@ -174,6 +174,26 @@ export const e2bFlags = {
         "Sandbox starts per second (creates, fork children, snapshot restores, resumes) a namespace may make " +
         "through the e2b surface when its key-file line sets no creates-per-second; bursts up to one second's " +
         "worth, then 429 with Retry-After.",
+    }),
+  ),
+  e2bDefaultMaxSnapshots: intFlag({
+    flag: "e2b-default-max-snapshots",
+    default: "0",
+    min: 0,
+    defaultLabel: "0 (no limit)",
+    help:
+      "Snapshots (full-VM checkpoints, kept after their sandbox ends) a namespace may keep through the e2b " +
+      "surface when its key-file line sets no max-snapshots; a snapshot beyond it answers 429 with Retry-After " +
+      "until one is deleted.",
+  }),
+  e2bDefaultSnapshotsPerSecond: nonNegative(
+    floatFlag({
+      flag: "e2b-default-snapshots-per-second",
+      default: "0",
+      defaultLabel: "0 (no limit)",
+      help:
+        "Snapshots per second a namespace may take through the e2b surface when its key-file line sets no " +
+        "snapshots-per-second; bursts up to one second's worth, then 429 with Retry-After.",
     }),
   ),
   e2bAllowAnonymous: boolFlag({
@@ -264,7 +284,7 @@ export interface E2bOptions {
   templateAliasFile: string | undefined;
   envdSecretFile: string | undefined;
   /** Quota of a namespace whose key-file line sets none; 0 = no limit. */
-  defaultQuota: { maxSandboxes: number; createsPerSecond: number };
+  defaultQuota: { maxSandboxes: number; createsPerSecond: number; maxSnapshots: number; snapshotsPerSecond: number };
   builds: {
     enabled: boolean;
     parallel: number;
@@ -296,6 +316,8 @@ export function e2bOptionsFrom(v: {
   e2bEnvdSecretFile: string;
   e2bDefaultMaxSandboxes: number;
   e2bDefaultCreatesPerSecond: number;
+  e2bDefaultMaxSnapshots: number;
+  e2bDefaultSnapshotsPerSecond: number;
   e2bBuilds: boolean;
   e2bBuildParallel: number;
   e2bBuildTimeout: DurationValue;
@@ -318,7 +340,12 @@ export function e2bOptionsFrom(v: {
     allowAnonymous: v.e2bAllowAnonymous,
     templateAliasFile: orUndefined(v.e2bTemplateAliasFile),
     envdSecretFile: orUndefined(v.e2bEnvdSecretFile),
-    defaultQuota: { maxSandboxes: v.e2bDefaultMaxSandboxes, createsPerSecond: v.e2bDefaultCreatesPerSecond },
+    defaultQuota: {
+      maxSandboxes: v.e2bDefaultMaxSandboxes,
+      createsPerSecond: v.e2bDefaultCreatesPerSecond,
+      maxSnapshots: v.e2bDefaultMaxSnapshots,
+      snapshotsPerSecond: v.e2bDefaultSnapshotsPerSecond,
+    },
     builds: {
       enabled: v.e2bBuilds,
       parallel: v.e2bBuildParallel,

@@ -15,11 +15,12 @@ import type { NodeAccess } from "./nodes.ts";
 import type { OwnWrites } from "./own-writes.ts";
 import { claimFailure, placeClaim, type PlacementNodes } from "./placement.ts";
 import { BUILT_PREFIX, NAME_BUDGET, type Renderer } from "./render.ts";
+import { looksBuilt } from "../built-templates/index.ts";
 import type { NewSandbox, SandboxReply } from "./schemas.ts";
 import type { Admission, E2bSettings, SandboxEvents } from "./settings.ts";
 import type { Snapshots } from "./snapshots.ts";
 import type { TemplateCatalog } from "./templates.ts";
-import { envdAccessToken } from "./tokens.ts";
+import { accessTokenHash, envdAccessToken } from "./tokens.ts";
 import { decidePublicTraffic, E2B_CLOUD_PUBLIC_TRAFFIC, PUBLIC_TRAFFIC_METADATA_KEY } from "../envd-token/index.ts";
 
 /**
@@ -62,7 +63,8 @@ export class SandboxCreator {
   async create(ns: string, body: NewSandbox, idempotencyKey?: string): Promise<SandboxReply> {
     const templateID = body.templateID.trim();
     if (templateID === "") throw badRequest("templateID is required");
-    if (templateID.startsWith(BUILT_PREFIX)) throw templateNotFound(templateID);
+    // No create names a promoted ref (any spelling of the prefix): built templates resolve by bare name in the key's namespace.
+    if (looksBuilt(templateID)) throw templateNotFound(templateID);
     if (body.timeout !== undefined && body.timeout < 0) throw badRequest("timeout must be >= 0");
     refuseOptions(body);
     // The node's own rules, checked here so the client gets our words for them, not the node's text.
@@ -133,7 +135,7 @@ export class SandboxCreator {
     if (!knownPool) throw templateNotFound(templateID);
     // The explained 503 (shared/fleet/capacity.ts): counts and Retry-After, never node names or the image.
     const why = noCapacityForTenant(templateID, { template: pool.image, net, size: pool.size }, this.d.nodes.fleet);
-    throw new E2bError(503, why.message, why.headers);
+    throw new E2bError(503, why.message, why.headers).withCode("sandbox_capacity_unavailable");
   }
 
   /** A create after validation and admission: claim, then initialise envd (releasing the claim if that fails). */
@@ -161,9 +163,15 @@ export class SandboxCreator {
     const target = { address, claimId: reply.id, rootToken: settings.rootToken };
     try {
       if (builtTemplate) {
-        // A built template keeps the user, workdir and env its build left: merge only when the caller sends envVars.
-        const envVars = body.envVars && Object.keys(body.envVars).length ? { ...(await readEnvdEnv(target)), ...body.envVars } : undefined;
-        await initEnvd(target, { accessToken, ...(envVars ? { envVars } : {}), timestamp: new Date(clock.now()).toISOString() });
+        // The clone holds its build's access token (builds/service.ts secureGuest): hand it its own, as a fork's
+        // child is (instance metadata first, then /init). It keeps the user, workdir and env its build left: merge
+        // only when the caller sends envVars, read with the new token.
+        await nodes.client(address).putInstanceMetadata(reply.id, { accessTokenHash: accessTokenHash(accessToken) });
+        await initEnvd(target, { accessToken, timestamp: new Date(clock.now()).toISOString() });
+        if (body.envVars && Object.keys(body.envVars).length) {
+          const envVars = { ...(await readEnvdEnv(target, accessToken)), ...body.envVars };
+          await initEnvd(target, { accessToken, envVars, timestamp: new Date(clock.now()).toISOString() }, accessToken);
+        }
       } else {
         const envVars = { ...(reply.net_route === "relay" ? RELAY_PROXY_ENV : {}), ...(body.envVars ?? {}) };
         await initEnvd(target, {
@@ -178,7 +186,7 @@ export class SandboxCreator {
       log.warn({ err, sandbox: reply.id }, "envd /init failed after claim; releasing the sandbox");
       await nodes.client(address).release(reply.id).catch((e) => log.warn({ err: e, sandbox: reply.id }, "release after a failed /init failed"));
       nodes.forget(ns, reply.id);
-      throw new E2bError(500, "failed to start the sandbox");
+      throw new E2bError(500, "failed to start the sandbox").withCode("sandbox_create_failed");
     }
     this.d.events.claimed(reply.id, address, reply.token, ns, this.d.render.servesPublicly(metadata));
     const tier = SIZE_TIERS[placed.size];
@@ -227,7 +235,7 @@ export class SandboxCreator {
         throw claimFailure(err);
       }
     }
-    if (capacityMiss) throw new E2bError(503, `no capacity to start template "${name}"; retry later`);
+    if (capacityMiss) throw new E2bError(503, `no capacity to start template "${name}"; retry later`).withCode("sandbox_capacity_unavailable");
     return undefined;
   }
 
@@ -239,7 +247,7 @@ export class SandboxCreator {
       const reply = await this.d.nodes.client(hit.address).claimCheckpoint(snapshotId, common);
       return { reply, template: hit.ck.key.template, size: hit.ck.key.size, calledAddress: hit.address };
     } catch (err) {
-      if (provablyUndelivered(err)) throw new E2bError(503, `no capacity to start snapshot "${snapshotId}"; retry later`);
+      if (provablyUndelivered(err)) throw new E2bError(503, `no capacity to start snapshot "${snapshotId}"; retry later`).withCode("sandbox_capacity_unavailable");
       throw claimFailure(err);
     }
   }
@@ -262,8 +270,8 @@ function refuseOptions(b: NewSandbox): void {
 }
 
 /** envd `GET /envs` (a built template's environment), for merging a create's envVars over it. */
-async function readEnvdEnv(t: EnvdTarget): Promise<Record<string, string>> {
-  const reply = await envdCall(t, { method: "GET", path: "/envs", timeoutMs: INIT_TIMEOUT_MS });
+async function readEnvdEnv(t: EnvdTarget, accessToken: string): Promise<Record<string, string>> {
+  const reply = await envdCall(t, { method: "GET", path: "/envs", headers: { "x-access-token": accessToken }, timeoutMs: INIT_TIMEOUT_MS });
   if (reply.status !== 200) throw new Error(`envd /envs answered ${reply.status}`);
   const parsed: unknown = JSON.parse(reply.body.toString("utf8"));
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("envd /envs is not an object");

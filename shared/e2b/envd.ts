@@ -45,8 +45,9 @@ export interface InitBody {
   timestamp: string;
 }
 
-/** envd `POST /init`; anything but 204 (or a transport failure) throws. */
-export async function initEnvd(t: EnvdTarget, body: InitBody): Promise<void> {
-  const reply = await envdCall(t, { method: "POST", path: "/init", body, timeoutMs: INIT_TIMEOUT_MS });
+/** envd `POST /init`, presenting `currentToken` when envd already holds one; anything but 204 (or a transport failure) throws. */
+export async function initEnvd(t: EnvdTarget, body: InitBody, currentToken?: string): Promise<void> {
+  const headers = currentToken === undefined ? undefined : { "x-access-token": currentToken };
+  const reply = await envdCall(t, { method: "POST", path: "/init", ...(headers ? { headers } : {}), body, timeoutMs: INIT_TIMEOUT_MS });
   if (reply.status !== 204 && reply.status !== 200) throw new Error(`envd /init answered ${reply.status}`);
 }

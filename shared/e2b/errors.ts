@@ -1,10 +1,25 @@
 // The e2b error envelope (docs/e2b.md "Errors"): every failure is `{"code": <status>, "message": …}` with `code`
 // equal to the HTTP status, because the SDK branches on the body's code (kill -> false on 404, pause -> false on
-// 409, getInfo -> SandboxNotFoundError on 404). Messages never carry tokens, node names, addresses or a node's own
-// error text (it can name other tenants and node caps): that goes to the log as `detail`.
+// 409, getInfo -> SandboxNotFoundError on 404), plus e2b's machine-readable `error_code` where e2b gives one for the
+// same situation. Messages never carry tokens, node names, addresses or a node's own error text (it can name other
+// tenants and node caps): that goes to the log as `detail`.
 import { isSandboxdError, type SandboxdError } from "../sandboxd/index.ts";
 
+/**
+ * e2b's `error_code` values (its Error schema: "machine-readable semantic error code", read by Python e2b 2.52+) that
+ * this server answers, each where e2b answers it; a 500 without one of these is `internal_server_error`.
+ */
+export type E2bErrorCode =
+  | "sandbox_capacity_unavailable"
+  | "sandbox_create_failed"
+  | "internal_server_error"
+  | "idempotency_request_mismatch"
+  | "idempotency_outcome_unknown";
+
 export class E2bError extends Error {
+  /** e2b's `error_code` for this failure, when it has one (`withCode`). */
+  errorCode: E2bErrorCode | undefined;
+
   constructor(
     readonly status: number,
     message: string,
@@ -16,6 +31,12 @@ export class E2bError extends Error {
     super(message);
     this.name = "E2bError";
   }
+
+  /** This error with e2b's `error_code`. */
+  withCode(code: E2bErrorCode): this {
+    this.errorCode = code;
+    return this;
+  }
 }
 
 export const badRequest = (message: string) => new E2bError(400, message);
@@ -23,8 +44,10 @@ export const notFound = (message: string) => new E2bError(404, message);
 export const sandboxNotFound = (id: string) => new E2bError(404, `sandbox "${id}" not found`);
 export const templateNotFound = (id: string) => new E2bError(404, `template "${id}" not found`);
 
-export function errorResponse(status: number, message: string, headers?: Record<string, string>): Response {
-  return new Response(JSON.stringify({ code: status, message }), {
+/** The envelope; `error_code` when given, and `internal_server_error` on any 500 without one (as e2b answers). */
+export function errorResponse(status: number, message: string, headers?: Record<string, string>, errorCode?: E2bErrorCode): Response {
+  const code = errorCode ?? (status === 500 ? "internal_server_error" : undefined);
+  return new Response(JSON.stringify(code ? { code: status, message, error_code: code } : { code: status, message }), {
     status,
     headers: { "content-type": "application/json", ...headers },
   });

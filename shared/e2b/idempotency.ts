@@ -133,7 +133,7 @@ export class IdempotentCreates {
       row = await this.d.nodes.client(prior.address).get(prior.claimId);
     } catch (err) {
       if (isSandboxdError(err) && err.status === 404) return undefined;
-      throw new E2bError(500, "failed to read the sandbox an earlier create with this Idempotency-Key made");
+      throw new E2bError(500, "failed to read the sandbox an earlier create with this Idempotency-Key made").withCode("idempotency_outcome_unknown");
     }
     if (!rowBelongs(row, ns) || !row.token) return undefined;
     const accessToken = await this.d.tokenForms.accessTokenFor(prior.address, prior.claimId, row.token, claimedAtOf(row));
@@ -169,4 +169,4 @@ export class IdempotentCreates {
 }
 
 const conflict = (key: string) =>
-  new E2bError(409, `Idempotency-Key "${key}" was used with a different request body within the last ${IDEMPOTENCY_WINDOW_MS / 60_000} minutes`);
+  new E2bError(409, `Idempotency-Key "${key}" was used with a different request body within the last ${IDEMPOTENCY_WINDOW_MS / 60_000} minutes`).withCode("idempotency_request_mismatch");

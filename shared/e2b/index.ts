@@ -30,7 +30,7 @@ import { E2bSurface } from "./surface.ts";
 export { createE2bApp, namespaceForKey } from "./app.ts";
 export { E2bSurface, type E2bSettings, type E2bDeps, type SandboxEvents } from "./surface.ts";
 export type { BuildMount, BuildRoutes, E2bEnv, E2bHandler, RouteKit, SignedHandler } from "./route-kit.ts";
-export { accessTokenMatches, carriesLaneTag, deriveAccessToken, envdAccessToken, safeEqual } from "./tokens.ts";
+export { accessTokenHash, accessTokenMatches, carriesLaneTag, deriveAccessToken, envdAccessToken, safeEqual } from "./tokens.ts";
 export { ENVD_PORT, type EnvdTarget, initEnvd } from "./envd.ts";
 export { claimIdOf, publicSandboxId, sameSandboxId } from "./ids.ts";
 export { E2B_CLOUD_PUBLIC_TRAFFIC, PUBLIC_TRAFFIC_METADATA_KEY, TRAFFIC_TOKEN_HEADER, publicTrafficStamp, trafficTokenMatches, type PublicTrafficPolicy } from "../envd-token/index.ts";

@@ -60,5 +60,5 @@ export function claimFailure(err: unknown): E2bError {
   if (isSandboxdError(err) && (err.status === 400 || err.status === 409)) {
     return new E2bError(err.status, err.status === 400 ? "the node refused the claim as invalid" : "the node refused the claim: the template or snapshot is not claimable now", undefined, err.serverMessage);
   }
-  return new E2bError(500, "failed to claim a sandbox", undefined, isSandboxdError(err) ? err.serverMessage || err.message : undefined);
+  return new E2bError(500, "failed to claim a sandbox", undefined, isSandboxdError(err) ? err.serverMessage || err.message : undefined).withCode("sandbox_create_failed");
 }

@@ -1,8 +1,10 @@
 // Per-namespace quotas of the e2b surface (docs/e2b.md "Quotas"): how many sandboxes a namespace holds (running or
 // paused: a paused claim still takes its node's claim cap) and how many it starts per second (creates, fork
-// children, snapshot restores, resumes). Checked before any claim; over either is 429 with the e2b error body and
-// Retry-After. Counts are per replica: the fleet view of the namespace, plus this replica's claims the view does not
-// list yet, plus the starts in flight.
+// children, snapshot restores, resumes); how many snapshots it keeps (full-VM checkpoints, which outlive their
+// sandbox) and how many it takes per second. Checked before any claim or checkpoint; over any is 429 with the e2b
+// error body and Retry-After. Counts are per replica: the fleet view of the namespace, plus this replica's claims the
+// view does not list yet, plus the starts in flight; snapshots are counted from the nodes' live checkpoint lists, plus
+// this replica's checkpoints in flight or finished after that count was read.
 import { type Clock, realClock } from "../clock/index.ts";
 import { TokenBucket } from "../kube/index.ts";
 import { Counter, Gauge, Registry } from "../metrics/index.ts";
@@ -11,6 +13,8 @@ import type { QuotaLimits } from "./keys.ts";
 
 /** Retry-After of a refusal by count: a slot frees only when a sandbox of the namespace ends. */
 export const COUNT_RETRY_AFTER_S = 5;
+/** How long a finished checkpoint of this replica is added to counts read before it finished (a fan-out's length). */
+const RECENT_SNAPSHOT_MS = 60_000;
 
 export type StartKind = "create" | "fork" | "resume";
 
@@ -30,7 +34,14 @@ export interface QuotaOptions {
 export class NamespaceQuotas {
   readonly registry: Registry;
   private readonly buckets = new Map<string, TokenBucket>();
+  private readonly snapshotBuckets = new Map<string, TokenBucket>();
   private readonly inFlight = new Map<string, number>();
+  /**
+   * Per namespace: checkpoints this replica is taking, and when its recent ones finished. Kept (never deleted: a
+   * caller may hold the entry across its count's await); namespaces come from the key file, so it is as bounded as
+   * the keys.
+   */
+  private readonly snapshotsTaking = new Map<string, { running: number; finished: number[] }>();
   private readonly known: Set<string>;
   private readonly clock: Clock;
   private readonly rejected: Counter<"namespace" | "quota">;
@@ -72,9 +83,29 @@ export class NamespaceQuotas {
         for (const ns of self.known) this.set({ namespace: ns }, self.limitsOf(ns).createsPerSecond);
       },
     });
+    new Gauge({
+      name: "e2b_namespace_quota_max_snapshots",
+      help: "The namespace's max-snapshots quota (0: no limit).",
+      labelNames: ["namespace"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const ns of self.known) this.set({ namespace: ns }, self.limitsOf(ns).maxSnapshots);
+      },
+    });
+    new Gauge({
+      name: "e2b_namespace_quota_snapshots_per_second",
+      help: "The namespace's snapshots-per-second quota (0: no limit).",
+      labelNames: ["namespace"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const ns of self.known) this.set({ namespace: ns }, self.limitsOf(ns).snapshotsPerSecond);
+      },
+    });
     this.rejected = new Counter({
       name: "e2b_quota_rejections_total",
-      help: "Starts refused with 429 by a namespace quota, by namespace and quota (max-sandboxes, creates-per-second).",
+      help: "Starts and snapshots refused with 429 by a namespace quota, by namespace and quota (max-sandboxes, creates-per-second, max-snapshots, snapshots-per-second).",
       labelNames: ["namespace", "quota"] as const,
       registers: [this.registry],
     });
@@ -99,9 +130,55 @@ export class NamespaceQuotas {
 
   limitsOf(namespace: string): QuotaLimits {
     const own = this.o.limits.get(namespace);
+    const d = this.o.defaults;
     return {
-      maxSandboxes: own?.maxSandboxes ?? this.o.defaults.maxSandboxes,
-      createsPerSecond: own?.createsPerSecond ?? this.o.defaults.createsPerSecond,
+      maxSandboxes: own?.maxSandboxes ?? d.maxSandboxes,
+      createsPerSecond: own?.createsPerSecond ?? d.createsPerSecond,
+      maxSnapshots: own?.maxSnapshots ?? d.maxSnapshots,
+      snapshotsPerSecond: own?.snapshotsPerSecond ?? d.snapshotsPerSecond,
+    };
+  }
+
+  /**
+   * Admit one snapshot of `namespace` or throw the 429: the rate first (no node call), then the count, read by
+   * `held` (the namespace's checkpoints on every node that answers) only when max-snapshots is set. Checkpoints this
+   * replica is taking, or finished after the count was read, are added to it, so a burst of concurrent snapshots
+   * cannot all pass one stale count. The returned function ends the reservation: call it once the checkpoint call
+   * settled, with whether it made a checkpoint.
+   */
+  async admitSnapshot(namespace: string, held: () => Promise<number>): Promise<(made: boolean) => void> {
+    this.known.add(namespace);
+    const limits = this.limitsOf(namespace);
+    if (limits.snapshotsPerSecond > 0 && !this.snapshotBucketOf(namespace, limits.snapshotsPerSecond).tryAcquire()) {
+      this.rejected.inc({ namespace, quota: "snapshots-per-second" });
+      throw tooMany(
+        `namespace quota exceeded: more than ${limits.snapshotsPerSecond} snapshots per second (snapshots-per-second); retry later`,
+        Math.max(1, Math.ceil(1 / limits.snapshotsPerSecond)),
+      );
+    }
+    const mine = this.snapshotsTaking.get(namespace) ?? { running: 0, finished: [] };
+    this.snapshotsTaking.set(namespace, mine);
+    if (limits.maxSnapshots > 0) {
+      const readAt = this.clock.now();
+      const listed = await held();
+      const now = this.clock.now();
+      mine.finished = mine.finished.filter((t) => now - t < RECENT_SNAPSHOT_MS);
+      const count = listed + mine.running + mine.finished.filter((t) => t >= readAt).length;
+      if (count + 1 > limits.maxSnapshots) {
+        this.rejected.inc({ namespace, quota: "max-snapshots" });
+        throw tooMany(
+          `namespace quota exceeded: ${count} of ${limits.maxSnapshots} snapshots kept (max-snapshots); delete one (Sandbox.deleteSnapshot) or retry later`,
+          COUNT_RETRY_AFTER_S,
+        );
+      }
+    }
+    mine.running++;
+    let done = false;
+    return (made) => {
+      if (done) return;
+      done = true;
+      mine.running--;
+      if (made && limits.maxSnapshots > 0) mine.finished.push(this.clock.now());
     };
   }
 
@@ -150,6 +227,12 @@ export class NamespaceQuotas {
       if (left > 0) this.inFlight.set(namespace, left);
       else this.inFlight.delete(namespace);
     };
+  }
+
+  private snapshotBucketOf(namespace: string, rate: number): TokenBucket {
+    let b = this.snapshotBuckets.get(namespace);
+    if (!b) this.snapshotBuckets.set(namespace, (b = new TokenBucket(rate, Math.max(1, Math.ceil(rate)), this.clock)));
+    return b;
   }
 
   private bucketOf(namespace: string, rate: number): TokenBucket {

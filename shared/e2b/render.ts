@@ -9,12 +9,13 @@ import type { Located } from "./nodes.ts";
 import type { ListedRow } from "./own-writes.ts";
 import type { ListedSandbox, SandboxReply } from "./schemas.ts";
 import { envdAccessToken, opaqueClientId } from "./tokens.ts";
+import { BUILT_PREFIX } from "../built-templates/index.ts";
 import { E2B_CLOUD_PUBLIC_TRAFFIC, publicTrafficStamp, trafficAccessToken, type PublicTrafficPolicy } from "../envd-token/index.ts";
 
 /** Checkpoint names and stamped refs: at most this long on the node. */
 export const NAME_BUDGET = 63;
 /** Built templates are promoted as `e2b/<namespace>/<name>`; the prefix is never addressable by clients. */
-export const BUILT_PREFIX = "e2b/";
+export { BUILT_PREFIX };
 
 /** RFC 3339 UTC, second precision (the surface's wire time). */
 export function wireTime(ms: number): string {
@@ -52,10 +53,13 @@ export class Renderer {
     return this.imageAliases.get(image)?.[0];
   }
 
-  /** Whether a claim's user ports are public: its create's stamp, else the fleet's default; never when forbidden. */
+  /**
+   * Whether a claim's user ports are public: only when its create stamped them so (the relay's rule, shared/relay
+   * public-ports.ts: a claim without the stamp is private); never when forbidden.
+   */
   servesPublicly(metadata: Readonly<Record<string, string>> | undefined): boolean {
     const policy = this.settings.publicTraffic ?? E2B_CLOUD_PUBLIC_TRAFFIC;
-    return !policy.forbid && (publicTrafficStamp(metadata) ?? policy.defaultPublic);
+    return !policy.forbid && publicTrafficStamp(metadata) === true;
   }
 
   /**

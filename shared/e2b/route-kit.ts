@@ -1,10 +1,9 @@
 // What a route file of the e2b app gets from app.ts (docs/e2b.md "Layout"): `route` registers a route twice from
 // one config (in the OpenAPI registry, so /openapi.json documents it with the zod schemas of schemas.ts, and on the
-// router, whose handler validates with the very same schemas, body.ts) behind app.ts's key check; `unserved`
-// answers a route this server does not serve without documenting it. Route files never authenticate: app.ts did.
+// router, whose handler validates with the very same schemas, body.ts) behind app.ts's key check. Routes this server
+// does not serve are not registered here: app.ts answers them from unserved.ts. Route files never authenticate.
 import { z, type RouteConfig } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { errorResponse } from "./errors.ts";
 import * as S from "./schemas.ts";
 
 export type E2bEnv = { Variables: { namespace: string } };
@@ -14,8 +13,6 @@ export type E2bHandler = (c: Context<E2bEnv>, ns: string) => Promise<Response> |
 export interface RouteKit {
   /** Register a served route behind the key check (documented in /openapi.json). */
   route(cfg: RouteConfig, handler: E2bHandler): void;
-  /** Register a route this server does not serve (`{param}` path syntax), behind the key check, undocumented. */
-  unserved(method: string, path: string, handler: E2bHandler): void;
 }
 
 export const json = (schema: z.ZodType, description: string) => ({ content: { "application/json": { schema } }, description });
@@ -25,19 +22,13 @@ export const errors = {
   404: json(S.ErrorSchema, "Not found (also: exists in another namespace)"),
   500: json(S.ErrorSchema, "Server or node failure"),
 };
-export const quotaErrors = { 429: { ...json(S.ErrorSchema, "Namespace quota exceeded (max-sandboxes or creates-per-second)"), headers: z.object({ "Retry-After": z.string() }) } };
+export const quotaErrors = { 429: { ...json(S.ErrorSchema, "Namespace quota exceeded (max-sandboxes, creates-per-second, max-snapshots or snapshots-per-second)"), headers: z.object({ "Retry-After": z.string() }) } };
 export const noContent = (description: string) => ({ 204: { description } });
 export const jsonBody = (schema: z.ZodType, required: boolean) => ({ body: { content: { "application/json": { schema } }, required } });
 export const idParams = { params: S.IdParam };
 
 /** The `{sandboxID}` path parameter. */
 export const sandboxIdOf = (c: Context<E2bEnv>) => c.req.param("sandboxID") ?? "";
-
-/** The 501 answer of a route this server does not serve, naming the route. */
-export const notServed =
-  (what: string): E2bHandler =>
-  (c) =>
-    errorResponse(501, `${c.req.method} ${c.req.path}: ${what} is not served by this server`);
 
 /** `{param}` (OpenAPI) -> `:param` (hono). */
 export const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ":$1");
@@ -59,13 +50,5 @@ export interface BuildMount extends RouteKit {
   signedRoute(cfg: RouteConfig, handler: SignedHandler): void;
 }
 
-/** The optional builds hook: given, it replaces the 501 answers of the build routes with its own routes. */
+/** The optional builds hook: given, its routes replace the 501 answers of the build routes (unserved.ts). */
 export type BuildRoutes = (mount: BuildMount) => void;
-
-/** The build routes: answered 501 when no build module is mounted. */
-export const BUILD_ROUTES: ReadonlyArray<{ method: string; path: string; what: string }> = [
-  { method: "POST", path: "/v3/templates", what: "template builds" },
-  { method: "POST", path: "/v2/templates/{templateID}/builds/{buildID}", what: "template builds" },
-  { method: "GET", path: "/templates/{templateID}/builds/{buildID}/status", what: "template builds" },
-  { method: "GET", path: "/templates/{templateID}/files/{hash}", what: "template build uploads" },
-];

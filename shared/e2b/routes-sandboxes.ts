@@ -6,7 +6,7 @@ import type { SandboxCreator } from "./create.ts";
 import type { Forks } from "./fork.ts";
 import { idempotencyKeyOf } from "./idempotency.ts";
 import { snapshotRefusal } from "./lifecycle-options.ts";
-import { errors, idParams, json, jsonBody, noContent, notServed, quotaErrors, sandboxIdOf as id, type RouteKit } from "./route-kit.ts";
+import { errors, idParams, json, jsonBody, noContent, quotaErrors, sandboxIdOf as id, type RouteKit } from "./route-kit.ts";
 import type { SandboxMetrics } from "./sandbox-metrics.ts";
 import type { Sandboxes } from "./sandboxes.ts";
 import * as S from "./schemas.ts";
@@ -20,7 +20,7 @@ export interface SandboxRouteTargets {
   snapshots: Pick<Snapshots, "createSnapshot">;
 }
 
-export function registerSandboxRoutes({ route, unserved }: RouteKit, t: SandboxRouteTargets): void {
+export function registerSandboxRoutes({ route }: RouteKit, t: SandboxRouteTargets): void {
   for (const path of ["/sandboxes", "/v2/sandboxes"]) {
     route(
       createRoute({ method: "post", path, request: { ...jsonBody(S.NewSandbox, true), headers: S.IdempotencyHeader }, responses: { 201: json(S.SandboxSchema, "Created"), 409: json(S.ErrorSchema, "Idempotency-Key reused with another body"), 503: json(S.ErrorSchema, "No warm capacity"), ...quotaErrors, ...errors } }),
@@ -103,7 +103,7 @@ export function registerSandboxRoutes({ route, unserved }: RouteKit, t: SandboxR
     },
   );
   route(
-    createRoute({ method: "post", path: "/sandboxes/{sandboxID}/snapshots", request: { ...idParams, ...jsonBody(S.SnapshotBody, false) }, responses: { 201: json(S.SnapshotInfo, "Snapshot taken"), ...errors } }),
+    createRoute({ method: "post", path: "/sandboxes/{sandboxID}/snapshots", request: { ...idParams, ...jsonBody(S.SnapshotBody, false) }, responses: { 201: json(S.SnapshotInfo, "Snapshot taken"), ...quotaErrors, ...errors } }),
     async (c, ns) => {
       const body = await readJsonBody(c.req.raw, S.SnapshotBody, false);
       const refused = snapshotRefusal(body.memory);
@@ -122,5 +122,4 @@ export function registerSandboxRoutes({ route, unserved }: RouteKit, t: SandboxR
     await t.sandboxes.assertVisible(ns, id(c));
     return c.json({ logs: [] });
   });
-  unserved("PUT", "/sandboxes/{sandboxID}/network", notServed("updating a sandbox's network"));
 }

@@ -3,7 +3,7 @@
 // schemas), so what the document says is exactly what is accepted. Unknown request fields are ignored.
 import { z } from "@hono/zod-openapi";
 
-export const ErrorSchema = z.object({ code: z.number().int(), message: z.string() }).openapi("Error");
+export const ErrorSchema = z.object({ code: z.number().int(), message: z.string(), error_code: z.string().optional() }).openapi("Error");
 
 const seconds = (what: string) => z.number().int().openapi({ description: `${what}, in seconds` });
 
@@ -158,6 +158,7 @@ export const TemplateWithBuilds = z
   })
   .openapi("TemplateWithBuilds");
 export const TemplateUpdate = z.object({ public: z.boolean().optional() }).openapi("TemplateUpdate");
+export const TemplateUpdateReply = z.object({ names: z.array(z.string()) }).openapi("TemplateUpdateResponse");
 export const AssignTagsBody = z.object({ target: z.string(), tags: z.array(z.string()) }).openapi("AssignTemplateTagsRequest");
 export const AssignTagsReply = z.object({ tags: z.array(z.string()), buildID: z.string() }).openapi("AssignedTemplateTags");
 export const RemoveTagsBody = z.object({ name: z.string(), tags: z.array(z.string()) }).openapi("DeleteTemplateTagsRequest");

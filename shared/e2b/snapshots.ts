@@ -1,17 +1,22 @@
 // Snapshots of the e2b surface (docs/e2b.md "Snapshots"): sandboxd checkpoints stamped `<ns>/<name>`, found by a
 // fan-out over every fresh node (checkpoints are not in the fleet view), listed newest first with an opaque
-// nextToken, and deleted through `DELETE /templates/{id}` (a built template of the namespace first).
+// nextToken, and deleted through `DELETE /templates/{id}` (a built template of the namespace first). Taking one is
+// admitted by the namespace's snapshot quotas (quotas.ts: max-snapshots, snapshots-per-second).
 import { FANOUT_CONCURRENCY, mapLimit } from "../fleet/index.ts";
 import type { Checkpoint } from "../sandboxd/index.ts";
 import { E2bError, badRequest, fromNode } from "./errors.ts";
 import { sameSandboxId } from "./ids.ts";
 import { parsePaging } from "./list.ts";
 import type { NodeAccess } from "./nodes.ts";
+import type { NamespaceQuotas } from "./quotas.ts";
 import { BUILT_PREFIX, NAME_BUDGET } from "./render.ts";
 import type { SnapshotInfo } from "./schemas.ts";
 
 export class Snapshots {
-  constructor(private readonly nodes: NodeAccess) {}
+  constructor(
+    private readonly nodes: NodeAccess,
+    private readonly quotas?: Pick<NamespaceQuotas, "admitSnapshot">,
+  ) {}
 
   async createSnapshot(ns: string, id: string, name: string | undefined): Promise<SnapshotInfo> {
     const stamped = `${ns}/${name ?? ""}`;
@@ -19,11 +24,17 @@ export class Snapshots {
       throw badRequest(`snapshot name "${name}": at most ${NAME_BUDGET - ns.length - 1} characters in namespace "${ns}"`);
     }
     const loc = await this.nodes.locate(ns, id);
+    // After the lookup (an unknown id is a 404, not a spent token), before the node is asked.
+    const settle = (await this.quotas?.admitSnapshot(ns, async () => (await this.findCheckpoints(ns)).found.length)) ?? (() => undefined);
+    let made = false;
     try {
       const checkpoint = await this.nodes.client(loc.address).checkpoint(loc.claimId, { name: stamped });
+      made = true;
       return { snapshotID: checkpoint.id, names: name ? [name] : [] };
     } catch (err) {
       throw fromNode(err, id, "failed to snapshot the sandbox");
+    } finally {
+      settle(made);
     }
   }
 

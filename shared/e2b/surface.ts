@@ -62,14 +62,14 @@ export class E2bSurface {
     const lookup = (this.lookup = new LiveLookup(nodes));
     const quotas = (this.quotas = new NamespaceQuotas({
       limits: settings.quotas ?? new Map(),
-      defaults: settings.defaultQuota ?? { maxSandboxes: 0, createsPerSecond: 0 },
+      defaults: settings.defaultQuota ?? { maxSandboxes: 0, createsPerSecond: 0, maxSnapshots: 0, snapshotsPerSecond: 0 },
       namespaces: settings.namespaces ?? [settings.namespace],
       live: (ns) => nodes.liveCount(ns),
       clock,
       ...(deps.metricsRegistry ? { registry: deps.metricsRegistry } : {}),
     }));
     this.catalog = new TemplateCatalog(nodes, settings.aliases, imageAliases, settings.envdVersion);
-    this.snapshots = new Snapshots(nodes);
+    this.snapshots = new Snapshots(nodes, quotas);
     const ownWrites = (this.ownWrites = new OwnWrites(clock));
     const idempotency = (this.idempotency = new IdempotentCreates({ nodes, ownWrites, tokenForms, render, clock }));
     this.creator = new SandboxCreator({ settings, nodes, catalog: this.catalog, snapshots: this.snapshots, quotas, render, ownWrites, idempotency, events, log, clock });

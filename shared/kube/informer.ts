@@ -2,7 +2,7 @@
 // in-memory store and calling handlers with what changed. A watch that ends (the server's timeoutSeconds, a dropped
 // connection) resumes from the last resourceVersion seen; only 410 Gone (the version was compacted away) makes it
 // LIST again, and that relist is diffed against the store so handlers see the adds, updates and deletes they
-// missed. There is no periodic relist: APF prices a LIST by the resource's object count (anchors.md §A.6).
+// missed. There is no periodic relist: APF prices a LIST by the resource's object count (shared/kube/README.md "Informer").
 import type { Logger } from "pino";
 import type { KubeClient } from "./client.ts";
 import { isGone, KubeApiError, type Status } from "./errors.ts";

@@ -1,6 +1,6 @@
 // The one Bun-specific piece of the client: Bun's native fetch with its `tls` option. @kubernetes/client-node under
 // Bun drops its undici dispatcher, so a kubeconfig's CA, client certificate and skip-verify are silently ignored
-// (anchors.md §E); Bun's own `tls` option honours all three. Everything else in shared/kube is runtime-neutral.
+// (docs/decisions.md "kube-transport"); Bun's own `tls` option honours all three. Everything else in shared/kube is runtime-neutral.
 import { readFile } from "node:fs/promises";
 import { type Clock, realClock } from "../clock/index.ts";
 import type { KubeConnection } from "./connection.ts";

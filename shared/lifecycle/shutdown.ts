@@ -1,4 +1,4 @@
-// Graceful shutdown in stages (style.md §10, after e2b's client-proxy): on the first SIGINT/SIGTERM
+// Graceful shutdown in stages (docs/decisions.md "staged-shutdown", after e2b's client-proxy): on the first SIGINT/SIGTERM
 //   1. draining: hooks flip readiness first, so load balancers and kube-proxy stop sending work;
 //   2. grace wait: give them time to notice (drainGraceMs);
 //   3. close the listeners (in parallel; each bounded);

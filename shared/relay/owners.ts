@@ -2,7 +2,7 @@
 //   1. the owner cache (60 s, 4096 entries; filled as soon as a node read succeeds, before the caller is judged);
 //   2. the fleet snapshot (fresh nodes only; filtered to --namespace when it is set), then a root read of the
 //      claim for its token;
-//   3. a live probe of every fresh node (≤16 at once, 500 ms overall), only for a token that carries the lane tag
+//   3. a live probe of every fresh node (≤16 at once, 5 s overall), only for a token that carries the lane tag
 //      of the requested id (shared/e2b/tokens.ts: checkable offline with the envd secret, so only a token the e2b
 //      surface issued for that id gets here), under a budget per client address (50/s, burst 100) and a
 //      replica-wide one (200/s, burst 400), with a negative cache of probe misses (10 s); a probe hit is admitted
@@ -27,7 +27,12 @@ export const OWNER_TTL_MS = 60_000;
 export const OWNER_CACHE_MAX = 4096;
 export const PROBE_RATE_PER_S = 200;
 export const PROBE_BURST = 400;
-export const PROBE_BUDGET_MS = 500;
+/**
+ * How long a probe waits for the nodes, as long as the inventory path's node read: only a token the surface issued
+ * for the id probes, so a longer wait costs no junk anything, and 500 ms (upstream's) turned a loaded node's slow
+ * answer into "sandbox was not found" for a sandbox created a moment before (issue 27: a loaded machine's rig).
+ */
+export const PROBE_BUDGET_MS = 5_000;
 export const PROBE_PER_CLIENT_RATE_PER_S = 50;
 export const PROBE_PER_CLIENT_BURST = 100;
 /** How long a probe miss for an id is remembered (a released sandbox, or an id no node holds). */
@@ -222,11 +227,15 @@ export class OwnerResolver {
     if (presentedToken === undefined || !carriesLaneTag(this.o.envdSecret, claimId, presentedToken)) return { kind: "unavailable", reason: "unknown" };
     if (this.misses.has(claimId)) return { kind: "unavailable", reason: "unknown" };
     if (!this.clientBucket(ctx.client).tryAcquire() || !this.bucket.tryAcquire()) return { kind: "unavailable", reason: "probe-budget" };
-    const probed = await this.probe(claimId, nodes.filter((n) => n.address).map((n) => n.address));
+    const addresses = nodes.filter((n) => n.address).map((n) => n.address);
+    const probed = await this.probe(claimId, addresses);
     const found = probed.owner;
     if (!found) {
+      // Every node said 404: unknown, and remembered. No node to ask proves nothing either way (not remembered). A
+      // node that failed or did not answer in time may hold it: "unavailable" (the SDKs' state unknown), never "not
+      // found", which the SDKs take as the sandbox being gone.
       if (probed.absent) this.misses.add(claimId);
-      return { kind: "unavailable", reason: "unknown" };
+      return { kind: "unavailable", reason: probed.absent || addresses.length === 0 ? "unknown" : "node-read-failed" };
     }
     // A mismatch on this path reads as "unknown", exactly like an id nobody holds.
     if (!this.matches(found, presentedToken)) return { kind: "unavailable", reason: "unknown" };
@@ -235,8 +244,9 @@ export class OwnerResolver {
   }
 
   /**
-   * Every fresh node, ≤16 at once, 500 ms overall; the first node that holds the claim wins. `absent` is true only
-   * when every node answered 404 (a slow or failing node proves nothing, so it never fills the negative cache).
+   * Every fresh node, ≤16 at once, PROBE_BUDGET_MS overall; the first node that holds the claim wins. `absent` is
+   * true only when every node answered 404, and at least one was asked (a slow or failing node proves nothing, and
+   * neither does an empty view, so neither fills the negative cache).
    */
   private async probe(claimId: string, addresses: string[]): Promise<{ owner: Owner | undefined; absent: boolean }> {
     let notFound = 0;
@@ -259,7 +269,7 @@ export class OwnerResolver {
       },
       { signal: AbortSignal.timeout(PROBE_BUDGET_MS) },
     );
-    return { owner, absent: owner === undefined && notFound === addresses.length };
+    return { owner, absent: owner === undefined && addresses.length > 0 && notFound === addresses.length };
   }
 }
 

@@ -27,7 +27,12 @@ export function credentialOf(port: number, method: string, url: URL, headers: { 
   return isSignedFileUrl(port, method, url) ? { kind: "signed-url" } : { kind: "none", envdPort: true };
 }
 
-/** Whether the owner's user ports are served with no token under `policy` (an unstamped claim takes the default). */
+/**
+ * Whether the owner's user ports are served with no token under `policy`: only when its claim carries the public
+ * stamp `"true"` (docs/decisions.md "Unstamped claims are private"). A claim without the stamp (a Sandbox created
+ * through the Kubernetes API, a claim made before the stamp existed, any claim no e2b create made) is private,
+ * whatever `policy.defaultPublic` says: that default is what an e2b create that does not say gets stamped with.
+ */
 export function servesPublicly(owner: Pick<Owner, "publicTraffic">, policy: PublicTrafficPolicy = E2B_CLOUD_PUBLIC_TRAFFIC): boolean {
-  return !policy.forbid && (owner.publicTraffic ?? policy.defaultPublic);
+  return !policy.forbid && owner.publicTraffic === true;
 }

@@ -24,6 +24,9 @@ export interface TestCluster {
   clientCaPem: string;
   /** That CA as a file, for a daemon's --client-ca-file (removed with the cluster). */
   clientCaFile: string;
+  /** The serving CA as a file (a controller-manager's --root-ca-file); the service-account signing key's file. */
+  servingCaFile: string;
+  serviceAccountKeyFile: string;
   /**
    * The certificate the apiserver presents to kubelets (--kubelet-client-certificate), as kubeadm issues it: CN
    * kube-apiserver-kubelet-client, O system:masters, signed by the client CA.
@@ -45,6 +48,13 @@ export interface TestCluster {
 
 export interface StartOptions {
   extraArgs?: string[];
+  /**
+   * Where the apiserver listens and what it advertises (the `kubernetes` Service's endpoint), default 127.0.0.1 for
+   * both; the single-node cluster (tests/kube/node/) binds 0.0.0.0 and advertises its node address so Pods reach it
+   * through the Service. The advertised address joins the serving certificate's IP SANs.
+   */
+  bindAddress?: string;
+  advertiseAddress?: string;
 }
 
 const READY_TIMEOUT_MS = 90_000;
@@ -104,7 +114,7 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
       ca: servingCa,
       cn: "kube-apiserver",
       dnsNames: ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"],
-      ips: ["127.0.0.1", "10.96.0.1"],
+      ips: [...new Set(["127.0.0.1", "10.96.0.1", opts.advertiseAddress ?? "127.0.0.1"])],
       usages: "server",
     }),
     issueCertificate({ ca: clientCa, cn: "test-admin", organizations: ["system:masters"], usages: "client" }),
@@ -121,8 +131,8 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     `--etcd-client-port=${etcdClient}`,
     `--etcd-peer-port=${etcdPeer}`,
     "--",
-    "--bind-address=127.0.0.1",
-    "--advertise-address=127.0.0.1",
+    `--bind-address=${opts.bindAddress ?? "127.0.0.1"}`,
+    `--advertise-address=${opts.advertiseAddress ?? "127.0.0.1"}`,
     `--secure-port=${securePort}`,
     `--cert-dir=${join(dir, "certs")}`,
     `--tls-cert-file=${file("serving.crt", serving.certPem)}`,
@@ -218,6 +228,8 @@ async function startOnce(binary: string, opts: StartOptions): Promise<TestCluste
     user,
     clientCaPem: clientCa.certPem,
     clientCaFile,
+    servingCaFile: file("serving-ca.crt", servingCa.certPem),
+    serviceAccountKeyFile: join(dir, "sa.key"),
     kubeletClient,
     frontProxy: { caPem: frontProxyCa.certPem, clientName: FRONT_PROXY_CLIENT },
     kubeconfig: (o = {}) =>

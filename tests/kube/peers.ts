@@ -1,6 +1,6 @@
 // Builds and caches the Go test peers: kube-apiserver (with embedded etcd, from the wrapper module in ./apiserver),
 // kubectl (k8s.io/kubernetes/cmd/kubectl from the same wrapper module, so the same version and the same go.sum; its
-// packages are already in the module cache and most of them in the build cache after the apiserver), and helm. Both come from the Go module proxy (anchors.md §C1, §C3) and are built once per machine: the cache key
+// packages are already in the module cache and most of them in the build cache after the apiserver), and helm. Both come from the Go module proxy (tests/kube/README.md "Building the peers") and are built once per machine: the cache key
 // is the version plus, for the apiserver, a hash of the wrapper's go.mod, go.sum and main.go, so editing the
 // wrapper rebuilds and nothing else does.
 //
@@ -38,6 +38,13 @@ export function kubectlPath(): string {
   return join(cacheRoot(), `kube-apiserver-${kubeApiserverKey()}`, "kubectl");
 }
 
+/**
+ * The node's Kubernetes binaries, built in the same wrapper module (same replace block, same go.sum, same version
+ * ldflags) beside kube-apiserver and kubectl: what the single-node cluster of tests/kube/node/ runs.
+ */
+export const NODE_BINARIES = ["kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager"] as const;
+export type NodeBinary = (typeof NODE_BINARIES)[number];
+
 export function helmPath(): string {
   return join(cacheRoot(), `helm-${HELM_VERSION}`, "helm");
 }
@@ -68,7 +75,7 @@ function versionLdflags(): string {
   const pkg = "k8s.io/component-base/version";
   return [
     "-s -w",
-    // Without these /version reports v0.0.0-master and helm's kubeVersion constraints fail (anchors.md §C1);
+    // Without these /version reports v0.0.0-master and helm's kubeVersion constraints fail (tests/kube/README.md "Building the peers");
     // kubectl prints its client version from the same variables.
     `-X ${pkg}.gitVersion=${K8S_VERSION}`,
     `-X ${pkg}.gitMajor=${major}`,
@@ -94,6 +101,27 @@ export function ensureKubectl(): Promise<EnsureResult> {
     ["go", "build", "-trimpath", "-ldflags", versionLdflags(), "-o", tmp, "k8s.io/kubernetes/cmd/kubectl"],
     wrapperDir,
   ]);
+}
+
+/**
+ * kubelet, kube-proxy, kube-scheduler and kube-controller-manager in one `go build` (they share most packages), into
+ * a directory renamed into place: about 90 s with the apiserver's build cache warm, 5 min cold (2 cores).
+ */
+export async function ensureNodeBinaries(): Promise<EnsureResult> {
+  const dir = join(cacheRoot(), `kube-apiserver-${kubeApiserverKey()}`, "node");
+  const r = await ensure(dir, (tmp) => {
+    mkdirSync(tmp, { recursive: true });
+    return [
+      ["go", "build", "-trimpath", "-ldflags", versionLdflags(), "-o", `${tmp}/`, ...NODE_BINARIES.map((b) => `k8s.io/kubernetes/cmd/${b}`)],
+      wrapperDir,
+    ];
+  });
+  return r;
+}
+
+/** Path of a node binary (all four built on first call). */
+export async function nodeBinary(name: NodeBinary): Promise<string> {
+  return join((await ensureNodeBinaries()).path, name);
 }
 
 export function ensureHelm(): Promise<EnsureResult> {
@@ -140,6 +168,37 @@ function goEnv(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 export type BuildCommand = [argv: string[], cwd: string | undefined, env?: Record<string, string>];
+
+/** A peer that `go install <module>/<cmd>@<version>` builds as published, cached under its name and version. */
+export interface InstalledPeer {
+  path(): string;
+  ensure(): Promise<EnsureResult>;
+  binary(): Promise<string>;
+  /** The peer file's command line: `ensure` (build if missing, print cold/cached time) or `path`. */
+  main(argv: string[]): Promise<void>;
+}
+
+export function goInstalledPeer(o: { name: string; version: string; pkg: string; ldflags: string }): InstalledPeer {
+  const path = () => join(cacheRoot(), `${o.name}-${o.version}`, o.name);
+  const ensurePeer = () =>
+    ensure(path(), (tmp) => [["go", "install", "-trimpath", "-ldflags", o.ldflags, `${o.pkg}@${o.version}`], undefined, { GOBIN: tmp }], o.name);
+  return {
+    path,
+    ensure: ensurePeer,
+    binary: async () => (await ensurePeer()).path,
+    async main(argv) {
+      if (argv[0] === "ensure") {
+        const r = await ensurePeer();
+        console.error(`peers: ${o.name} ${o.version}: ${r.built ? "built cold" : "cached"} in ${r.seconds.toFixed(2)}s -> ${r.path}`);
+      } else if (argv[0] === "path") {
+        console.log(path());
+      } else {
+        console.error(`usage: bun run tests/kube/${o.name}.ts ensure | path`);
+        process.exit(2);
+      }
+    },
+  };
+}
 
 /**
  * Builds into a temporary sibling and renames it into place, under a directory lock, so two processes that both
@@ -218,6 +277,7 @@ if (import.meta.main) {
     report("kube-apiserver", kubeApiserverKey(), await ensureKubeApiserver());
     report("kubectl", kubeApiserverKey(), await ensureKubectl());
     report("helm", HELM_VERSION, await ensureHelm());
+    report("kubelet, kube-proxy, kube-scheduler, kube-controller-manager", kubeApiserverKey(), await ensureNodeBinaries());
   } else if (cmd === "path" && (which === "kube-apiserver" || which === "kubectl" || which === "helm")) {
     console.log(which === "helm" ? await helmBinary() : which === "kubectl" ? await kubectlBinary() : await kubeApiserverBinary());
   } else {

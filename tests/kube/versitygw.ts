@@ -5,50 +5,21 @@
 //
 //   bun run tests/kube/versitygw.ts ensure     build it if missing, print cold/cached time
 //   bun run tests/kube/versitygw.ts path
-import { join } from "node:path";
-import { cacheRoot, ensure, type EnsureResult } from "./peers.ts";
+import { goInstalledPeer } from "./peers.ts";
 
 export const VERSITYGW_VERSION = "v1.8.0";
-const MODULE = "github.com/versity/versitygw";
 
-export function versitygwPath(): string {
-  return join(cacheRoot(), `versitygw-${VERSITYGW_VERSION}`, "versitygw");
-}
+const peer = goInstalledPeer({
+  name: "versitygw",
+  version: VERSITYGW_VERSION,
+  pkg: "github.com/versity/versitygw/cmd/versitygw",
+  // The Makefile stamps these; without them `versitygw --version` says "git".
+  ldflags: `-s -w -X main.Version=${VERSITYGW_VERSION} -X main.Build=module-proxy`,
+});
 
-export function ensureVersitygw(): Promise<EnsureResult> {
-  return ensure(
-    versitygwPath(),
-    (tmp) => [
-      [
-        "go",
-        "install",
-        "-trimpath",
-        // The Makefile stamps these; without them `versitygw --version` says "git".
-        "-ldflags",
-        `-s -w -X main.Version=${VERSITYGW_VERSION} -X main.Build=module-proxy`,
-        `${MODULE}/cmd/versitygw@${VERSITYGW_VERSION}`,
-      ],
-      undefined,
-      { GOBIN: tmp },
-    ],
-    "versitygw",
-  );
-}
-
+export const versitygwPath = peer.path;
+export const ensureVersitygw = peer.ensure;
 /** Path of the versitygw binary, building it first if this version has never been built here. */
-export async function versitygwBinary(): Promise<string> {
-  return (await ensureVersitygw()).path;
-}
+export const versitygwBinary = peer.binary;
 
-if (import.meta.main) {
-  const [cmd] = process.argv.slice(2);
-  if (cmd === "ensure") {
-    const r = await ensureVersitygw();
-    console.error(`peers: versitygw ${VERSITYGW_VERSION}: ${r.built ? "built cold" : "cached"} in ${r.seconds.toFixed(2)}s -> ${r.path}`);
-  } else if (cmd === "path") {
-    console.log(await versitygwBinary());
-  } else {
-    console.error("usage: bun run tests/kube/versitygw.ts ensure | path");
-    process.exit(2);
-  }
-}
+if (import.meta.main) await peer.main(process.argv.slice(2));

@@ -23,10 +23,29 @@ export interface BuiltImages {
 
 let building: Promise<BuiltImages> | undefined;
 
-/** The images of the working tree, tag `tag` (default the package version), built on first call. */
+/**
+ * The images of the working tree, built on first call. SANDBOX_TEST_IMAGES_DIR names a directory scripts/images.sh
+ * already wrote (its images.json gives the tag): for iterating on the cluster tests without rebuilding; the image
+ * tests then check what that directory holds.
+ */
 export function builtImages(): Promise<BuiltImages> {
-  building ??= build();
+  const reuse = process.env.SANDBOX_TEST_IMAGES_DIR;
+  building ??= reuse ? Promise.resolve(load(reuse, "", 0)) : build();
   return building;
+}
+
+function load(dir: string, log: string, seconds: number): BuiltImages {
+  const summary = JSON.parse(readFileSync(join(dir, "images.json"), "utf8")) as { version: string; revision: string; images: ImageReport[] };
+  return {
+    dir,
+    tag: summary.images[0]?.tag ?? summary.version,
+    revision: summary.revision,
+    version: summary.version,
+    archive: (name) => join(dir, `${name}.oci.tar`),
+    reports: summary.images,
+    log,
+    seconds,
+  };
 }
 
 async function build(): Promise<BuiltImages> {
@@ -41,15 +60,5 @@ async function build(): Promise<BuiltImages> {
   });
   const log = `${r.stdout}${r.stderr}`;
   if (r.code !== 0) throw new Error(`bash scripts/images.sh exited ${r.code}:\n${log.split("\n").slice(-30).join("\n")}`);
-  const summary = JSON.parse(readFileSync(join(dir, "images.json"), "utf8")) as { version: string; revision: string; images: ImageReport[] };
-  return {
-    dir,
-    tag,
-    revision: summary.revision,
-    version: summary.version,
-    archive: (name) => join(dir, `${name}.oci.tar`),
-    reports: summary.images,
-    log,
-    seconds: (performance.now() - started) / 1000,
-  };
+  return load(dir, log, (performance.now() - started) / 1000);
 }

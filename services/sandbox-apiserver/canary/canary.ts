@@ -9,7 +9,8 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "#shared/clock/index.ts";
-import { initEnvd } from "#shared/e2b/index.ts";
+import { accessTokenHash, initEnvd } from "#shared/e2b/index.ts";
+import { looksBuilt } from "#shared/built-templates/index.ts";
 import { CANARY_NAMESPACE, type DemandMeter, type InventoryRecord } from "#shared/fleet/index.ts";
 import type { PoolKey } from "#shared/sandboxd/index.ts";
 import { type NodeClients, NODE_FANOUT, mapBounded } from "../sandboxes/index.ts";
@@ -89,7 +90,7 @@ export class Canary {
       return "claim_failed";
     }
     this.o.demand?.recordCanary(key, claimed.id, node.name);
-    const outcome = await this.use(node, key, claimed.id, t0, log);
+    const outcome = await this.use(node, key, claimed.id, t0, log, client);
     try {
       await client.release(claimed.id, claimed.token ? { token: claimed.token } : {});
     } catch (e) {
@@ -100,10 +101,14 @@ export class Canary {
   }
 
   /** envd /init, then the command; the histogram records the claim-to-command time of a success. */
-  private async use(node: InventoryRecord, key: PoolKey, claimId: string, t0: number, log: Logger): Promise<CanaryOutcome> {
+  private async use(node: InventoryRecord, key: PoolKey, claimId: string, t0: number, log: Logger, client: ReturnType<NodeClients["for"]>): Promise<CanaryOutcome> {
     const target = { address: node.address, claimId, rootToken: this.o.rootToken };
     const accessToken = randomBytes(16).toString("hex");
     try {
+      // A pooled built template's clone holds its build's envd token: hand it the canary's through instance
+      // metadata first, as every claimer of a built template does (docs/decisions.md "Built templates belong to
+      // their namespace").
+      if (looksBuilt(key.template)) await client.putInstanceMetadata(claimId, { accessTokenHash: accessTokenHash(accessToken) });
       await initEnvd(target, { accessToken, timestamp: new Date(this.o.clock.now()).toISOString() });
     } catch (e) {
       log.warn({ err: (e as Error).message, sandbox: claimId }, "canary envd /init failed");

@@ -13,7 +13,8 @@ import {
   SandboxdServerError,
   provablyUndelivered,
 } from "#shared/sandboxd/index.ts";
-import { ApiError, badRequest, internal } from "../api/index.ts";
+import { ApiError, badRequest, forbidden, internal } from "../api/index.ts";
+import { builtTemplateRefusal } from "#shared/built-templates/index.ts";
 import type { NodeClients } from "./nodes.ts";
 import {
   ANN_ADDRESS,
@@ -76,6 +77,17 @@ export function ttlSecondsOf(obj: Sandbox, nowMs: number, name: string): number 
   return Number(ann);
 }
 
+/**
+ * A built template (`e2b/<ns>/<name>`) only of the Sandbox's own namespace, never a step cache entry
+ * (shared/built-templates): 403 naming the template and its namespace, 422 for a name that is no template.
+ */
+export function refuseOthersTemplate(template: string, namespace: string, name: string): void {
+  const refused = builtTemplateRefusal(template, namespace);
+  if (!refused) return;
+  const message = `spec.podTemplate.spec.containers[0].image: ${refused.message}`;
+  throw refused.kind === "other-namespace" ? forbidden(message, name) : new ApiError(422, message, "Invalid", name);
+}
+
 export function createKeyOf(obj: Sandbox, name: string): PoolKey {
   const pt = obj.spec.podTemplate as PodTemplateLike | undefined;
   try {
@@ -132,6 +144,7 @@ export async function createSandbox(deps: CreateDeps, namespace: string, obj: Sa
   const name = obj.metadata.name || (obj.metadata.generateName ? generatedName(obj.metadata.generateName, random) : "");
   if (!name) throw badRequest("Sandbox has neither metadata.name nor metadata.generateName");
   const key = createKeyOf(obj, name);
+  refuseOthersTemplate(key.template, namespace, name);
   const ttl = ttlSecondsOf(obj, clock.now(), name);
   const claimRef = `${namespace}/${name}`;
   const log = deps.log?.child({ sandbox: claimRef });

@@ -6,12 +6,12 @@
 import type { Logger } from "pino";
 import type { Clock } from "#shared/clock/index.ts";
 import type { DemandMeter, InventoryFleet, InventoryRecord } from "#shared/fleet/index.ts";
-import type { KubeClient } from "#shared/kube/index.ts";
+import type { EventType, InvolvedObject, KubeClient } from "#shared/kube/index.ts";
 import { Informer } from "#shared/kube/index.ts";
 import type { ApiserverMetrics } from "../serving/index.ts";
 import { type NodeClients, mapBounded } from "../sandboxes/index.ts";
 import { NODE_FANOUT } from "../sandboxes/index.ts";
-import { type SandboxTemplate, SandboxTemplates, SandboxWarmPools, type WarmPool, keyString, poolSets, resolvePools, selectorOf, statusShares } from "./plan.ts";
+import { type Resolution, type SandboxTemplate, SandboxTemplates, SandboxWarmPools, type WarmPool, keyString, poolSets, resolvePools, selectorOf, statusShares } from "./plan.ts";
 import { type AutoscaleParams, Autoscaler } from "./autoscale.ts";
 import { DecisionWriter } from "./decisions.ts";
 import { planSleep } from "./sleep.ts";
@@ -31,7 +31,13 @@ export interface DriverOptions {
   /** The process's demand measurements; without it no pool autoscales (spec.replicas everywhere). */
   demand?: Pick<DemandMeter, "read">;
   autoscale?: AutoscaleParams;
+  /** Where a pool that is not served says why (a Warning Event on the SandboxWarmPool: `kubectl describe`). */
+  events?: { record(obj: InvolvedObject, type: EventType, reason: string, message: string): void };
 }
+
+/** The Event reasons of a pool the driver does not serve. */
+export const REASON_TEMPLATE_REFUSED = "TemplateRefused";
+export const REASON_TEMPLATE_UNRESOLVED = "TemplateUnresolved";
 
 const MAX_BACKOFF_MS = 30_000;
 
@@ -44,6 +50,8 @@ export class WarmPoolDriver {
   private readonly autoscaler: Autoscaler | undefined;
   private readonly decisions: DecisionWriter;
   private readonly sleepStatus: SleepStatusWriter;
+  /** Per pool (`<ns>/<name>`): why it was last skipped, so its Event and log line come once per new reason. */
+  private readonly skipped = new Map<string, string>();
 
   constructor(private readonly o: DriverOptions) {
     this.autoscaler = o.demand ? new Autoscaler(o.demand, o.clock, o.autoscale) : undefined;
@@ -111,9 +119,7 @@ export class WarmPoolDriver {
       return ka < kb ? -1 : ka > kb ? 1 : 0;
     });
     const resolved = resolvePools(pools, template);
-    for (const r of resolved) {
-      if ("skipped" in r) this.o.log.error({ pool: `${r.pool.metadata.namespace}/${r.pool.metadata.name}` }, r.skipped);
-    }
+    this.reportSkipped(resolved);
     // Autoscaled pools' replicas are the autoscaler's targets from here on (docs/warmpool.md "Autoscaling").
     const nodes = this.o.fleet.fresh().filter((n) => n.address);
     const planned = this.autoscaler?.plan(resolved, nodes.length);
@@ -165,6 +171,30 @@ export class WarmPoolDriver {
     }
     if (planned) await this.decisions.publish(resolutions.map((r) => r.pool), planned.decisions, planned.invalid);
     await this.sleepStatus.publish(sleep);
+  }
+
+  /** A skipped pool's reason, logged and recorded as a Warning Event on the pool once per new reason. */
+  private reportSkipped(resolved: readonly Resolution[]): void {
+    const seen = new Set<string>();
+    for (const r of resolved) {
+      const ref = `${r.pool.metadata.namespace}/${r.pool.metadata.name}`;
+      seen.add(ref);
+      if (!("skipped" in r)) {
+        this.skipped.delete(ref);
+        continue;
+      }
+      if (this.skipped.get(ref) === r.skipped) continue;
+      this.skipped.set(ref, r.skipped);
+      this.o.log.error({ pool: ref }, r.skipped);
+      const { name, namespace, uid, resourceVersion } = r.pool.metadata;
+      this.o.events?.record(
+        { apiVersion: `${SandboxWarmPools.group}/${SandboxWarmPools.version}`, kind: "SandboxWarmPool", metadata: { name, namespace, ...(uid ? { uid } : {}), ...(resourceVersion ? { resourceVersion } : {}) } },
+        "Warning",
+        r.refused ? REASON_TEMPLATE_REFUSED : REASON_TEMPLATE_UNRESOLVED,
+        `pool not served: ${r.skipped}`,
+      );
+    }
+    for (const ref of this.skipped.keys()) if (!seen.has(ref)) this.skipped.delete(ref);
   }
 }
 

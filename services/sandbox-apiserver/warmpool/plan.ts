@@ -5,6 +5,7 @@ import type { ResourceRef } from "#shared/kube/index.ts";
 import type { PoolKey } from "#shared/sandboxd/index.ts";
 import { ANN_NET } from "../sandboxes/index.ts";
 import { PoolKeyError, type PodTemplateLike, poolKeyOf } from "../sandboxes/index.ts";
+import { builtTemplateRefusal } from "#shared/built-templates/index.ts";
 
 export const EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";
 export const SandboxWarmPools: ResourceRef = { group: EXTENSIONS_GROUP, version: "v1beta1", resource: "sandboxwarmpools", namespaced: true };
@@ -24,7 +25,8 @@ export interface SandboxTemplate {
 /** The sleep fields of a pool-set entry. */
 export type SleepFields = Pick<PoolSetEntry, "idle_hibernate_seconds" | "archive_after_seconds" | "archive_delete_after_seconds">;
 
-export type Resolution = { pool: WarmPool; key: PoolKey; replicas: number } | { pool: WarmPool; skipped: string };
+/** `refused`: the template names another namespace's built template, a step cache entry or a malformed `e2b/` name. */
+export type Resolution = { pool: WarmPool; key: PoolKey; replicas: number } | { pool: WarmPool; skipped: string; refused?: boolean };
 
 export const keyString = (k: PoolKey) => `${k.template}\u0000${k.net}\u0000${k.size}`;
 
@@ -46,6 +48,10 @@ export function resolvePools(pools: readonly WarmPool[], template: (namespace: s
       const pt = t.spec?.podTemplate;
       const key = poolKeyOf(pt, [pt?.metadata?.annotations?.[ANN_NET]], `SandboxTemplate ${pool.metadata.namespace}/${ref} spec.podTemplate`);
       if (!key.template) return { pool, skipped: `SandboxTemplate ${pool.metadata.namespace}/${ref} names no container image` };
+      // A built template only of the pool's own namespace (shared/built-templates); the template's own namespace
+      // is the pool's, since a pool refers to a SandboxTemplate of its namespace only.
+      const refused = builtTemplateRefusal(key.template, pool.metadata.namespace);
+      if (refused) return { pool, skipped: `SandboxTemplate ${pool.metadata.namespace}/${ref}: ${refused.message}`, refused: true };
       return { pool, key, replicas: replicasOf(pool) };
     } catch (e) {
       if (e instanceof PoolKeyError) return { pool, skipped: e.message };

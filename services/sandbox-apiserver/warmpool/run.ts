@@ -46,7 +46,7 @@ export function startWarmPoolDriver(o: WarmPoolDriverOptions): WarmPoolDriverHan
         await elector.run(stop.signal, async (signal) => {
           leading = true;
           o.metrics?.driverLeader.set(1);
-          driver = new WarmPoolDriver({ ...o });
+          driver = new WarmPoolDriver({ ...o, events });
           try {
             await driver.run(signal);
           } finally {

@@ -1,8 +1,9 @@
 // sandboxd-sim guest — development substrate, not product code. See README.md in this folder.
 //
 // Copies of a sandbox taken for later claims: a checkpoint's (files and file metadata as they were), and a
-// promoted template's (the same plus what envd's /init set: default user, working directory and env vars, so a
-// clone starts as the build left it) and its start commands: the commands still running at promote time (a build's
+// promoted template's (the same plus what envd's /init set: default user, working directory, env vars and the
+// access token, so a clone starts as the build left it, and answers no request without that token: as a VM
+// snapshot keeps envd's memory; whoever claims the clone hands it its own token through instance metadata) and its start commands: the commands still running at promote time (a build's
 // `startCmd` in the background), which a clone runs again once it is up, standing in for the memory a VM snapshot
 // would keep (docs/decisions.md, "sandboxd-sim: a promoted template's start command"). A namespaced sandbox's copy
 // is its layer (layer.ts copyLayer); a process sandbox's, its directory. No memory: processes are not part of a copy.
@@ -24,6 +25,8 @@ export interface StartCommand {
 }
 
 export interface EnvdDefaults {
+  /** The access token envd held at promote time (undefined: it had none, and the clone checks nothing either). */
+  accessToken: string | undefined;
   envVars: Record<string, string>;
   defaultUser: string;
   defaultWorkdir: string;
@@ -58,7 +61,7 @@ export class Captures {
     const metadata = new FileMetadata();
     metadata.copyFrom(source.sb.metadata);
     const sb = source.sb;
-    const defaults = o.defaults ? { envVars: { ...sb.envVars }, defaultUser: sb.defaultUser, defaultWorkdir: sb.defaultWorkdir, startCommands: runningCommands(sb) } : undefined;
+    const defaults = o.defaults ? { accessToken: sb.accessToken, envVars: { ...sb.envVars }, defaultUser: sb.defaultUser, defaultWorkdir: sb.defaultWorkdir, startCommands: runningCommands(sb) } : undefined;
     this.byKey.set(key, { dir, metadata, defaults });
   }
 

@@ -196,8 +196,8 @@ export class GuestHost {
     }
     if (from) sb.metadata.copyFrom(from.metadata);
     if (capture?.defaults) {
-      const { envVars, defaultUser, defaultWorkdir, startCommands } = capture.defaults;
-      Object.assign(sb, { envVars: { ...envVars }, defaultUser, defaultWorkdir });
+      const { accessToken, envVars, defaultUser, defaultWorkdir, startCommands } = capture.defaults;
+      Object.assign(sb, { accessToken, envVars: { ...envVars }, defaultUser, defaultWorkdir });
       // The template's start commands run again in the clone once it is up (captures.ts): the build's startCmd.
       void sb.ready.then(() => sb.runStartCommands(startCommands), () => {});
     }

@@ -2,6 +2,7 @@
 import { podKey } from "#shared/kube/index.ts";
 import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import type { ClaimRequest } from "#shared/sandboxd/index.ts";
+import { builtTemplateRefusal } from "#shared/built-templates/index.ts";
 import { ProviderError } from "./errors.ts";
 
 export const ANNOTATION_RUNTIME = "sandbox.cocoonstack.io/runtime";
@@ -59,13 +60,18 @@ export function parseTtl(pod: V1Pod): number | undefined {
   return n === 0 ? undefined : n;
 }
 
-/** Steps 6–7: ttl first, then the required template, then the body with `claim_ref: "<ns>/<name>"`. */
+/**
+ * Steps 6–7: ttl first, then the required template (a built template only of the Pod's own namespace:
+ * shared/built-templates), then the body with `claim_ref: "<ns>/<name>"`.
+ */
 export function claimRequestFor(pod: V1Pod): ClaimRequest {
   const ttl = parseTtl(pod);
   const template = annotation(pod, ANNOTATION_TEMPLATE);
   if (template === "") {
     throw new ProviderError("invalid-pod", `missing required annotation ${ANNOTATION_TEMPLATE}`, { pod: podKey(pod) });
   }
+  const refused = builtTemplateRefusal(template, pod.metadata?.namespace ?? "");
+  if (refused) throw new ProviderError("invalid-pod", `${ANNOTATION_TEMPLATE}: ${refused.message}`, { pod: podKey(pod) });
   const req: ClaimRequest = { template };
   // net and size go through unchecked: sandboxd owns the vocabulary and answers 400 for an unknown value.
   const net = annotation(pod, ANNOTATION_NET);

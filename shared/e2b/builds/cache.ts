@@ -10,10 +10,11 @@ import type { FleetTemplate } from "../../fleet/index.ts";
 import { DEFAULT_NET, DEFAULT_SIZE, metadataProblem } from "../../sandboxd/index.ts";
 import type { NodeAccess } from "../nodes.ts";
 import { BUILT_PREFIX, NAME_BUDGET } from "../render.ts";
+import { CACHE_NAME_PREFIX } from "../../built-templates/index.ts";
 import type { GuestState } from "./executor.ts";
 import type { BuildStep } from "./steps.ts";
 
-export const CACHE_NAME_PREFIX = "_c-";
+export { CACHE_NAME_PREFIX };
 const KEY_HEX = 32;
 /** A chain caches its first steps up to this many, then only its last: a 512-step build leaves 17 entries, not 512. */
 export const CACHE_CHAIN_STEPS = 16;

@@ -19,6 +19,11 @@ export interface BuildTarget {
   claimId: string;
   /** The claim token: the relay is active for the build. */
   token: string;
+  /**
+   * The build's own envd access token (service.ts sets it at claim): every call carries it, and so does every
+   * template the build promotes (a cache entry, the result), so a clone never answers a caller without a token.
+   */
+  accessToken: string;
 }
 
 async function request(t: BuildTarget, r: { method: string; path: string; headers: Record<string, string>; body: ReadableStream<Uint8Array> | null; signal: AbortSignal }): Promise<Response> {
@@ -27,7 +32,7 @@ async function request(t: BuildTarget, r: { method: string; path: string; header
     method: r.method,
     path: r.path,
     authority: "envd",
-    headers: r.headers,
+    headers: { ...r.headers, "x-access-token": t.accessToken },
     body: r.body,
     onBytesIn: () => undefined,
     onBytesOut: () => undefined,
@@ -94,6 +99,8 @@ export async function startProcess(
   p: ProcessSpec,
   o: { signal: AbortSignal; onOutput?: (stream: "stdout" | "stderr", bytes: Uint8Array) => void; wantsOutput?: () => boolean; detachAfterStart?: boolean },
 ): Promise<ProcessResult & { pid?: number }> {
+  // An abort listener added to an already aborted signal never fires: the command would run on unstopped.
+  if (o.signal.aborted) throw new EnvdCallError("aborted");
   const ctl = new AbortController();
   const stop = () => ctl.abort();
   o.signal.addEventListener("abort", stop, { once: true });

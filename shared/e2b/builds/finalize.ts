@@ -1,5 +1,5 @@
-// The finalize step of a build (docs/e2b.md §6.2): envd /init stores the final user, workdir and env (no token:
-// each clone's create sets its own), startCmd runs in the background, readyCmd repeats every second until it exits
+// The finalize step of a build (docs/e2b.md §6.2): envd /init stores the final user, workdir and env (the build's
+// own access token stays: a clone answers nothing until its create hands it its own token), startCmd runs in the background, readyCmd repeats every second until it exits
 // 0, then promote as `e2b/<ns>/<name>` and publish: every node's templates are read live, holders of the name
 // OLDER than this promote are deleted (a newer one, from a build that raced this one, is left alone and this one
 // is then the older), and the build's tags are written as labels on the new holder.
@@ -18,7 +18,10 @@ const READY_INTERVAL_MS = 1_000;
 export async function finalizeGuest(c: StepContext, startCmd: string | undefined, readyCmd: string | undefined, sleep: (ms: number, signal: AbortSignal) => Promise<void>): Promise<void> {
   const { state } = c;
   const body = { defaultUser: state.user, defaultWorkdir: state.workdir, ...(Object.keys(state.env).length ? { envVars: { ...state.env } } : {}), timestamp: new Date().toISOString() };
-  const init = await envdCall({ address: c.target.address, claimId: c.target.claimId, rootToken: c.target.token }, { method: "POST", path: "/init", body, timeoutMs: INIT_TIMEOUT_MS }).catch((err: Error) => {
+  const init = await envdCall(
+    { address: c.target.address, claimId: c.target.claimId, rootToken: c.target.token },
+    { method: "POST", path: "/init", headers: { "x-access-token": c.target.accessToken }, body, timeoutMs: INIT_TIMEOUT_MS },
+  ).catch((err: Error) => {
     throw new StepFailed(`storing the sandbox defaults failed: ${err.message}`);
   });
   if (init.status !== 204 && init.status !== 200) throw new StepFailed(`storing the sandbox defaults failed: envd answered ${init.status}`);

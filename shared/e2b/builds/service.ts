@@ -11,7 +11,8 @@ import { E2bError, badRequest } from "../errors.ts";
 import type { AliasTarget } from "../files.ts";
 import type { NodeAccess } from "../nodes.ts";
 import type { NamespaceQuotas } from "../quotas.ts";
-import { RELAY_PROXY_ENV } from "../envd.ts";
+import { INIT_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall } from "../envd.ts";
+import { accessTokenHash } from "../tokens.ts";
 import { BUILT_PREFIX, NAME_BUDGET } from "../render.ts";
 import { placeClaim } from "../placement.ts";
 import { FILES_HASH_RE, type UploadStore } from "../uploads/index.ts";
@@ -181,8 +182,11 @@ export class BuildService {
       if (ctl.signal.aborted) throw new StepFailed("aborted");
       const state: GuestState = cached?.state ?? { user: "user", workdir: HOME, env: placed.reply.net_route === "relay" ? { ...RELAY_PROXY_ENV } : {} };
       if (cached) say("info", `steps 1-${cached.steps} cached: starting from the sandbox a previous build left after them`);
+      const accessToken = randomBytes(32).toString("hex");
+      await this.secureGuest({ address, claimId: placed.reply.id, token: placed.reply.token }, accessToken, cached !== undefined);
+      if (ctl.signal.aborted) throw new StepFailed("aborted");
       const ctx: StepContext = {
-        target: { address, claimId: placed.reply.id, token: placed.reply.token },
+        target: { address, claimId: placed.reply.id, token: placed.reply.token, accessToken },
         state,
         store: this.deps.store,
         ns: rec.ns,
@@ -228,6 +232,26 @@ export class BuildService {
     } finally {
       timer.cancel();
       if (claim) await this.release(rec.ns, claim, log);
+    }
+  }
+
+  /**
+   * The build sandbox's envd gets an access token of the build's own before any step, so every template the build
+   * promotes (cache entries, the result) holds one and no clone of it answers a caller without a token: the e2b
+   * create of a built template, and a later build from a cache entry, hand the clone its own token through instance
+   * metadata (`accessTokenHash`), as a fork does. A cache entry's clone holds the earlier build's token: same route.
+   */
+  private async secureGuest(t: { address: string; claimId: string; token: string }, accessToken: string, clone: boolean): Promise<void> {
+    try {
+      if (clone) await this.deps.nodes.client(t.address).putInstanceMetadata(t.claimId, { accessTokenHash: accessTokenHash(accessToken) });
+      const init = await envdCall(
+        // The claim token opens the tunnel, as for every call of the build (the relay is active).
+        { address: t.address, claimId: t.claimId, rootToken: t.token },
+        { method: "POST", path: "/init", body: { accessToken, timestamp: new Date(this.clock.now()).toISOString() }, timeoutMs: INIT_TIMEOUT_MS },
+      );
+      if (init.status !== 204 && init.status !== 200) throw new Error(`envd /init answered ${init.status}`);
+    } catch (err) {
+      throw new StepFailed(`securing the build sandbox failed: ${(err as Error).message}`);
     }
   }
 

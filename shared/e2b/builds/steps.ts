@@ -3,6 +3,7 @@
 import { z } from "@hono/zod-openapi";
 import { badRequest } from "../errors.ts";
 import { BUILT_PREFIX, NAME_BUDGET } from "../render.ts";
+import { looksBuilt } from "../../built-templates/index.ts";
 import { FILES_HASH_RE } from "../uploads/index.ts";
 
 /** Bounds on what one start may carry: every field comes from a key holder. */
@@ -79,7 +80,7 @@ export function planOf(b: StartBuildBody, hasStore: boolean): BuildPlan {
   if (b.fromImageRegistry !== undefined && b.fromImageRegistry !== null) throw badRequest("fromImageRegistry is not supported: images come from the fleet's pools");
   const fromImage = (b.fromImage ?? "").trim();
   if (fromImage === "") throw badRequest("fromImage is required");
-  if (fromImage.startsWith(BUILT_PREFIX)) throw badRequest(`fromImage "${fromImage}" is not addressable`);
+  if (looksBuilt(fromImage)) throw badRequest(`fromImage "${fromImage}" is not addressable`);
   const steps = b.steps.map((s, i) => stepOf(s, i + 1, hasStore));
   const forced = b.steps.findIndex((s) => s.force === true);
   const cacheUpTo = b.force === true ? 0 : forced >= 0 ? forced : steps.length;

@@ -4,13 +4,14 @@
 // The body streams to a temp file in the target directory with the byte bound enforced as it arrives (never held
 // in memory), then is linked into place: a reader never sees a partial archive. An archive once stored is never
 // overwritten (a PUT to it is a 200 that reads nothing): the SDK only PUTs what `locate` said is absent. Each
-// namespace is bounded in bytes, archives and PUTs in flight (dir-quota.ts).
+// namespace is bounded in bytes, archives and PUTs in flight (dir-quota.ts, which keeps the count: a PUT does not
+// read the directory); a template folder left empty is removed.
 import { createHmac, randomBytes } from "node:crypto";
-import { createWriteStream, linkSync, mkdirSync, rmSync, statSync, utimesSync } from "node:fs";
+import { createWriteStream, linkSync, mkdirSync, openSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { type Clock, realClock } from "../../clock/index.ts";
 import { safeEqual } from "../tokens.ts";
-import { DirQuota, type DirQuotaLimits, defaultDirQuota } from "./dir-quota.ts";
+import { DirQuota, type DirQuotaLimits, defaultDirQuota, removeIfEmpty } from "./dir-quota.ts";
 import type { UploadStore } from "./store.ts";
 
 export const UPLOAD_URL_TTL_S = 3600;
@@ -67,6 +68,7 @@ export class DirUploadStore implements UploadStore {
     const now = new Date(this.clock.now());
     try {
       utimesSync(p, now, now);
+      this.quota.touched(ns, p);
     } catch {
       // removed meanwhile: the stream below fails the COPY with its reason
     }
@@ -100,17 +102,19 @@ export class DirUploadStore implements UploadStore {
       return { status: 429, message: admitted.message };
     }
     try {
-      return await this.stream(target, ns, template, hash, body);
+      const out = await this.stream(target, ns, template, hash, body);
+      if ("stored" in out && out.stored !== undefined) this.quota.stored(ns, target, out.stored);
+      return out.status === 200 ? { status: 200 } : out;
     } finally {
       admitted.done();
     }
   }
 
-  private async stream(target: string, ns: string, template: string, hash: string, body: ReadableStream<Uint8Array> | null): Promise<PutOutcome> {
+  /** The body into `target`; `stored` is the bytes this PUT linked there (undefined: a racing PUT stored it first). */
+  private async stream(target: string, ns: string, template: string, hash: string, body: ReadableStream<Uint8Array> | null): Promise<Exclude<PutOutcome, { status: 200 }> | { status: 200; stored: number | undefined }> {
     const folder = join(this.dir, ns, template);
-    mkdirSync(folder, { recursive: true, mode: DIR_MODE });
     const temp = join(folder, `.${hash}.${randomBytes(6).toString("hex")}.part`);
-    const out = createWriteStream(temp, { mode: 0o640 });
+    const out = createWriteStream("", { fd: openTemp(folder, temp), mode: 0o640 });
     const failed = new Promise<never>((_, reject) => out.once("error", reject));
     failed.catch(() => undefined);
     let bytes = 0;
@@ -130,21 +134,24 @@ export class DirUploadStore implements UploadStore {
       }
       await Promise.race([new Promise<void>((r, j) => out.end((err?: Error | null) => (err ? j(err) : r()))), failed]);
       // link, not rename: a racing PUT that stored the archive first keeps it (EEXIST), atomically.
+      let stored: number | undefined = bytes;
       try {
         linkSync(temp, target);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+        stored = undefined;
       }
       rmSync(temp, { force: true });
-      return { status: 200 };
+      return { status: 200, stored };
     } catch (err) {
-      // The stream opens its file lazily: remove it only once the stream has closed, or a late open recreates it.
       await new Promise<void>((r) => {
         if (out.closed) return r();
         out.once("close", () => r());
         out.destroy();
       });
       rmSync(temp, { force: true });
+      // Nothing else in it (a first PUT of the template that failed): no empty folder stays behind.
+      if (removeIfEmpty(folder)) removeIfEmpty(join(this.dir, ns));
       if (err instanceof TooLarge) return { status: 413, message: `upload larger than ${this.uploadMax} bytes` };
       throw err;
     }
@@ -152,6 +159,21 @@ export class DirUploadStore implements UploadStore {
 }
 
 class TooLarge extends Error {}
+
+/**
+ * Create the template folder and the temp file in it. Another process's eviction may remove the folder, emptied, in
+ * between (dir-quota.ts removes empty folders): then both are made again, once.
+ */
+function openTemp(folder: string, temp: string): number {
+  for (let attempt = 0; ; attempt++) {
+    mkdirSync(folder, { recursive: true, mode: DIR_MODE });
+    try {
+      return openSync(temp, "wx", 0o640);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT" || attempt > 0) throw err;
+    }
+  }
+}
 
 function existsFile(p: string): boolean {
   try {

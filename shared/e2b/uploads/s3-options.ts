@@ -34,6 +34,10 @@ export const S3StoreOptionsSchema = z.object({
   maxGetsInFlight: z.number().int().positive().optional(),
   /** --e2b-build-upload-max: a presigned PUT cannot bound its size, so open() refuses a larger archive. */
   uploadMax: z.number().int().positive().optional(),
+  /** Per-namespace bounds (s3-quota.ts); each defaults from upload-max like the directory store's. */
+  nsBytes: z.number().int().positive().optional(),
+  nsArchives: z.number().int().positive().optional(),
+  nsLinks: z.number().int().positive().optional(),
 });
 export type S3StoreOptions = z.input<typeof S3StoreOptionsSchema>;
 

@@ -2,13 +2,15 @@
 // `<prefix>/e2b-files/<namespace>/<template>/<hash>.tar`; presence is a HEAD, the SDK uploads through a presigned PUT
 // valid for an hour, and the executor reads an archive back with GetObject. Everything signs with @aws-sdk's own
 // SigV4 and finds credentials through the default Node chain (environment, shared files, web identity for IRSA,
-// ECS/EKS pod identity container credentials, IMDS), so this module never holds a key of its own.
-import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+// ECS/EKS pod identity container credentials, IMDS), so this module never holds a key of its own. Each namespace
+// is bounded in archives, bytes and unused links (s3-quota.ts), counted from a listing of its own prefix.
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { z } from "zod";
 import { E2bError } from "../errors.ts";
 import { isS3NotFound, s3Failure } from "./s3-errors.ts";
+import { S3Quota, defaultS3Quota, type ListedObject } from "./s3-quota.ts";
 import { DEFAULT_BODY_IDLE_MS, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MAX_GETS_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, PRESIGN_SECONDS, S3StoreOptionsSchema, s3OptionsFromFlags, type S3Flags, type S3StoreOptions } from "./s3-options.ts";
 import type { UploadStore } from "./store.ts";
 
@@ -18,7 +20,11 @@ export { DEFAULT_BODY_IDLE_MS, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MAX_GETS_IN_FLIG
 const Segment = z.string().min(1).max(255).regex(/^[^/\\]+$/).refine((s) => s !== "." && s !== "..");
 const Hash = z.string().regex(/^[0-9a-f]{64}$/);
 
+/** The size a link reserves when the store was made without --e2b-build-upload-max (the flag's default). */
+const DEFAULT_UPLOAD_MAX = 1024 * 1024 * 1024;
+
 export interface S3UploadStore extends UploadStore {
+  readonly quota: S3Quota;
   /** The object key of one archive (validated; a 400 E2bError for a segment that could leave the prefix). */
   keyOf(ns: string, template: string, hash: string): string;
   /** The presigned PUT alone, without the HEAD that locate does first. */
@@ -81,6 +87,27 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
     }
   }
 
+  const nsPrefix = (ns: string) => `${prefix ? `${prefix}/` : ""}e2b-files/${ns}/`;
+  const uploadMax = o.uploadMax ?? DEFAULT_UPLOAD_MAX;
+  const defaults = defaultS3Quota(uploadMax);
+  const quota = new S3Quota({ nsBytes: o.nsBytes ?? defaults.nsBytes, nsArchives: o.nsArchives ?? defaults.nsArchives, nsLinks: o.nsLinks ?? defaults.nsLinks }, uploadMax, {
+    async list(ns, max) {
+      const out: ListedObject[] = [];
+      let ContinuationToken: string | undefined;
+      do {
+        const page = await bounded("LIST", (abortSignal) =>
+          client.send(new ListObjectsV2Command({ Bucket: o.bucket, Prefix: nsPrefix(ns), MaxKeys: Math.min(1000, max - out.length), ...(ContinuationToken ? { ContinuationToken } : {}) }), { abortSignal }),
+        );
+        for (const c of page?.Contents ?? []) if (c.Key) out.push({ key: c.Key, size: c.Size ?? 0, lastModifiedMs: c.LastModified?.getTime() ?? 0 });
+        ContinuationToken = page?.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (ContinuationToken && out.length < max);
+      return out;
+    },
+    async remove(Key) {
+      await bounded("DELETE", (abortSignal) => client.send(new DeleteObjectCommand({ Bucket: o.bucket, Key }), { abortSignal }));
+    },
+  });
+
   // Presigning makes no request, but it resolves credentials (a web-identity or container-credentials fetch).
   const presign = async (ns: string, template: string, hash: string) => {
     const Key = keyOf(ns, template, hash);
@@ -93,10 +120,15 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
     kind: "s3",
     keyOf,
     presign,
+    quota,
     async locate(ns, template, hash) {
       const Key = keyOf(ns, template, hash);
       const head = await bounded("HEAD", (abortSignal) => client.send(new HeadObjectCommand({ Bucket: o.bucket, Key }), { abortSignal }));
-      if (head) return { present: true };
+      if (head) {
+        quota.present(ns, Key);
+        return { present: true };
+      }
+      await quota.admitLink(ns, Key, PRESIGN_SECONDS * 1000);
       const signed = await presign(ns, template, hash);
       return Object.keys(signed.headers).length ? { present: false, url: signed.url, headers: signed.headers } : { present: false, url: signed.url };
     },
@@ -104,6 +136,7 @@ export function createS3UploadStore(input: S3StoreOptions): S3UploadStore {
       const Key = keyOf(ns, template, hash);
       const got = await bounded("GET", (abortSignal) => client.send(new GetObjectCommand({ Bucket: o.bucket, Key }), { abortSignal }), "build");
       if (!got) return undefined;
+      quota.read(ns, Key);
       if (!got.Body || got.ContentLength === undefined) throw new E2bError(502, `upload store: GET in bucket ${o.bucket}: no body or length`);
       if (o.uploadMax !== undefined && got.ContentLength > o.uploadMax) {
         // Nothing of it is read: the length is in the response head.

@@ -1,5 +1,6 @@
-// Runs tests/e2e/errors/errors.py with the stock Python SDK (the cached venv of tests/support/python) against one
-// stack, with only the environment a user's script has, and returns its record validated: {case: outcome}.
+// Runs tests/e2e/errors/errors.py (and this folder's other record scripts) with the stock Python SDK (the cached venv
+// of tests/support/python) against one stack, with only the environment a user's script has, and returns its record
+// validated: {case: outcome}.
 import { join } from "node:path";
 import { z } from "zod";
 import { run } from "#tests/support/run.ts";
@@ -24,23 +25,31 @@ export interface ErrorsTarget {
 }
 
 export async function runErrorsScript(t: ErrorsTarget): Promise<Outcomes> {
-  const { python } = await ensurePythonSdk();
-  // None of this process's E2B_* leak in: the record is the target's.
-  const env: Record<string, string | undefined> = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("E2B_") && !k.startsWith("ERRORS_")));
-  Object.assign(env, { E2B_API_KEY: t.apiKey, E2B_API_URL: t.apiUrl, E2B_SANDBOX_URL: t.sandboxUrl, E2B_DOMAIN: t.domain, PYTHONUNBUFFERED: "1" });
+  const env: Record<string, string> = { E2B_API_KEY: t.apiKey, E2B_API_URL: t.apiUrl, E2B_SANDBOX_URL: t.sandboxUrl, E2B_DOMAIN: t.domain };
   if (t.quotaKey) env.ERRORS_QUOTA_KEY = t.quotaKey;
   if (t.otherKey) env.ERRORS_OTHER_KEY = t.otherKey;
   if (t.relayCapOne) env.ERRORS_RELAY_CAP = "1";
-  const r = await run([python, join(import.meta.dir, "errors.py")], { env, timeoutMs: 120_000 });
+  return runRecordScript("errors.py", env);
+}
+
+/**
+ * Runs one of this folder's record scripts (errors.py, unserved.py) with the stock Python SDK and only `env` (none
+ * of this process's E2B_* leak in: the record is the target's), and returns its record validated.
+ */
+export async function runRecordScript(script: string, vars: Record<string, string>): Promise<Outcomes> {
+  const { python } = await ensurePythonSdk();
+  const env: Record<string, string | undefined> = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("E2B_") && !k.startsWith("ERRORS_")));
+  Object.assign(env, vars, { PYTHONUNBUFFERED: "1" });
+  const r = await run([python, join(import.meta.dir, script)], { env, timeoutMs: 120_000 });
   const last = r.stdout.trim().split("\n").at(-1) ?? "";
   let parsed: unknown;
   try {
     parsed = JSON.parse(last);
   } catch {
-    throw new Error(`errors.py printed no JSON record (exit ${r.code}):\n${r.stdout.slice(-2000)}\n${r.stderr.slice(-4000)}`);
+    throw new Error(`${script} printed no JSON record (exit ${r.code}):\n${r.stdout.slice(-2000)}\n${r.stderr.slice(-4000)}`);
   }
   const out = z.record(z.string(), Outcome).parse(parsed);
-  if (r.code !== 0) throw new Error(`errors.py exited ${r.code}:\n${r.stderr.slice(-4000)}\nrecord: ${last.slice(0, 2000)}`);
+  if (r.code !== 0) throw new Error(`${script} exited ${r.code}:\n${r.stderr.slice(-4000)}\nrecord: ${last.slice(0, 2000)}`);
   return out;
 }
 

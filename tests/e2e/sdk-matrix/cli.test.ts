@@ -1,9 +1,10 @@
 // The stock CLI `@e2b/cli` (package.json) against both stacks, pointed at each by E2B_API_KEY, E2B_API_URL,
 // E2B_SANDBOX_URL and E2B_DOMAIN in a fresh HOME (no login, no config file): every `e2b sandbox` command that works
-// with an API key, and `e2b template list`. Each command's output is judged as e2b cloud's would be; the verdicts
+// with an API key, and the `e2b template` commands that do (list, create from a Dockerfile, publish, unpublish,
+// delete; both stacks serve the build API). Each command's output is judged as e2b cloud's would be; the verdicts
 // become the "@e2b/cli" section of docs/sdk-matrix.md.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
@@ -17,9 +18,16 @@ const VARIANT = `@e2b/cli ${pkg.version}`;
 const rec = new Recorder();
 const CLI = join(REPO, "node_modules", "@e2b", "cli", "dist", "index.js");
 let home: string;
+/** A build context for `e2b template create`: an e2b.Dockerfile from the stacks' `base`. */
+let ctx: string;
+/** The template the CLI builds, publishes, unpublishes and deletes. */
+const TEMPLATE = "cli-matrix";
 
 beforeAll(() => {
   home = mkdtempSync(join(tmpdir(), "e2b-cli-home-"));
+  ctx = join(home, "ctx");
+  mkdirSync(ctx);
+  writeFileSync(join(ctx, "e2b.Dockerfile"), "FROM base\nRUN echo cli-matrix > /home/user/marker\n");
 });
 
 afterAll(() => {
@@ -30,17 +38,30 @@ afterAll(() => {
     [
       `The stock CLI \`@e2b/cli\` ${pkg.version} from npm, run with node in a fresh HOME (no \`e2b auth login\`), pointed at each stack`,
       "by `E2B_API_KEY`, `E2B_API_URL`, `E2B_SANDBOX_URL` and `E2B_DOMAIN`. Suite: tests/e2e/sdk-matrix/cli.test.ts.",
-      "`sandbox connect` and `sandbox create` open an interactive terminal and are not run; `template build/init/delete`",
-      "need a dashboard access token (`e2b auth login`), which a self-hosted control plane does not issue.",
+      "`sandbox connect` and `sandbox create` open an interactive terminal and are not run. `template create` builds",
+      "from an e2b.Dockerfile through the build API (the mesh runs with `--e2b-builds`, as the full stack does);",
+      "`template init` and `migrate` only write local files; the hidden, deprecated `template build` calls e2b's v1",
+      "build routes, which answer 501 naming the route and the v3 build to use instead (docs/e2b-routes.md).",
     ].join("\n"),
     STACKS,
   );
 });
 
-function cli(t: Target, args: string[]): Promise<RunResult> {
+function cli(t: Target, args: string[], timeoutMs = 60_000): Promise<RunResult> {
   const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, E2B_API_KEY: t.apiKey, E2B_API_URL: t.apiUrl, E2B_SANDBOX_URL: t.sandboxUrl, E2B_DOMAIN: t.domain, NO_COLOR: "1", CI: "1" };
-  return run(["node", CLI, ...args], { env, timeoutMs: 60_000 });
+  return run(["node", CLI, ...args], { env, timeoutMs });
 }
+
+/** The status of the stack's `GET /templates/{name}` (200: a built template of the key's namespace). */
+async function templateStatus(t: Target, name: string): Promise<number> {
+  const r = await fetch(`${t.apiUrl}/templates/${name}`, { headers: { "x-api-key": t.apiKey } });
+  await r.body?.cancel();
+  return r.status;
+}
+
+/** Why publish/unpublish differ from e2b cloud (docs/e2b-routes.md "Template visibility"). */
+const VISIBILITY =
+  "accepted and changes nothing: a built template is usable by its own namespace only (what an unpublished template is on e2b cloud), no namespace can publish one to the others, and the template list reports every template as public";
 
 const said = (r: RunResult) => `exit ${r.code}: ${(r.stdout + r.stderr).trim().slice(0, 300)}`;
 function jsonOf(r: RunResult): unknown {
@@ -105,4 +126,37 @@ onBothStacks((target) => {
     }
     expect(rec.failures(t.stack)).toEqual([]);
   }, 240_000);
-});
+
+  test(`${VARIANT}: template create, publish, unpublish, delete`, async () => {
+    const t: Target = target();
+    const c = (call: string, fn: () => Promise<Judgement>) => rec.cell(t.stack, VARIANT, call, fn);
+    try {
+      // The CLI asks for 2 vCPUs by default, which the size rule maps to `medium`; the stacks' pools are `small`.
+      await c("e2b template create (e2b.Dockerfile)", async () => {
+        const r = await cli(t, ["template", "create", TEMPLATE, "--path", ctx, "--cpu-count", "1"], 240_000);
+        return expectThat(r.code === 0 && (await templateStatus(t, TEMPLATE)) === 200, said(r));
+      });
+      await c("e2b template publish -y", async () => {
+        const r = await cli(t, ["template", "publish", TEMPLATE, "-y"]);
+        if (r.code !== 0 || !r.stdout.includes(`Published as: ${TEMPLATE}`)) return fails(said(r));
+        return differs(VISIBILITY, said(r));
+      });
+      await c("e2b template unpublish -y", async () => {
+        const r = await cli(t, ["template", "unpublish", TEMPLATE, "-y"]);
+        if (r.code !== 0 || (await templateStatus(t, TEMPLATE)) !== 200) return fails(said(r));
+        return differs(VISIBILITY, said(r));
+      });
+      await c("e2b template publish of an unknown name", async () => {
+        const r = await cli(t, ["template", "publish", "no-such-template", "-y"]);
+        return expectThat(r.code !== 0 && (r.stdout + r.stderr).includes("404"), said(r));
+      });
+      await c("e2b template delete -y", async () => {
+        const r = await cli(t, ["template", "delete", TEMPLATE, "-y"]);
+        return expectThat(r.code === 0 && (await templateStatus(t, TEMPLATE)) === 404, said(r));
+      });
+    } finally {
+      await fetch(`${t.apiUrl}/templates/${TEMPLATE}`, { method: "DELETE", headers: { "x-api-key": t.apiKey } }).catch(() => undefined);
+    }
+    expect(rec.failures(t.stack)).toEqual([]);
+  }, 420_000);
+}, { builds: true });

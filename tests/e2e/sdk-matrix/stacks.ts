@@ -2,7 +2,9 @@
 // guest agent per sandbox, the in-process envd proxy) and the full stack as `bash scripts/stack.sh` runs it (a real
 // kube-apiserver, sandbox-apiserver, sandbox-envd-proxy). Both know the `code-interpreter-v1` alias.
 import { afterAll, beforeAll, describe } from "bun:test";
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { DOMAIN, KEY_A, startStack as startMesh, type Stack } from "#tests/integration/e2b/harness.ts";
 import { startStack as startScriptStack, type RunningStack } from "#tests/e2e/stack/run-stack.ts";
 import { E2B_DOMAIN as SCRIPT_DOMAIN } from "#scripts/stack/mesh.ts";
@@ -24,16 +26,24 @@ export interface Target {
 /** The SDK's connection options for a target (E2B_SANDBOX_URL mode: every envd call names the sandbox by header). */
 export const sdkOpts = (t: Target) => ({ apiKey: t.apiKey, apiUrl: t.apiUrl, sandboxUrl: t.sandboxUrl, domain: t.domain, requestTimeoutMs: 30_000 });
 
-export function onBothStacks(body: (target: () => Target) => void): void {
+/**
+ * `builds`: the mesh serves the template build API too (`--e2b-builds` with a directory store in a temp dir), as the
+ * full stack always does; a suite that builds templates asks for it.
+ */
+export function onBothStacks(body: (target: () => Target) => void, o: { builds?: boolean } = {}): void {
   describe(MESH, () => {
     let s: Stack;
     let t: Target;
+    let buildDir: string | undefined;
     beforeAll(async () => {
-      s = await startMesh({ proxy: true, guestAgents: true, aliases: "base img:1\ncode-interpreter-v1 img:1\n" });
+      buildDir = o.builds ? mkdtempSync(join(tmpdir(), "sdk-matrix-builds-")) : undefined;
+      const extraFlags = buildDir ? ["--e2b-builds", `--e2b-build-dir=${join(buildDir, "store")}`] : [];
+      s = await startMesh({ proxy: true, guestAgents: true, aliases: "base img:1\ncode-interpreter-v1 img:1\n", extraFlags });
       t = { stack: MESH, apiKey: KEY_A, apiUrl: s.apiUrl, sandboxUrl: s.proxyUrl!, domain: DOMAIN };
     }, 60_000);
     afterAll(async () => {
       await s?.stop();
+      if (buildDir) rmSync(buildDir, { recursive: true, force: true });
     });
     body(() => t);
   });

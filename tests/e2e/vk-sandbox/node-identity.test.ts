@@ -81,6 +81,13 @@ beforeAll(async () => {
     return true;
   }, 60_000);
   tokenA = e2e.nodeToken(A);
+  // kube-apiserver loads a ValidatingAdmissionPolicy and its binding through informers: on a busy machine the first
+  // write can come before they are in force (and RBAC alone lets a node patch any inventory). Wait until a write the
+  // policy must refuse is refused (a dry run: nothing is stored while waiting); without the policy this times out.
+  await waitFor("the node-restriction policy refuses another node's inventory", async () => {
+    const r = await asA("PATCH", `${inventories}/${B}?fieldManager=attacker&force=true&dryRun=All`, inventory(B, B, "127.0.0.1:9"), "application/apply-patch+yaml");
+    return r.status === 403 && r.message.includes(`may write only its own nodeinventories, not ${B}`);
+  }, 30_000);
 }, 90_000);
 
 describe("issue 22 case 2: a node writes only its own NodeInventory", () => {

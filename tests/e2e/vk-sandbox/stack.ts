@@ -109,19 +109,26 @@ export interface E2eFile {
 /**
  * Registers the beforeAll/afterAll most e2e files share: one apiserver and one stack for the file (120 s to come
  * up), `prepare` run on the cluster before the stack starts, a daemon on `node` (when given) waited until ready,
- * and on the way out the stack stopped, then the apiserver. The fields read through to what beforeAll started, so
+ * and on the way out (also after a setup that failed or timed out) the stack stopped, then the apiserver. The fields read through to what beforeAll started, so
  * use them inside tests and hooks only.
  */
 export function useE2eStack(o: { node?: string; sim?: SimOptions; prepare?: (e2e: E2eCluster) => Promise<void> } = {}): E2eFile {
   let e2e: E2eCluster | undefined;
   let stack: Stack | undefined;
+  let starting: Promise<void> | undefined;
   beforeAll(async () => {
-    e2e = await startE2eCluster();
-    await o.prepare?.(e2e);
-    stack = await startStack(e2e, o.sim);
-    if (o.node) await stack.daemon({ node: o.node }).waitForLog(/vk-sandbox ready/);
+    starting = (async () => {
+      e2e = await startE2eCluster();
+      await o.prepare?.(e2e);
+      stack = await startStack(e2e, o.sim);
+      if (o.node) await stack.daemon({ node: o.node }).waitForLog(/vk-sandbox ready/);
+    })();
+    await starting;
   }, 120_000);
+  // A beforeAll that timed out leaves its startup running: wait for it to end either way, then stop what it started,
+  // so a failed file leaves no apiserver, daemon or simulator behind for the next one.
   afterAll(async () => {
+    await starting?.catch(() => undefined);
     await stack?.stop();
     await e2e?.stop();
   });

@@ -30,7 +30,7 @@ const CONFIGURATIONS: [string, Values][] = [
         port: 9090,
         envdVersion: "0.8.1",
         defaultTimeoutSeconds: 900,
-        defaultQuota: { maxSandboxes: 20, createsPerSecond: 0.5 },
+        defaultQuota: { maxSandboxes: 5, createsPerSecond: 0.5, maxSnapshots: 0, snapshotsPerSecond: 3 },
         templateAliases: "base python:3.12 small\n",
         builds: { enabled: true, parallel: 4 },
         envdSecret: { value: "s", secretName: "" },
@@ -72,8 +72,9 @@ describe("rendered args through the binaries' flag parsers", () => {
         expect(config.e2b.apiKeyFile).toBe("/etc/sandbox-apiserver/e2b-api-keys/keys");
         expect(config.e2b.envdSecretFile).toBe("/etc/sandbox-apiserver/e2b-envd-secret/secret");
         expect(config.e2b.builds.enabled).toBe(((e2b.builds as Values | undefined)?.enabled as boolean | undefined) ?? false);
-        const quota = (e2b.defaultQuota ?? {}) as Values;
-        expect(config.e2b.defaultQuota).toEqual({ maxSandboxes: (quota.maxSandboxes as number | undefined) ?? 0, createsPerSecond: (quota.createsPerSecond as number | undefined) ?? 0 });
+        // values.yaml's multi-tenant defaults unless the case overrides them; 0 = the flag left out (no limit).
+        const quota = { maxSandboxes: 20, createsPerSecond: 2, maxSnapshots: 10, snapshotsPerSecond: 0.2, ...((e2b.defaultQuota ?? {}) as Values) };
+        expect(config.e2b.defaultQuota).toEqual(quota);
       }
       // Every mounted file a flag names lies under a volume mount of this container.
       for (const arg of c.args ?? []) {
@@ -94,8 +95,10 @@ describe("rendered args through the binaries' flag parsers", () => {
       expect(config.bindAddress).toBe(`:${(proxy.port as number | undefined) ?? 8443}`);
       expect(config.sandboxdTokenFile).toBe("/etc/sandbox-envd-proxy/sandboxd-token/token");
       expect(config.tlsCertFile !== undefined).toBe(proxy.tlsSecretName !== undefined);
-      // The relay's bounds are always passed; the chart's defaults are the binary's.
-      expect(config.limits).toEqual(DEFAULT_RELAY_LIMITS);
+      // The relay's bounds are always passed; the chart's defaults are the binary's, but for the per-client public
+      // cap: the chart's proxy sits behind an edge whose one address every public client shares, so it is off
+      // there (envdProxy.relay.maxPublicRelaysPerClient, docs/envd-relay.md "Bounds").
+      expect(config.limits).toEqual({ ...DEFAULT_RELAY_LIMITS, maxPublicRelaysPerClient: 0 });
       for (const arg of c.args ?? []) {
         const file = /^--[a-z0-9-]+-file=(\/.+)$/.exec(arg)?.[1];
         if (file) expect(c.volumeMounts!.some((m) => file.startsWith(`${m.mountPath}/`))).toBe(true);

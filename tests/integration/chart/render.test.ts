@@ -1,6 +1,10 @@
 // What `helm template` puts in a cluster, configuration by configuration (chart/README.md "Objects"): the exact
-// kinds, names and namespaces, the counts seed 003 fixes, and the fields an operator relies on.
+// kinds, names and namespaces, the counts (seed 003's and the objects beyond it: objects.ts), and the fields an
+// operator relies on.
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseAllDocuments } from "yaml";
 import { LEASE_NAME } from "#services/sandbox-apiserver/warmpool/leader.ts";
 import {
   E2B,
@@ -18,49 +22,18 @@ import {
   type KubeObject,
   type Probe,
 } from "./helm.ts";
+import { BEYOND_SEED, SEED_003_DEFAULT, SEED_003_E2B, beyondIdentity } from "./objects.ts";
 
 const NS = NAMESPACE;
 
-/** chart.md §3.1, in its order. */
-const DEFAULT_OBJECTS = [
-  "CustomResourceDefinition nodeinventories.sandbox.cocoonstack.io",
-  `ServiceAccount ${NS}/sandbox-apiserver`,
-  "ClusterRoleBinding sandbox-apiserver:system:auth-delegator",
-  "RoleBinding kube-system/sandbox-apiserver-auth-reader",
-  "ClusterRole sandbox-apiserver-inventory-reader",
-  "ClusterRoleBinding sandbox-apiserver-inventory-reader",
-  `Role ${NS}/sandbox-apiserver-leader-election`,
-  `RoleBinding ${NS}/sandbox-apiserver-leader-election`,
-  "ValidatingAdmissionPolicy sandbox-apiserver-leader-election",
-  "ValidatingAdmissionPolicyBinding sandbox-apiserver-leader-election",
-  // Issue 21: the autoscaler's annotation write, narrowed to that annotation.
-  "ValidatingAdmissionPolicy sandbox-apiserver-warmpool-annotations",
-  "ValidatingAdmissionPolicyBinding sandbox-apiserver-warmpool-annotations",
-  `Deployment ${NS}/sandbox-apiserver`,
-  `Service ${NS}/sandbox-apiserver`,
-  `PodDisruptionBudget ${NS}/sandbox-apiserver`,
-  "APIService v1beta1.agents.x-k8s.io",
-  `Issuer ${NS}/sandbox-apiserver-selfsigned`,
-  `Certificate ${NS}/sandbox-apiserver-ca`,
-  `Issuer ${NS}/sandbox-apiserver-ca`,
-  `Certificate ${NS}/sandbox-apiserver-serving`,
-];
+/** The default render: seed 003's 16 (chart.md §3.1, the CRD first) and the objects beyond it (objects.ts). */
+const DEFAULT_OBJECTS = [...SEED_003_DEFAULT, ...BEYOND_SEED.filter((o) => o.in === "default").map(beyondIdentity)];
 
-/** chart.md §3.2. */
-const E2B_OBJECTS = [
-  `Service ${NS}/sandbox-apiserver-e2b`,
-  `ServiceAccount ${NS}/sandbox-envd-proxy`,
-  "ClusterRole sandbox-envd-proxy-inventory-reader",
-  "ClusterRoleBinding sandbox-envd-proxy-inventory-reader",
-  `Deployment ${NS}/sandbox-envd-proxy`,
-  `Service ${NS}/sandbox-envd-proxy`,
-  // Second security review, finding C: the proxy's /metrics moved off the data-plane Service to one of its own
-  // (envdProxy.metricsPort, on by default), so every e2b render has one object more than seed 003's 24.
-  `Service ${NS}/sandbox-envd-proxy-metrics`,
-];
+/** What e2b adds: seed 003's 6 (chart.md §3.2) and the proxy's metrics Service beyond them (objects.ts). */
+const E2B_OBJECTS = [...SEED_003_E2B, ...BEYOND_SEED.filter((o) => o.in === "e2b").map(beyondIdentity)];
 
 const CERT_MANAGER = DEFAULT_OBJECTS.filter((o) => /^(Issuer|Certificate) /.test(o));
-const LEADER_ELECTION = DEFAULT_OBJECTS.filter((o) => o.includes("leader-election") || o.includes("warmpool-annotations"));
+const LEADER_ELECTION = DEFAULT_OBJECTS.filter((o) => o.includes("leader-election") || o.includes("warmpool-annotations") || o.includes("template-built-images"));
 
 const ids = (objects: KubeObject[]) => objects.map(identity).sort();
 const sorted = (list: string[]) => [...list].sort();
@@ -74,12 +47,16 @@ function probes(live: string, ready: string, port: string, scheme: string): Reco
   };
 }
 
-/** One replica per hostname at most ahead of the others, selected by the name label only. */
+/**
+ * One replica per hostname at most ahead of the others, selected by the name label only, over the Nodes the Pod
+ * tolerates (vk-sandbox's tainted virtual nodes are not hostnames a replica could go to).
+ */
 const spread = (name: string) => [
   {
     maxSkew: 1,
     topologyKey: "kubernetes.io/hostname",
     whenUnsatisfiable: "DoNotSchedule",
+    nodeTaintsPolicy: "Honor",
     labelSelector: { matchLabels: { "app.kubernetes.io/name": name } },
   },
 ];
@@ -87,14 +64,15 @@ const spread = (name: string) => [
 const DEFAULT_RESOURCES = { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } };
 
 describe("object sets", () => {
-  test("default render: exactly the 20 objects of the spec (seed 003's 18 and the autoscaler's annotation policy), in the release namespace except the auth reader", async () => {
+  test("default render: exactly 22 objects (seed 003's 16 and the 6 admission-policy objects beyond it), in the release namespace except the auth reader", async () => {
     const objects = await render();
-    expect(objects).toHaveLength(20);
+    expect(objects).toHaveLength(22);
     expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS));
   });
 
-  test("without --include-crds: the same minus the CRD (17)", async () => {
+  test("without --include-crds: the same minus the CRD (21)", async () => {
     const objects = await render({}, { includeCrds: false });
+    expect(objects).toHaveLength(21);
     expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS.slice(1)));
   });
 
@@ -154,14 +132,15 @@ describe("object sets", () => {
     expect(objects).toHaveLength(10);
   });
 
-  test("e2b enabled: 27 objects (seed 003's 24, the proxy's metrics Service, the annotation policy)", async () => {
+  test("e2b enabled: 29 objects (seed 003's 22, the 6 admission-policy objects and the proxy's metrics Service beyond it)", async () => {
     const objects = await render(E2B);
-    expect(objects).toHaveLength(27);
+    expect(objects).toHaveLength(29);
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS]));
   });
 
-  test("e2b with envdSecret.value: 26, the Secret rendered and mounted by both Deployments", async () => {
+  test("e2b with envdSecret.value: 30 (seed 003's 23 and the 7 beyond it), the Secret rendered and mounted by both Deployments", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret", { value: "s3cret", secretName: "" })));
+    expect(objects).toHaveLength(30);
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS, `Secret ${NS}/sandbox-e2b-envd-secret`]));
     const secret = find(objects, "Secret", "sandbox-e2b-envd-secret");
     expect(secret.type).toBe("Opaque");
@@ -179,7 +158,7 @@ describe("object sets", () => {
 
   test("envdSecret.value wins over secretName", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret.value", "v")));
-    expect(objects).toHaveLength(28);
+    expect(objects).toHaveLength(30);
     const volumes = deployment(objects, "sandbox-apiserver").template.spec.volumes!;
     expect(volumes.find((v) => v.name === "e2b-envd-secret")?.secret?.secretName).toBe("sandbox-e2b-envd-secret");
   });
@@ -187,7 +166,7 @@ describe("object sets", () => {
   test("templateAliases adds one ConfigMap (key aliases), its mount and --e2b-template-alias-file", async () => {
     const aliases = "base python:3.12 small\nnode node:22\n";
     const objects = await render(merge(E2B, at("apiserver.e2b.templateAliases", aliases)));
-    expect(objects).toHaveLength(28);
+    expect(objects).toHaveLength(30);
     const cm = find(objects, "ConfigMap", "sandbox-apiserver-e2b-template-aliases");
     expect(cm.metadata.namespace).toBe(NS);
     expect(cm.data).toEqual({ aliases });
@@ -206,7 +185,7 @@ describe("object sets", () => {
 
   test("templateAliases without e2b renders nothing extra", async () => {
     const objects = await render(at("apiserver.e2b.templateAliases", "base img"));
-    expect(objects).toHaveLength(20);
+    expect(objects).toHaveLength(22);
   });
 });
 
@@ -288,6 +267,16 @@ describe("RBAC", () => {
     };
     expect(policy.matchConditions[0]!.expression).toBe(`request.userInfo.username == "system:serviceaccount:${NS}:sandbox-apiserver"`);
     expect(policy.validations[0]!.expression).toBe(`object.metadata.name == "${LEASE_NAME}"`);
+  });
+
+  test("the built-template policy and its binding are manifests/template-admission.yaml's, labels aside", async () => {
+    const objects = await render();
+    const manifests = parseAllDocuments(readFileSync(join(chartDir, "..", "manifests", "template-admission.yaml"), "utf8")).map((d) => d.toJSON() as KubeObject);
+    for (const kind of ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]) {
+      const rendered = find(objects, kind, "sandbox-template-built-images");
+      const manifest = manifests.find((o) => o.kind === kind)!;
+      expect({ ...rendered, metadata: { name: rendered.metadata.name } }).toEqual({ ...manifest, metadata: { name: manifest.metadata.name } });
+    }
   });
 
   test("every binding's subject is the apiserver's ServiceAccount in the release namespace", async () => {
@@ -391,6 +380,11 @@ describe("apiserver Deployment", () => {
       "--e2b-domain=sandbox.example.com",
       "--e2b-api-key-file=/etc/sandbox-apiserver/e2b-api-keys/keys",
       "--e2b-envd-secret-file=/etc/sandbox-apiserver/e2b-envd-secret/secret",
+      // The chart's per-namespace quotas for a shared fleet (docs/decisions.md "Quotas for a shared fleet").
+      "--e2b-default-max-sandboxes=20",
+      "--e2b-default-creates-per-second=2",
+      "--e2b-default-max-snapshots=10",
+      "--e2b-default-snapshots-per-second=0.2",
       "--public-traffic-default=true",
     ]);
     expect(plain.ports).toEqual([
@@ -406,6 +400,10 @@ describe("apiserver Deployment", () => {
     expect(all.args!.slice(11)).toEqual([
       "--e2b-envd-version=0.9.1",
       "--e2b-default-timeout=600",
+      "--e2b-default-max-sandboxes=20",
+      "--e2b-default-creates-per-second=2",
+      "--e2b-default-max-snapshots=10",
+      "--e2b-default-snapshots-per-second=0.2",
       "--public-traffic-default=true",
       "--e2b-builds",
       "--e2b-build-parallel=2",

@@ -23,8 +23,11 @@ const SEED_VALUES: [string, unknown][] = [
   ["apiserver.e2b.envdVersion", ""],
   ["apiserver.e2b.defaultTimeoutSeconds", 0],
   ["apiserver.e2b.port", 8080],
-  ["apiserver.e2b.defaultQuota.maxSandboxes", 0],
-  ["apiserver.e2b.defaultQuota.createsPerSecond", 0],
+  // Multi-tenant defaults (issue 27 item 3; docs/e2b.md "Quotas"), no longer the seed's 0 = no limit.
+  ["apiserver.e2b.defaultQuota.maxSandboxes", 20],
+  ["apiserver.e2b.defaultQuota.createsPerSecond", 2],
+  ["apiserver.e2b.defaultQuota.maxSnapshots", 10],
+  ["apiserver.e2b.defaultQuota.snapshotsPerSecond", 0.2],
   ["apiserver.e2b.apiKeySecret.name", ""],
   ["apiserver.e2b.apiKeySecret.key", "keys"],
   ["apiserver.e2b.envdSecret.value", ""],

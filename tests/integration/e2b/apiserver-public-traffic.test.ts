@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { trafficAccessToken } from "#shared/envd-token/index.ts";
 import { freePorts } from "../../kube/ports.ts";
 import { e2bServerArgs, publishSimNode, writeE2bFiles } from "#tests/support/e2b-apiserver.ts";
 import { waitFor } from "#tests/support/wait.ts";
@@ -125,4 +126,66 @@ describe("sandbox-apiserver's public-ports flags", () => {
     const opts = { apiKey: KEY, apiUrl: api, domain: DOMAIN };
     expect(await Sandbox.kill(made.sandboxID, opts)).toBe(true);
   }, 60_000);
+});
+
+// Issue 27 (medium): an unstamped claim took the proxy's --public-traffic-default (true in the chart), so every
+// Sandbox created through the Kubernetes API was public on every user port, where before public ports it needed a
+// token. Now only a claim stamped public is (docs/decisions.md "Unstamped claims are private"); the flag keeps its
+// meaning for e2b creates, which are always stamped.
+describe("a Sandbox created through the Kubernetes API (no public-ports stamp)", () => {
+  test("is private on sandbox-envd-proxy under the default flags: no token is 401, its traffic token is relayed; an e2b create that does not say stays public", async () => {
+    const [e2bPort] = freePorts(1);
+    const server = await stack.startServer({ args: e2bServerArgs({ rootToken: ROOT, port: e2bPort, dir: stack.dir, domain: DOMAIN }) });
+    servers.push(server);
+    await stack.register(server.port);
+    const body = { apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", metadata: { name: "kube-made" }, spec: { podTemplate: { spec: { containers: [{ name: "c", image: "img:1" }] } } } };
+    await waitFor("warm VMs", () => sim.info().pools.every((p) => p.warm > 0));
+    await publishClaims();
+    // The server's fleet view follows the NodeInventory a watch event later: until then the pool reads dry (503).
+    const created = await waitFor("the aggregated Create to find the warm pool", async () => {
+      const r = await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/team-pt/sandboxes", { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+      if (r.status !== 503) return r;
+      await r.body?.cancel();
+      return undefined;
+    });
+    expect(created.status).toBe(201);
+    const ann = ((await created.json()) as { metadata: { annotations: Record<string, string> } }).metadata.annotations;
+    const claimId = ann["sandbox.cocoonstack.io/claim-id"]!;
+    const claim = sim.claims().find((c) => c.id === claimId)!;
+    expect(claim.claimRef).toBe("team-pt/kube-made");
+    expect(claim.metadata?.["vk-sandbox.public-traffic"]).toBeUndefined(); // the Kubernetes path stamps nothing
+    // An e2b create under the same default flags: stamped public.
+    const opts = { apiKey: KEY, apiUrl: `http://127.0.0.1:${e2bPort}`, domain: DOMAIN, requestTimeoutMs: 10_000 };
+    const open = await Sandbox.create("base", opts);
+    expect(trafficOf(open)).toBeUndefined();
+    await publishClaims();
+    const proxy = await startProxy([]);
+    const call = (id: string, headers: Record<string, string> = {}) => fetch(`${proxy}/app`, { headers: { host: `${USER_PORT}-${id}.${DOMAIN}`, ...headers } });
+    const kubeId = claimId.replace(/^sb_/, "sb-");
+    const before = guest.requests.length;
+    const none = await waitFor("the proxy to find the Kubernetes sandbox in the inventory", async () => {
+      const r = await call(kubeId);
+      if (r.status !== 502) return r;
+      await r.body?.cancel();
+      return undefined;
+    });
+    expect(none.status).toBe(401);
+    expect(((await none.json()) as { message: string }).message).toContain("e2b-traffic-access-token");
+    expect(guest.requests.length).toBe(before); // nothing reached the sandbox
+    // The claim's traffic token (derived from its claim token, as for an e2b create) opens the port.
+    const right = await call(kubeId, { "e2b-traffic-access-token": trafficAccessToken("envd-secret", ann["sandbox.cocoonstack.io/token"]!) });
+    expect(right.status).toBe(200);
+    expect(guest.requests.slice(before).map((r) => r.path)).toEqual(["/app"]);
+    // --public-traffic-default keeps its meaning for e2b creates: the SDK's sandbox answers with no token.
+    const pub = await waitFor("the proxy to find the e2b sandbox", async () => {
+      const r = await call(open.sandboxId);
+      if (r.status !== 502) return r;
+      await r.body?.cancel();
+      return undefined;
+    });
+    expect(pub.status).toBe(200);
+    expect(await Sandbox.kill(open.sandboxId, opts)).toBe(true);
+    const del = await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/team-pt/sandboxes/kube-made", { method: "DELETE" });
+    expect(del.status).toBe(200);
+  }, 90_000);
 });

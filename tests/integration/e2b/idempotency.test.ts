@@ -49,7 +49,7 @@ describe("Idempotency-Key on create", () => {
     expect(claims().length).toBe(before + 1);
     const other = await post(s.apiUrl, { templateID: "base", metadata: { job: "8" } }, "retry-1");
     expect(other.status).toBe(409);
-    expect(await other.json()).toEqual({ code: 409, message: expect.stringContaining("retry-1") });
+    expect(await other.json()).toEqual({ code: 409, message: expect.stringContaining("retry-1"), error_code: "idempotency_request_mismatch" });
     expect(claims().length).toBe(before + 1);
     // The stamp is the surface's: not in what the client reads back, and not settable by it.
     const info = await Sandbox.getInfo(a.sandboxID, sdkOpts(s));

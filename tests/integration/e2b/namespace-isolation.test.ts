@@ -13,10 +13,9 @@ import { DOMAIN, KEY_A, KEY_B, ROOT, SECRET, sdkOpts, startStack, type Stack } f
 import { spawnE2b, spawnService } from "./process.ts";
 import { initEnvd } from "#shared/e2b/envd.ts";
 import { carriesLaneTag, deriveAccessToken, envdAccessToken, laneTag } from "#shared/e2b/tokens.ts";
-import { createLogger } from "#shared/log/index.ts";
-import { EnvdRelay, serveRelay } from "#shared/relay/index.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { standaloneProxy, unlisted } from "#tests/support/standalone-proxy.ts";
 import { until } from "#tests/support/wait.ts";
 
 const KEY_C = "e2b_cccccccccccccccccccccccccccccccccccccccc";
@@ -30,13 +29,8 @@ async function api(s: Stack, method: string, path: string, key: string, body?: u
 }
 
 /** A standalone proxy (the chart's sandbox-envd-proxy) over the stack's nodes whose view lists no sandbox yet. */
-function unlistedProxy(s: Stack) {
-  const unlisted = { nodes: () => s.mesh.fleet.nodes().map((n) => ({ ...n, entries: [] })), ready: () => Promise.resolve(), stop: () => Promise.resolve() };
-  const log = createLogger({ level: "error", name: "proxy" });
-  const relay = new EnvdRelay({ domain: DOMAIN, fleet: unlisted, envdSecret: SECRET, rootToken: ROOT, namespace: "", guestHttp2: false, log });
-  const server = serveRelay(relay, { address: "127.0.0.1:0", log });
-  return { server, url: `http://127.0.0.1:${server.port}`, port: server.port! };
-}
+const unlistedProxy = (s: Stack) =>
+  standaloneProxy({ domain: DOMAIN, envdSecret: SECRET, rootToken: ROOT, nodes: () => unlisted(s.mesh.fleet.nodes()) });
 
 /** A GET through the proxy from a chosen local address (the per-client probe budget keys on it). */
 function askFrom(localAddress: string, port: number, id: string, token: string): Promise<number> {
@@ -195,7 +189,7 @@ describe("case 7: namespaces are DNS-1123 labels, checked at startup", () => {
     expect(r.out).toContain("e2b-namespace");
   });
   test("a negative default quota is a usage error (exit 2) naming the flag", async () => {
-    for (const flag of ["--e2b-default-creates-per-second=-1", "--e2b-default-max-sandboxes=-1"]) {
+    for (const flag of ["--e2b-default-creates-per-second=-1", "--e2b-default-max-sandboxes=-1", "--e2b-default-snapshots-per-second=-1", "--e2b-default-max-snapshots=-1"]) {
       const r = await outcome(spawnE2b([...base(), flag]));
       expect(r.code).toBe(2);
       expect(r.out).toContain(flag.slice(0, flag.indexOf("=")));
@@ -308,7 +302,7 @@ describe("--help names the quota flags in both binaries that serve the surface",
     test(binary, async () => {
       const child = spawnService(binary, ["--help"]);
       expect(await child.exited).toBe(0);
-      for (const flag of ["--e2b-default-max-sandboxes", "--e2b-default-creates-per-second", "max-sandboxes=N"]) expect(child.output()).toContain(flag);
+      for (const flag of ["--e2b-default-max-sandboxes", "--e2b-default-creates-per-second", "--e2b-default-max-snapshots", "--e2b-default-snapshots-per-second", "max-sandboxes=N", "max-snapshots=N"]) expect(child.output()).toContain(flag);
     });
   }
 });

@@ -43,7 +43,7 @@ describe("a node's 401/403 reaches the tenant as a 500 naming no node detail", (
         try {
           const r = await api(method, `/sandboxes/${id}${suffix}`, body);
           expect(r.status).toBe(500);
-          expect(JSON.parse(r.text)).toEqual({ code: 500, message });
+          expect(JSON.parse(r.text)).toEqual({ code: 500, message, error_code: "internal_server_error" });
           for (const leak of ["vk-node-7", "10.1.2.3", "unauthorized", "token", node().addr]) expect(r.text).not.toContain(leak);
         } finally {
           node().clearFaults();

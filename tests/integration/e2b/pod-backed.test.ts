@@ -8,10 +8,9 @@ import { Sandbox, SandboxNotFoundError } from "e2b";
 import { DOMAIN, ROOT, SECRET, sdkOpts, startStack, type Stack } from "./harness.ts";
 import { sameSandboxId } from "#shared/e2b/ids.ts";
 import { envdAccessToken } from "#shared/e2b/tokens.ts";
-import { createLogger } from "#shared/log/index.ts";
-import { EnvdRelay, serveRelay } from "#shared/relay/index.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { NODE_METADATA_KEY, POD_UID_METADATA_KEY } from "#shared/sandboxd/metadata.ts";
+import { standaloneProxy, unlisted } from "#tests/support/standalone-proxy.ts";
 import { until } from "#tests/support/wait.ts";
 import type { FleetNode } from "#shared/fleet/index.ts";
 
@@ -96,16 +95,11 @@ const listedByFleet = (claimId: string) =>
   until(() => s.mesh.fleet.nodes().some((n) => n.entries.some((e) => sameSandboxId(claimId, e.id))), `the fleet view to list ${claimId}`, 15_000, 20);
 
 /** A standalone proxy (the chart's sandbox-envd-proxy) over `view` of the surface's fleet view. */
-function proxyOver(view: (nodes: readonly FleetNode[]) => FleetNode[]) {
-  const fleet = { nodes: () => view(s.mesh.fleet.nodes()), ready: () => Promise.resolve(), stop: () => Promise.resolve() };
-  const log = createLogger({ level: "error", name: "proxy" });
-  const relay = new EnvdRelay({ domain: DOMAIN, fleet, envdSecret: SECRET, rootToken: ROOT, namespace: "", guestHttp2: false, log });
-  const server = serveRelay(relay, { address: "127.0.0.1:0", log });
-  return { server, url: `http://127.0.0.1:${server.port}` };
-}
+const proxyOver = (view: (nodes: readonly FleetNode[]) => FleetNode[]) =>
+  standaloneProxy({ domain: DOMAIN, envdSecret: SECRET, rootToken: ROOT, nodes: () => view(s.mesh.fleet.nodes()) });
 
 /** A standalone proxy whose view lists nothing: every lookup is a live probe. */
-const probingProxy = () => proxyOver((nodes) => nodes.map((n) => ({ ...n, entries: [] })));
+const probingProxy = () => proxyOver(unlisted);
 
 /** `/health` through a proxy with the access token the surface would have issued for the claim. */
 async function throughProxy(proxyUrl: string, c: { claimId: string; pub: string; token: string }): Promise<number> {

@@ -97,13 +97,14 @@ export interface E2bProcessFixture {
   stop(): Promise<void>;
 }
 
-export async function e2bProcessFixture(o: { rootToken: string; apiKey: string; domain: string }): Promise<E2bProcessFixture> {
+/** `keys`: the whole key file (quota fields, several namespaces) instead of the one `apiKey` line. */
+export async function e2bProcessFixture(o: { rootToken: string; apiKey: string; domain: string; keys?: string }): Promise<E2bProcessFixture> {
   const cluster = await startSimCluster(1, { rootToken: o.rootToken, pools: ["img/none/small=2"] });
   const guest = await startTestGuest();
   cluster.nodes[0]!.attachGuest("*", 49983, guest.port);
   const dir = mkdtempSync(join(tmpdir(), "e2b-process-"));
   writeFileSync(join(dir, "secret"), "secret\n");
-  writeFileSync(join(dir, "keys"), `${o.apiKey}\n`);
+  writeFileSync(join(dir, "keys"), o.keys ?? `${o.apiKey}\n`);
   return {
     cluster,
     guest,

@@ -85,7 +85,7 @@ describe("one node", () => {
       const releases = () => s.cluster.nodes[0]!.requests.filter((e) => e.route === "release").length;
       const before = releases();
       const r = await create();
-      expect(r).toMatchObject({ status: 500, json: { code: 500, message: "failed to start the sandbox" } });
+      expect(r).toMatchObject({ status: 500, json: { code: 500, message: "failed to start the sandbox", error_code: "sandbox_create_failed" } });
       expect(releases()).toBe(before + 1);
     } finally {
       s.guest.initStatus = 204;
@@ -138,6 +138,8 @@ describe("one node", () => {
   test("blank templateID, e2b/ names and negative timeout", async () => {
     expect((await create({ templateID: " " })).json).toEqual({ code: 400, message: "templateID is required" });
     expect((await create({ templateID: "e2b/team-a/app" })).json).toEqual({ code: 404, message: 'template "e2b/team-a/app" not found' });
+    // Any spelling of the prefix (issue 27: a node need not match names the way we compare them).
+    expect((await create({ templateID: "E2B/team-b/app" })).json).toEqual({ code: 404, message: 'template "E2B/team-b/app" not found' });
     expect((await create({ timeout: -1 })).json).toEqual({ code: 400, message: "timeout must be >= 0" });
     const bad = await api(s, "POST", "/v2/sandboxes", { raw: "{nope" });
     expect(bad.status).toBe(400);
@@ -257,7 +259,7 @@ describe("one node", () => {
       const releases = () => s.cluster.nodes[0]!.requests.filter((e) => e.route === "release").length;
       const r0 = releases();
       const bad = await api(s, "POST", `/sandboxes/${parent.sandboxID}/fork`, { body: { count: 2 } });
-      expect(bad.json).toEqual({ code: 500, message: "failed to fork the sandbox" });
+      expect(bad.json).toEqual({ code: 500, message: "failed to fork the sandbox", error_code: "internal_server_error" });
       expect(releases()).toBe(r0 + 2);
     } finally {
       s.guest.initStatus = 204;
@@ -337,6 +339,11 @@ describe("one node", () => {
     expect(detail.json.builds).toHaveLength(1);
     expect(detail.json.builds[0].buildID).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect((await api(s, "PATCH", "/templates/app", { body: { public: true } })).status).toBe(200);
+    // The CLI's `e2b template publish/unpublish` (v2): accepted, visibility unchanged, the names as e2b answers them.
+    for (const pub of [true, false]) expect(await api(s, "PATCH", "/v2/templates/app", { body: { public: pub } })).toMatchObject({ status: 200, json: { names: ["app"] } });
+    expect((await api(s, "PATCH", "/v2/templates/app", { key: KEY_B, body: { public: true } })).status).toBe(404);
+    expect((await api(s, "PATCH", "/v2/templates/img:1", { body: { public: false } })).json.message).toContain("is a pool image, not a built template");
+    expect((await api(s, "PATCH", "/v2/templates/app", { raw: '{"public":"yes"}' })).status).toBe(400);
     await api(s, "DELETE", `/sandboxes/${made.json.sandboxID}`);
     expect((await api(s, "DELETE", "/templates/app")).status).toBe(204);
     expect(s.cluster.nodes[0]!.requests.filter((e) => e.route === "template-delete")).toHaveLength(1);

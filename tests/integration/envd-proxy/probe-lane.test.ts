@@ -1,7 +1,9 @@
 // Issue 17 case 6 on the chart's deployment shape: the real sandbox-envd-proxy process on a real kube-apiserver,
 // whose NodeInventory does not list the new sandboxes yet (vk-sandbox publishes every 30 s). While an anonymous loop
 // sends junk lookups, 20 freshly claimed sandboxes are used with the tokens the e2b surface issues for them: all 20
-// answer, and not one root read for a junk id reaches the node.
+// answer, and not one root read for a junk id reaches the node. And a loaded node (issue 27): a fresh sandbox whose
+// node takes 1.5 s to answer the probe is relayed, not answered "sandbox was not found" (the SDKs take that as gone);
+// a node that fails the probe answers "sandbox unavailable" (state unknown) and is not remembered as a miss.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -85,6 +87,42 @@ describe("sandbox-envd-proxy: the probe lane under anonymous junk", () => {
       expect(junkReads).toHaveLength(0);
       expect(junkSent).toBeGreaterThan(500);
     } finally {
+      await p.stop();
+    }
+  }, 120_000);
+
+  test("a fresh sandbox on a slow node is relayed once the node answers; a failing node reads as unavailable, never as not found", async () => {
+    const p = spawnService(
+      "sandbox-envd-proxy",
+      ["--bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "token")}`],
+      { KUBECONFIG: kube.cluster.kubeconfig() },
+    );
+    try {
+      const port = Number((await p.waitFor("envd proxy listening")).port);
+      const ask = (id: string, token: string) => fetch(`http://127.0.0.1:${port}/echo`, { headers: { host: `49983-${id.replace("sb_", "sb-")}.${DOMAIN}`, "x-access-token": token } });
+      const client = new SandboxdClient({ baseUrl: sim.url, token: ROOT });
+      const slow = await client.claim({ template: "img", claim_ref: "team-a/e2b-slow" });
+      // The node's root read takes 1.5 s (a loaded node): three times upstream's 500 ms probe budget.
+      sim.latency("get", 1_500);
+      const started = performance.now();
+      const r = await ask(slow.id, envdAccessToken(SECRET, slow.id, slow.token));
+      expect(r.status).toBe(200);
+      await r.arrayBuffer();
+      expect(performance.now() - started).toBeGreaterThanOrEqual(1_500);
+      sim.latency("get", null);
+
+      const failing = await client.claim({ template: "img", claim_ref: "team-a/e2b-failing" });
+      const token = envdAccessToken(SECRET, failing.id, failing.token);
+      sim.fail("get", 500, undefined, 1);
+      const unavailable = await ask(failing.id, token);
+      expect(unavailable.status).toBe(502);
+      expect(await unavailable.json()).toEqual({ code: 502, message: "sandbox unavailable" });
+      // Not remembered as a miss: the next request probes again and reaches it.
+      const again = await ask(failing.id, token);
+      expect(again.status).toBe(200);
+      await again.arrayBuffer();
+    } finally {
+      sim.clearFaults();
       await p.stop();
     }
   }, 120_000);

@@ -11,6 +11,7 @@ import { DEFAULT_PLAN, describeResult, floorRise, runRig, type RigPlan, type Rig
 import { startE2bDeployment, type RunningDeployment } from "#tests/support/hostile/e2b-deployment.ts";
 import { startKubeDeployment } from "#tests/support/hostile/kube-deployment.ts";
 import { startTenant, type Tenant } from "#tests/support/hostile/tenant.ts";
+import { Started } from "#tests/support/started.ts";
 
 const RSS_BOUND = 256 * 1024 * 1024;
 const only = process.env.HOSTILE_ONLY ? new Set(process.env.HOSTILE_ONLY.split(",")) : undefined;
@@ -48,41 +49,31 @@ function rigClaims(result: () => RigResult) {
 }
 
 describe("sandbox-e2b (in-process proxy) under a hostile tenant", () => {
-  let dep: RunningDeployment;
-  let guest: HostileGuest;
-  let tenant: Tenant;
+  const started = new Started();
   let result: RigResult;
   beforeAll(async () => {
-    dep = await startE2bDeployment();
-    guest = await startHostileGuest();
-    tenant = await startTenant(dep.tenant, dep.deployment.template);
+    const dep: RunningDeployment = await started.track(startE2bDeployment());
+    const guest: HostileGuest = await started.track(startHostileGuest());
+    const tenant: Tenant = await started.track(startTenant(dep.tenant, dep.deployment.template));
     result = await runRig(dep.deployment, tenant, guest, PLAN);
     console.log(describeResult(result));
   }, 150_000);
-  afterAll(async () => {
-    await tenant?.stop();
-    await guest?.stop();
-    await dep?.stop();
-  });
+  // The tenant, the guest, then the deployment; also what a timed-out beforeAll was still starting.
+  afterAll(() => started.stopAll());
   rigClaims(() => result);
 });
 
 describe("sandbox-apiserver + sandbox-envd-proxy (real kube-apiserver) under a hostile tenant", () => {
-  let dep: RunningDeployment;
-  let guest: HostileGuest;
-  let tenant: Tenant;
+  const started = new Started();
   let result: RigResult;
   beforeAll(async () => {
-    dep = await startKubeDeployment();
-    guest = await startHostileGuest();
-    tenant = await startTenant(dep.tenant, dep.deployment.template);
+    const dep: RunningDeployment = await started.track(startKubeDeployment());
+    const guest: HostileGuest = await started.track(startHostileGuest());
+    const tenant: Tenant = await started.track(startTenant(dep.tenant, dep.deployment.template));
     result = await runRig(dep.deployment, tenant, guest, PLAN);
     console.log(describeResult(result));
   }, 240_000);
-  afterAll(async () => {
-    await tenant?.stop();
-    await guest?.stop();
-    await dep?.stop();
-  });
+  // The tenant, the guest, then the deployment; also what a timed-out beforeAll was still starting.
+  afterAll(() => started.stopAll());
   rigClaims(() => result);
 });

@@ -95,7 +95,7 @@ for (const name of IMAGE_NAMES) {
         const fsRoot = join(dir, "rootfs");
         await run(["mkdir", "-p", fsRoot]);
         const listing = await unpack(images.archive(name), p, fsRoot);
-        const has = (path: string) => listing.some((l) => l.endsWith(` ./${path}`) || l.endsWith(` ${path}`) || new RegExp(` \\.?/?${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}( ->|$)`).test(l));
+        const has = (path: string) => listing.some((l) => l.endsWith(` ./${path}`) || l.endsWith(` ${path}`) || new RegExp(` \\.?/?${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/?( ->|$)`).test(l));
         for (const path of [`usr/local/bin/${name}`, LOADER[platform]!, "etc/passwd", "etc/group", "etc/ssl/certs/ca-certificates.crt", "usr/share/zoneinfo/UTC", "etc/services", "tmp"]) {
           expect(`${path}: ${has(path)}`).toBe(`${path}: true`);
         }

@@ -103,6 +103,28 @@ describe("the README's commands", () => {
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split("\n").at(-1)).toMatch(/^[1-9]\d* passed, 0 failed$/);
   }, 320_000);
+
+  test("bash scripts/test.sh --contended runs a CPU burner per core beside the tests and stops every one when they end", async () => {
+    const [cmd] = find(/^bash scripts\/test\.sh --contended$/);
+    expect(cmd).toBeDefined();
+    const r = await run(["bash", "-c", `${cmd} tests/unit/services/sandbox-apiserver/api/table.test.ts`], { cwd: REPO, env: shellEnv, timeoutMs: 300_000 });
+    expect(r.code).toBe(0);
+    const pids = /^contended: (\d+) CPU burners \(pids ([\d, ]+)\)/m.exec(r.stdout);
+    expect(Number(pids?.[1])).toBe(navigator.hardwareConcurrency);
+    expect(r.stdout).toMatch(/suite wall time: [\d.]+s \(contended: \d+ CPU burners beside it\)/);
+    expect(r.stdout.trim().split("\n").at(-1)).toMatch(/^[1-9]\d* passed, 0 failed$/);
+    // Each burner (a watchdog shell and its yes) is gone once the runner has ended.
+    const gone = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    };
+    const shells = pids![2]!.split(", ").map(Number);
+    await waitFor("every burner to end", () => shells.every(gone), 10_000);
+  }, 320_000);
 });
 
 describe("bash scripts/stack.sh --mesh", () => {

@@ -82,7 +82,7 @@ describe("the envd client of the e2b surface (case 2)", () => {
       const t0 = performance.now();
       const r = await fetch(`${s.apiUrl}/sandboxes/${sbx.sandboxId}/metrics`, { headers: { "x-api-key": KEY_A } });
       expect(r.status).toBe(500);
-      expect(await r.json()).toEqual({ code: 500, message: "failed to read sandbox metrics" });
+      expect(await r.json()).toEqual({ code: 500, message: "failed to read sandbox metrics", error_code: "internal_server_error" });
       // Not the 2 s exchange deadline: the parser refused the size as it read it.
       expect(performance.now() - t0).toBeLessThan(RESPONSIVE_MS);
       await expectResponsive();
@@ -102,7 +102,7 @@ describe("the envd client of the e2b surface (case 2): a fork child's /init", ()
       const t0 = performance.now();
       const r = await fetch(`${s.apiUrl}/sandboxes/${sbx.sandboxId}/fork`, { method: "POST", headers: { "x-api-key": KEY_A, "content-type": "application/json" }, body: JSON.stringify({ count: 1 }) });
       expect(r.status).toBe(500);
-      expect(await r.json()).toEqual({ code: 500, message: "failed to fork the sandbox" });
+      expect(await r.json()).toEqual({ code: 500, message: "failed to fork the sandbox", error_code: "internal_server_error" });
       // Not the 5 s /init budget: the reply was refused as it was read.
       expect(performance.now() - t0).toBeLessThan(RESPONSIVE_MS);
       expect(releases()).toBe(r0 + 1);

@@ -4,6 +4,8 @@
 // outcome and the claim-to-command time. The chart's SandboxCanaryFailing alert names only series the binary exports.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { exchangeOverTunnel } from "#shared/relay/index.ts";
+import { SandboxdClient } from "#shared/sandboxd/index.ts";
 import { render } from "../chart/helm.ts";
 import { type ApiserverProcess, type Stack, rfc3339, startStack } from "./fixture.ts";
 import { waitFor } from "#tests/support/wait.ts";
@@ -16,13 +18,15 @@ let sim: SandboxdSim;
 let publishing = true;
 let publisherLoop: Promise<void>;
 let token: string;
+/** Pools the harness advertises beyond the sim's own (a built template's clones, as a node keeping them warm would). */
+const extraPools: { template: string; net: string; size: string; warm: number; target: number }[] = [];
 
 beforeAll(async () => {
   stack = await startStack();
   sim = await startSandboxdSim({ rootToken: ROOT, pools: [`${IMG}/none/small=2`], guestAgents: true });
   publisherLoop = (async () => {
     while (publishing) {
-      const pools = sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target }));
+      const pools = [...sim.info().pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })), ...extraPools];
       await stack.publish({ node: "n1", address: sim.addr, publishedAt: rfc3339(Date.now()), pools });
       await Bun.sleep(1000);
     }
@@ -111,4 +115,28 @@ describe("canary", () => {
     const off = await render({ monitoring: { prometheusRule: { enabled: true } } });
     expect(JSON.stringify(off)).not.toContain("canary");
   });
+
+  // Issue 27: a built template's envd holds its build's token, so a pooled built template's clone refuses an /init
+  // with a new token unless its hash came first through instance metadata; the canary hands it that way.
+  test("a pooled built template: the canary re-keys its sealed clone and runs ok", async () => {
+    const BUILT = "e2b/team-c/app";
+    const client = new SandboxdClient({ baseUrl: sim.url, token: ROOT });
+    const src = await client.claim({ template: IMG, claim_ref: "team-c/e2b-build-x" });
+    const init = await exchangeOverTunnel(
+      { address: sim.addr, claimId: src.id, port: 49983, token: ROOT },
+      { method: "POST", path: "/init", headers: { host: "envd", "content-type": "application/json" }, body: JSON.stringify({ accessToken: "the-build's-own" }), timeoutMs: 5_000, maxBytes: 4096 },
+    );
+    expect(init.status).toBe(204);
+    await client.promote(src.id, { template: BUILT });
+    await client.release(src.id);
+    extraPools.push({ template: BUILT, net: "none", size: "small", warm: 2, target: 2 });
+    const built = `node="n1",template="${BUILT}",net="none",size="small"`;
+    const outcome = (t: string, o: string) => Number(new RegExp(`sandbox_canary_runs_total\\{${built},outcome="${o}"\\} (\\d+)`).exec(t)?.[1] ?? 0);
+    const text = await waitFor("a probe of the built template", async () => {
+      const t = await metrics();
+      return outcome(t, "ok") + outcome(t, "init_failed") >= 1 ? t : undefined;
+    }, 60_000, 200);
+    expect(outcome(text, "init_failed")).toBe(0);
+    expect(outcome(text, "ok")).toBeGreaterThanOrEqual(1);
+  }, 90_000);
 });

@@ -73,14 +73,22 @@ export interface BorrowAttempt {
   body: string;
 }
 
+/** The inodes of the TCP listeners `pid` holds now (take it before and after starting a server: the difference is its own). */
+export function tcpListenerInodes(pid: number): Set<string> {
+  const mine = socketInodes(pid);
+  return new Set(tcpSockets(pid).filter((s) => s.listening && mine.has(s.inode)).map((s) => s.inode));
+}
+
 /**
  * Every TCP listener of `pid` except `securePort`, attacked from each borrowed source port (or from any port when
- * nothing is connected to it): plain HTTP to `path` with the given identity headers.
+ * nothing is connected to it): plain HTTP to `path` with the given identity headers. `only` limits the attack to
+ * those listeners (inodes): a test that runs in a process shared with other files (bun test's) attacks only the
+ * listeners it started, never another file's server.
  */
-export async function borrowIdentity(pid: number, securePort: number, path: string, headers: Record<string, string>): Promise<BorrowAttempt[]> {
+export async function borrowIdentity(pid: number, securePort: number, path: string, headers: Record<string, string>, only?: ReadonlySet<string>): Promise<BorrowAttempt[]> {
   const mine = socketInodes(pid);
   const all = tcpSockets(pid);
-  const listeners = all.filter((s) => s.listening && mine.has(s.inode) && s.local.port !== securePort);
+  const listeners = all.filter((s) => s.listening && mine.has(s.inode) && s.local.port !== securePort && (only === undefined || only.has(s.inode)));
   const attempts: BorrowAttempt[] = [];
   for (const l of listeners) {
     const target = l.local.ip === "0.0.0.0" ? "127.0.0.1" : l.local.ip;

@@ -10,7 +10,7 @@ import { waitFor } from "#tests/support/wait.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { Sandbox } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { startRelayFront, type FrontRoute, type RelayFront } from "./relay-front.ts";
@@ -256,8 +256,23 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     expect(init.status).toBe(204);
     const pr = await post(src.claimId, "promote", { token: "", template: "built:v1" });
     expect(pr.status).toBe(200);
+    // The clone holds the source's access token (a VM snapshot keeps envd's memory): nothing answers without it,
+    // and a re-init must bring the new token's hash in instance metadata, as the e2b surface does for a clone.
+    const r = await fetch(`${sim.url}/v1/claim`, { method: "POST", headers: auth, body: JSON.stringify({ template: "built:v1" }) });
+    const claimed = (await r.json()) as { id: string; token: string };
+    const publicId = claimed.id.replace("_", "-");
+    routes.set(publicId, { claimId: claimed.id, claimToken: claimed.token });
+    const envs = await fetch(`${front.url}/envs`, { headers: { "e2b-sandbox-id": publicId, "e2b-sandbox-port": String(ENVD) } });
+    expect(envs.status).toBe(401);
+    expect(await envs.text()).not.toContain("release");
+    const meta = await fetch(`${sim.url}/v1/sandboxes/${claimed.id}/instance-metadata`, {
+      method: "PUT",
+      headers: auth,
+      body: JSON.stringify({ accessTokenHash: createHash("sha512").update("tok-clone").digest("hex") }),
+    });
+    expect(meta.status).toBeLessThan(300);
     // The clone's /init sets only its token, so the template's defaults stand.
-    const clone = await newSandbox("tok-clone", { template: "built:v1" }, {});
+    const clone = await adopt(claimed, "tok-clone", {});
     expect(await out(clone.sb, "pwd; cat out; echo $BUILD_MODE; id -u builder; cat /root/h", { user: "root" })).toBe("/opt/app\nbuilt\nrelease\n1001\nhome");
     // A copy: the clone's writes stay in the clone.
     await clone.sb.commands.run("echo changed > /opt/app/out", { user: "root" });

@@ -23,4 +23,13 @@ describe("key file field names", () => {
     const f = parseKeyFile("k1 team max-sandboxes=2 creates-per-second=1.5\n", "default");
     expect(f.quotas.get("team")).toEqual({ maxSandboxes: 2, createsPerSecond: 1.5 });
   });
+
+  test("the snapshot fields parse, and two lines may not give one namespace different snapshot quotas", () => {
+    const f = parseKeyFile("k1 team max-snapshots=3 snapshots-per-second=0.5\nk2 team max-snapshots=3 snapshots-per-second=0.5\n", "default");
+    expect(f.quotas.get("team")).toEqual({ maxSnapshots: 3, snapshotsPerSecond: 0.5 });
+    expect(() => parseKeyFile("k1 team max-snapshots=3\nk2 team max-snapshots=4\n", "default", "/etc/keys")).toThrow(
+      'namespace "team" has other quota values on line 1',
+    );
+    expect(() => parseKeyFile("k1 team max-snapshots=-1\n", "default", "/etc/keys")).toThrow("max-snapshots must be a whole number >= 0 on line 1 of /etc/keys");
+  });
 });

@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
 import type { FleetEntry, FleetNode } from "#shared/fleet/index.ts";
 import { bodyFingerprint, idempotencyKeyOf } from "#shared/e2b/idempotency.ts";
-import { OWN_WRITE_MS, OWN_WRITES_MAX, OwnWrites, type ListedRow } from "#shared/e2b/own-writes.ts";
+import { OWN_WRITE_MS, OWN_WRITES_MAX, OWN_WRITES_PER_NAMESPACE, OwnWrites, type ListedRow } from "#shared/e2b/own-writes.ts";
 import { clientMetadata } from "#shared/e2b/surface-metadata.ts";
 
 const node = (entries: Partial<FleetEntry>[]): FleetNode[] => [
@@ -91,12 +91,25 @@ describe("OwnWrites", () => {
     expect(w.isKilled("team-a", "sb_7")).toBe(false);
   });
 
-  test(`at most ${OWN_WRITES_MAX} writes are kept, the oldest dropped first`, () => {
+  test(`at most ${OWN_WRITES_PER_NAMESPACE} writes are kept per namespace, its own oldest dropped first`, () => {
     const w = new OwnWrites(new FakeClock());
-    for (let i = 0; i <= OWN_WRITES_MAX; i++) w.killed("team-a", `sb_${i}`);
+    for (let i = 0; i <= OWN_WRITES_PER_NAMESPACE; i++) w.killed("team-a", `sb_${i}`);
     expect(w.isKilled("team-a", "sb_0")).toBe(false);
     expect(w.isKilled("team-a", "sb_1")).toBe(true);
-    expect(w.isKilled("team-a", `sb_${OWN_WRITES_MAX}`)).toBe(true);
+    expect(w.isKilled("team-a", `sb_${OWN_WRITES_PER_NAMESPACE}`)).toBe(true);
+    expect(w.size("team-a")).toBe(OWN_WRITES_PER_NAMESPACE);
+  });
+
+  test("one tenant's create -> kill flood never evicts another tenant's writes, even past the replica-wide bound", () => {
+    const w = new OwnWrites(new FakeClock());
+    w.created("quiet", row("sb_quiet"));
+    w.killed("quiet", "sb_gone");
+    // Enough flooding namespaces to pass the replica-wide bound: each is held to its own share.
+    const flooders = Math.ceil(OWN_WRITES_MAX / OWN_WRITES_PER_NAMESPACE) + 2;
+    for (let f = 0; f < flooders; f++) for (let i = 0; i < OWN_WRITES_PER_NAMESPACE + 50; i++) w.killed(`flood-${f}`, `sb_${f}_${i}`);
+    expect(w.size()).toBeLessThanOrEqual(OWN_WRITES_MAX);
+    expect(w.isKilled("quiet", "sb_gone")).toBe(true);
+    expect(view(w, node([]), "quiet")).toEqual(["sb_quiet:running"]);
   });
 });
 

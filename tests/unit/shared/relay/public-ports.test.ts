@@ -20,14 +20,16 @@ test("a user port: the envd token wins, then the traffic header, else nothing (p
   expect(credentialOf(3000, "GET", url("/files?signature=s"), h({}))).toEqual({ kind: "none", envdPort: false });
 });
 
-test("servesPublicly: the stamp, else the default; forbid overrides both", () => {
+test("servesPublicly: only the public stamp; a claim without one is private whatever the default; forbid overrides", () => {
   const policy = (defaultPublic: boolean, forbid: boolean) => ({ defaultPublic, forbid });
   expect(servesPublicly({ publicTraffic: true }, policy(false, false))).toBe(true);
   expect(servesPublicly({ publicTraffic: false }, policy(true, false))).toBe(false);
-  expect(servesPublicly({}, policy(true, false))).toBe(true);
+  // Issue 27: an unstamped claim (a Kubernetes-created Sandbox) never takes the e2b create default.
+  expect(servesPublicly({}, policy(true, false))).toBe(false);
   expect(servesPublicly({}, policy(false, false))).toBe(false);
   expect(servesPublicly({ publicTraffic: true }, policy(true, true))).toBe(false);
-  expect(servesPublicly({})).toBe(true); // e2b cloud's default
+  expect(servesPublicly({})).toBe(false);
+  expect(servesPublicly({ publicTraffic: true })).toBe(true);
 });
 
 test("decidePublicTraffic: the create's field, else the default; forbid refuses an explicit true and names the flag", () => {

@@ -9,7 +9,7 @@ import tls from "node:tls";
 import pino from "pino";
 import { createCA, issueCertificate, selfSignedServingCert } from "#shared/tls/index.ts";
 import { Authenticator, ClientCertVerifier, type PeerCert, parseCertBundle, startSecureServer } from "#services/sandbox-apiserver/serving/index.ts";
-import { borrowIdentity, curlUnixAsNobody, rawOverUnix, unixListeners } from "#tests/integration/sandbox-apiserver/internal-listener.ts";
+import { borrowIdentity, curlUnixAsNobody, rawOverUnix, tcpListenerInodes, tcpSockets, unixListeners } from "#tests/integration/sandbox-apiserver/internal-listener.ts";
 import { parseResponses, rawExchange } from "#tests/integration/sandbox-apiserver/raw-http.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
@@ -19,6 +19,8 @@ const MAX_BODY = 16 * 1024;
 let server: Awaited<ReturnType<typeof startSecureServer>>;
 let proxyCert: { certPem: string; keyPem: string };
 let handled = 0;
+/** The TCP listeners startSecureServer opened: this file runs in bun test's process, beside other files' servers. */
+let ownListeners: Set<string>;
 
 beforeAll(async () => {
   const [frontProxyCa, clientCa, serving] = await Promise.all([
@@ -28,6 +30,7 @@ beforeAll(async () => {
   ]);
   proxyCert = await issueCertificate({ ca: frontProxyCa, cn: "front-proxy-client", usages: "client" });
   const authenticator = new Authenticator({ requestHeader: cfg, cacheTtlMs: 10_000 });
+  const before = tcpListenerInodes(process.pid);
   server = await startSecureServer({
     bindAddress: "127.0.0.1",
     port: 0,
@@ -44,6 +47,7 @@ beforeAll(async () => {
     isIdentityHeader: (n: string) => authenticator.isIdentityHeader(n),
     log: pino({ level: "silent" }),
   });
+  ownListeners = new Set([...tcpListenerInodes(process.pid)].filter((inode) => !before.has(inode)));
 });
 
 afterAll(async () => {
@@ -65,10 +69,12 @@ describe("issue 22 case 1: nobody but the TLS front reaches the internal listene
     held.once("secureConnect", () => held.write(`GET /held HTTP/1.1\r\nhost: x\r\n${aggregatorHead}\r\n\r\n`));
     await waitFor("the held connection's first answer", () => first.includes("\r\n\r\n"), 10_000);
     try {
+      // What the server opened includes its secure port (the difference is taken right): the rest is what is attacked.
+      expect(tcpSockets(process.pid).filter((s) => ownListeners.has(s.inode)).map((s) => s.local.port)).toContain(server.port);
       const attempts = await borrowIdentity(process.pid, server.port, "/apis/agents.x-k8s.io/v1beta1/namespaces/b/sandboxes", {
         "X-Remote-User": "mallory",
         "X-Remote-Group": "system:masters",
-      });
+      }, ownListeners);
       for (const a of attempts) {
         expect(a.body).not.toContain("mallory");
         expect(a.status).not.toBe(200);

@@ -1,13 +1,14 @@
 // The directory store's bounds per namespace (attacker review M4, issue 17): a stored archive is never overwritten,
 // a namespace's bytes and archives are capped (its own oldest archives make room, never recent ones, never another
-// namespace's), and PUTs in flight are capped in all and per namespace.
+// namespace's), and PUTs in flight are capped in all and per namespace. The count is kept (issue 27): a PUT reads no
+// directory, other replicas' archives count from the next rescan, and folders left empty are removed.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DirUploadStore } from "#shared/e2b/uploads/index.ts";
-import { EVICT_MIN_AGE_MS } from "#shared/e2b/uploads/dir-quota.ts";
-import { realClock } from "#shared/clock/index.ts";
+import { EVICT_MIN_AGE_MS, RESCAN_MS } from "#shared/e2b/uploads/dir-quota.ts";
+import { FakeClock, realClock } from "#shared/clock/index.ts";
 
 const root = mkdtempSync(join(tmpdir(), "e2b-dir-quota-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -83,5 +84,38 @@ describe("DirUploadStore bounds", () => {
     }
     expect((await Promise.all([a, b, c])).map((r) => r.status)).toEqual([200, 200, 200]);
     expect((await store.write("ns", "t", h("3"), 1, body("x"))).status).toBe(200);
+  });
+
+  test("the count is kept: a PUT reads no directory; another replica's archive counts from the next rescan", async () => {
+    const dir = join(root, "e");
+    const clock = new FakeClock(Date.now());
+    const store = new DirUploadStore(dir, "s", 10, clock, { ...limits, nsBytes: 1000 });
+    expect((await store.write("ns", "t", h("1"), 1, body("x"))).status).toBe(200);
+    expect((await store.write("ns", "t", h("2"), 2, body("xy"))).status).toBe(200);
+    expect(store.quota.usage("ns")).toEqual({ archives: 2, bytes: 3 });
+    // Another replica (same directory) stores one: this process has not read the directory since.
+    mkdirSync(join(dir, "ns", "other"));
+    writeFileSync(join(dir, "ns", "other", `${h("9")}.tar`), "abcd");
+    expect(store.quota.usage("ns")).toEqual({ archives: 2, bytes: 3 });
+    clock.advance(RESCAN_MS);
+    expect(store.quota.usage("ns")).toEqual({ archives: 3, bytes: 7 });
+    // Counted now: the third archive of the namespace fills its count, so a fourth is refused.
+    const r = await store.write("ns", "t", h("3"), 1, body("x"));
+    expect(r.status).toBe(429);
+    expect(r.status === 429 && r.message).toContain("in 3 uploaded archives");
+  });
+
+  test("folders an eviction or a rescan leaves empty are removed, the namespace's too", async () => {
+    const dir = join(root, "f");
+    const store = new DirUploadStore(dir, "s", 10, realClock, { ...limits, nsArchives: 1, nsBytes: 1000 });
+    expect((await store.write("ns", "first", h("1"), 1, body("x"))).status).toBe(200);
+    age(join(dir, "ns", "first", `${h("1")}.tar`));
+    // The namespace's one archive makes room for the next, in another template: its folder goes with it.
+    expect((await store.write("ns", "second", h("2"), 1, body("y"))).status).toBe(200);
+    expect(readdirSync(join(dir, "ns"))).toEqual(["second"]);
+    // A folder left empty elsewhere (a crash between mkdir and the first write) goes at the namespace's next scan.
+    mkdirSync(join(dir, "crashed", "t"), { recursive: true });
+    expect(store.quota.usage("crashed")).toEqual({ archives: 0, bytes: 0 });
+    expect(existsSync(join(dir, "crashed"))).toBe(false);
   });
 });
