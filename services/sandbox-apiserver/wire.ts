@@ -17,7 +17,7 @@ import { ApiError, MAX_REQUEST_BODY_BYTES, apiRoutes, statusResponse } from "./a
 import { createApp } from "./app.ts";
 import { EventGate, NamespaceAwareSink, sandboxEventsCounter, startSandboxEvents } from "./events/index.ts";
 import { type ApiserverConfig, inertFlagWarnings } from "./flags.ts";
-import { NodeClients, PodGuard, kubePodGuardBackend } from "./sandboxes/index.ts";
+import { NodeClients, PodGuard, kubePodGuardBackend, kubeSubresourceReview } from "./sandboxes/index.ts";
 import { SandboxChanges, SandboxReader } from "./sandboxes/index.ts";
 import { loadAuthSources, needsLookup, watchAuthSources } from "./serving/index.ts";
 import { Authenticator } from "./serving/index.ts";
@@ -213,6 +213,7 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
       onNoCapacity: (key) => demand.recordMiss(key),
     },
     podGuard: new PodGuard(kubePodGuardBackend(kube, authzClient)),
+    subresourceReview: kubeSubresourceReview(authzClient),
     clock,
     log: log.child({ component: "api" }),
     shutdown: stopping.signal,

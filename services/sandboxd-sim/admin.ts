@@ -13,10 +13,10 @@ import { SimError, simErrorResponse } from "./errors.ts";
 import { simLog } from "./log.ts";
 
 export const ADMIN_KNOBS = [
-  "advance", "reapNow", "refillNow", "latency", "hang", "fail", "reset", "listFails", "clearFaults",
+  "advance", "reapNow", "refillNow", "idleNow", "slowWake", "memory", "latency", "hang", "fail", "reset", "listFails", "clearFaults",
   "setWarm", "setGolden", "provisionFails", "atCapacity", "setProvisionLatency", "setMaxClaims", "setTenant",
   "removeTenant", "setTokens", "drain", "undrain", "expire", "hibernate", "archive", "failVmm", "vanish", "peers",
-  "forceRedirect", "attachGuest", "detachGuest", "setPreview", "previewOf", "restart", "info",
+  "forceRedirect", "attachGuest", "detachGuest", "attachAgent", "setPreview", "previewOf", "restart", "info",
 ] as const;
 
 const jsonReply = (status: number, v: unknown) =>

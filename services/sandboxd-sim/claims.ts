@@ -4,7 +4,10 @@
 // counts it in every state.
 //
 //   running ⇄ hibernated       hibernate; wake or sandbox-token data-plane access
-//   hibernated/running → archived   on_expire:"archive" at the deadline (or the archive knob)
+//   running → hibernated        also by the idle clock (idle.ts): the pool's idle_hibernate_seconds without activity
+//   hibernated/running → archived   on_expire:"archive" at the deadline, the idle clock's archive_after_seconds,
+//                               or the archive knob; the deadline becomes the pool's archive retention (or none)
+//   archived → gone             at the end of the retention (archive_delete_after_seconds), on a reap tick
 //   archived → running          wake / access, with a fresh lease of the claim's granted length
 //   failed (VMM down)           until wake cold-boots it (restarts + 1)
 //   any → gone                  release (instant: the row vanishes at once) or reap (default on_expire)
@@ -39,7 +42,10 @@ export interface Claim {
   forkedFrom?: string;
   templateDigest?: string;
   instanceMetadata?: Record<string, unknown>;
+  /** Last sandbox-token data-plane activity (relay open or close, exec): the idle clock counts from here. */
   lastActivity: number;
+  /** Data-plane relays and execs open now; while any is open the idle clock is held (idle.ts). */
+  holds?: number;
 }
 
 /** How an archived-forever claim shows its deadline (sandboxd.md §9.3 leaves it open; clients must accept both). */
@@ -79,21 +85,31 @@ export class ClaimTable {
    * when `archivingPool(key)` says the claim's pool archives and its VM is hibernated (sandboxd.md §6).
    * Returns what happened, for metrics and logs.
    */
-  reap(now: number, archivingPool: (key: PoolKey) => boolean = () => false): { reaped: string[]; archived: string[] } {
+  reap(
+    now: number,
+    archivingPool: (key: PoolKey) => boolean = () => false,
+    retentionMs: (key: PoolKey) => number = () => 0,
+  ): { reaped: string[]; archived: string[]; deleted: string[] } {
     const reaped: string[] = [];
     const archived: string[] = [];
+    const deleted: string[] = [];
     for (const c of [...this.claims.values()]) {
       if (c.deadline === null || !(now > c.deadline)) continue;
-      if (c.state === "archived") continue; // an archive's retention window is not modelled; it stays
+      if (c.state === "archived") {
+        // The archive's retention (archive_delete_after_seconds) is over: the archive and the claim are deleted.
+        this.claims.delete(c.id);
+        deleted.push(c.id);
+        continue;
+      }
       if (c.onExpire === "archive" || (c.state === "hibernated" && archivingPool(c.key))) {
-        archiveClaim(c);
+        archiveClaim(c, now, retentionMs(c.key));
         archived.push(c.id);
       } else {
         this.claims.delete(c.id);
         reaped.push(c.id);
       }
     }
-    return { reaped, archived };
+    return { reaped, archived, deleted };
   }
 }
 
@@ -102,9 +118,10 @@ export function newLease(now: number, requestedTtl: number | undefined): { grant
   return { granted, deadline: now + granted * 1000 };
 }
 
-export function archiveClaim(c: Claim): void {
+/** Archive: the lease ends; the deadline becomes the archive's retention (`retentionMs` > 0), else none (kept). */
+export function archiveClaim(c: Claim, now = 0, retentionMs = 0): void {
   c.state = "archived";
-  c.deadline = null;
+  c.deadline = retentionMs > 0 ? now + retentionMs : null;
   c.failedReason = undefined;
 }
 
@@ -119,6 +136,14 @@ export function wakeClaim(c: Claim, now: number): void {
   }
   c.state = "running";
   c.lastActivity = now;
+}
+
+/**
+ * The memory a claim holds on the node: a fixed quarter of its size tier while its VM runs (deterministic, plainly
+ * simulated); 0 once hibernated, archived or failed, because a hibernated VM's memory is written out and freed.
+ */
+export function memUsedBytes(c: Claim): number {
+  return c.state === "running" ? Math.floor(SIZE_TIERS[c.key.size].mem_total_bytes / 4) : 0;
 }
 
 export interface RowOptions {

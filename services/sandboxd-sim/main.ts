@@ -25,7 +25,8 @@ Usage: bun services/sandboxd-sim/main.ts [flags]
                               (each node also serves /_sim/* on its own listener)
   --token-file path           file holding the root api_token (trimmed); absent = no root token
   --tenant name=token:cap     a tenant and its max_claims (0 = unlimited); repeatable
-  --pool template/net/size=N  a warm pool, e.g. base:24.04/none/small=5; repeatable
+  --pool template/net/size=N  a warm pool, e.g. base:24.04/none/small=5; repeatable; an idle policy in seconds may
+                              follow: base:24.04/none/small=5,idle=60,archive=600,delete=86400 (docs/sleep.md)
   --max-claims N              node max_claims (0 = unlimited)
   --seed S                    deterministic ids and tokens
   --provision-latency D       time to provision one warm VM: 250ms, 2s, or milliseconds (default 0)

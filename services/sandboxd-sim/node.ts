@@ -7,7 +7,8 @@ import { randomBytes } from "node:crypto";
 import type { SimClock, Timer } from "./clock.ts";
 import type { IdSource } from "./ids.ts";
 import { TokenSet, type TenantConfig } from "./auth.ts";
-import { ClaimTable, archiveClaim, wakeClaim, type ArchivedDeadlineStyle, type Claim } from "./claims.ts";
+import { ClaimTable, archiveClaim, memUsedBytes, wakeClaim, type ArchivedDeadlineStyle, type Claim } from "./claims.ts";
+import { IDLE_SWEEP_MS, idlePolicy, idleStep, type IdlePolicy } from "./idle.ts";
 import { Pools } from "./pools.ts";
 import type { Mesh } from "./mesh.ts";
 import { unknownSandbox } from "./errors.ts";
@@ -34,6 +35,13 @@ export interface CheckpointRec {
   key: PoolKey;
   tenant?: string;
   createdAt: number;
+}
+
+/** What the node's sandboxes hold in memory now (the `memory` knob): hibernated ones hold nothing. */
+export interface MemoryReport {
+  /** Σ mem_used_bytes over the node's claims: the memory their running VMs hold. */
+  resident_bytes: number;
+  sandboxes: { id: string; state: Claim["state"]; mem_total_bytes: number; mem_used_bytes: number }[];
 }
 
 export interface GuestTarget {
@@ -94,6 +102,11 @@ export class SimNode {
   /** The guest agents, when NodeOptions.guestAgents is set. */
   readonly guestHost: GuestHost | undefined;
   private reaper: Timer | undefined;
+  private idleSweeper: Timer | undefined;
+  /** Wakes in flight by claim id: however many callers touch a sleeping sandbox at once, it wakes once. */
+  private readonly wakes = new Map<string, Promise<void>>();
+  /** The slowWake knob: how long (on the node's clock) a wake of a hibernated or archived sandbox takes. */
+  wakeLatencyMs = 0;
 
   constructor(o: NodeOptions) {
     this.addr = o.addr;
@@ -115,12 +128,15 @@ export class SimNode {
 
   start(): void {
     this.reaper ??= this.clock.every(REAP_INTERVAL_MS, () => this.reapNow());
+    this.idleSweeper ??= this.clock.every(IDLE_SWEEP_MS, () => this.idleSweep());
     this.pools.start();
     this.pools.refill();
   }
   stop(): void {
     this.reaper?.cancel();
     this.reaper = undefined;
+    this.idleSweeper?.cancel();
+    this.idleSweeper = undefined;
     this.pools.stop();
   }
 
@@ -135,14 +151,55 @@ export class SimNode {
     return { maxClaims: this.maxClaims, draining: this.pools.draining };
   }
 
-  /** One reaper tick: strict now > deadline; destroy, or archive (on_expire "archive", or an archiving pool). */
-  reapNow(): { reaped: string[]; archived: string[] } {
+  /**
+   * One reaper tick: strict now > deadline; destroy, or archive (on_expire "archive", or an archiving pool); an
+   * archive past its retention is deleted.
+   */
+  reapNow(): { reaped: string[]; archived: string[]; deleted: string[] } {
     // An archiving pool (archive_after_seconds set by PUT /v1/pools) archives a hibernated claim at its deadline.
-    const r = this.table.reap(this.clock.now(), (key) => (this.pools.get(key)?.entry.archive_after_seconds ?? 0) > 0);
+    const r = this.table.reap(
+      this.clock.now(),
+      (key) => (this.pools.get(key)?.entry.archive_after_seconds ?? 0) > 0,
+      (key) => this.policyOf(key).retentionMs,
+    );
     this.count("reaps_total", r.reaped.length);
     this.count("archives_total", r.archived.length);
+    this.count("archive_deletes_total", r.deleted.length);
     this.syncGuests();
     return r;
+  }
+
+  /** The idle policy of a key's pool as configured now (idle.ts); none for an unpooled key. */
+  policyOf(key: Claim["key"]): IdlePolicy {
+    return idlePolicy(this.pools.get(key)?.entry);
+  }
+
+  /** One idle sweep (idle.ts): hibernate running claims idle past their pool's idle time, archive hibernated ones. */
+  idleSweep(): { hibernated: string[]; archived: string[] } {
+    const now = this.clock.now();
+    const out = { hibernated: [] as string[], archived: [] as string[] };
+    // Most nodes set no idle policy at all: then the sweep costs one pass over the pools, not over every claim.
+    if (!this.pools.all().some((p) => (p.entry.idle_hibernate_seconds ?? 0) > 0 || (p.entry.archive_after_seconds ?? 0) > 0)) return out;
+    for (const c of this.table.all()) {
+      const p = this.policyOf(c.key);
+      const step = idleStep(c, p, now, this.wakes.has(c.id));
+      if (step === "hibernate") {
+        c.state = "hibernated";
+        this.count("hibernates_total");
+        out.hibernated.push(c.id);
+      } else if (step === "archive") {
+        archiveClaim(c, now, p.retentionMs);
+        this.count("archives_total");
+        out.archived.push(c.id);
+      }
+    }
+    if (out.hibernated.length || out.archived.length) this.syncGuests();
+    return out;
+  }
+
+  /** Whether a wake of this claim is in flight (slowWake). */
+  waking(id: string): boolean {
+    return this.wakes.has(id);
   }
 
   /** Bring the guest agents in line with the claim table (guest/host.ts); a no-op without guest agents. */
@@ -150,13 +207,63 @@ export class SimNode {
     this.guestHost?.sync(this.table.all(), this.checkpoints.values(), this.templates.values());
   }
 
-  /** Sandbox-token data-plane access (ports relay, exec): a hibernated or archived sandbox wakes, activity is stamped. */
-  wakeOnAccess(c: Claim): void {
-    if (c.state !== "running") {
+  /**
+   * Wake a claim (the wake verb, or a sandbox-token data-plane access): hibernated keeps its deadline, archived gets
+   * a fresh lease, failed cold-boots; a running one just has its activity stamped. With `wakeLatencyMs` a wake of
+   * a hibernated or archived claim takes that long on the node's clock, and every caller meanwhile shares it: one
+   * wake per sandbox. Resolves once the claim runs; throws the uniform 404 when it left the table meanwhile.
+   * `access`: a sandbox-token data-plane access (stamps activity even on a running sandbox).
+   */
+  async wake(c: Claim, o: { access: boolean }): Promise<void> {
+    const inFlight = this.wakes.get(c.id);
+    if (inFlight) await inFlight;
+    else if (c.state === "hibernated" || c.state === "archived") {
+      const ms = this.wakeLatencyMs;
+      const started = this.clock.monotonic();
       if (c.state === "archived") this.count("unarchives_total");
       this.count("wakes_total");
+      const done = () => {
+        this.wakes.delete(c.id);
+        this.count("wake_seconds_total", (this.clock.monotonic() - started) / 1000);
+        if (this.table.get(c.id) === c) wakeClaim(c, this.clock.now());
+        this.syncGuests();
+      };
+      if (ms <= 0) done();
+      else {
+        const p = new Promise<void>((resolve) => this.clock.after(ms, () => (done(), resolve())));
+        this.wakes.set(c.id, p);
+        await p;
+      }
+    } else if (c.state === "failed") {
+      this.count("wakes_total");
+      wakeClaim(c, this.clock.now());
     }
-    wakeClaim(c, this.clock.now());
+    if (this.table.get(c.id) !== c) throw unknownSandbox();
+    // A data-plane access is activity; the operator's wake verb on a running sandbox is not (a woken one starts
+    // its idle time afresh either way: wakeClaim stamps it).
+    if (o.access) c.lastActivity = this.clock.now();
+  }
+
+  /**
+   * Hold the idle clock for an open data-plane connection or a running exec; the returned release (idempotent)
+   * stamps activity, so the idle time counts from the close.
+   */
+  hold(c: Claim): () => void {
+    c.holds = (c.holds ?? 0) + 1;
+    c.lastActivity = this.clock.now();
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      c.holds = Math.max(0, (c.holds ?? 1) - 1);
+      c.lastActivity = this.clock.now();
+    };
+  }
+
+  /** The memory the node's sandboxes hold now: a hibernated sandbox's is written out and freed. */
+  memory(): MemoryReport {
+    const sandboxes = this.table.all().map((c) => ({ id: c.id, state: c.state, mem_total_bytes: SIZE_TIERS[c.key.size].mem_total_bytes, mem_used_bytes: memUsedBytes(c) }));
+    return { resident_bytes: sandboxes.reduce((n, s) => n + s.mem_used_bytes, 0), sandboxes };
   }
 
   /** The claim, or the uniform 404 a caller would get. */
@@ -234,11 +341,15 @@ export class SimNode {
   }
   hibernate(id: string): void {
     const c = this.mustGet(id);
-    if (c.state === "running") c.state = "hibernated";
+    if (c.state === "running") {
+      c.state = "hibernated";
+      this.count("hibernates_total");
+    }
     this.syncGuests();
   }
   archive(id: string): void {
-    archiveClaim(this.mustGet(id));
+    const c = this.mustGet(id);
+    archiveClaim(c, this.clock.now(), this.policyOf(c.key).retentionMs);
     this.count("archives_total");
     this.syncGuests();
   }
@@ -258,6 +369,11 @@ export class SimNode {
     const [host, p] = typeof target === "number" ? ["127.0.0.1", target] : splitHostPort(target);
     this.guests.set(`${id}:${port}`, { host, port: p });
   }
+  /** The agent relay's upstream (`GET …/agent`, routes/ports.ts): the simulator has no silkd of its own. */
+  attachAgent(id: string, target: number | string): void {
+    const [host, p] = typeof target === "number" ? ["127.0.0.1", target] : splitHostPort(target);
+    this.guests.set(agentKey(id), { host, port: p });
+  }
   detachGuest(id: string, port: number): void {
     this.guests.delete(`${id}:${port}`);
   }
@@ -271,6 +387,9 @@ export class SimNode {
     return this.templates.get(poolKeyString(key));
   }
 }
+
+/** Where `attachAgent` keeps a sandbox's agent upstream in SimNode.guests (ports are `<id>:<port>`). */
+export const agentKey = (id: string) => `${id}:agent`;
 
 export function splitHostPort(s: string): [string, number] {
   const i = s.lastIndexOf(":");

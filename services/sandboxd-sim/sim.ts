@@ -7,7 +7,7 @@
 import { FakeClock, type SimClock, SkewedRealClock } from "./clock.ts";
 import { createIdSource, type IdSource } from "./ids.ts";
 import { Mesh } from "./mesh.ts";
-import { SimNode, type NodeOptions } from "./node.ts";
+import { SimNode, type MemoryReport, type NodeOptions } from "./node.ts";
 import { parseKeySpec } from "./pools.ts";
 import { createApp } from "./routes/index.ts";
 import { Faults, type FaultRoute, type Latency, type ListFailMode } from "./http/index.ts";
@@ -54,8 +54,10 @@ export interface SandboxdSim {
   readonly log: RequestLog;
   // time
   advance(ms: number): void;
-  reapNow(): { reaped: string[]; archived: string[] };
+  reapNow(): { reaped: string[]; archived: string[]; deleted: string[] };
   refillNow(): void;
+  /** One idle-clock sweep now (it also runs every second on the clock): hibernates and archives idle claims. */
+  idleNow(): { hibernated: string[]; archived: string[] };
   // faults
   latency(route: FaultRoute, ms: Latency | null): void;
   /** `when: "after"` handles the request (a claim is committed) and then never answers. */
@@ -65,6 +67,12 @@ export interface SandboxdSim {
   reset(route: FaultRoute, when: "before" | "after", count?: number): void;
   listFails(mode: ListFailMode): void;
   clearFaults(): void;
+  /**
+   * Every wake of a hibernated or archived sandbox (verb or data-plane access) takes `ms` on the node's clock (a
+   * fake clock: until `advance` passes it); callers meanwhile share the one wake. null or 0: instant. Kept across
+   * restart and clearFaults, like the provision latency.
+   */
+  slowWake(ms: number | null): void;
   // pools
   setWarm(key: PoolKey | string, n: number): void;
   setGolden(key: PoolKey | string, golden: boolean): void;
@@ -89,6 +97,8 @@ export interface SandboxdSim {
   forceRedirect(targets: string[] | null, requirePromoted?: boolean): void;
   attachGuest(id: string, port: number, target: number | string): void;
   detachGuest(id: string, port: number): void;
+  /** The upstream `GET …/agent` (Upgrade: silkd) splices to; without one the agent relay answers 502. */
+  attachAgent(id: string, target: number | string): void;
   attachFakeGuest(id: string, opts?: FakeGuestOptions): Promise<FakeGuest>;
   /** The preview listener's advertise address (host:port or origin), or null: no listener, preview → 501. */
   setPreview(advertise: string | null): void;
@@ -97,6 +107,8 @@ export interface SandboxdSim {
   // inspection
   claims(): Claim[];
   info(): InfoWire;
+  /** The memory the node's sandboxes hold now; a hibernated or archived one holds none (docs/sleep.md). */
+  memory(): MemoryReport;
   // lifecycle
   restart(): Promise<void>;
   stop(): Promise<void>;
@@ -149,12 +161,17 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
     advance: (ms) => clock.advance(ms),
     reapNow: () => node.reapNow(),
     refillNow: () => node.pools.refill(),
+    idleNow: () => node.idleSweep(),
     latency: (route, ms) => faults.latency(route, ms),
     hang: (route, count = 1, when = "before") => faults.push(route, { kind: "hang", when }, count),
     fail: (route, status, body, count = 1, pathIncludes) => faults.push(route, { kind: "fail", status, body }, count, pathIncludes),
     reset: (route, when, count = 1) => faults.push(route, { kind: "reset", when }, count),
     listFails: (mode) => void (faults.listMode = mode),
     clearFaults: () => faults.clear(),
+    slowWake: (ms) => {
+      if (ms !== null && (!Number.isFinite(ms) || ms < 0)) throw new Error(`slowWake: expected a duration in ms >= 0 or null, got ${ms}`);
+      node.wakeLatencyMs = ms ?? 0;
+    },
     setWarm: (k, n) => node.pools.setWarm(key(k), n),
     setGolden: (k, b) => node.pools.setGolden(key(k), b),
     provisionFails: (k, fails = true) => node.pools.provisionFails(key(k), fails),
@@ -175,6 +192,7 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
     forceRedirect: (targets, requirePromoted = false) => void (node.forced = targets ? { targets: [...targets], requirePromoted } : null),
     attachGuest: (id, port, target) => node.attachGuest(id, port, target),
     detachGuest: (id, port) => node.detachGuest(id, port),
+    attachAgent: (id, target) => node.attachAgent(id, target),
     attachFakeGuest: async (id, o = {}) => {
       const c = node.table.get(id);
       const g = await startFakeGuest({ claimToken: c?.token, clock, ...o });
@@ -186,6 +204,7 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
     previewOf: (url) => readPreviewUrl(node.previewSecret, url),
     claims: () => node.table.all(),
     info: () => node.info(),
+    memory: () => node.memory(),
     restart: async () => {
       // Claims and the PUT pool set survive; the drain flag clears; warm VMs are rebuilt. Connections drop.
       node.listening = false;
@@ -208,14 +227,35 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
   return handle;
 }
 
-/** `base:24.04/none/small=5` -> a pool entry with warm 5 (warm defaults to 0 when `=n` is absent). */
+/** The idle fields a pool spec may carry after its warm count (docs/sleep.md). */
+const SPEC_IDLE_FIELDS: Record<string, "idle_hibernate_seconds" | "archive_after_seconds" | "archive_delete_after_seconds"> = {
+  idle: "idle_hibernate_seconds",
+  archive: "archive_after_seconds",
+  delete: "archive_delete_after_seconds",
+};
+
+/**
+ * `base:24.04/none/small=5` -> a pool entry with warm 5 (warm defaults to 0 when `=n` is absent). The idle policy
+ * may follow, comma-separated, in seconds: `base:24.04/none/small=5,idle=60,archive=600,delete=86400`. A template
+ * never contains `=`, so the first `=` ends the key. Validated as PUT /v1/pools validates (egress + idle refused).
+ */
 export function poolSpec(spec: string): PoolEntry {
-  const eq = spec.lastIndexOf("=");
+  const eq = spec.indexOf("=");
   const keyPart = eq >= 0 ? spec.slice(0, eq) : spec;
-  const warm = eq >= 0 ? Number(spec.slice(eq + 1)) : 0;
-  if (!Number.isInteger(warm) || warm < 0) throw new Error(`invalid warm count in pool spec ${JSON.stringify(spec)}`);
+  const [warmText, ...opts] = eq >= 0 ? spec.slice(eq + 1).split(",") : ["0"];
+  const warm = Number(warmText);
+  if (!/^\d+$/.test(warmText ?? "") || !Number.isSafeInteger(warm)) throw new Error(`invalid warm count in pool spec ${JSON.stringify(spec)}`);
+  const idle: Partial<Record<(typeof SPEC_IDLE_FIELDS)[string], number>> = {};
+  for (const o of opts) {
+    const [name = "", value = ""] = o.split("=");
+    const field = SPEC_IDLE_FIELDS[name];
+    if (!field || !/^\d+$/.test(value)) throw new Error(`invalid pool option ${JSON.stringify(o)} in ${JSON.stringify(spec)}: expected idle=N, archive=N or delete=N (seconds)`);
+    idle[field] = Number(value);
+  }
   const k = parseKeySpec(keyPart);
-  return PoolEntry.parse({ ...k, warm });
+  const r = PoolEntry.safeParse({ ...k, warm, ...idle });
+  if (!r.success) throw new Error(`invalid pool spec ${JSON.stringify(spec)}: ${r.error.issues.map((i) => i.message).join("; ")}`);
+  return r.data;
 }
 
 export interface SimCluster {

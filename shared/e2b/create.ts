@@ -7,6 +7,7 @@ import type { Logger } from "../log/index.ts";
 import { CHECKPOINT_ID_RE, COLD_CLAIM_TIMEOUT_MS, SIZE_TIERS, isSandboxdError, metadataProblem, provablyUndelivered, type ClaimReply, type ClaimRequest, type Size } from "../sandboxd/index.ts";
 import { INIT_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd, type EnvdTarget } from "./envd.ts";
 import { E2bError, badRequest, templateNotFound } from "./errors.ts";
+import { lifecycleRefusal } from "./lifecycle-options.ts";
 import type { AliasTarget } from "./files.ts";
 import { newClaimName, type IdempotentCreates, type Made, type Stamp } from "./idempotency.ts";
 import { SURFACE_METADATA_PREFIX } from "./surface-metadata.ts";
@@ -261,8 +262,9 @@ function refuseOptions(b: NewSandbox): void {
   const { allowPublicTraffic: _served, ...rules } = b.network ?? NO_NETWORK;
   if (b.network !== undefined && nonEmpty(rules)) throw badRequest(`network rules other than allowPublicTraffic are not supported (got ${Object.keys(rules).map((k) => JSON.stringify(k)).join(", ")})`);
   if (nonEmpty(b.volumeMounts)) throw badRequest("volumeMounts are not supported");
-  if (b.autoPauseMemory !== undefined) throw badRequest("autoPauseMemory is not supported: an auto-paused sandbox always keeps its memory");
-  if (b.autoResume?.enabled === false) throw badRequest("autoResume: {enabled: false} is not supported: data-plane traffic with a valid token always wakes a paused sandbox here");
+  // autoPauseMemory / autoResume: lifecycle-options.ts (true is served, a filesystem-only pause and no-resume are not).
+  const lifecycle = lifecycleRefusal(b);
+  if (lifecycle) throw lifecycle;
   if (nonEmpty(b.mcp)) throw badRequest("mcp is not supported");
   if (nonEmpty(b.iam)) throw badRequest("iam is not supported");
 }

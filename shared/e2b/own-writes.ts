@@ -34,7 +34,14 @@ export interface ListedRow {
   metadata: Record<string, string> | undefined;
 }
 
-type Write = { kind: "created"; row: ListedRow; until: number } | { kind: "killed"; until: number } | { kind: "paused" | "resumed"; until: number };
+/**
+ * `changed`: a created sandbox this replica also paused or resumed before the snapshot listed it (the snapshot may
+ * then show the state before that verb, so the overlay keeps its word until the snapshot agrees).
+ */
+type Write =
+  | { kind: "created"; row: ListedRow; until: number; changed?: boolean }
+  | { kind: "killed"; until: number }
+  | { kind: "paused" | "resumed"; until: number };
 
 interface NamespaceWrites {
   /** claim id -> the latest write of this replica; Map order = insertion order (oldest first). */
@@ -94,7 +101,10 @@ export class OwnWrites {
       };
       if (!w) out.push(row);
       else if (w.kind !== "killed") {
-        const want = w.kind === "created" ? w.row.paused : w.kind === "paused";
+        // A create the snapshot lists is the snapshot's word at once, whatever state it shows: the sandbox can only
+        // have left the running state it was created in since then (its node put it to sleep: an idle pool,
+        // services/sandboxd-sim/docs/sleep.md; or its timeout paused it), never be shown from before the create.
+        const want = w.kind === "created" ? (w.changed ? w.row.paused : paused) : w.kind === "paused";
         // The snapshot shows this write: it is the snapshot's word from now on.
         if (want === paused) this.remove(ns, entry.id);
         out.push(want === paused ? row : { ...row, paused: want });
@@ -141,7 +151,7 @@ export class OwnWrites {
     else this.total++;
     // A pause or resume of a sandbox created here and not listed yet changes the created row itself.
     if (prev?.kind === "created" && (w.kind === "paused" || w.kind === "resumed")) {
-      mine.writes.set(claimId, { kind: "created", row: { ...prev.row, paused: w.kind === "paused" }, until: prev.until });
+      mine.writes.set(claimId, { kind: "created", row: { ...prev.row, paused: w.kind === "paused" }, until: prev.until, changed: true });
     } else mine.writes.set(claimId, w);
     if (mine.writes.size > OWN_WRITES_PER_NAMESPACE) this.shrink(ns, mine, OWN_WRITES_PER_NAMESPACE);
     if (this.total > OWN_WRITES_MAX) {

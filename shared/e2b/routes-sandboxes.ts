@@ -5,6 +5,7 @@ import { readJsonBody, readQuery } from "./body.ts";
 import type { SandboxCreator } from "./create.ts";
 import type { Forks } from "./fork.ts";
 import { idempotencyKeyOf } from "./idempotency.ts";
+import { snapshotRefusal } from "./lifecycle-options.ts";
 import { errors, idParams, json, jsonBody, noContent, quotaErrors, sandboxIdOf as id, type RouteKit } from "./route-kit.ts";
 import type { SandboxMetrics } from "./sandbox-metrics.ts";
 import type { Sandboxes } from "./sandboxes.ts";
@@ -103,7 +104,12 @@ export function registerSandboxRoutes({ route }: RouteKit, t: SandboxRouteTarget
   );
   route(
     createRoute({ method: "post", path: "/sandboxes/{sandboxID}/snapshots", request: { ...idParams, ...jsonBody(S.SnapshotBody, false) }, responses: { 201: json(S.SnapshotInfo, "Snapshot taken"), ...quotaErrors, ...errors } }),
-    async (c, ns) => c.json(await t.snapshots.createSnapshot(ns, id(c), (await readJsonBody(c.req.raw, S.SnapshotBody, false)).name), 201),
+    async (c, ns) => {
+      const body = await readJsonBody(c.req.raw, S.SnapshotBody, false);
+      const refused = snapshotRefusal(body.memory);
+      if (refused) throw refused;
+      return c.json(await t.snapshots.createSnapshot(ns, id(c), body.name), 201);
+    },
   );
   route(createRoute({ method: "get", path: "/sandboxes/{sandboxID}/metrics", request: idParams, responses: { 200: json(z.array(S.SandboxMetric), "Metrics"), ...errors } }), async (c, ns) =>
     c.json(await t.metrics.metrics(ns, id(c))),

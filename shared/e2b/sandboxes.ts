@@ -4,6 +4,7 @@
 import type { Clock } from "../clock/index.ts";
 import { parseWireTime } from "../sandboxd/index.ts";
 import { E2bError, badRequest, fromNode, sandboxNotFound } from "./errors.ts";
+import { pauseRefusal } from "./lifecycle-options.ts";
 import { matches, page, parseFilters, parsePaging } from "./list.ts";
 import { claimedAtOf, type LiveLookup } from "./lookup.ts";
 import type { NodeAccess } from "./nodes.ts";
@@ -84,7 +85,8 @@ export class Sandboxes {
   }
 
   async pause(ns: string, id: string, memory: boolean | undefined): Promise<void> {
-    if (memory === false) throw badRequest("pause without memory (filesystem-only) is not supported; pause keeps memory");
+    const refused = pauseRefusal(memory);
+    if (refused) throw refused;
     const { loc, row } = await this.d.lookup.read(ns, id, "failed to pause the sandbox");
     if (isPaused(row)) throw new E2bError(409, `sandbox "${id}" is already paused`);
     if (row.key.net === "egress") {

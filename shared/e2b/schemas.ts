@@ -75,7 +75,8 @@ export const ConnectBody = z.object({ timeout: seconds("Lease").optional(), memo
 export const ResumeBody = ConnectBody.extend({ autoPause: z.boolean().optional() }).openapi("ResumedSandbox");
 export const ForkBody = z.object({ timeout: seconds("Lease of each child").optional(), count: z.number().int().optional() }).openapi("SandboxFork");
 export const ForkResult = z.object({ sandbox: SandboxSchema }).openapi("SandboxForkResult");
-export const SnapshotBody = z.object({ name: z.string().optional() }).openapi("NewSnapshot");
+// `memory: false` (Python `create_snapshot(mode="filesystem")`) is refused with a 400 (lifecycle-options.ts).
+export const SnapshotBody = z.object({ name: z.string().optional(), memory: z.boolean().optional() }).openapi("NewSnapshot");
 export const SnapshotInfo = z.object({ snapshotID: z.string(), names: z.array(z.string()) }).openapi("SnapshotInfo");
 export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
 

@@ -17,6 +17,12 @@ export function relayError(status: number, message: string, headers?: Record<str
 /** The words both SDKs (and e2b cloud's proxy) use for a sandbox that is not there: Python matches "was not found". */
 export const SANDBOX_NOT_FOUND_MESSAGE = "sandbox was not found";
 export const SANDBOX_PAUSED_MESSAGE = "sandbox is paused";
+/**
+ * A sandbox that was asleep and whose node could not wake it in time (the wake failed or outlasted the handshake
+ * bound): a 502 that names the wake, so the caller knows a retry (or a connect) is the remedy, not a new sandbox.
+ * Python reads it as SandboxUnreachableException ("state unknown"); not "was not found": the sandbox is there.
+ */
+export const SANDBOX_WAKE_FAILED_MESSAGE = "sandbox was asleep and its node could not wake it; retry later";
 /** Our side could not tell (node unreadable, no address): the SDKs' "state unknown" answer, not "gone". */
 export const SANDBOX_UNAVAILABLE_MESSAGE = "sandbox unavailable";
 /** Seconds a refused relay is told to wait: a slot frees as soon as one relay closes. */

@@ -29,6 +29,18 @@ export class RelayMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
+  readonly wakeWaitSeconds = new Histogram({
+    name: "sandbox_envd_proxy_wake_seconds",
+    help: "For requests to a sandbox the fleet view showed asleep (hibernated or archived): from the node dial to its 101, i.e. the wait for the wake.",
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly wakes = new Counter({
+    name: "sandbox_envd_proxy_wakes_total",
+    help: "Requests to a sandbox the fleet view showed asleep, by outcome: ok (relayed once it woke), failed (answered 502: its node could not wake it in time).",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
   readonly openTunnels = new Gauge({ name: "sandbox_envd_proxy_open_tunnels", help: "Node ports-relay connections currently open.", registers: [this.registry] });
   readonly activeRelays: Gauge = new Gauge({
     name: "sandbox_envd_proxy_active_relays",
@@ -61,7 +73,7 @@ export class RelayMetrics {
   });
   readonly upstreamErrors = new Counter({
     name: "sandbox_envd_proxy_upstream_errors_total",
-    help: "Relays that failed toward the node or guest (answered 502), by reason: unavailable, refused, paused, unreachable, guest.",
+    help: "Relays that failed toward the node or guest (answered 502), by reason: unavailable, refused, paused, unreachable, wake, guest.",
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });

@@ -16,13 +16,14 @@ import { isFramingError } from "./framing/index.ts";
 import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
 import { BufferBudget, BufferShare, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
 import { RelayMetrics } from "./metrics.ts";
-import { rateLimited, relayError, sandboxNotFound, sandboxPaused, unresolvedAnswer } from "./answers.ts";
+import { rateLimited, relayError, SANDBOX_WAKE_FAILED_MESSAGE, sandboxNotFound, sandboxPaused, unresolvedAnswer } from "./answers.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
 import { FailedLookupTarpit, type TarpitOptions } from "./tarpit.ts";
 import { envdPathVerdict, routeRequest, type Route } from "./route.ts";
 import { credentialOf, servesPublicly, TRAFFIC_TOKEN_RE } from "./public-ports.ts";
 import { isApiHost, type ApiHandler } from "./api-host.ts";
 import { endpointOf, openTunnel, TunnelRefused } from "./tunnel.ts";
+import { asleepInView } from "./asleep.ts";
 import { guestHandshake, HandshakeTimeout, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
 
 export interface RelayOptions {
@@ -170,11 +171,25 @@ export class EnvdRelay {
     // WebSocket need a node:net socket.
     const onBun = !this.o.guestHttp2 && !endpointOf(owner.address).secure && !isWebSocketUpgrade(req);
     let sock: import("node:net").Socket | BunTunnel;
+    // A sandbox the view shows asleep: this relay (with its token) is what wakes it; the node answers the Upgrade
+    // once it runs, within the handshake bound. Timed, and a failure says it was the wake (asleep.ts).
+    const asleep = !passive && asleepInView(this.o.fleet.nodes(), owner.address, owner.claimId);
     try {
       const target = { address: owner.address, claimId: owner.claimId, port: route.port, token: passive ? this.o.rootToken : owner.claimToken };
       sock = onBun ? await BunTunnel.open(target, { signal: req.signal }) : await openTunnel(target, { signal: req.signal });
+      if (asleep) {
+        this.metrics.wakeWaitSeconds.observe((performance.now() - started) / 1000);
+        this.metrics.wakes.inc({ outcome: "ok" });
+      }
     } catch (err) {
       slot.release();
+      if (asleep && !req.signal.aborted && !(err instanceof TunnelRefused && [400, 401, 404, 429].includes(err.status))) {
+        // The node could not resume it (its wake failed, or took longer than the handshake bound): a 502 that says so.
+        this.metrics.wakes.inc({ outcome: "failed" });
+        this.metrics.upstreamErrors.inc({ reason: "wake" });
+        this.o.log.warn({ address: owner.address, err: errorChain(err) }, "waking a sleeping sandbox through the ports relay failed");
+        return relayError(502, SANDBOX_WAKE_FAILED_MESSAGE);
+      }
       if (err instanceof TunnelRefused) {
         if (err.status === 404) {
           // Released within the cache TTL: forget it now, and answer as for an unknown sandbox so the SDK's

@@ -10,7 +10,8 @@ export const SUBRESOURCES = [
   { name: "snapshot", kind: "SandboxSnapshotOptions" },
 ] as const;
 
-export const SANDBOX_VERBS = ["create", "delete", "get", "list", "watch"];
+// patch and update change spec.operatingMode only (sandboxes/operating-mode.ts; issue 28 item 3).
+export const SANDBOX_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"];
 
 const groupVersion = { groupVersion: API_VERSION, version: VERSION };
 

@@ -48,14 +48,18 @@ function models(ref: (name: string) => string) {
         metadata: { $ref: ref(`${META}.ObjectMeta`), description: "Standard object metadata." },
         spec: {
           type: "object",
-          description: "The desired sandbox (upstream agent-sandbox v1beta1 SandboxSpec). Not stored: reads return it empty.",
+          description: "The desired sandbox (upstream agent-sandbox v1beta1 SandboxSpec). Not stored: reads return only operatingMode, from the node's phase.",
           properties: {
             podTemplate: open("Pod template: container 0's image is the pool template, its resources pick the size."),
             volumeClaimTemplates: { type: "array", items: open("A PersistentVolumeClaim template."), description: "Accepted, unused." },
             service: open("Accepted, unused."),
             shutdownTime: { type: "string", format: "date-time", description: "Absolute lease end; becomes the claim's TTL (rounded up)." },
             shutdownPolicy: { type: "string", description: "Accepted, unused." },
-            operatingMode: { type: "string", description: "Accepted, unused." },
+            operatingMode: {
+              type: "string",
+              enum: ["Running", "Suspended"],
+              description: "Suspended hibernates the sandbox on its node, Running wakes it (PATCH or PUT; the only field that may change). Reads say what the node's phase is.",
+            },
           },
           "x-kubernetes-preserve-unknown-fields": true,
         },

@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import type { Logger } from "pino";
 import type { Clock } from "#shared/clock/index.ts";
 import { type CreateDeps, createSandbox } from "../sandboxes/index.ts";
-import { type Verb, deleteSandbox, runVerb } from "../sandboxes/index.ts";
+import { type SubresourceReview, type Verb, deleteSandbox, runVerb, setOperatingMode } from "../sandboxes/index.ts";
 import { GROUP, type Sandbox, VERSION } from "../sandboxes/index.ts";
 import type { Caller, PodGuard, SandboxChanges, SandboxReader } from "../sandboxes/index.ts";
 import {
@@ -30,6 +30,8 @@ export interface ApiDeps {
   create: CreateDeps;
   /** Mutations of a Pod-backed sandbox also need the pod permission (sandboxes/pod-guard.ts). */
   podGuard: PodGuard;
+  /** Reviews `create sandboxes/pause|resume` for a spec.operatingMode change; absent: only system:masters may. */
+  subresourceReview?: SubresourceReview;
   clock: Clock;
   log?: Logger;
   shutdown: AbortSignal;
@@ -63,7 +65,7 @@ export type ApiApp = Hono<{ Bindings: ApiBindings }>;
 
 export function apiRoutes(deps: ApiDeps): ApiApp {
   const app = new Hono<{ Bindings: ApiBindings }>();
-  const mut = { reader: deps.reader, clients: deps.create.clients, podGuard: deps.podGuard };
+  const mut = { reader: deps.reader, clients: deps.create.clients, podGuard: deps.podGuard, ...(deps.subresourceReview ? { subresourceReview: deps.subresourceReview } : {}) };
 
   app.onError((err) => {
     if (isApiError(err)) return statusResponse(err);
@@ -154,9 +156,13 @@ export function apiRoutes(deps: ApiDeps): ApiApp {
     }
     return c.json(await deleteSandbox(mut, c.env?.caller, ns, name));
   });
+  // Update and patch: spec.operatingMode only (sandboxes/operating-mode.ts): Suspended pauses, Running resumes.
   for (const method of ["put", "patch"] as const) {
-    app[method](item, (c) => {
-      throw methodNotAllowed(method === "put" ? "update" : "patch", c.req.param("name"));
+    app[method](item, async (c) => {
+      const { ns, name } = c.req.param();
+      rejectDryRun(new URL(c.req.url).searchParams, name);
+      const contentType = method === "patch" ? (c.req.header("content-type") ?? "") : undefined;
+      return c.json(await setOperatingMode(mut, c.env?.caller, ns, name, contentType, await c.req.text()));
     });
   }
 

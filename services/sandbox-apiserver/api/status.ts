@@ -44,11 +44,14 @@ export class ApiError extends Error {
     message: string,
     readonly reason: Reason = REASON_BY_CODE[code] ?? (code >= 500 ? "InternalError" : "BadRequest"),
     readonly objectName?: string,
-    options?: { cause?: unknown; retryAfterSeconds?: number },
+    options?: { cause?: unknown; retryAfterSeconds?: number; causes?: StatusCause[] },
   ) {
     super(message, options);
     if (options?.retryAfterSeconds !== undefined) this.retryAfterSeconds = options.retryAfterSeconds;
+    if (options?.causes !== undefined) this.causes = options.causes;
   }
+  /** An Invalid's field errors (`details.causes`): kubectl prints them as `<field>: <message>`. */
+  readonly causes?: StatusCause[];
   /** A 429/503 that says when to come back: `Retry-After` and `details.retryAfterSeconds`, as kube-apiserver does. */
   readonly retryAfterSeconds?: number;
 }
@@ -61,6 +64,13 @@ export const internal = (msg: string, name?: string, cause?: unknown) =>
 export const methodNotAllowed = (what: string, name?: string) =>
   new ApiError(405, `${what} is not supported on ${RESOURCE}.${GROUP}`, "MethodNotAllowed", name);
 
+export interface StatusCause {
+  /** kube-apiserver's field error kinds: FieldValueForbidden, FieldValueNotSupported, FieldValueInvalid. */
+  reason: string;
+  message: string;
+  field: string;
+}
+
 export interface StatusBody {
   kind: "Status";
   apiVersion: "v1";
@@ -68,7 +78,7 @@ export interface StatusBody {
   status: "Failure";
   message: string;
   reason: Reason;
-  details?: { name?: string; group: string; kind: string; retryAfterSeconds?: number };
+  details?: { name?: string; group: string; kind: string; retryAfterSeconds?: number; causes?: StatusCause[] };
   code: number;
 }
 
@@ -85,6 +95,7 @@ export function statusBody(e: ApiError): StatusBody {
       group: GROUP,
       kind: RESOURCE,
       ...(e.retryAfterSeconds !== undefined ? { retryAfterSeconds: e.retryAfterSeconds } : {}),
+      ...(e.causes ? { causes: e.causes } : {}),
     },
     code: e.code,
   };

@@ -1,5 +1,5 @@
-// The meta.k8s.io Table that `kubectl get` asks for (docs/api.md "Table output"): columns Name, Phase, Node, Template
-// and Age, and for `-o wide` (priority 1) Claim ID, Address and Deadline; row object PartialObjectMetadata by default
+// The meta.k8s.io Table that `kubectl get` asks for (docs/api.md "Table output"): columns Name, Phase, Mode, Node,
+// Template and Age, and for `-o wide` (priority 1) Claim ID, Address and Deadline; row object PartialObjectMetadata by default
 // (`includeObject=Metadata`), the full object with `Object`, none with `None`. Cells are computed here, server-side,
 // as kube-apiserver's printers do: kubectl prints them verbatim (Age included, so it is rendered against our clock).
 import { type Clock, realClock } from "#shared/clock/index.ts";
@@ -28,6 +28,13 @@ const COLUMNS = [
     priority: 0,
   },
   { name: "Phase", type: "string", format: "", description: "The phase the owning node reports (Running, Hibernated, ...).", priority: 0 },
+  {
+    name: "Mode",
+    type: "string",
+    format: "",
+    description: "spec.operatingMode as the node's phase says: Suspended when hibernated (paused, or asleep when idle), else Running.",
+    priority: 0,
+  },
   { name: "Node", type: "string", format: "", description: "The node whose sandboxd holds the sandbox (status.nodeName).", priority: 0 },
   { name: "Template", type: "string", format: "", description: "The pool image the sandbox was claimed from.", priority: 0 },
   { name: "Age", type: "string", format: "", description: "Time since the node claimed the sandbox (creationTimestamp).", priority: 0 },
@@ -78,6 +85,7 @@ export function tableCells(s: Sandbox, nowMs: number): string[] {
   return [
     m.name ?? "",
     phase || NONE,
+    (typeof s.spec.operatingMode === "string" && s.spec.operatingMode) || NONE,
     s.status.nodeName || NONE,
     labels[`${P}/template`] || NONE,
     Number.isNaN(created) ? "<unknown>" : humanAge(nowMs - created),

@@ -3,7 +3,8 @@
 // this file, so the constants must be initialised before that cycle is entered (a test loads every index alone).
 export { ANN_NET, API_VERSION, GROUP, KIND, LIST_KIND, RESOURCE, type Sandbox, VERSION } from "./object.ts";
 export { type CreateDeps, createSandbox } from "./create.ts";
-export { type Verb, deleteSandbox, runVerb } from "./mutations.ts";
+export { type Verb, deleteSandbox, runVerb, setOperatingMode } from "./mutations.ts";
+export { type SubresourceReview, kubeSubresourceReview } from "./operating-mode.ts";
 export { type Caller, POD_PERMISSION, type PodAction, PodGuard, type PodGuardBackend, kubePodGuardBackend } from "./pod-guard.ts";
 export { NodeClients, mapBounded } from "./nodes.ts";
 export { type PodTemplateLike, PoolKeyError, poolKeyOf } from "./pool-key.ts";

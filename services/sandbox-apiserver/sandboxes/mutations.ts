@@ -5,7 +5,8 @@ import { isSandboxdError, type SandboxdError } from "#shared/sandboxd/index.ts";
 import { ApiError, badRequest, internal, notFound } from "../api/index.ts";
 import type { NodeClients } from "./nodes.ts";
 import { type Caller, POD_SNAPSHOT_PREFIX, type PodGuard } from "./pod-guard.ts";
-import { ANN_CLAIM_ID, API_VERSION, type Sandbox, rfc3339Seconds } from "./object.ts";
+import { ANN_CLAIM_ID, API_VERSION, LABEL_PHASE, type Sandbox, rfc3339Seconds } from "./object.ts";
+import { type SubresourceReview, authorizeModeChange, modeOfPhase, requestedMode } from "./operating-mode.ts";
 import type { SandboxReader } from "./store.ts";
 import { parseWireTime } from "#shared/sandboxd/index.ts";
 
@@ -14,6 +15,24 @@ export interface MutationDeps {
   clients: NodeClients;
   /** A Pod-backed sandbox also needs the matching pod permission (pod-guard.ts). */
   podGuard: PodGuard;
+  /** Reviews `create sandboxes/pause|resume` for a spec.operatingMode change (operating-mode.ts); absent = denied. */
+  subresourceReview?: SubresourceReview;
+}
+
+/**
+ * PATCH or PUT of a sandbox (operating-mode.ts): only spec.operatingMode may change; `Suspended` pauses (hibernate),
+ * `Running` resumes (wake), with the pause/resume subresource's authorization. The same mode as now is a no-op.
+ * Answers the object with the mode asked for (the node's phase follows at its next publish).
+ */
+export async function setOperatingMode(deps: MutationDeps, caller: Caller | undefined, namespace: string, name: string, contentType: string | undefined, text: string): Promise<Sandbox> {
+  const hit = await deps.reader.resolve(namespace, name);
+  if (!hit) throw notFound(name);
+  const mode = requestedMode(contentType, text, hit.sandbox, name);
+  const now = modeOfPhase(hit.sandbox.metadata.labels?.[LABEL_PHASE]);
+  if (mode === undefined || mode === now) return hit.sandbox;
+  await authorizeModeChange(deps.subresourceReview, caller, namespace, name, mode);
+  await runVerb(deps, caller, namespace, name, mode === "Suspended" ? "pause" : "resume", {});
+  return { ...hit.sandbox, spec: { ...hit.sandbox.spec, operatingMode: mode } };
 }
 
 /** Resolves a sandbox for a delete: its node must be fresh, advertise an address, and the entry carry a claim id. */

@@ -83,6 +83,16 @@ export function hostOf(addr: string): string {
   return m ? m[1]! : addr;
 }
 
+/** spec.operatingMode values (operating-mode.ts; here so this module stays free of imports that reach ../api). */
+export type OperatingMode = "Running" | "Suspended";
+
+/** The mode a node phase means: Hibernated (paused, asleep, archived) is Suspended; other phases have none. */
+export function modeOfPhase(phase: string | undefined): OperatingMode | undefined {
+  if (phase === "Hibernated") return "Suspended";
+  if (phase === "Running") return "Running";
+  return undefined;
+}
+
 export function isReadyPhase(phase: string): boolean {
   const p = phase.toLowerCase();
   return p === "running" || p === "ready";
@@ -114,11 +124,14 @@ export function sandboxFromEntry(entry: InventoryEntry, node: string): Sandbox {
     ...(Object.keys(annotations).length ? { annotations } : {}),
   };
   const phase = entry.phase ?? "";
+  // spec.operatingMode is read back from the node's phase (operating-mode.ts): a sandbox paused through any path,
+  // or asleep by itself, is Suspended.
+  const mode = modeOfPhase(phase);
   return {
     apiVersion: API_VERSION,
     kind: KIND,
     metadata,
-    spec: {},
+    spec: mode ? { operatingMode: mode } : {},
     status: {
       nodeName: node,
       ...(entry.addr ? { podIPs: [hostOf(entry.addr)] } : {}),
@@ -129,6 +142,19 @@ export function sandboxFromEntry(entry: InventoryEntry, node: string): Sandbox {
           reason: phase || "Unknown",
           message: `phase "${phase}" reported by node "${node}" inventory`,
         },
+        ...(mode
+          ? [
+              {
+                type: "Suspended",
+                status: mode === "Suspended" ? ("True" as const) : ("False" as const),
+                reason: mode === "Suspended" ? "Hibernated" : "Running",
+                message:
+                  mode === "Suspended"
+                    ? `node "${node}" hibernated the sandbox (paused, operatingMode Suspended, or idle in a pool that sleeps); the next request with its token, or operatingMode Running, wakes it`
+                    : `running on node "${node}"`,
+              },
+            ]
+          : []),
       ],
     },
   };

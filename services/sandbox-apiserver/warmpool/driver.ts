@@ -14,6 +14,8 @@ import { NODE_FANOUT } from "../sandboxes/index.ts";
 import { type Resolution, type SandboxTemplate, SandboxTemplates, SandboxWarmPools, type WarmPool, keyString, poolSets, resolvePools, selectorOf, statusShares } from "./plan.ts";
 import { type AutoscaleParams, Autoscaler } from "./autoscale.ts";
 import { DecisionWriter } from "./decisions.ts";
+import { planSleep } from "./sleep.ts";
+import { SleepStatusWriter } from "./sleep-status.ts";
 
 export { EXTENSIONS_GROUP, SandboxTemplates, SandboxWarmPools } from "./plan.ts";
 
@@ -47,12 +49,14 @@ export class WarmPoolDriver {
   passes = 0;
   private readonly autoscaler: Autoscaler | undefined;
   private readonly decisions: DecisionWriter;
+  private readonly sleepStatus: SleepStatusWriter;
   /** Per pool (`<ns>/<name>`): why it was last skipped, so its Event and log line come once per new reason. */
   private readonly skipped = new Map<string, string>();
 
   constructor(private readonly o: DriverOptions) {
     this.autoscaler = o.demand ? new Autoscaler(o.demand, o.clock, o.autoscale) : undefined;
     this.decisions = new DecisionWriter({ kube: o.kube, clock: o.clock, log: o.log, ...(o.metrics ? { metrics: o.metrics } : {}) });
+    this.sleepStatus = new SleepStatusWriter({ kube: o.kube, clock: o.clock, log: o.log, ...(o.metrics ? { metrics: o.metrics } : {}) });
   }
 
   /** Runs until `signal` aborts: informers, triggers, the reconcile loop. */
@@ -120,7 +124,9 @@ export class WarmPoolDriver {
     const nodes = this.o.fleet.fresh().filter((n) => n.address);
     const planned = this.autoscaler?.plan(resolved, nodes.length);
     const resolutions = planned?.resolutions ?? resolved;
-    const sets = poolSets(resolutions, nodes.length);
+    // Pools that sleep (sleep.ts): one policy per key, never one sandboxd would refuse.
+    const sleep = planSleep(resolutions, template);
+    const sets = poolSets(resolutions, nodes.length, sleep.byKey);
     const warm = new Map<string, Map<string, number>>(nodes.map((n) => [n.name, inventoryWarm(n)]));
 
     if (!this.o.token) {
@@ -164,6 +170,7 @@ export class WarmPoolDriver {
       }
     }
     if (planned) await this.decisions.publish(resolutions.map((r) => r.pool), planned.decisions, planned.invalid);
+    await this.sleepStatus.publish(sleep);
   }
 
   /** A skipped pool's reason, logged and recorded as a Warning Event on the pool once per new reason. */

@@ -18,9 +18,12 @@ export interface WarmPool {
 }
 
 export interface SandboxTemplate {
-  metadata: { name: string; namespace: string };
+  metadata: { name: string; namespace: string; annotations?: Record<string, string> };
   spec?: { podTemplate?: PodTemplateLike };
 }
+
+/** The sleep fields of a pool-set entry. */
+export type SleepFields = Pick<PoolSetEntry, "idle_hibernate_seconds" | "archive_after_seconds" | "archive_delete_after_seconds">;
 
 /** `refused`: the template names another namespace's built template, a step cache entry or a malformed `e2b/` name. */
 export type Resolution = { pool: WarmPool; key: PoolKey; replicas: number } | { pool: WarmPool; skipped: string; refused?: boolean };
@@ -70,20 +73,25 @@ export interface PoolSetEntry {
   net: PoolKey["net"];
   size: PoolKey["size"];
   warm: number;
+  /** The key's sleep policy (sleep.ts), sent only when set. */
+  idle_hibernate_seconds?: number;
+  archive_after_seconds?: number;
+  archive_delete_after_seconds?: number;
 }
 
 /**
  * Per node (index in `nodeCount` name order), the complete pool set: targets summed by key across pools, one entry
- * per desired key including zero targets, sorted by template, net, size.
+ * per desired key including zero targets, sorted by template, net, size; a key with a sleep policy (`sleep`, by
+ * keyString: sleep.ts) carries its fields.
  */
-export function poolSets(resolutions: readonly Resolution[], nodeCount: number): PoolSetEntry[][] {
+export function poolSets(resolutions: readonly Resolution[], nodeCount: number, sleep: ReadonlyMap<string, SleepFields> = new Map()): PoolSetEntry[][] {
   const perNode: Map<string, PoolSetEntry>[] = Array.from({ length: nodeCount }, () => new Map());
   for (const r of resolutions) {
     if (!("key" in r)) continue;
     const share = spread(r.replicas, nodeCount);
     for (let i = 0; i < nodeCount; i++) {
       const k = keyString(r.key);
-      const e = perNode[i]!.get(k) ?? { template: r.key.template, net: r.key.net, size: r.key.size, warm: 0 };
+      const e = perNode[i]!.get(k) ?? { template: r.key.template, net: r.key.net, size: r.key.size, warm: 0, ...sleep.get(k) };
       e.warm += share[i]!;
       perNode[i]!.set(k, e);
     }

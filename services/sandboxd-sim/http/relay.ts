@@ -11,7 +11,8 @@ import { writeRawResponse } from "./raw.ts";
 
 const DIAL_TIMEOUT_MS = 10_000;
 
-export function spliceToGuest(client: Duplex, head: Buffer, target: string, onDone: (outcome: number | "upgraded") => void): void {
+/** `onClose`: called once when a spliced relay ends (either side closed); never for a relay that did not open. */
+export function spliceToGuest(client: Duplex, head: Buffer, target: string, onDone: (outcome: number | "upgraded") => void, onClose: () => void = () => {}, protocol = "tcp"): void {
   const i = target.lastIndexOf(":");
   const host = i > 0 ? target.slice(0, i) : "";
   const port = Number(target.slice(i + 1));
@@ -20,7 +21,7 @@ export function spliceToGuest(client: Duplex, head: Buffer, target: string, onDo
     writeRawResponse(client, 502, { "content-type": "application/json" }, JSON.stringify({ error: "guest port unreachable" }));
   };
   if (!host || !Number.isInteger(port) || port <= 0) return unreachable();
-  if (host.startsWith("unix:")) return void viaSandboxRelay(host.slice(5), port, unreachable, (up, rest) => splice(client, head, up, rest, onDone));
+  if (host.startsWith("unix:")) return void viaSandboxRelay(host.slice(5), port, unreachable, (up, rest) => splice(client, head, up, rest, onDone, onClose, protocol));
   const upstream = net.connect({ host, port, allowHalfOpen: true });
   upstream.setTimeout(DIAL_TIMEOUT_MS, () => upstream.destroy(new Error("dial timeout")));
   let connected = false;
@@ -31,22 +32,32 @@ export function spliceToGuest(client: Duplex, head: Buffer, target: string, onDo
   upstream.once("connect", () => {
     connected = true;
     upstream.setTimeout(0);
-    splice(client, head, upstream, Buffer.alloc(0), onDone);
+    splice(client, head, upstream, Buffer.alloc(0), onDone, onClose, protocol);
   });
 }
 
-function splice(client: Duplex, head: Buffer, upstream: net.Socket, early: Buffer, onDone: (outcome: number | "upgraded") => void): void {
+function splice(client: Duplex, head: Buffer, upstream: net.Socket, early: Buffer, onDone: (outcome: number | "upgraded") => void, onClose: () => void, protocol: string): void {
   onDone("upgraded");
-  client.write("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n");
+  let closed = false;
+  const closeOnce = () => {
+    if (closed) return;
+    closed = true;
+    onClose();
+  };
+  client.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${protocol}\r\n\r\n`);
   if (early.length) client.write(early);
   if (head.length) upstream.write(head);
   client.pipe(upstream);
   upstream.pipe(client);
   client.on("error", () => upstream.destroy());
   upstream.on("close", () => {
+    closeOnce();
     if (!client.writableEnded) client.end();
   });
-  client.on("close", () => upstream.destroy());
+  client.on("close", () => {
+    closeOnce();
+    upstream.destroy();
+  });
 }
 
 /**

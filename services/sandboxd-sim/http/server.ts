@@ -18,7 +18,7 @@ import { simErrorResponse } from "../errors.ts";
 import type { SimNode } from "../node.ts";
 import { MAX_REQUEST_BODY_BYTES } from "#shared/sandboxd/index.ts";
 import { matchRoute, routerMiss, type RouteName } from "../routes/index.ts";
-import { RELAY_MARKER } from "../routes/index.ts";
+import { RELAY_HOLD, RELAY_MARKER, RELAY_PROTOCOL } from "../routes/index.ts";
 import type { RawRequest, SimEnv } from "../routes/index.ts";
 import type { Faults } from "./faults.ts";
 import { decodeLoggedBody, type RequestLog, type RequestLogEntry } from "./reqlog.ts";
@@ -257,7 +257,13 @@ export class NodeServer {
     }
     const relay = r.headers.get(RELAY_MARKER);
     if (relay !== null && head !== undefined) {
-      spliceToGuest(sink.socket, head, relay, (o) => (entry.outcome = o));
+      // An active relay holds its sandbox's idle clock from the 101 until either side closes (idle.ts).
+      const held = this.d.node.table.get(r.headers.get(RELAY_HOLD) ?? "");
+      let release: (() => void) | undefined;
+      spliceToGuest(sink.socket, head, relay, (o) => {
+        entry.outcome = o;
+        if (o === "upgraded" && held) release = this.d.node.hold(held);
+      }, () => release?.(), r.headers.get(RELAY_PROTOCOL) ?? "tcp");
       return;
     }
     entry.outcome = r.status;

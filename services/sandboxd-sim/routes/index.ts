@@ -10,7 +10,7 @@ import { registerArtefacts } from "./artefacts.ts";
 import { registerClaim } from "./claim.ts";
 import { registerLifecycle } from "./lifecycle.ts";
 import { registerNode } from "./node.ts";
-import { registerPorts } from "./ports.ts";
+import { registerAgent, registerPorts } from "./ports.ts";
 import { registerExec } from "./exec.ts";
 import { registerPreview } from "./preview.ts";
 import { registerReads } from "./reads.ts";
@@ -25,6 +25,7 @@ export function createApp(node: SimNode): Hono<SimEnv> {
   registerNode(app, node);
   registerArtefacts(app, node);
   registerPorts(app, node);
+  registerAgent(app, node);
   registerExec(app, node);
   registerPreview(app, node);
   app.notFound((c) => routerMiss(matchRoute(c.req.method, new URL(c.req.url).pathname)));
@@ -37,5 +38,5 @@ export function createApp(node: SimNode): Hono<SimEnv> {
   return app;
 }
 export { type RawRequest, type SimEnv } from "./body.ts";
-export { RELAY_MARKER } from "./ports.ts";
+export { RELAY_HOLD, RELAY_MARKER, RELAY_PROTOCOL } from "./ports.ts";
 export { type RouteName, matchRoute, routerMiss } from "./table.ts";

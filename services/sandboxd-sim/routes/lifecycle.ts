@@ -6,7 +6,7 @@
 import type { Hono } from "hono";
 import { bodyTokenAccess, sandboxScoped } from "../auth.ts";
 import { conflict, invalidBody, SimError } from "../errors.ts";
-import { newLease, wakeClaim } from "../claims.ts";
+import { newLease } from "../claims.ts";
 import { checkpoint, fork, promote, removedTenantCheck } from "../verbs.ts";
 import type { SimNode } from "../node.ts";
 import {
@@ -45,8 +45,10 @@ export function registerLifecycle(app: Hono<SimEnv>, node: SimNode): void {
     return json(c, 200, { deadline: toWireTime(lease.deadline) });
   });
 
-  app.post("/v1/sandboxes/:id/hibernate", (c) => {
+  app.post("/v1/sandboxes/:id/hibernate", async (c) => {
     const { sandbox } = scoped(c);
+    // A wake in flight (slowWake) finishes first: the verbs act in the order they arrived.
+    if (node.waking(sandbox.id)) await node.wake(sandbox, { access: false });
     if (sandbox.key.net === "egress") throw conflict("cannot hibernate an egress-lane sandbox");
     if (sandbox.state === "archived") throw conflict("sandbox archived");
     if (sandbox.state === "failed") throw conflict("sandbox failed");
@@ -57,13 +59,12 @@ export function registerLifecycle(app: Hono<SimEnv>, node: SimNode): void {
     return c.body(null, 204);
   });
 
-  app.post("/v1/sandboxes/:id/wake", (c) => {
+  app.post("/v1/sandboxes/:id/wake", async (c) => {
     const { sandbox } = scoped(c);
     if (sandbox.state === "failed" && sandbox.key.net === "egress") throw conflict("cannot cold-boot a failed egress-lane sandbox");
     if (sandbox.state === "failed" && node.pools.fails(sandbox.key)) throw new SimError(500, "cold boot failed");
-    if (sandbox.state === "archived") node.count("unarchives_total");
-    if (sandbox.state !== "running") node.count("wakes_total");
-    wakeClaim(sandbox, node.clock.now());
+    // node.wake: counts the wake, takes the slowWake latency, shares a wake already in flight.
+    await node.wake(sandbox, { access: false });
     return c.body(null, 204);
   });
 

@@ -6,7 +6,7 @@
 import type { Hono } from "hono";
 import { sandboxScoped } from "../auth.ts";
 import { badRequest } from "../errors.ts";
-import { toRow } from "../claims.ts";
+import { memUsedBytes, toRow } from "../claims.ts";
 import type { SimNode } from "../node.ts";
 import { SIZE_TIERS, toWireTime, type SandboxDetail, type Stats } from "#shared/sandboxd/index.ts";
 import { bearer, json, type SimEnv } from "./body.ts";
@@ -61,8 +61,8 @@ export function registerReads(app: Hono<SimEnv>, node: SimNode): void {
       id: claim.id,
       cpu_count: tier.cpu_count,
       mem_total_bytes: tier.mem_total_bytes,
-      // A fixed quarter of the allocation: deterministic, and plainly simulated.
-      mem_used_bytes: running ? Math.floor(tier.mem_total_bytes / 4) : 0,
+      // claims.ts memUsedBytes: a quarter of the allocation while running, 0 once the memory is written out.
+      mem_used_bytes: memUsedBytes(claim),
       mem_used_measured: running,
       hibernated: claim.state === "hibernated",
       measured_at: toWireTime(node.clock.now()),

@@ -19,6 +19,7 @@ export const ROUTES = [
   { name: "promote", method: "POST", path: "/v1/sandboxes/:id/promote" },
   { name: "checkpoint", method: "POST", path: "/v1/sandboxes/:id/checkpoint" },
   { name: "ports", method: "GET", path: "/v1/sandboxes/:id/ports/:port" },
+  { name: "agent", method: "GET", path: "/v1/sandboxes/:id/agent" },
   { name: "exec", method: "POST", path: "/v1/sandboxes/:id/exec" },
   { name: "preview", method: "POST", path: "/v1/sandboxes/:id/preview" },
   { name: "instance-metadata", method: "PUT", path: "/v1/sandboxes/:id/instance-metadata" },

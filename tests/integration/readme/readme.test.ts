@@ -175,7 +175,7 @@ describe("bash scripts/stack.sh (full)", () => {
       const r = await shell(lines[1]!, exports, elsewhere);
       return r.code === 0 && r.stdout.includes(claimId) ? r.stdout : undefined;
     }, 30_000, 500);
-    expect(listed.split("\n")[0]).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+NODE\s+TEMPLATE\s+AGE\s+CLAIM ID\s+ADDRESS\s+DEADLINE$/);
+    expect(listed.split("\n")[0]).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+MODE\s+NODE\s+TEMPLATE\s+AGE\s+CLAIM ID\s+ADDRESS\s+DEADLINE$/);
     const pod = await shell(lines[2]!, exports, elsewhere);
     expect(pod.code).toBe(0);
     expect(pod.stdout).toMatch(/^pod\/\S+ created$/m);

@@ -276,3 +276,57 @@ subjects: [{kind: ServiceAccount, name: scraper, namespace: default}]
     }
   }, 60_000);
 });
+
+describe("spec.operatingMode through the aggregator", () => {
+  test("issue 28.3: spec.operatingMode needs what the pause and resume subresources need, besides patch", async () => {
+    // Its own namespace and sandbox, so the Roles below change nothing the other tests rely on.
+    await stack.cluster.createNamespace("mode");
+    await stack.publish({
+      node: "n1",
+      publishedAt: rfc3339(Date.now()),
+      entries: [
+        { name: "a/x", id: "sb_ax", phase: "Running" },
+        { name: "b/y", id: "sb_by", phase: "Running" },
+        { name: "mode/z", id: "sb_mz", phase: "Running" },
+      ],
+    });
+    await stack.cluster.apply(`
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: sandbox-patcher, namespace: mode}
+rules: [{apiGroups: [agents.x-k8s.io], resources: [sandboxes], verbs: [get, patch]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sandbox-patcher, namespace: mode}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: sandbox-patcher}
+subjects: [{kind: User, name: ${stack.cluster.user.name}}]
+`);
+    const suspend = () => kubectl(["patch", "sandbox", "z", "-n", "mode", "--type=merge", "-p", '{"spec":{"operatingMode":"Suspended"}}'], { kubeconfig: userKubeconfig });
+    const denied = await waitFor("the patch Role to apply", async () => {
+      const r = await suspend();
+      return r.stderr.includes("forbidden: spec.operatingMode") ? r : undefined;
+    }, 10_000);
+    expect(denied.code).not.toBe(0);
+    expect(denied.stderr).toContain(`spec.operatingMode Suspended needs create on sandboxes/pause in namespace "mode", as the pause subresource does; User "${stack.cluster.user.name}" may not`);
+    await stack.cluster.apply(`
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: sandbox-pauser, namespace: mode}
+rules: [{apiGroups: [agents.x-k8s.io], resources: [sandboxes/pause], verbs: [create]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sandbox-pauser, namespace: mode}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: sandbox-pauser}
+subjects: [{kind: User, name: ${stack.cluster.user.name}}]
+`);
+    // Allowed now: the request passes authorization and goes on to the node (this stack's node has no sandboxd
+    // address, so it ends there, with that error and not a 403).
+    const allowed = await waitFor("the pause Role to apply", async () => {
+      const r = await suspend();
+      return r.stderr.includes("forbidden") ? undefined : r;
+    }, 10_000);
+    expect(allowed.stderr).toContain("advertises no sandboxd address");
+  });
+});

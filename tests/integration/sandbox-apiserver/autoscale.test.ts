@@ -110,7 +110,7 @@ describe("autoscaled SandboxWarmPool", () => {
       kubectl(["patch", "sandboxwarmpool", "auto", "-n", "pools", "--type", "merge", "-p", JSON.stringify(patch)], { kubeconfig: stack.serverKubeconfig });
     const spec = await as({ spec: { replicas: 9 } });
     expect(spec.code).not.toBe(0);
-    expect(spec.stderr).toContain("sandbox-apiserver may change only the annotation sandbox.cocoonstack.io/autoscale-status of a SandboxWarmPool");
+    expect(spec.stderr).toContain("sandbox-apiserver may change only the annotations sandbox.cocoonstack.io/autoscale-status and sandbox.cocoonstack.io/sleep-status of a SandboxWarmPool");
     const other = await as({ metadata: { annotations: { "sandbox.cocoonstack.io/autoscale-max": "1000" } } });
     expect(other.code).not.toBe(0);
     expect(other.stderr).toContain("may change only the annotation");

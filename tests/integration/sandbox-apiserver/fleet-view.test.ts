@@ -45,19 +45,19 @@ describe("kubectl get sandboxes (issue 21 item 3)", () => {
   test("columns Name, Phase, Node, Template, Age with the node's values; what a node did not report prints <none>/<unknown>", async () => {
     await stack.publish(inv("Running"));
     const lines = await rows(["get", "sandboxes", "-n", "view"], 3);
-    expect(lines[0]).toMatch(/^NAME\s+PHASE\s+NODE\s+TEMPLATE\s+AGE$/);
-    expect(lines[1]).toMatch(new RegExp(`^alpha\\s+Running\\s+node-a\\s+${IMG.replace(/[.:/]/g, "\\$&")}\\s+3h5m$`));
-    expect(lines[2]).toMatch(/^bare\s+Running\s+node-a\s+<none>\s+<unknown>$/);
+    expect(lines[0]).toMatch(/^NAME\s+PHASE\s+MODE\s+NODE\s+TEMPLATE\s+AGE$/);
+    expect(lines[1]).toMatch(new RegExp(`^alpha\\s+Running\\s+Running\\s+node-a\\s+${IMG.replace(/[.:/]/g, "\\$&")}\\s+3h5m$`));
+    expect(lines[2]).toMatch(/^bare\s+Running\s+Running\s+node-a\s+<none>\s+<unknown>$/);
     const all = await k(["get", "sandboxes", "-A"]);
-    expect(all.stdout.split("\n")[0]).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+NODE\s+TEMPLATE\s+AGE$/);
+    expect(all.stdout.split("\n")[0]).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+MODE\s+NODE\s+TEMPLATE\s+AGE$/);
   });
 
   test("-o wide adds Claim ID, Address and Deadline", async () => {
     await stack.publish(inv("Running"));
     const lines = await rows(["get", "sandboxes", "-n", "view", "-o", "wide"], 3);
-    expect(lines[0]).toMatch(/^NAME\s+PHASE\s+NODE\s+TEMPLATE\s+AGE\s+CLAIM ID\s+ADDRESS\s+DEADLINE$/);
-    expect(lines[1]).toMatch(/^alpha\s+Running\s+node-a\s+\S+\s+3h5m\s+sb_alpha\s+10\.1\.2\.3\s+2027-01-02T03:04:05Z$/);
-    expect(lines[2]).toMatch(/^bare\s+Running\s+node-a\s+<none>\s+<unknown>\s+<none>\s+<none>\s+<none>$/);
+    expect(lines[0]).toMatch(/^NAME\s+PHASE\s+MODE\s+NODE\s+TEMPLATE\s+AGE\s+CLAIM ID\s+ADDRESS\s+DEADLINE$/);
+    expect(lines[1]).toMatch(/^alpha\s+Running\s+Running\s+node-a\s+\S+\s+3h5m\s+sb_alpha\s+10\.1\.2\.3\s+2027-01-02T03:04:05Z$/);
+    expect(lines[2]).toMatch(/^bare\s+Running\s+Running\s+node-a\s+<none>\s+<unknown>\s+<none>\s+<none>\s+<none>$/);
   });
 
   test("-o json is the Sandbox object itself, unchanged by the Table", async () => {
@@ -79,7 +79,10 @@ describe("kubectl get sandboxes (issue 21 item 3)", () => {
     expect(obj.status).toEqual({
       nodeName: "node-a",
       podIPs: ["10.1.2.3"],
-      conditions: [{ type: "Ready", status: "True", reason: "Running", message: 'phase "Running" reported by node "node-a" inventory' }],
+      conditions: [
+        { type: "Ready", status: "True", reason: "Running", message: 'phase "Running" reported by node "node-a" inventory' },
+        { type: "Suspended", status: "False", reason: "Running", message: 'running on node "node-a"' },
+      ],
     });
     expect(obj).not.toHaveProperty("cells");
     const list = JSON.parse((await k(["get", "sandboxes", "-n", "view", "-o", "json"])).stdout);
@@ -92,12 +95,12 @@ describe("kubectl get sandboxes (issue 21 item 3)", () => {
     await rows(["get", "sandboxes", "-n", "view"], 3);
     const w = await kubectlStream(["get", "sandboxes", "-n", "view", "-w", "-o", "wide"], { kubeconfig: stack.admin });
     try {
-      expect(await w.waitFor(/^NAME\s+PHASE\s+NODE/, 20_000)).toMatch(/CLAIM ID\s+ADDRESS\s+DEADLINE$/);
-      await w.waitFor(/^alpha\s+Running\s+node-a\s/, 20_000);
+      expect(await w.waitFor(/^NAME\s+PHASE\s+MODE\s+NODE/, 20_000)).toMatch(/CLAIM ID\s+ADDRESS\s+DEADLINE$/);
+      await w.waitFor(/^alpha\s+Running\s+Running\s+node-a\s/, 20_000);
       await stack.publish(inv("Hibernated"));
-      expect(await w.waitFor(/^alpha\s+Hibernated\s/, 10_000)).toMatch(/^alpha\s+Hibernated\s+node-a\s+\S+\s+3h5m\s+sb_alpha\s+10\.1\.2\.3\s+2027-01-02T03:04:05Z$/);
+      expect(await w.waitFor(/^alpha\s+Hibernated\s/, 10_000)).toMatch(/^alpha\s+Hibernated\s+Suspended\s+node-a\s+\S+\s+3h5m\s+sb_alpha\s+10\.1\.2\.3\s+2027-01-02T03:04:05Z$/);
       await stack.publish(inv("Running"));
-      await w.waitFor(/^alpha\s+Running\s+node-a\s/, 10_000);
+      await w.waitFor(/^alpha\s+Running\s+Running\s+node-a\s/, 10_000);
     } finally {
       await w.stop();
     }

@@ -52,12 +52,13 @@ async function publishSeen(inv: InventoryInput): Promise<void> {
 }
 
 describe("sandbox-apiserver through the aggregator", () => {
-  test("1: kubectl api-resources lists sandboxes (namespaced, Sandbox, create/delete/get/list/watch) and the APIService is Available", async () => {
+  test("1: kubectl api-resources lists sandboxes (namespaced, Sandbox, create/delete/get/list/patch/update/watch) and the APIService is Available", async () => {
     const r = await k(["api-resources", "--api-group=agents.x-k8s.io", "-o", "wide"]);
     expect(r.stderr).toBe("");
     const line = r.stdout.split("\n").find((l) => /^sandboxes\s/.test(l));
     expect(line).toBeDefined();
-    expect(line).toMatch(/agents\.x-k8s\.io\/v1beta1\s+true\s+Sandbox\s+create,delete,get,list,watch/);
+    // patch and update change spec.operatingMode only (issue 28 item 3).
+    expect(line).toMatch(/agents\.x-k8s\.io\/v1beta1\s+true\s+Sandbox\s+create,delete,get,list,patch,update,watch/);
     const svc = await k(["get", "apiservice", "v1beta1.agents.x-k8s.io", "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}"]);
     expect(svc.stdout).toBe("True");
   });
@@ -85,11 +86,11 @@ describe("sandbox-apiserver through the aggregator", () => {
       return r.stdout.split("\n").filter(Boolean).length === 4 ? r.stdout : undefined;
     }, 10_000);
     const lines = out.split("\n").filter(Boolean);
-    expect(lines[0]).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+NODE\s+TEMPLATE\s+AGE$/);
+    expect(lines[0]).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+MODE\s+NODE\s+TEMPLATE\s+AGE$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 2).join("/"))).toEqual(["default/demo", "team-a/alpha", "team-b/zeta"]);
     // Claimed 2026-07-06: its age is in days; an entry without claimedAt has no age.
-    expect(lines[1]).toMatch(/^default\s+demo\s+Running\s+n1\s+<none>\s+\d+d/);
-    expect(lines[2]).toMatch(/^team-a\s+alpha\s+Hibernated\s+n2\s+<none>\s+<unknown>$/);
+    expect(lines[1]).toMatch(/^default\s+demo\s+Running\s+Running\s+n1\s+<none>\s+\d+d/);
+    expect(lines[2]).toMatch(/^team-a\s+alpha\s+Hibernated\s+Suspended\s+n2\s+<none>\s+<unknown>$/);
   });
 
   test("4: -o json carries node/phase labels, claim-id/deadline annotations, podIPs from addr and Ready True reason Running; Hibernated is Ready False", async () => {
@@ -115,10 +116,17 @@ describe("sandbox-apiserver through the aggregator", () => {
     expect(obj.metadata.annotations).toEqual({ "sandbox.cocoonstack.io/claim-id": "sb_rich", "sandbox.cocoonstack.io/deadline": "2026-12-31T10:00:00Z" });
     expect(obj.status.podIPs).toEqual(["10.0.0.5"]);
     expect(obj.status.nodeName).toBe("n1");
-    expect(obj.status.conditions).toEqual([{ type: "Ready", status: "True", reason: "Running", message: 'phase "Running" reported by node "n1" inventory' }]);
+    expect(obj.spec).toEqual({ operatingMode: "Running" });
+    expect(obj.status.conditions).toEqual([
+      { type: "Ready", status: "True", reason: "Running", message: 'phase "Running" reported by node "n1" inventory' },
+      { type: "Suspended", status: "False", reason: "Running", message: 'running on node "n1"' },
+    ]);
     const sleepy = JSON.parse((await k(["get", "sandbox", "sleepy", "-o", "json"])).stdout);
     expect(sleepy.status.conditions[0].status).toBe("False");
     expect(sleepy.status.conditions[0].reason).toBe("Hibernated");
+    // Hibernated (paused, or asleep by itself) reads operatingMode Suspended with the Suspended condition (issue 28.3).
+    expect(sleepy.spec).toEqual({ operatingMode: "Suspended" });
+    expect(sleepy.status.conditions[1]).toMatchObject({ type: "Suspended", status: "True", reason: "Hibernated" });
     const yaml = await k(["get", "sandbox", "rich", "-o", "yaml"]);
     expect(yaml.stdout).toContain("kind: Sandbox");
     expect(yaml.stdout).toContain("nodeName: n1");
@@ -383,18 +391,66 @@ describe("reads of unpublished sandboxes, delete and verbs", () => {
     expect(releases()).toBe(before + 1);
   });
 
-  test("20: kubectl patch, label and edit are 405", async () => {
+  test("20: kubectl patch, label and edit of anything but spec.operatingMode are 422 Invalid naming the field", async () => {
     const p = await k(["patch", "sandbox", "gone", "--type=merge", "-p", '{"metadata":{"labels":{"a":"b"}}}']);
-    expect(p.stderr).toContain("MethodNotAllowed");
+    expect(p.code).not.toBe(0);
+    expect(p.stderr).toContain('"gone" is invalid: metadata.labels: Forbidden: only spec.operatingMode may change');
     const l = await k(["label", "sandbox", "gone", "a=b"]);
-    expect(l.stderr).toContain("MethodNotAllowed");
+    expect(l.stderr).toContain("only spec.operatingMode may change");
     // kubectl edit prints the Status message, not its reason.
     // kubectl edit runs $KUBE_EDITOR on the object's YAML, then PATCHes the difference.
     const editor = join(stack.dir, "edit.sh");
     writeFileSync(editor, `#!/bin/sh\nsed -i 's/cocoonstack.io\\/phase: Running/cocoonstack.io\\/phase: Edited/' "$1"\n`, { mode: 0o755 });
     const e = await kubectl(["edit", "sandbox", "gone"], { kubeconfig: stack.admin, timeoutMs: 15_000, env: { KUBE_EDITOR: editor } });
     expect(e.code).not.toBe(0);
-    expect(e.stderr).toContain("patch is not supported on sandboxes.agents.x-k8s.io");
+    // kubectl edit prints only the Status line of an Invalid, not its causes.
+    expect(e.stderr).toContain('sandboxes.agents.x-k8s.io "gone" is invalid');
+    expect(e.stderr).toContain("no valid changes were saved");
+  });
+
+  test("issue 28.3: spec.operatingMode Suspended hibernates the node's claim and Running wakes it (merge, strategic and JSON patch); the Mode column and the Suspended condition follow the node's phase", async () => {
+    const c = await create(sandbox("sleeper"));
+    const id = c.obj!.metadata.annotations!["sandbox.cocoonstack.io/claim-id"]!;
+    const publish = (phase: string) => stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [{ name: "default/sleeper", id, phase }] });
+    const modeRow = async () => (await k(["get", "sandbox", "sleeper", "--no-headers"])).stdout.trim().split(/\s+/).slice(1, 3).join(" ");
+    await publish("Running");
+    await waitFor("sandbox sleeper running", async () => (await modeRow()) === "Running Running", 10_000);
+    const nodeVerbs = () => n1.requests.filter((r) => r.path.startsWith(`/v1/sandboxes/${id}/`)).map((r) => r.route);
+
+    const suspend = await k(["patch", "sandbox", "sleeper", "--type=merge", "-p", '{"spec":{"operatingMode":"Suspended"}}']);
+    expect([suspend.code, suspend.stderr]).toEqual([0, ""]);
+    expect(suspend.stdout).toContain("sandbox.agents.x-k8s.io/sleeper patched");
+    expect(nodeVerbs()).toEqual(["hibernate"]);
+    expect(n1.claims().find((x) => x.id === id)!.state).toBe("hibernated");
+    // The node republishes it hibernated: Phase Hibernated, Mode Suspended, condition Suspended=True.
+    await publish("Hibernated");
+    await waitFor("Mode Suspended", async () => (await modeRow()) === "Hibernated Suspended", 10_000);
+    const cond = await k(["get", "sandbox", "sleeper", "-o", 'jsonpath={.spec.operatingMode} {.status.conditions[?(@.type=="Suspended")].status} {.status.conditions[?(@.type=="Suspended")].reason}']);
+    expect(cond.stdout).toBe("Suspended True Hibernated");
+    // The same mode again is a no-op: no node call.
+    expect((await k(["patch", "sandbox", "sleeper", "--type=merge", "-p", '{"spec":{"operatingMode":"Suspended"}}'])).code).toBe(0);
+    expect(nodeVerbs()).toEqual(["hibernate"]);
+
+    // kubectl's default patch type (strategic merge) wakes it.
+    const resume = await k(["patch", "sandbox", "sleeper", "-p", '{"spec":{"operatingMode":"Running"}}']);
+    expect([resume.code, resume.stderr]).toEqual([0, ""]);
+    expect(nodeVerbs()).toEqual(["hibernate", "wake"]);
+    expect(n1.claims().find((x) => x.id === id)!.state).toBe("running");
+    await publish("Running");
+    await waitFor("Mode Running", async () => (await modeRow()) === "Running Running", 10_000);
+
+    // A JSON patch works too; a bad value is a 422 naming the supported values, and reaches no node.
+    const json = await k(["patch", "sandbox", "sleeper", "--type=json", "-p", '[{"op":"replace","path":"/spec/operatingMode","value":"Suspended"}]']);
+    expect(json.code).toBe(0);
+    expect(nodeVerbs()).toEqual(["hibernate", "wake", "hibernate"]);
+    const bad = await k(["patch", "sandbox", "sleeper", "--type=merge", "-p", '{"spec":{"operatingMode":"Asleep"}}']);
+    expect(bad.stderr).toContain('spec.operatingMode: Unsupported value: "Asleep": supported values: "Running", "Suspended"');
+    const other = await k(["patch", "sandbox", "sleeper", "--type=merge", "-p", '{"spec":{"operatingMode":"Running","shutdownTime":"2030-01-01T00:00:00Z"}}']);
+    expect(other.stderr).toContain("spec.shutdownTime: Forbidden: only spec.operatingMode may change");
+    expect(nodeVerbs()).toEqual(["hibernate", "wake", "hibernate"]);
+    // A sandbox the node put to sleep by itself (an idle pool) reads Suspended the same way: the phase is the node's.
+    await publish("Hibernated");
+    await waitFor("Mode Suspended again", async () => (await modeRow()) === "Hibernated Suspended", 10_000);
   });
 
   const post = (path: string, body: unknown) => k(["create", "--raw", `/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/${path}`, "-f", "-"], JSON.stringify(body));

@@ -83,10 +83,10 @@ test("a claim and a release made through a Pod on a real vk-sandbox node show up
     // vk-sandbox claims (claim_ref default/vk-pod), then publishes within its 2 s interval.
     const added = await w.waitFor(/ADDED\s+default\s+vk-pod/, 20_000);
     // The Table's cells (docs/api.md "Table output"): phase, node, template, age.
-    expect(added).toMatch(new RegExp(`vk-pod\\s+Running\\s+${NODE}\\s+\\S+\\s+\\d+[smhdy]`));
+    expect(added).toMatch(new RegExp(`vk-pod\\s+Running\\s+Running\\s+${NODE}\\s+\\S+\\s+\\d+[smhdy]`));
     const list = await kubectl(["get", "sandboxes", "-A"], { kubeconfig: stack.admin });
-    expect(list.stdout.split("\n")[0]).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+NODE\s+TEMPLATE\s+AGE$/);
-    expect(list.stdout).toMatch(new RegExp(`default\\s+vk-pod\\s+Running\\s+${NODE}\\s`));
+    expect(list.stdout.split("\n")[0]).toMatch(/^NAMESPACE\s+NAME\s+PHASE\s+MODE\s+NODE\s+TEMPLATE\s+AGE$/);
+    expect(list.stdout).toMatch(new RegExp(`default\\s+vk-pod\\s+Running\\s+Running\\s+${NODE}\\s`));
     const one = JSON.parse((await kubectl(["get", "sandbox", "vk-pod", "-o", "json"], { kubeconfig: stack.admin })).stdout);
     expect(one.status.nodeName).toBe(NODE);
     expect(one.metadata.annotations["sandbox.cocoonstack.io/claim-id"]).toBe(sim.claims()[0]!.id);

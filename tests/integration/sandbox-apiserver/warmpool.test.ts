@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { type ApiserverProcess, NAMESPACE, type Stack, rfc3339, startStack } from "./fixture.ts";
 import { waitFor } from "#tests/support/wait.ts";
+import { kubectl } from "../../kube/kubectl.ts";
 
 const ROOT = "root";
 // How long a started server may take to converge (elect itself, sync its informers, run a pass, get status written):
@@ -75,10 +76,20 @@ async function template(name: string, image = IMG, net?: string): Promise<void> 
   ]);
 }
 
-async function pool(name: string, replicas: number, templateName: string): Promise<void> {
+async function pool(name: string, replicas: number, templateName: string, annotations?: Record<string, string>): Promise<void> {
   await stack.cluster.apply([
-    { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxWarmPool", metadata: { name, namespace: "pools" }, spec: { replicas, sandboxTemplateRef: { name: templateName } } },
+    {
+      apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+      kind: "SandboxWarmPool",
+      metadata: { name, namespace: "pools", ...(annotations ? { annotations } : {}) },
+      spec: { replicas, sandboxTemplateRef: { name: templateName } },
+    },
   ]);
+}
+
+async function poolAnnotations(name: string): Promise<Record<string, string>> {
+  const r = await stack.cluster.adminFetch(`/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/pools/sandboxwarmpools/${name}`);
+  return ((await r.json()) as { metadata: { annotations?: Record<string, string> } }).metadata.annotations ?? {};
 }
 
 async function deletePool(name: string): Promise<void> {
@@ -92,7 +103,8 @@ async function poolStatus(name: string): Promise<{ replicas?: number; readyRepli
 }
 
 const puts = (s: SandboxdSim) => s.requests.filter((r) => r.route === "pools" && r.method === "PUT");
-const lastPut = (s: SandboxdSim) => puts(s).at(-1)?.body as { pools: { template: string; net: string; size: string; warm: number }[] } | undefined;
+type PutEntry = { template: string; net: string; size: string; warm: number; idle_hibernate_seconds?: number; archive_after_seconds?: number; archive_delete_after_seconds?: number };
+const lastPut = (s: SandboxdSim) => puts(s).at(-1)?.body as { pools: PutEntry[] } | undefined;
 
 describe("warm-pool driver", () => {
   test("38: a pool of 5 over n1..n3 PUTs warm 2, 2, 1 in node order; status replicas = readyReplicas = the warm the nodes report, selector agents.x-k8s.io/warm-pool=<name>", async () => {
@@ -161,6 +173,49 @@ describe("warm-pool driver", () => {
     } finally {
       addressless = false;
     }
+  }, 80_000);
+
+  test("issue 28.2: a pool's sleep annotations reach every node's PUT, the nodes accept them, and the pool's Sleep column says so; an egress pool's idle time is refused in its status and never sent", async () => {
+    await template("t28", "img:sleepy");
+    await template("t28e", "img:sleepy-egress", "egress");
+    await pool("p28", 3, "t28", { "sandbox.cocoonstack.io/idle-hibernate-seconds": "300", "sandbox.cocoonstack.io/archive-after-seconds": "3600" });
+    await pool("p28e", 3, "t28e", { "sandbox.cocoonstack.io/idle-hibernate-seconds": "60" });
+    await start();
+    const sleepy = (s: SandboxdSim) => lastPut(s)?.pools.find((p) => p.template === "img:sleepy");
+    await waitFor("the sleep fields in every node's PUT", () => sims.every((s) => sleepy(s)?.idle_hibernate_seconds === 300), CONVERGE_MS);
+    for (const s of sims) {
+      expect(sleepy(s)).toEqual({ template: "img:sleepy", net: "none", size: "small", warm: 1, idle_hibernate_seconds: 300, archive_after_seconds: 3600 });
+      // The egress pool still warms, without the idle time sandboxd would refuse (its whole PUT would be a 400).
+      expect(lastPut(s)!.pools.find((p) => p.template === "img:sleepy-egress")).toEqual({ template: "img:sleepy-egress", net: "egress", size: "small", warm: 1 });
+      expect(puts(s).at(-1)!.outcome).toBe(200);
+      expect(s.node.pools.get({ template: "img:sleepy", net: "none", size: "small" })!.entry).toMatchObject({ idle_hibernate_seconds: 300, archive_after_seconds: 3600 });
+    }
+    await waitFor("the sleep-status annotations", async () => (await poolAnnotations("p28"))["sandbox.cocoonstack.io/sleep-status"] === "hibernate 300s, archive 3600s", CONVERGE_MS);
+    expect((await poolAnnotations("p28e"))["sandbox.cocoonstack.io/sleep-status"]).toStartWith(
+      "refused: sandbox.cocoonstack.io/idle-hibernate-seconds is not allowed on an egress pool (net=egress)",
+    );
+    // kubectl (the real one) shows the column from the CRD's printer columns.
+    const table = await kubectl(["get", "sandboxwarmpools", "-n", "pools", "p28", "p28e"], { kubeconfig: stack.admin });
+    expect(table.code).toBe(0);
+    const lines = table.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^NAME\s+TEMPLATE\s+DESIRED\s+READY\s+SLEEP\s+AGE$/);
+    expect(lines.find((l) => l.startsWith("p28 "))).toContain("hibernate 300s, archive 3600s");
+    expect(lines.find((l) => l.startsWith("p28e "))).toContain("refused: sandbox.cocoonstack.io/idle-hibernate-seconds is not allowed");
+    // The chart's admission policy lets the apiserver's ServiceAccount write that status, never the policy itself.
+    const asServer = (patch: object) => kubectl(["patch", "sandboxwarmpool", "p28", "-n", "pools", "--type", "merge", "-p", JSON.stringify(patch)], { kubeconfig: stack.serverKubeconfig });
+    const own = await asServer({ metadata: { annotations: { "sandbox.cocoonstack.io/sleep-status": "hibernate 300s, archive 3600s" } } });
+    expect([own.code, own.stderr]).toEqual([0, ""]);
+    const policy = await asServer({ metadata: { annotations: { "sandbox.cocoonstack.io/idle-hibernate-seconds": "1" } } });
+    expect(policy.code).not.toBe(0);
+    expect(policy.stderr).toContain("may change only the annotations sandbox.cocoonstack.io/autoscale-status and sandbox.cocoonstack.io/sleep-status");
+    // The annotation goes away with the policy: the next pass sends no sleep fields and clears the column.
+    await stack.cluster.apply([
+      { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxWarmPool", metadata: { name: "p28", namespace: "pools", annotations: { "sandbox.cocoonstack.io/idle-hibernate-seconds": "0", "sandbox.cocoonstack.io/archive-after-seconds": "0" } }, spec: { replicas: 4, sandboxTemplateRef: { name: "t28" } } },
+    ]);
+    await waitFor("PUTs without sleep fields", () => sims.every((s) => sleepy(s) !== undefined && sleepy(s)!.idle_hibernate_seconds === undefined), CONVERGE_MS);
+    await waitFor("the column cleared", async () => (await poolAnnotations("p28"))["sandbox.cocoonstack.io/sleep-status"] === undefined, CONVERGE_MS);
+    await deletePool("p28");
+    await deletePool("p28e");
   }, 80_000);
 
   test("37 (driver): with no sandboxd token the driver sends no PUT but still writes status from inventory warm counts", async () => {

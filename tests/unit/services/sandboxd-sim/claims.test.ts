@@ -29,10 +29,10 @@ describe("sandboxd-sim claim table", () => {
     const t = new ClaimTable();
     t.add(mk());
     t.add(mk({ id: "sb_2", onExpire: "archive" }));
-    expect(t.reap(10_000)).toEqual({ reaped: [], archived: [] });
-    expect(t.reap(10_001)).toEqual({ reaped: ["sb_0000000000000001"], archived: ["sb_2"] });
+    expect(t.reap(10_000)).toEqual({ reaped: [], archived: [], deleted: [] });
+    expect(t.reap(10_001)).toEqual({ reaped: ["sb_0000000000000001"], archived: ["sb_2"], deleted: [] });
     expect(t.get("sb_2")!.state).toBe("archived");
-    expect(t.reap(1e12)).toEqual({ reaped: [], archived: [] }); // an archive stays
+    expect(t.reap(1e12)).toEqual({ reaped: [], archived: [], deleted: [] }); // an archive stays
   });
 
   test("wake: archived gets a fresh lease of its granted length; failed cold-boots with restarts + 1", () => {

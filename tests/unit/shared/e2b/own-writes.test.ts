@@ -40,6 +40,18 @@ describe("OwnWrites", () => {
     expect(view(w, node([{ id: "sb_1", name: "team-a/e2b-1", phase: "Hibernated" }]))).toEqual(["sb_1:paused"]);
   });
 
+  test("a created sandbox the snapshot first lists asleep (its node hibernated it when idle) lists paused at once", () => {
+    const w = new OwnWrites(new FakeClock());
+    w.created("team-a", row("sb_1"));
+    // No list ran while it was awake: the first snapshot that lists it already shows it hibernated.
+    expect(view(w, node([{ id: "sb_1", name: "team-a/e2b-1", phase: "Hibernated" }]))).toEqual(["sb_1:paused"]);
+    // ...and a pause through this replica before the snapshot listed it still outranks a snapshot from before it.
+    w.created("team-a", row("sb_2"));
+    w.paused("team-a", "sb_2");
+    w.resumed("team-a", "sb_2");
+    expect(view(w, node([{ id: "sb_2", name: "team-a/e2b-2", phase: "Hibernated" }]))).toEqual(["sb_2:running"]);
+  });
+
   test("a kill hides the listed sandbox and answers isKilled (either id form) until the snapshot drops it", () => {
     const w = new OwnWrites(new FakeClock());
     const listed = node([{ id: "sb_2", name: "team-a/e2b-2" }]);

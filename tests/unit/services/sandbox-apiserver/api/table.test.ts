@@ -23,23 +23,23 @@ describe("the sandboxes Table", () => {
   );
   const bare = sandboxFromEntry({ name: "bare", phase: "Running" }, "n2");
 
-  test("columns Name, Phase, Node, Template, Age, and Claim ID, Address, Deadline at priority 1 (-o wide)", () => {
+  test("columns Name, Phase, Mode, Node, Template, Age, and Claim ID, Address, Deadline at priority 1 (-o wide)", () => {
     const table = toTable([rich], t) as { columnDefinitions: { name: string; priority: number }[] };
     expect(table.columnDefinitions.map((c) => `${c.name}:${c.priority}`)).toEqual([
-      "Name:0", "Phase:0", "Node:0", "Template:0", "Age:0", "Claim ID:1", "Address:1", "Deadline:1",
+      "Name:0", "Phase:0", "Mode:0", "Node:0", "Template:0", "Age:0", "Claim ID:1", "Address:1", "Deadline:1",
     ]);
   });
 
   test("cells carry the node's values; Age is measured on the server's clock", () => {
     const row = (s: typeof rich) => toTable([s], t).rows[0]!.cells;
-    expect(row(rich)).toEqual(["rich", "Hibernated", "n1", "img:1", "90s", "sb_1", "10.0.0.5", "2026-12-02T00:00:00Z"]);
-    expect(row(bare)).toEqual(["bare", "Running", "n2", "<none>", "<unknown>", "<none>", "<none>", "<none>"]);
+    expect(row(rich)).toEqual(["rich", "Hibernated", "Suspended", "n1", "img:1", "90s", "sb_1", "10.0.0.5", "2026-12-02T00:00:00Z"]);
+    expect(row(bare)).toEqual(["bare", "Running", "Running", "n2", "<none>", "<unknown>", "<none>", "<none>", "<none>"]);
     clock.advance(60 * 60_000);
-    expect(row(rich)[4]).toBe("61m");
+    expect(row(rich)[5]).toBe("61m");
   });
 
   test("a created sandbox's Address is the claim's owner address", () => {
     const created = { ...rich, metadata: { ...rich.metadata, annotations: { ...rich.metadata.annotations, "sandbox.cocoonstack.io/address": "10.0.0.5:49983" } } };
-    expect(toTable([created], t).rows[0]!.cells[6]).toBe("10.0.0.5:49983");
+    expect(toTable([created], t).rows[0]!.cells[7]).toBe("10.0.0.5:49983");
   });
 });
