@@ -4,13 +4,16 @@
 // surface and the relay read, it keeps each node's raw NodeInventory: the aggregated API renders fields (addr,
 // claimRef, entries without an id) that FleetEntry does not carry. A second informer, on Nodes, feeds the trust
 // check of trust.ts: an inventory that fails it is absent from every read (issue 22 case 2), since every reader
-// sends the fleet's root token to the inventory's address.
+// sends the fleet's root token to the inventory's address. A third, on NodeInventoryShards, brings the rows of nodes
+// publishing the sharded form (docs/inventory.md): such a node's record carries its root with the rows of its newest
+// complete shard set put back in `entries`, so every reader sees one NodeInventory per node, whichever form a node
+// publishes (an upstream Go node, or ours with --inventory-format=single, still lists them inline).
 import type { Logger } from "pino";
 import { type Clock, realClock } from "../clock/index.ts";
 import { formatGoDuration } from "../config/index.ts";
 import type { KubeClient } from "../kube/index.ts";
 import { Informer, Nodes } from "../kube/index.ts";
-import { NodeInventories, NodeInventory } from "../inventory/index.ts";
+import { type InventoryEntry, NodeInventories, NodeInventory, NodeInventoryShard, NodeInventoryShards, shardName } from "../inventory/index.ts";
 import { type Net, NETS, type Size, SIZES, parseWireTime } from "../sandboxd/index.ts";
 import type { FleetEntry, FleetNode, FleetPool, FleetSource, FleetTemplate } from "./types.ts";
 import { freshNodes, namespaceOfName } from "./view.ts";
@@ -43,8 +46,17 @@ export interface InventoryFleetOptions {
 
 type RawInventory = { metadata?: { name?: string; resourceVersion?: string } } & Record<string, unknown>;
 
+type RawShard = { metadata?: { name?: string; resourceVersion?: string }; node?: unknown } & Record<string, unknown>;
+
 export class InventoryFleet implements FleetSource {
   private readonly informer: Informer<RawInventory>;
+  private readonly shardInformer: Informer<RawShard>;
+  /** Per node: its shard objects by name (raw), kept by the shard informer's events. */
+  private readonly shardsByNode = new Map<string, Map<string, RawShard>>();
+  /** Per node: bumped on every shard event, so a record is rebuilt exactly when one of its shards changed. */
+  private readonly shardEpoch = new Map<string, number>();
+  /** Per shard name: the version parsed and its result (null: refused), so an unchanged shard is parsed once. */
+  private readonly parsedShards = new Map<string, { rv: string; shard: NodeInventoryShard | null }>();
   private readonly nodeInformer: Informer<NodeAddresses & { metadata?: { name?: string; resourceVersion?: string } }>;
   private readonly networks: TrustedNetworks;
   /** Per inventory name: the version refused and why, so it is neither re-parsed nor re-logged until it changes. */
@@ -68,7 +80,31 @@ export class InventoryFleet implements FleetSource {
     this.networks = new TrustedNetworks(o.trustedNetworks ?? []);
     this.informer = new Informer<RawInventory>(o.client, NodeInventories, { log: o.log });
     this.nodeInformer = new Informer(o.client, Nodes, { log: o.log });
+    this.shardInformer = new Informer<RawShard>(o.client, NodeInventoryShards, { log: o.log });
     const rebuild = () => this.rebuild();
+    const shardEvent = (raw: RawShard, gone: boolean) => {
+      const node = typeof raw.node === "string" ? raw.node : "";
+      const name = raw.metadata?.name ?? "";
+      let m = this.shardsByNode.get(node);
+      if (gone) {
+        m?.delete(name);
+        if (m?.size === 0) this.shardsByNode.delete(node);
+        this.parsedShards.delete(name);
+      } else {
+        if (!m) this.shardsByNode.set(node, (m = new Map()));
+        m.set(name, raw);
+      }
+      this.shardEpoch.set(node, (this.shardEpoch.get(node) ?? 0) + 1);
+      rebuild();
+    };
+    this.shardInformer.onAdd((o) => shardEvent(o, false));
+    this.shardInformer.onUpdate((prev, o) => {
+      // A shard's node never changes under one name (the publisher names it after the node), but an object
+      // rewritten by hand might: drop it from the old node's set first.
+      if (prev.node !== o.node) shardEvent(prev, true);
+      shardEvent(o, false);
+    });
+    this.shardInformer.onDelete((o) => shardEvent(o, true));
     this.informer.onAdd(rebuild);
     this.informer.onUpdate(rebuild);
     this.informer.onDelete(rebuild);
@@ -86,6 +122,7 @@ export class InventoryFleet implements FleetSource {
       this.started = true;
       this.informer.start();
       this.nodeInformer.start();
+      this.shardInformer.start();
     }
     const timeoutMs = this.o.syncTimeoutMs ?? INVENTORY_SYNC_TIMEOUT_MS;
     let timer: { cancel(): void } | undefined;
@@ -93,11 +130,14 @@ export class InventoryFleet implements FleetSource {
       timer = this.clock.after(timeoutMs, () =>
         reject(
           new Error(
-            this.informer.hasSynced()
-              ? `kubeinventory: node cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
-                  `(may this identity list and watch nodes?)`
-              : `kubeinventory: node inventory cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
-                  `(is the NodeInventory.sandbox.cocoonstack.io CRD installed?)`,
+            !this.informer.hasSynced()
+              ? `kubeinventory: node inventory cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
+                  `(is the NodeInventory.sandbox.cocoonstack.io CRD installed?)`
+              : !this.shardInformer.hasSynced()
+                ? `kubeinventory: node inventory shard cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
+                  `(is the NodeInventoryShard.sandbox.cocoonstack.io CRD installed, and may this identity list and watch it?)`
+                : `kubeinventory: node cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
+                  `(may this identity list and watch nodes?)`,
           ),
         ),
       );
@@ -107,14 +147,14 @@ export class InventoryFleet implements FleetSource {
       signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
     });
     try {
-      await Promise.race([Promise.all([this.informer.synced, this.nodeInformer.synced]), timedOut, aborted]);
+      await Promise.race([Promise.all([this.informer.synced, this.nodeInformer.synced, this.shardInformer.synced]), timedOut, aborted]);
     } finally {
       timer?.cancel();
     }
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.informer.stop(), this.nodeInformer.stop()]);
+    await Promise.all([this.informer.stop(), this.nodeInformer.stop(), this.shardInformer.stop()]);
   }
 
   /** Fresh nodes, sorted by name (FleetSource). */
@@ -176,7 +216,8 @@ export class InventoryFleet implements FleetSource {
       seen.add(name);
       const node = this.nodeInformer.get(typeof raw.node === "string" ? raw.node : "");
       // The record depends on its Node too: a Node that loses the address, or goes away, withdraws its trust.
-      const rv = `${raw.metadata?.resourceVersion ?? ""}/${node ? addressesKey(node) : "-"}`;
+      const nodeName = typeof raw.node === "string" ? raw.node : "";
+      const rv = `${raw.metadata?.resourceVersion ?? ""}/${node ? addressesKey(node) : "-"}/${this.shardEpoch.get(nodeName) ?? 0}`;
       const cached = this.built.get(name);
       if (cached && cached.rv === rv) {
         next.push(cached.record);
@@ -201,7 +242,7 @@ export class InventoryFleet implements FleetSource {
         continue;
       }
       this.refused.delete(name);
-      const record = recordOf(parsed.data);
+      const record = recordOf(parsed.data.shards ? this.withShardRows(parsed.data) : parsed.data);
       this.built.set(name, { rv, record });
       next.push(record);
     }
@@ -218,6 +259,64 @@ export class InventoryFleet implements FleetSource {
       }
     }
   }
+
+  /**
+   * A sharded root with its rows back in `entries`. A set is (generation, count): the publisher writes a new set whole
+   * before the root names it and deletes the old one after, but the root and the shards reach us on two watches, so
+   * the root may name a set before all of it is here. The rows are then those of the set the root names when it is
+   * complete, else of the newest complete older set (the one being replaced), else what is here of the named set
+   * (said once per change in the log). A shard counts only under the one name shardName() gives it, with the root's
+   * node: trust is the root's (the Node vouches for the address; the admission policy lets a node write only its own).
+   */
+  private withShardRows(root: NodeInventory): NodeInventory {
+    const named = root.shards!;
+    const sets = new Map<string, { generation: number; count: number; shards: NodeInventoryShard[] }>();
+    for (const [name, raw] of this.shardsByNode.get(root.node) ?? []) {
+      const shard = this.parseShard(name, raw);
+      if (!shard || shard.node !== root.node || shard.index >= shard.count || name !== shardName(root.node, shard.generation, shard.index)) continue;
+      const key = `${shard.generation}/${shard.count}`;
+      let set = sets.get(key);
+      if (!set) sets.set(key, (set = { generation: shard.generation, count: shard.count, shards: [] }));
+      set.shards.push(shard);
+    }
+    const complete = (x: { count: number; shards: NodeInventoryShard[] } | undefined) => x !== undefined && x.shards.length === x.count;
+    let chosen = sets.get(`${named.generation}/${named.count}`);
+    if (!complete(chosen)) {
+      const older = [...sets.values()].filter((x) => x.generation < named.generation && complete(x)).sort((a, b) => b.generation - a.generation)[0];
+      if (older) chosen = older;
+      else
+        this.log?.warn(
+          { nodeInventory: root.node, generation: named.generation, count: named.count, present: chosen?.shards.length ?? 0 },
+          "no complete NodeInventoryShard set for this node; showing the shards present",
+        );
+    }
+    const entries: InventoryEntry[] = [];
+    for (const sh of chosen?.shards ?? []) if (sh.entries) for (const e of sh.entries) entries.push(e);
+    entries.sort(byNameThenId);
+    const merged: NodeInventory = { ...root };
+    if (entries.length > 0) merged.entries = entries;
+    else delete merged.entries;
+    return merged;
+  }
+
+  private parseShard(name: string, raw: RawShard): NodeInventoryShard | null {
+    const rv = raw.metadata?.resourceVersion ?? "";
+    const hit = this.parsedShards.get(name);
+    if (hit && hit.rv === rv) return hit.shard;
+    const parsed = NodeInventoryShard.safeParse(raw);
+    if (!parsed.success) this.log?.warn({ nodeInventoryShard: name, err: parsed.error.issues[0]?.message }, "skipping a NodeInventoryShard that does not match its schema");
+    const shard = parsed.success ? parsed.data : null;
+    this.parsedShards.set(name, { rv, shard });
+    return shard;
+  }
+}
+
+/** The publisher's row order: by name, ties broken by id. */
+function byNameThenId(a: InventoryEntry, b: InventoryEntry): number {
+  if (a.name !== b.name) return a.name < b.name ? -1 : 1;
+  const ai = a.id ?? "";
+  const bi = b.id ?? "";
+  return ai < bi ? -1 : ai > bi ? 1 : 0;
 }
 
 /** What of a Node the trust verdict reads: its addresses, in order. */
