@@ -133,11 +133,11 @@ export class InventoryFleet implements FleetSource {
             !this.informer.hasSynced()
               ? `kubeinventory: node inventory cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
                   `(is the NodeInventory.sandbox.cocoonstack.io CRD installed?)`
-              : !this.shardInformer.hasSynced()
-                ? `kubeinventory: node inventory shard cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
-                  `(is the NodeInventoryShard.sandbox.cocoonstack.io CRD installed, and may this identity list and watch it?)`
-                : `kubeinventory: node cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
-                  `(may this identity list and watch nodes?)`,
+              : !this.nodeInformer.hasSynced()
+                ? `kubeinventory: node cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
+                  `(may this identity list and watch nodes?)`
+                : `kubeinventory: node inventory shard cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
+                  `(is the NodeInventoryShard.sandbox.cocoonstack.io CRD installed, and may this identity list and watch it?)`,
           ),
         ),
       );
