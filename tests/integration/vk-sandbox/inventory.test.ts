@@ -2,7 +2,7 @@
 // simulator (scenarios 42, 43, 44), applying as the rbac.yaml ServiceAccount.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
-import { NodeInventories, NodeInventory } from "#shared/inventory/index.ts";
+import { NodeInventories, NodeInventory, NodeInventoryShards, type NodeInventoryShard } from "#shared/inventory/index.ts";
 import { InventoryPublisher } from "#services/vk-sandbox/inventory/index.ts";
 import { NodeController } from "#services/vk-sandbox/node/index.ts";
 import { isNotFound } from "#shared/kube/errors.ts";
@@ -31,7 +31,7 @@ afterAll(async () => {
 type Inv = NodeInventory & { metadata: { uid?: string; managedFields?: { manager: string; operation: string }[] } };
 const getInventory = (name: string) => k.admin.get<Inv>(NodeInventories, name);
 
-async function startPublishing(nodeName: string, own: Map<string, string>, log: Log = quietLog) {
+async function startPublishing(nodeName: string, own: Map<string, string>, log: Log = quietLog, format: "single" | "sharded" = "single") {
   const node = new NodeController({ client: k.daemon, spec: nodeSpecFromFlags([`--node-name=${nodeName}`]), log: quietLog, statusIntervalMs: 200 });
   running.push(node);
   await node.ensure();
@@ -45,6 +45,7 @@ async function startPublishing(nodeName: string, own: Map<string, string>, log: 
     nodeGone: () => node.gone,
     intervalMs: INTERVAL_MS,
     log,
+    format,
   });
   running.push(publisher);
   publisher.start();
@@ -59,6 +60,7 @@ async function publishedAtAfter(name: string, after: string, ms = 10_000): Promi
 }
 
 describe("NodeInventory publisher on a real apiserver", () => {
+  // Scenario 42 is the seed's single-object form (--inventory-format=single); the sharded form is the next test.
   test("scenario 42: node, address, pools, sorted entries, field manager vk-sandbox, Node ownerRef, advancing publishedAt", async () => {
     const b = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/bravo", metadata: { team: "x" } });
     const a = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/alpha" });
@@ -93,6 +95,32 @@ describe("NodeInventory publisher on a real apiserver", () => {
       return got.entries === undefined ? got : undefined;
     });
     expect(empty.pools).toBeDefined();
+  }, 60_000);
+
+  test("the sharded form (issue 29): the rows in NodeInventoryShards the node's own identity writes, the root naming the set; a release rewrites its shard", async () => {
+    const b = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/sh-bravo", metadata: { team: "y" } });
+    const a = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/sh-alpha" });
+    await startPublishing("inv-s", new Map(), quietLog, "sharded");
+    const root = await waitFor("the sharded root", async () => {
+      const got = await getInventory("inv-s").catch(() => undefined);
+      return got?.shards ? got : undefined;
+    });
+    expect(root.entries).toBeUndefined();
+    expect(root.shards).toEqual({ generation: 1, count: 1 });
+    const shard = await k.admin.get<NodeInventoryShard>(NodeInventoryShards, "inv-s.1.0");
+    expect(shard).toMatchObject({ node: "inv-s", generation: 1, index: 0, count: 1 });
+    expect(shard.metadata.ownerReferences?.[0]).toMatchObject({ kind: "Node", name: "inv-s" });
+    const mine = (shard.entries ?? []).filter((e) => e.name.startsWith("ns/sh-"));
+    expect(mine.map((e) => e.name)).toEqual(["ns/sh-alpha", "ns/sh-bravo"]);
+    expect(mine[1]).toMatchObject({ id: b.id, claimMetadata: '{"team":"y"}' });
+    const next = await publishedAtAfter("inv-s", root.publishedAt!);
+    expect(next.shards).toEqual({ generation: 1, count: 1 });
+    await sandboxd.release(a.id, { token: a.token });
+    await waitFor("the released row gone from its shard", async () => {
+      const s2 = await k.admin.get<NodeInventoryShard>(NodeInventoryShards, "inv-s.1.0");
+      return !(s2.entries ?? []).some((e) => e.id === a.id) ? true : undefined;
+    });
+    await sandboxd.release(b.id, { token: b.token });
   }, 60_000);
 
   test("scenario 43: a failing /v1/sandboxes or /v1/info stalls publishedAt; recovery resumes it", async () => {
