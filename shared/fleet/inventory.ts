@@ -242,7 +242,7 @@ export class InventoryFleet implements FleetSource {
         continue;
       }
       this.refused.delete(name);
-      const record = recordOf(parsed.data.shards ? this.withShardRows(parsed.data) : parsed.data);
+      const record = recordOf(parsed.data.shards && shardsAreCurrent(raw) ? this.withShardRows(parsed.data) : parsed.data);
       this.built.set(name, { rv, record });
       next.push(record);
     }
@@ -309,6 +309,27 @@ export class InventoryFleet implements FleetSource {
     this.parsedShards.set(name, { rv, shard });
     return shard;
   }
+}
+
+/**
+ * Whether the root's `shards` is the last publisher's word. A node handed back to the upstream Go daemon keeps the
+ * `shards` field vk-sandbox applied (that daemon never sends it, so server-side apply leaves it), while the Go daemon
+ * now owns `publishedAt` and `entries`: the shards are then leftovers and its inline rows are the truth. Told by the
+ * managed fields: `shards` and `publishedAt` must have one manager. Without managed fields, the shards stand.
+ */
+export function shardsAreCurrent(raw: { metadata?: unknown }): boolean {
+  const managed = (raw.metadata as { managedFields?: unknown } | undefined)?.managedFields;
+  if (!Array.isArray(managed)) return true;
+  const ownerOf = (field: string): string | undefined => {
+    for (const m of managed as { manager?: unknown; fieldsV1?: unknown }[]) {
+      const f = m?.fieldsV1;
+      if (f && typeof f === "object" && field in f) return typeof m.manager === "string" ? m.manager : "";
+    }
+    return undefined;
+  };
+  const shards = ownerOf("f:shards");
+  const stamp = ownerOf("f:publishedAt");
+  return shards === undefined || stamp === undefined || shards === stamp;
 }
 
 /** The publisher's row order: by name, ties broken by id. */

@@ -198,6 +198,8 @@ export class InventoryPublisher {
 
   private async publishSingle(inventory: NodeInventory): Promise<{ inventory: NodeInventory; shards: NodeInventoryShard[]; sizes: InventorySizes }> {
     const bytes = Buffer.byteLength(JSON.stringify(inventory));
+    // Which shards a sharded run left must be read before this apply clears the root's `shards`.
+    if (this.known === undefined) await this.readShardSet();
     await this.apply(NodeInventories, this.o.nodeName, inventory, bytes);
     // Back from the sharded form: its shards are garbage now (readers ignore them once the root names none).
     await this.removeShards(new Set());
@@ -247,6 +249,9 @@ export class InventoryPublisher {
     }
     const inventory = buildRoot(input);
     inventory.shards = { generation, count: layout.count };
+    // Sent empty, not omitted: a node that ran the upstream Go daemon before has its rows in `entries` under that
+    // daemon's field manager, which an omitted field would leave in place for upstream readers to trust.
+    inventory.entries = [];
     const rootBytes = Buffer.byteLength(JSON.stringify(inventory));
     await this.apply(NodeInventories, name, inventory, rootBytes);
     this.generation = generation;
@@ -289,16 +294,17 @@ export class InventoryPublisher {
   }
 
   /** Deletes every shard of this node not in `keep`. A failure is logged and retried on the next publish. */
-  private async removeShards(keep: ReadonlySet<string>): Promise<void> {
-    if (this.known === undefined) {
-      try {
-        await this.listShards();
-      } catch (e) {
-        this.o.log.debug({ node: this.o.nodeName, err: errorMessage(e) }, "cannot read this node's NodeInventory; assuming no shards to remove");
-        this.known = new Set();
-        return;
-      }
+  private async readShardSet(): Promise<void> {
+    try {
+      await this.listShards();
+    } catch (e) {
+      this.o.log.debug({ node: this.o.nodeName, err: errorMessage(e) }, "cannot read this node's NodeInventory; assuming no shards to remove");
+      this.known = new Set();
     }
+  }
+
+  private async removeShards(keep: ReadonlySet<string>): Promise<void> {
+    if (this.known === undefined) await this.readShardSet();
     const known: Set<string> = this.known ?? new Set();
     for (const shard of [...known]) {
       if (keep.has(shard)) continue;
