@@ -90,13 +90,13 @@ describe("seed 003 and beyond", () => {
     }
   });
 
-  test("helm renders 20, 27 and 28 objects: seed 003's 16, 22 and 23 and the objects beyond it", async () => {
+  test("helm renders 21, 28 and 29 objects: seed 003's 16, 22 and 23 and the objects beyond it", async () => {
     const [plainRender, e2b, secret] = await Promise.all([
       render(),
       render(E2B),
       render(merge(E2B, at("apiserver.e2b.envdSecret", { value: "v", secretName: "" }))),
     ]);
-    expect([plainRender.length, e2b.length, secret.length]).toEqual([20, 27, 28]);
+    expect([plainRender.length, e2b.length, secret.length]).toEqual([21, 28, 29]);
     const beyondDefault = BEYOND_SEED.filter((o) => o.in === "default").map(beyondIdentity);
     const beyondAll = BEYOND_SEED.map(beyondIdentity);
     expect(ids(plainRender)).toEqual(sorted([...SEED_003_DEFAULT, ...beyondDefault]));
