@@ -7,8 +7,12 @@
 // not rewrite every shard each publish.
 import type { InventoryEntry } from "#shared/inventory/index.ts";
 
-/** What a new count aims each shard at: a sixth of etcd's 1.5 MiB request limit. */
-export const SHARD_TARGET_BYTES = 256 * 1024;
+/**
+ * What a new count aims each shard at. A change rewrites its shard whole, so this is about what one claim or release
+ * costs the apiserver and every reader at a full node (measured: tests/bench/inventory.bench.ts); smaller means more
+ * objects (a full node of the largest metadata is 256 at this size).
+ */
+export const SHARD_TARGET_BYTES = 64 * 1024;
 /** No shard is written larger: past it the count doubles (a third of etcd's limit, so managedFields and the rest fit). */
 export const SHARD_MAX_BYTES = 512 * 1024;
 /** A bound, not a goal: 1,024 shards of 512 KiB is 512 MiB, far past any row set sandboxd's 2,000 slots produce. */

@@ -20,6 +20,7 @@ import { freePorts } from "../../kube/ports.ts";
 import { type ApiserverProcess, type Stack, startStack } from "./fixture.ts";
 import { e2bServerArgs, writeE2bFiles } from "#tests/support/e2b-apiserver.ts";
 import { waitFor } from "#tests/support/wait.ts";
+import { largestMetadata } from "#tests/support/inventory-rows.ts";
 
 const REPO = join(import.meta.dir, "../../..");
 const ROOT = "vk-root-token";
@@ -29,9 +30,7 @@ const NS = "team-full";
 const CAPACITY = 2000;
 const PODS = 5;
 const DIRECT = CAPACITY - PODS;
-/** 16 pairs of 3-byte keys and 240-byte values: 4,034 bytes as JSON, the most that fits sandboxd's 4 KiB with 16. */
-const metadataOf = (i: number): Record<string, string> =>
-  Object.fromEntries(Array.from({ length: 16 }, (_, k) => [`k${String(k).padStart(2, "0")}`, `${i}-${k}-`.padEnd(240, String.fromCharCode(97 + ((i + k) % 26)))]));
+const metadataOf = largestMetadata;
 
 let stack: Stack;
 let sim: SandboxdSim;
