@@ -95,7 +95,7 @@ export class InventoryFleet implements FleetSource {
         m.set(name, raw);
       }
       this.shardEpoch.set(node, (this.shardEpoch.get(node) ?? 0) + 1);
-      rebuild();
+      this.queueRebuild();
     };
     this.shardInformer.onAdd((o) => shardEvent(o, false));
     this.shardInformer.onUpdate((prev, o) => {
@@ -148,6 +148,8 @@ export class InventoryFleet implements FleetSource {
     });
     try {
       await Promise.race([Promise.all([this.informer.synced, this.nodeInformer.synced, this.shardInformer.synced]), timedOut, aborted]);
+      // Ready means the first snapshot holds every shard the LIST brought, not only once the queued rebuild runs.
+      if (this.rebuildQueued) this.rebuild();
     } finally {
       timer?.cancel();
     }
@@ -208,7 +210,21 @@ export class InventoryFleet implements FleetSource {
     return () => this.listeners.delete(fn);
   }
 
+  /**
+   * Shard events rebuild once per burst, not once each: a reader's first LIST of a fleet's shards (about 257 per full
+   * node) arrives as one synchronous loop of adds, and each rebuild merges the node's rows again.
+   */
+  private rebuildQueued = false;
+  private queueRebuild(): void {
+    if (this.rebuildQueued) return;
+    this.rebuildQueued = true;
+    queueMicrotask(() => {
+      if (this.rebuildQueued) this.rebuild();
+    });
+  }
+
   private rebuild(): void {
+    this.rebuildQueued = false;
     const next: InventoryRecord[] = [];
     const seen = new Set<string>();
     for (const raw of this.informer.list()) {
