@@ -17,7 +17,7 @@
 // inventory is owned by the Node, GC removes it, and re-applying would resurrect an orphan.
 import type { V1Node } from "@kubernetes/client-node";
 import type { KubeClient } from "#shared/kube/index.ts";
-import { isNotFound, type ResourceRef } from "#shared/kube/index.ts";
+import { isForbidden, isNotFound, type ResourceRef } from "#shared/kube/index.ts";
 import { Nodes } from "#shared/kube/index.ts";
 import type { SandboxdClient } from "#shared/sandboxd/index.ts";
 import { createHash } from "node:crypto";
@@ -96,6 +96,13 @@ export type PublishOutcome =
   | { published: true; inventory: NodeInventory; shards: NodeInventoryShard[]; sizes: InventorySizes }
   | { published: false; reason: "node-gone" | "node-read-failed" | "sandboxd-failed" | "apply-failed"; error?: unknown };
 
+/** A shard apply the cluster refused for want of the CRD (404) or of RBAC (403): see publishShardedOrSingle. */
+class ShardsUnavailable extends Error {
+  constructor(cause: unknown) {
+    super(`NodeInventoryShards unavailable: ${errorMessage(cause)}`, { cause });
+  }
+}
+
 export class InventoryPublisher {
   private readonly o: InventoryPublisherOptions;
   private readonly clock: Clock;
@@ -104,6 +111,8 @@ export class InventoryPublisher {
   private publishes = 0;
   /** The address host last warned about, so the warning is logged once per change, not every publish. */
   private warnedHost: string | undefined;
+  /** Set once the single-form fallback was logged, until a sharded publish lands again. */
+  private warnedNoShards = false;
   /** Set while the largest object is past the warning size (cleared below 90% of it): one warning per crossing. */
   private warnedSize = false;
   /** The shard set last completed (sharded form): its generation, count and each shard's digest as applied. */
@@ -173,7 +182,7 @@ export class InventoryPublisher {
     const format = this.o.format ?? "sharded";
     let result: { inventory: NodeInventory; shards: NodeInventoryShard[]; sizes: InventorySizes };
     try {
-      result = format === "single" ? await this.publishSingle(buildInventory(input)) : await this.publishSharded(input, nodeUid);
+      result = format === "single" ? await this.publishSingle(buildInventory(input)) : await this.publishShardedOrSingle(input, nodeUid);
     } catch (e) {
       log.warn({ node: name, err: errorMessage(e) }, "NodeInventory apply failed; the next tick retries");
       return { published: false, reason: "apply-failed", error: e };
@@ -193,6 +202,30 @@ export class InventoryPublisher {
       await this.o.kube.patch(res, name, body, { type: "apply", fieldManager: FIELD_MANAGER, force: true });
     } catch (e) {
       throw new Error(`apply ${res.resource}/${name} (${bytes} bytes): ${errorMessage(e)}`, { cause: e });
+    }
+  }
+
+  /**
+   * The sharded form, or the single one while the cluster cannot take shards: a vk-sandbox upgraded before the chart
+   * (no NodeInventoryShard CRD: 404) or before manifests/rbac.yaml (no shard verbs: 403) would otherwise stop
+   * publishing, and its node would drop out of every reader after --inventory-stale-after. Said once per outage;
+   * every publish tries the sharded form first, so the node moves to it as soon as the cluster can take it.
+   */
+  private async publishShardedOrSingle(input: BuildInput, nodeUid: string | undefined): Promise<{ inventory: NodeInventory; shards: NodeInventoryShard[]; sizes: InventorySizes }> {
+    try {
+      const out = await this.publishSharded(input, nodeUid);
+      this.warnedNoShards = false;
+      return out;
+    } catch (e) {
+      if (!(e instanceof ShardsUnavailable)) throw e;
+      if (!this.warnedNoShards) {
+        this.warnedNoShards = true;
+        this.o.log.warn(
+          { node: this.o.nodeName, err: errorMessage(e.cause) },
+          "the cluster cannot take NodeInventoryShards (install the chart's CRD and manifests/rbac.yaml); publishing the single form meanwhile",
+        );
+      }
+      return this.publishSingle(buildInventory(input));
     }
   }
 
@@ -241,7 +274,13 @@ export class InventoryPublisher {
       const digest = createHash("sha256").update(body).digest("base64");
       if (this.applied.get(index) === digest) continue;
       this.applied.delete(index);
-      await this.apply(NodeInventoryShards, shard.metadata.name, shard, bytes);
+      try {
+        await this.apply(NodeInventoryShards, shard.metadata.name, shard, bytes);
+      } catch (e) {
+        const cause = (e as Error).cause;
+        if (isNotFound(cause) || isForbidden(cause)) throw new ShardsUnavailable(cause);
+        throw e;
+      }
       this.known!.add(shard.metadata.name);
       this.applied.set(index, digest);
       appliedBytes += bytes;

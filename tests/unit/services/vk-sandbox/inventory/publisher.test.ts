@@ -359,6 +359,33 @@ describe("InventoryPublisher, sharded form (issue 29)", () => {
     expect(rootApplies(f)).toHaveLength(1);
   });
 
+  test("a cluster without the shard CRD (404) or the shard RBAC (403): the single form meanwhile, said once, and shards as soon as they are taken", async () => {
+    for (const status of [404, 403]) {
+      const f = new Fakes();
+      f.rows = bigRows(3);
+      const patch = f.kube.patch;
+      let refuse = true;
+      f.kube.patch = async (...a: Parameters<typeof patch>) => {
+        if (refuse && a[0].resource === "nodeinventoryshards") throw new KubeApiError({ status, reason: status === 404 ? "NotFound" : "Forbidden", verb: "apply", path: "/" });
+        return patch(...a);
+      };
+      const warned: string[] = [];
+      const p = sharded(f, { log: { ...quiet, warn: (_o: unknown, msg: string) => void warned.push(msg) } });
+      expect((await p.publishOnce()).published).toBe(true);
+      expect((await p.publishOnce()).published).toBe(true);
+      const roots = rootApplies(f);
+      expect(roots).toHaveLength(2);
+      expect(roots[0].body.entries).toHaveLength(3);
+      expect(roots[0].body.shards).toBeUndefined();
+      expect(warned.filter((m) => m.includes("cannot take NodeInventoryShards"))).toHaveLength(1);
+      refuse = false;
+      f.applies = [];
+      await p.publishOnce();
+      expect(rootApplies(f)[0].body.shards?.count).toBe(1);
+      expect(shardApplies(f)).toHaveLength(1);
+    }
+  });
+
   test(`every ${SHARD_RESYNC_PUBLISHES} publishes every shard is applied again, so one removed by hand comes back`, async () => {
     const f = new Fakes();
     f.rows = bigRows(400);
