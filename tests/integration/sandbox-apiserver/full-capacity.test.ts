@@ -38,6 +38,7 @@ let daemon: Daemon;
 let server: ApiserverProcess;
 let fleet: InventoryFleet;
 let e2bUrl: string;
+let kubelet: number;
 
 beforeAll(async () => {
   stack = await startStack();
@@ -60,7 +61,8 @@ beforeAll(async () => {
   await stack.cluster.apply([{ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: NODE, namespace: "sandbox-nodes" } }]);
   const token = await stack.cluster.serviceAccountToken("sandbox-nodes", NODE, 3600);
   const kubeconfig = stack.cluster.kubeconfig({ auth: "token", token, path: join(stack.dir, "vk.kubeconfig") });
-  const [kubelet, e2bPort] = freePorts(2);
+  const [kubeletPort, e2bPort] = freePorts(2);
+  kubelet = kubeletPort!;
   const tokenFile = join(stack.dir, "vk-token");
   writeFileSync(tokenFile, ROOT);
   daemon = Daemon.start({
@@ -72,6 +74,8 @@ beforeAll(async () => {
       `--sandboxd-token-file=${tokenFile}`,
       `--state-path=${join(stack.dir, "vk-state", "claims.json")}`,
       "--node-pods=2000",
+      // The kubelet port's /metrics, scraped below with the cluster's kubelet client certificate.
+      `--client-ca-file=${stack.cluster.clientCaFile}`,
       "--publish-inventory",
       "--publish-interval=2s",
     ],
@@ -154,6 +158,16 @@ test("the node publishes 2,000 rows of the largest metadata in shards far below 
   }, 60_000);
   expect(Date.parse(advanced.body.publishedAt)).toBeGreaterThan(first);
   expect(fleet.staleCount()).toBe(0);
+
+  // What the node says of its size (docs/inventory.md): every row, in many objects none of them near etcd's limit.
+  const { certPem, keyPem } = stack.cluster.kubeletClient;
+  const metrics = await (await fetch(`https://127.0.0.1:${kubelet}/metrics`, { tls: { rejectUnauthorized: false, cert: certPem, key: keyPem } })).text();
+  const gauge = (series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, "\\$&")} (\\S+)$`, "m").exec(metrics)?.[1]);
+  expect(gauge("vk_sandbox_inventory_rows")).toBe(CAPACITY);
+  expect(gauge("vk_sandbox_inventory_shards")).toBe(root.body.shards!.count);
+  expect(gauge('vk_sandbox_inventory_bytes{object="largest"}')).toBeLessThan(512 * 1024);
+  expect(gauge('vk_sandbox_inventory_bytes{object="total"}')).toBeGreaterThan(8 * 1024 * 1024);
+  expect(daemon.log()).not.toContain("past the warning size");
 }, 120_000);
 
 test("every sandbox is in the aggregated API with its metadata, in the e2b surface's list, and found by the proxy in the inventory", async () => {

@@ -167,13 +167,24 @@ test("an upstream reader sees our sharded node fresh and claimable but with no r
   expect(sharded.address).toBe(simOurs.addr);
   expect(sharded.pools.length).toBe(1);
   expect(sharded.ids).toEqual([]);
-  // The compatibility form: the seed's one object, which the Go readers decode.
-  await startOurs("--inventory-format=single");
+  // The compatibility form: the seed's one object, which the Go readers decode. With a warning size below it, the
+  // node says so: a log line and a Warning Event on its Node, each naming the node and the size.
+  await startOurs("--inventory-format=single", "--inventory-warn-bytes=1024");
   const single = await waitFor("rows inline", async () => {
     const v = await upstreamView(OURS);
     return v.ids.length === 3 ? v : undefined;
   }, 30_000);
   expect(single.ids).toEqual(oursIds);
+  const event = await waitFor("the InventoryNearLimit Event on the Node", async () => {
+    const r = await stack.cluster.adminFetch(`/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent(`involvedObject.kind=Node,involvedObject.name=${OURS}`)}`);
+    const list = (await r.json()) as { items: { reason: string; type: string; message: string; source?: { host?: string } }[] };
+    return list.items.find((e) => e.reason === "InventoryNearLimit");
+  }, 30_000);
+  expect(event.type).toBe("Warning");
+  expect(event.source?.host).toBe(OURS);
+  expect(event.message).toMatch(new RegExp(`NodeInventory of node ${OURS}: largest object \\d+ bytes \\(3 rows, single form\\), past the warning size 1024`));
+  expect(daemon!.log()).toContain(`"node":"${OURS}"`);
+  expect(daemon!.log()).toMatch(/"bytes":\d+.*past the warning size 1024/);
   // Its shards are deleted, and our readers list the same rows from the inline form.
   await waitFor("the shards deleted", async () => {
     const r = await stack.cluster.adminFetch(`/apis/sandbox.cocoonstack.io/v1beta1/nodeinventoryshards?fieldSelector=node%3D${OURS}`);
