@@ -130,7 +130,7 @@ describe("helm install on the real apiserver", () => {
     expect(r.stdout).toContain(`E2B_API_URL=http://sandbox-apiserver-e2b.${NAMESPACE}.svc`);
     expect(r.stdout).toContain("E2B_DOMAIN=sandbox.example.com");
     const expected = await render(values);
-    expect(expected).toHaveLength(28 - 4); // certManager off drops the four cert-manager objects (28: seed 003's 23 and the five objects beyond it, chart/README.md "Beyond seed 003")
+    expect(expected).toHaveLength(29 - 4); // certManager off drops the four cert-manager objects (29: seed 003's 23 and the six objects beyond it, chart/README.md "Beyond seed 003")
     for (const o of expected) {
       const [gv, plural, namespaced] = RESOURCES[o.kind]!;
       const got = await cluster.adminFetch(`${gv}${namespaced ? `/namespaces/${o.metadata.namespace}` : ""}/${plural}/${o.metadata.name}`);
