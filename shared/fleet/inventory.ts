@@ -57,6 +57,8 @@ export class InventoryFleet implements FleetSource {
   private readonly shardEpoch = new Map<string, number>();
   /** Per shard name: the version parsed and its result (null: refused), so an unchanged shard is parsed once. */
   private readonly parsedShards = new Map<string, { rv: string; shard: NodeInventoryShard | null }>();
+  /** Sets already logged as incomplete (node/generation/count), bounded. */
+  private readonly warnedIncomplete = new Set<string>();
   private readonly nodeInformer: Informer<NodeAddresses & { metadata?: { name?: string; resourceVersion?: string } }>;
   private readonly networks: TrustedNetworks;
   /** Per inventory name: the version refused and why, so it is neither re-parsed nor re-logged until it changes. */
@@ -300,11 +302,15 @@ export class InventoryFleet implements FleetSource {
     if (!complete(chosen)) {
       const older = [...sets.values()].filter((x) => x.generation < named.generation && complete(x)).sort((a, b) => b.generation - a.generation)[0];
       if (older) chosen = older;
-      else
+      else if (!this.warnedIncomplete.has(`${root.node}/${named.generation}/${named.count}`)) {
+        // Once per set: a node's first set may reach us shard by shard after its root.
+        this.warnedIncomplete.add(`${root.node}/${named.generation}/${named.count}`);
+        if (this.warnedIncomplete.size > 4096) this.warnedIncomplete.clear();
         this.log?.warn(
           { nodeInventory: root.node, generation: named.generation, count: named.count, present: chosen?.shards.length ?? 0 },
-          "no complete NodeInventoryShard set for this node; showing the shards present",
+          "no complete NodeInventoryShard set for this node yet; showing the shards present",
         );
+      }
     }
     const entries: InventoryEntry[] = [];
     for (const sh of chosen?.shards ?? []) if (sh.entries) for (const e of sh.entries) entries.push(e);

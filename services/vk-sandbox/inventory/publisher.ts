@@ -22,7 +22,7 @@ import { Nodes } from "#shared/kube/index.ts";
 import type { SandboxdClient } from "#shared/sandboxd/index.ts";
 import { createHash } from "node:crypto";
 import { type BuildInput, buildEntries, buildInventory, buildRoot, buildShard } from "./build.ts";
-import { layoutShards } from "./shards.ts";
+import { layoutShards, MAX_SHARDS } from "./shards.ts";
 import { NodeInventories, type NodeInventory, type NodeInventoryShard, NodeInventoryShards, shardName } from "#shared/inventory/index.ts";
 import { type Clock, realClock } from "#shared/clock/index.ts";
 import { PeriodicLoop } from "#shared/lifecycle/index.ts";
@@ -222,7 +222,7 @@ export class InventoryPublisher {
         this.warnedNoShards = true;
         this.o.log.warn(
           { node: this.o.nodeName, err: errorMessage(e.cause) },
-          "the cluster cannot take NodeInventoryShards (install the chart's CRD and manifests/rbac.yaml); publishing the single form meanwhile",
+          "cannot publish NodeInventoryShards (the chart's CRD and manifests/rbac.yaml installed? a node name short enough?); publishing the single form meanwhile",
         );
       }
       return this.publishSingle(buildInventory(input));
@@ -248,6 +248,10 @@ export class InventoryPublisher {
     nodeUid: string | undefined,
   ): Promise<{ inventory: NodeInventory; shards: NodeInventoryShard[]; sizes: InventorySizes }> {
     const name = this.o.nodeName;
+    // A node name near the 253-character limit leaves no room for `.<generation>.<index>`: the single form it is.
+    if (shardName(name, this.generation + 1, MAX_SHARDS - 1).length > 253) {
+      throw new ShardsUnavailable(new Error(`node name of ${name.length} characters leaves no room for shard names (253 at most)`));
+    }
     if (this.known === undefined) await this.listShards();
     const entries = buildEntries(input.rows, input.ownAddressOf);
     const layout = layoutShards(entries, this.count);

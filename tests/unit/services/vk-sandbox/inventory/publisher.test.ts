@@ -377,13 +377,23 @@ describe("InventoryPublisher, sharded form (issue 29)", () => {
       expect(roots).toHaveLength(2);
       expect(roots[0].body.entries).toHaveLength(3);
       expect(roots[0].body.shards).toBeUndefined();
-      expect(warned.filter((m) => m.includes("cannot take NodeInventoryShards"))).toHaveLength(1);
+      expect(warned.filter((m) => m.includes("cannot publish NodeInventoryShards"))).toHaveLength(1);
       refuse = false;
       f.applies = [];
       await p.publishOnce();
       expect(rootApplies(f)[0].body.shards?.count).toBe(1);
       expect(shardApplies(f)).toHaveLength(1);
     }
+  });
+
+  test("a node name with no room for `.<generation>.<index>` within 253 characters publishes the single form", async () => {
+    const f = new Fakes();
+    f.rows = bigRows(2);
+    const long = "n".repeat(248); // 248 + ".1.1023" is past 253
+    const out = await sharded(f, { nodeName: long }).publishOnce();
+    expect(out.published).toBe(true);
+    expect(shardApplies(f)).toHaveLength(0);
+    expect(rootApplies(f)[0].body.entries).toHaveLength(2);
   });
 
   test(`every ${SHARD_RESYNC_PUBLISHES} publishes every shard is applied again, so one removed by hand comes back`, async () => {
