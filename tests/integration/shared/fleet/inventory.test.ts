@@ -462,6 +462,8 @@ describe("the sharded form (issue 29, docs/inventory.md): a node's rows in NodeI
     await waitFor("sh's one row", () => (ids("sh").length === 1 ? true : undefined), 10_000, 20);
     await Bun.sleep(300);
     expect(ids("sh")).toEqual(idsOf([0]));
+    // The CRD itself refuses an index past its set.
+    await expect(cluster.apply([shard("sh", 1, 3, 2, [1])])).rejects.toThrow(/index must be below count/);
   });
 
   test("a root without shards (the upstream Go daemon, or --inventory-format=single) lists its own entries and ignores leftover shards", async () => {
