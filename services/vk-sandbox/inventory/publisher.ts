@@ -111,6 +111,8 @@ export class InventoryPublisher {
   private publishes = 0;
   /** The address host last warned about, so the warning is logged once per change, not every publish. */
   private warnedHost: string | undefined;
+  /** The NodeInventory CRD prunes `shards` (an older CRD): single form until restart. */
+  private shardsPruned = false;
   /** Set once the single-form fallback was logged, until a sharded publish lands again. */
   private warnedNoShards = false;
   /** Set while the largest object is past the warning size (cleared below 90% of it): one warning per crossing. */
@@ -197,9 +199,9 @@ export class InventoryPublisher {
     return { published: true, ...result };
   }
 
-  private async apply(res: ResourceRef, name: string, body: NodeInventory | NodeInventoryShard, bytes: number): Promise<void> {
+  private async apply(res: ResourceRef, name: string, body: NodeInventory | NodeInventoryShard, bytes: number): Promise<unknown> {
     try {
-      await this.o.kube.patch(res, name, body, { type: "apply", fieldManager: FIELD_MANAGER, force: true });
+      return await this.o.kube.patch<unknown>(res, name, body, { type: "apply", fieldManager: FIELD_MANAGER, force: true });
     } catch (e) {
       throw new Error(`apply ${res.resource}/${name} (${bytes} bytes): ${errorMessage(e)}`, { cause: e });
     }
@@ -212,6 +214,8 @@ export class InventoryPublisher {
    * every publish tries the sharded form first, so the node moves to it as soon as the cluster can take it.
    */
   private async publishShardedOrSingle(input: BuildInput, nodeUid: string | undefined): Promise<{ inventory: NodeInventory; shards: NodeInventoryShard[]; sizes: InventorySizes }> {
+    // Not retried once seen: each try would show readers a root without rows for a moment.
+    if (this.shardsPruned) return this.publishSingle(buildInventory(input));
     try {
       const out = await this.publishSharded(input, nodeUid);
       this.warnedNoShards = false;
@@ -296,7 +300,26 @@ export class InventoryPublisher {
     // daemon's field manager, which an omitted field would leave in place for upstream readers to trust.
     inventory.entries = [];
     const rootBytes = Buffer.byteLength(JSON.stringify(inventory));
-    await this.apply(NodeInventories, name, inventory, rootBytes);
+    // A NodeInventory CRD older than the sharded form (helm upgrade never updates crds/) has no `shards`: server-side
+    // apply refuses the field ("field not declared in schema"), and were it pruned instead, readers would take this
+    // root for the single form and list none of its rows. Either way the single form is applied at once, and kept
+    // until a restart (each retry would rewrite every shard first).
+    const older = (cause: unknown) =>
+      new ShardsUnavailable(new Error(`the NodeInventory CRD has no shards field (${errorMessage(cause)}): apply the chart's crds/ (helm upgrade does not), then restart vk-sandbox`));
+    let stored: unknown;
+    try {
+      stored = await this.apply(NodeInventories, name, inventory, rootBytes);
+    } catch (e) {
+      if (errorMessage(e).includes(".shards: field not declared in schema")) {
+        this.shardsPruned = true;
+        throw older(e);
+      }
+      throw e;
+    }
+    if (stored !== null && typeof stored === "object" && !("shards" in stored)) {
+      this.shardsPruned = true;
+      throw older("the stored object lost it");
+    }
     this.generation = generation;
     this.count = layout.count;
     await this.removeShards(new Set(shards.map((s) => s.metadata.name)));

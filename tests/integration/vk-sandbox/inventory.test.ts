@@ -11,6 +11,9 @@ import type { Log } from "#shared/log/index.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { type KubeFixture, nodeSpecFromFlags, quietLog, startKubeFixture } from "./kube-fixture.ts";
 import { waitFor } from "../../support/wait.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse } from "yaml";
 
 let k: KubeFixture;
 let sim: SandboxdSim;
@@ -168,5 +171,42 @@ describe("NodeInventory publisher on a real apiserver", () => {
       err = e;
     }
     expect(isNotFound(err)).toBe(true);
+  }, 60_000);
+});
+
+// Last in the file: it swaps the NodeInventory CRD for an older one and puts it back.
+describe("an older NodeInventory CRD (helm upgrade never updates crds/)", () => {
+  test("one without `shards`: the sharded publisher applies the single form in the same publish and keeps to it, saying why", async () => {
+    const path = join(import.meta.dir, "../../../manifests/crds/nodeinventories.sandbox.cocoonstack.io.yaml");
+    const current = readFileSync(path, "utf8");
+    const old = parse(current) as { spec: { versions: { schema: { openAPIV3Schema: { properties: Record<string, unknown> } } }[] } };
+    for (const v of old.spec.versions) delete v.schema.openAPIV3Schema.properties.shards;
+    await k.cluster.apply([old]);
+    try {
+      // Once the apiserver serves the older schema, server-side apply refuses the undeclared field.
+      await waitFor("the older schema in force", async () => {
+        const refused = await k.cluster
+          .apply([{ apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "probe" }, node: "probe", shards: { generation: 1, count: 1 } }])
+          .then(() => false, (e: Error) => e.message.includes(".shards: field not declared in schema"));
+        return refused || undefined;
+      }, 30_000);
+      const c = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/pruned" });
+      const warnings: string[] = [];
+      await startPublishing("inv-p", new Map(), { ...quietLog, warn: (_f: object, msg: string) => void warnings.push(msg) }, "sharded");
+      const inv = await waitFor("the single form", async () => {
+        const got = await getInventory("inv-p").catch(() => undefined);
+        return got?.entries?.some((e) => e.id === c.id) ? got : undefined;
+      });
+      expect(inv.shards).toBeUndefined();
+      await publishedAtAfter("inv-p", inv.publishedAt!);
+      expect((await getInventory("inv-p")).entries?.some((e) => e.id === c.id)).toBe(true);
+      expect(warnings.filter((m) => m.includes("cannot publish NodeInventoryShards"))).toHaveLength(1);
+      // The shards written before the root was refused are deleted again.
+      const left = await k.admin.list<NodeInventoryShard>(NodeInventoryShards, { fieldSelector: "node=inv-p" });
+      expect(left.items).toEqual([]);
+      await sandboxd.release(c.id, { token: c.token });
+    } finally {
+      await k.cluster.apply(current);
+    }
   }, 60_000);
 });
