@@ -12,7 +12,7 @@ import type { Logger } from "pino";
 import { type Clock, realClock } from "../clock/index.ts";
 import { formatGoDuration } from "../config/index.ts";
 import type { KubeClient } from "../kube/index.ts";
-import { Informer, Nodes } from "../kube/index.ts";
+import { Informer, isForbidden, isNotFound, Nodes } from "../kube/index.ts";
 import { type InventoryEntry, NodeInventories, NodeInventory, NodeInventoryShard, NodeInventoryShards, shardName } from "../inventory/index.ts";
 import { type Net, NETS, type Size, SIZES, parseWireTime } from "../sandboxd/index.ts";
 import type { FleetEntry, FleetNode, FleetPool, FleetSource, FleetTemplate } from "./types.ts";
@@ -149,7 +149,7 @@ export class InventoryFleet implements FleetSource {
       signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
     });
     try {
-      await Promise.race([Promise.all([this.informer.synced, this.nodeInformer.synced, this.shardInformer.synced]), timedOut, aborted]);
+      await Promise.race([Promise.all([this.informer.synced, this.nodeInformer.synced, this.shardsSyncedOrAbsent()]), timedOut, aborted]);
       // Ready means the first snapshot holds every shard the LIST brought, not only once the queued rebuild runs.
       if (this.rebuildQueued) this.rebuild();
     } finally {
@@ -159,6 +159,26 @@ export class InventoryFleet implements FleetSource {
 
   async stop(): Promise<void> {
     await Promise.all([this.informer.stop(), this.nodeInformer.stop(), this.shardInformer.stop()]);
+  }
+
+  /**
+   * The shard cache synced, or the cluster has no NodeInventoryShard CRD (404) or this identity no right to it (403):
+   * `helm upgrade` never installs a chart's new crds/, and a reader that refused to start would take every node down
+   * with it. Without shards every node publishes the single form (vk-sandbox falls back to it on the same 404), so
+   * the fleet is whole; the informer keeps retrying and brings the shards in once the CRD is there.
+   */
+  private async shardsSyncedOrAbsent(): Promise<void> {
+    const probe = this.o.client.list(NodeInventoryShards, { limit: 1 }).then(
+      () => "present" as const,
+      (e: unknown) => (isNotFound(e) ? ("absent" as const) : isForbidden(e) ? ("forbidden" as const) : ("present" as const)),
+    );
+    const first = await Promise.race([this.shardInformer.synced.then(() => "synced" as const), probe]);
+    if (first === "synced") return;
+    if (first === "present") return void (await this.shardInformer.synced);
+    this.log?.warn(
+      { resource: "nodeinventoryshards.sandbox.cocoonstack.io", reason: first === "absent" ? "no such CRD" : "forbidden" },
+      "serving without NodeInventoryShards: nodes publish the single form until the chart's crds/ (and RBAC) are applied, then shards are read",
+    );
   }
 
   /** Fresh nodes, sorted by name (FleetSource). */

@@ -261,6 +261,31 @@ describe("the informer", () => {
     }
   }, 60_000);
 
+  test("without the NodeInventoryShard CRD (helm upgrade installs no new crds/) ready() resolves and single-form nodes are served; shards are read once the CRD exists", async () => {
+    const bare = await startKubeApiserver();
+    const f = new InventoryFleet({ client: new KubeClient(await loadKubeConnection({ KUBECONFIG: bare.kubeconfig() })), staleAfterMs: WINDOW, syncTimeoutMs: 10_000 });
+    try {
+      await bare.apply(readFileSync(join(REPO, "manifests/crds/nodeinventories.sandbox.cocoonstack.io.yaml"), "utf8"));
+      const node = (name: string) =>
+        bare.adminFetch("/api/v1/nodes", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ apiVersion: "v1", kind: "Node", metadata: { name } }) }).then((r) => r.body?.cancel());
+      await node("plain");
+      await node("sharded");
+      await bare.apply([{ apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "plain" }, node: "plain", publishedAt: iso(Date.now()), entries: [{ name: "a/x", id: "sb_x", phase: "Running" }] }]);
+      await f.ready();
+      await waitFor("the single-form node", () => (f.freshNode("plain")?.fleet.entries.length === 1 ? true : undefined), 10_000, 20);
+      await bare.apply(readFileSync(join(REPO, "manifests/crds/nodeinventoryshards.sandbox.cocoonstack.io.yaml"), "utf8"));
+      await bare.apply([
+        { apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventoryShard", metadata: { name: "sharded.1.0" }, node: "sharded", generation: 1, index: 0, count: 1, entries: [{ name: "a/y", id: "sb_y", phase: "Running" }] },
+        { apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "sharded" }, node: "sharded", publishedAt: iso(Date.now()), shards: { generation: 1, count: 1 } },
+      ]);
+      // The informer retries with backoff (at most 30 s between tries).
+      await waitFor("the sharded node's rows", () => (f.freshNode("sharded")?.fleet.entries.map((e) => e.id).join() === "sb_y" ? true : undefined), 60_000, 50);
+    } finally {
+      await f.stop();
+      await bare.stop();
+    }
+  }, 120_000);
+
   test("ready() names the Node permission when only the Node cache cannot sync (an identity without list/watch nodes)", async () => {
     await cluster.apply([
       { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "inventory-only" }, rules: [{ apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["list", "watch"] }] },
