@@ -19,6 +19,8 @@ import {
   type Quantity,
 } from "#shared/config/index.ts";
 
+import { INVENTORY_FORMATS, type InventoryFormat } from "./inventory/index.ts";
+
 export const VK_LOG_LEVEL_ENV = "VK_LOG_LEVEL";
 
 export const vkSandboxFlags = {
@@ -120,6 +122,22 @@ export const vkSandboxFlags = {
     positive: true,
     help: "NodeInventory publish cadence; keep it below the apiserver's --inventory-stale-after",
   }),
+  // Beyond the seed (docs/inventory.md): how the inventory is laid out, and when a node warns of its size.
+  inventoryFormat: stringFlag({
+    flag: "inventory-format",
+    env: "VK_INVENTORY_FORMAT",
+    default: "sharded",
+    check: (v) => ((INVENTORY_FORMATS as readonly string[]).includes(v) ? undefined : `must be one of ${INVENTORY_FORMATS.join(", ")}`),
+    help:
+      "NodeInventory layout: sharded (rows in NodeInventoryShard objects, any size) or single (the seed's one object, " +
+      "which upstream Go readers understand; it fails past about 1.5 MiB)",
+  }),
+  inventoryWarnBytes: intFlag({
+    flag: "inventory-warn-bytes",
+    default: "524288",
+    min: 1024,
+    help: "Warn (log line, Event on the Node, metric) when one inventory object passes this many bytes",
+  }),
   nodeLabels: stringFlag({
     flag: "node-labels",
     default: "sandbox.cocoonstack.io/runtime=sandboxd",
@@ -161,6 +179,8 @@ export interface VkSandboxConfig {
   publishInventory: boolean;
   /** Milliseconds, always positive. */
   publishInterval: number;
+  inventoryFormat: InventoryFormat;
+  inventoryWarnBytes: number;
   /** The --node-labels pairs, parsed per §2.1 (the fixed labels are added by the node builder). */
   nodeLabels: Record<string, string>;
   disablePodEvents: boolean;
@@ -225,6 +245,8 @@ export function parseVkSandboxFlags(argv: readonly string[], env: Env): CliOutco
       orphanScanInterval: v.orphanScanInterval.ms,
       publishInventory: v.publishInventory,
       publishInterval: v.publishInterval.ms,
+      inventoryFormat: v.inventoryFormat as InventoryFormat,
+      inventoryWarnBytes: v.inventoryWarnBytes,
       nodeLabels: parseNodeLabels(v.nodeLabels),
       disablePodEvents: v.disablePodEvents,
     };

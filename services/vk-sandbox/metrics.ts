@@ -11,6 +11,7 @@ import { Counter, Gauge, Histogram as Hist, Registry } from "#shared/metrics/ind
 import { type ClaimsFile, bodyBytes } from "./claims/index.ts";
 import type { SandboxClaimer, SandboxLister, SandboxReader, SandboxReleaser } from "./provider/index.ts";
 import type { Transport } from "#shared/kube/index.ts";
+import type { InventorySizes } from "./inventory/index.ts";
 
 const FAST = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 90];
 
@@ -156,6 +157,35 @@ export class VkSandboxMetrics {
       }
     };
     return file;
+  }
+
+  readonly inventoryBytes = new Gauge({
+    name: "vk_sandbox_inventory_bytes",
+    help:
+      "Size of this node's published inventory at the last publish: object=largest (the one etcd's 1.5 MiB limit applies to; " +
+      "the node warns past --inventory-warn-bytes) and object=total (root and every shard: what each reader holds).",
+    labelNames: ["object"] as const,
+    registers: [this.registry],
+  });
+  readonly inventoryRows = new Gauge({ name: "vk_sandbox_inventory_rows", help: "Rows (sandboxes) in the last published inventory.", registers: [this.registry] });
+  readonly inventoryShards = new Gauge({
+    name: "vk_sandbox_inventory_shards",
+    help: "NodeInventoryShard objects of the last publish (0 in the single form).",
+    registers: [this.registry],
+  });
+  readonly inventoryAppliedBytes = new Counter({
+    name: "vk_sandbox_inventory_applied_bytes_total",
+    help: "Bytes of inventory applies sent to the apiserver (the root every publish, a shard only when its rows changed).",
+    registers: [this.registry],
+  });
+
+  /** Called by the inventory publisher after each successful publish. */
+  observeInventory(s: InventorySizes): void {
+    this.inventoryBytes.set({ object: "largest" }, s.largestObjectBytes);
+    this.inventoryBytes.set({ object: "total" }, s.totalBytes);
+    this.inventoryRows.set(s.rows);
+    this.inventoryShards.set(s.shards);
+    this.inventoryAppliedBytes.inc(s.appliedBytes);
   }
 
   /** The kube transport, counting each request by verb and the code it got. */

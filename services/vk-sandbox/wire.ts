@@ -172,6 +172,17 @@ export async function startVkSandbox(d: WireDeps): Promise<VkSandbox> {
       nodeGone: () => node.gone,
       intervalMs: cfg.publishInterval,
       log: log.child({ component: "inventory" }),
+      format: cfg.inventoryFormat,
+      warnObjectBytes: cfg.inventoryWarnBytes,
+      // The size warning's Event goes on the Node (namespace default, as the kubelet's node events do).
+      events: new EventRecorder({
+        sink: kubeEventSink(kube),
+        component: `${cfg.nodeName}/inventory`,
+        host: cfg.nodeName,
+        isNotFound,
+        log: log.child({ component: "inventory-events" }),
+      }),
+      observe: (sizes) => metrics.observeInventory(sizes),
     });
     publisher.start();
     shutdown.addCloser("inventory", () => publisher.stop());

@@ -4,13 +4,16 @@
 // surface and the relay read, it keeps each node's raw NodeInventory: the aggregated API renders fields (addr,
 // claimRef, entries without an id) that FleetEntry does not carry. A second informer, on Nodes, feeds the trust
 // check of trust.ts: an inventory that fails it is absent from every read (issue 22 case 2), since every reader
-// sends the fleet's root token to the inventory's address.
+// sends the fleet's root token to the inventory's address. A third, on NodeInventoryShards, brings the rows of nodes
+// publishing the sharded form (docs/inventory.md): such a node's record carries its root with the rows of its newest
+// complete shard set put back in `entries`, so every reader sees one NodeInventory per node, whichever form a node
+// publishes (an upstream Go node, or ours with --inventory-format=single, still lists them inline).
 import type { Logger } from "pino";
 import { type Clock, realClock } from "../clock/index.ts";
 import { formatGoDuration } from "../config/index.ts";
 import type { KubeClient } from "../kube/index.ts";
-import { Informer, Nodes } from "../kube/index.ts";
-import { NodeInventories, NodeInventory } from "../inventory/index.ts";
+import { Informer, isForbidden, isNotFound, Nodes } from "../kube/index.ts";
+import { type InventoryEntry, NodeInventories, NodeInventory, NodeInventoryShard, NodeInventoryShards, shardName } from "../inventory/index.ts";
 import { type Net, NETS, type Size, SIZES, parseWireTime } from "../sandboxd/index.ts";
 import type { FleetEntry, FleetNode, FleetPool, FleetSource, FleetTemplate } from "./types.ts";
 import { freshNodes, namespaceOfName } from "./view.ts";
@@ -43,8 +46,19 @@ export interface InventoryFleetOptions {
 
 type RawInventory = { metadata?: { name?: string; resourceVersion?: string } } & Record<string, unknown>;
 
+type RawShard = { metadata?: { name?: string; resourceVersion?: string }; node?: unknown } & Record<string, unknown>;
+
 export class InventoryFleet implements FleetSource {
   private readonly informer: Informer<RawInventory>;
+  private readonly shardInformer: Informer<RawShard>;
+  /** Per node: its shard objects by name (raw), kept by the shard informer's events. */
+  private readonly shardsByNode = new Map<string, Map<string, RawShard>>();
+  /** Per node: bumped on every shard event, so a record is rebuilt exactly when one of its shards changed. */
+  private readonly shardEpoch = new Map<string, number>();
+  /** Per shard name: the version parsed and its result (null: refused), so an unchanged shard is parsed once. */
+  private readonly parsedShards = new Map<string, { rv: string; shard: NodeInventoryShard | null }>();
+  /** Sets already logged as incomplete (node/generation/count), bounded. */
+  private readonly warnedIncomplete = new Set<string>();
   private readonly nodeInformer: Informer<NodeAddresses & { metadata?: { name?: string; resourceVersion?: string } }>;
   private readonly networks: TrustedNetworks;
   /** Per inventory name: the version refused and why, so it is neither re-parsed nor re-logged until it changes. */
@@ -68,7 +82,31 @@ export class InventoryFleet implements FleetSource {
     this.networks = new TrustedNetworks(o.trustedNetworks ?? []);
     this.informer = new Informer<RawInventory>(o.client, NodeInventories, { log: o.log });
     this.nodeInformer = new Informer(o.client, Nodes, { log: o.log });
+    this.shardInformer = new Informer<RawShard>(o.client, NodeInventoryShards, { log: o.log });
     const rebuild = () => this.rebuild();
+    const shardEvent = (raw: RawShard, gone: boolean) => {
+      const node = typeof raw.node === "string" ? raw.node : "";
+      const name = raw.metadata?.name ?? "";
+      let m = this.shardsByNode.get(node);
+      if (gone) {
+        m?.delete(name);
+        if (m?.size === 0) this.shardsByNode.delete(node);
+        this.parsedShards.delete(name);
+      } else {
+        if (!m) this.shardsByNode.set(node, (m = new Map()));
+        m.set(name, raw);
+      }
+      this.shardEpoch.set(node, (this.shardEpoch.get(node) ?? 0) + 1);
+      this.queueRebuild();
+    };
+    this.shardInformer.onAdd((o) => shardEvent(o, false));
+    this.shardInformer.onUpdate((prev, o) => {
+      // A shard's node never changes under one name (the publisher names it after the node), but an object
+      // rewritten by hand might: drop it from the old node's set first.
+      if (prev.node !== o.node) shardEvent(prev, true);
+      shardEvent(o, false);
+    });
+    this.shardInformer.onDelete((o) => shardEvent(o, true));
     this.informer.onAdd(rebuild);
     this.informer.onUpdate(rebuild);
     this.informer.onDelete(rebuild);
@@ -86,6 +124,7 @@ export class InventoryFleet implements FleetSource {
       this.started = true;
       this.informer.start();
       this.nodeInformer.start();
+      this.shardInformer.start();
     }
     const timeoutMs = this.o.syncTimeoutMs ?? INVENTORY_SYNC_TIMEOUT_MS;
     let timer: { cancel(): void } | undefined;
@@ -93,11 +132,14 @@ export class InventoryFleet implements FleetSource {
       timer = this.clock.after(timeoutMs, () =>
         reject(
           new Error(
-            this.informer.hasSynced()
-              ? `kubeinventory: node cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
+            !this.informer.hasSynced()
+              ? `kubeinventory: node inventory cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
+                  `(is the NodeInventory.sandbox.cocoonstack.io CRD installed?)`
+              : !this.nodeInformer.hasSynced()
+                ? `kubeinventory: node cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
                   `(may this identity list and watch nodes?)`
-              : `kubeinventory: node inventory cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
-                  `(is the NodeInventory.sandbox.cocoonstack.io CRD installed?)`,
+                : `kubeinventory: node inventory shard cache did not sync within ${formatGoDuration(BigInt(timeoutMs) * 1_000_000n)} ` +
+                  `(is the NodeInventoryShard.sandbox.cocoonstack.io CRD installed, and may this identity list and watch it?)`,
           ),
         ),
       );
@@ -107,14 +149,36 @@ export class InventoryFleet implements FleetSource {
       signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
     });
     try {
-      await Promise.race([Promise.all([this.informer.synced, this.nodeInformer.synced]), timedOut, aborted]);
+      await Promise.race([Promise.all([this.informer.synced, this.nodeInformer.synced, this.shardsSyncedOrAbsent()]), timedOut, aborted]);
+      // Ready means the first snapshot holds every shard the LIST brought, not only once the queued rebuild runs.
+      if (this.rebuildQueued) this.rebuild();
     } finally {
       timer?.cancel();
     }
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.informer.stop(), this.nodeInformer.stop()]);
+    await Promise.all([this.informer.stop(), this.nodeInformer.stop(), this.shardInformer.stop()]);
+  }
+
+  /**
+   * The shard cache synced, or the cluster has no NodeInventoryShard CRD (404) or this identity no right to it (403):
+   * `helm upgrade` never installs a chart's new crds/, and a reader that refused to start would take every node down
+   * with it. Without shards every node publishes the single form (vk-sandbox falls back to it on the same 404), so
+   * the fleet is whole; the informer keeps retrying and brings the shards in once the CRD is there.
+   */
+  private async shardsSyncedOrAbsent(): Promise<void> {
+    const probe = this.o.client.list(NodeInventoryShards, { limit: 1 }).then(
+      () => "present" as const,
+      (e: unknown) => (isNotFound(e) ? ("absent" as const) : isForbidden(e) ? ("forbidden" as const) : ("present" as const)),
+    );
+    const first = await Promise.race([this.shardInformer.synced.then(() => "synced" as const), probe]);
+    if (first === "synced") return;
+    if (first === "present") return void (await this.shardInformer.synced);
+    this.log?.warn(
+      { resource: "nodeinventoryshards.sandbox.cocoonstack.io", reason: first === "absent" ? "no such CRD" : "forbidden" },
+      "serving without NodeInventoryShards: nodes publish the single form until the chart's crds/ (and RBAC) are applied, then shards are read",
+    );
   }
 
   /** Fresh nodes, sorted by name (FleetSource). */
@@ -168,7 +232,21 @@ export class InventoryFleet implements FleetSource {
     return () => this.listeners.delete(fn);
   }
 
+  /**
+   * Shard events rebuild once per burst, not once each: a reader's first LIST of a fleet's shards (about 257 per full
+   * node) arrives as one synchronous loop of adds, and each rebuild merges the node's rows again.
+   */
+  private rebuildQueued = false;
+  private queueRebuild(): void {
+    if (this.rebuildQueued) return;
+    this.rebuildQueued = true;
+    queueMicrotask(() => {
+      if (this.rebuildQueued) this.rebuild();
+    });
+  }
+
   private rebuild(): void {
+    this.rebuildQueued = false;
     const next: InventoryRecord[] = [];
     const seen = new Set<string>();
     for (const raw of this.informer.list()) {
@@ -176,7 +254,8 @@ export class InventoryFleet implements FleetSource {
       seen.add(name);
       const node = this.nodeInformer.get(typeof raw.node === "string" ? raw.node : "");
       // The record depends on its Node too: a Node that loses the address, or goes away, withdraws its trust.
-      const rv = `${raw.metadata?.resourceVersion ?? ""}/${node ? addressesKey(node) : "-"}`;
+      const nodeName = typeof raw.node === "string" ? raw.node : "";
+      const rv = `${raw.metadata?.resourceVersion ?? ""}/${node ? addressesKey(node) : "-"}/${this.shardEpoch.get(nodeName) ?? 0}`;
       const cached = this.built.get(name);
       if (cached && cached.rv === rv) {
         next.push(cached.record);
@@ -201,7 +280,7 @@ export class InventoryFleet implements FleetSource {
         continue;
       }
       this.refused.delete(name);
-      const record = recordOf(parsed.data);
+      const record = recordOf(parsed.data.shards && shardsAreCurrent(raw) ? this.withShardRows(parsed.data) : parsed.data);
       this.built.set(name, { rv, record });
       next.push(record);
     }
@@ -218,6 +297,89 @@ export class InventoryFleet implements FleetSource {
       }
     }
   }
+
+  /**
+   * A sharded root with its rows back in `entries`. A set is (generation, count): the publisher writes a new set whole
+   * before the root names it and deletes the old one after, but the root and the shards reach us on two watches, so
+   * the root may name a set before all of it is here. The rows are then those of the set the root names when it is
+   * complete, else of the newest complete older set (the one being replaced), else what is here of the named set
+   * (said once per change in the log). A shard counts only under the one name shardName() gives it, with the root's
+   * node: trust is the root's (the Node vouches for the address; the admission policy lets a node write only its own).
+   */
+  private withShardRows(root: NodeInventory): NodeInventory {
+    const named = root.shards!;
+    const sets = new Map<string, { generation: number; count: number; shards: NodeInventoryShard[] }>();
+    for (const [name, raw] of this.shardsByNode.get(root.node) ?? []) {
+      const shard = this.parseShard(name, raw);
+      if (!shard || shard.node !== root.node || shard.index >= shard.count || name !== shardName(root.node, shard.generation, shard.index)) continue;
+      const key = `${shard.generation}/${shard.count}`;
+      let set = sets.get(key);
+      if (!set) sets.set(key, (set = { generation: shard.generation, count: shard.count, shards: [] }));
+      set.shards.push(shard);
+    }
+    const complete = (x: { count: number; shards: NodeInventoryShard[] } | undefined) => x !== undefined && x.shards.length === x.count;
+    let chosen = sets.get(`${named.generation}/${named.count}`);
+    if (!complete(chosen)) {
+      const older = [...sets.values()].filter((x) => x.generation < named.generation && complete(x)).sort((a, b) => b.generation - a.generation)[0];
+      if (older) chosen = older;
+      else if (!this.warnedIncomplete.has(`${root.node}/${named.generation}/${named.count}`)) {
+        // Once per set: a node's first set may reach us shard by shard after its root.
+        this.warnedIncomplete.add(`${root.node}/${named.generation}/${named.count}`);
+        if (this.warnedIncomplete.size > 4096) this.warnedIncomplete.clear();
+        this.log?.warn(
+          { nodeInventory: root.node, generation: named.generation, count: named.count, present: chosen?.shards.length ?? 0 },
+          "no complete NodeInventoryShard set for this node yet; showing the shards present",
+        );
+      }
+    }
+    const entries: InventoryEntry[] = [];
+    for (const sh of chosen?.shards ?? []) if (sh.entries) for (const e of sh.entries) entries.push(e);
+    entries.sort(byNameThenId);
+    const merged: NodeInventory = { ...root };
+    if (entries.length > 0) merged.entries = entries;
+    else delete merged.entries;
+    return merged;
+  }
+
+  private parseShard(name: string, raw: RawShard): NodeInventoryShard | null {
+    const rv = raw.metadata?.resourceVersion ?? "";
+    const hit = this.parsedShards.get(name);
+    if (hit && hit.rv === rv) return hit.shard;
+    const parsed = NodeInventoryShard.safeParse(raw);
+    if (!parsed.success) this.log?.warn({ nodeInventoryShard: name, err: parsed.error.issues[0]?.message }, "skipping a NodeInventoryShard that does not match its schema");
+    const shard = parsed.success ? parsed.data : null;
+    this.parsedShards.set(name, { rv, shard });
+    return shard;
+  }
+}
+
+/**
+ * Whether the root's `shards` is the last publisher's word. A node handed back to the upstream Go daemon keeps the
+ * `shards` field vk-sandbox applied (that daemon never sends it, so server-side apply leaves it), while the Go daemon
+ * now owns `publishedAt` and `entries`: the shards are then leftovers and its inline rows are the truth. Told by the
+ * managed fields: `shards` and `publishedAt` must have one manager. Without managed fields, the shards stand.
+ */
+export function shardsAreCurrent(raw: { metadata?: unknown }): boolean {
+  const managed = (raw.metadata as { managedFields?: unknown } | undefined)?.managedFields;
+  if (!Array.isArray(managed)) return true;
+  const ownerOf = (field: string): string | undefined => {
+    for (const m of managed as { manager?: unknown; fieldsV1?: unknown }[]) {
+      const f = m?.fieldsV1;
+      if (f && typeof f === "object" && field in f) return typeof m.manager === "string" ? m.manager : "";
+    }
+    return undefined;
+  };
+  const shards = ownerOf("f:shards");
+  const stamp = ownerOf("f:publishedAt");
+  return shards === undefined || stamp === undefined || shards === stamp;
+}
+
+/** The publisher's row order: by name, ties broken by id. */
+function byNameThenId(a: InventoryEntry, b: InventoryEntry): number {
+  if (a.name !== b.name) return a.name < b.name ? -1 : 1;
+  const ai = a.id ?? "";
+  const bi = b.id ?? "";
+  return ai < bi ? -1 : ai > bi ? 1 : 0;
 }
 
 /** What of a Node the trust verdict reads: its addresses, in order. */

@@ -1,5 +1,6 @@
 // shared/inventory — the NodeInventory wire type (CRD nodeinventories.sandbox.cocoonstack.io, manifests/crds/):
-// written by vk-sandbox's publisher (one object per node, server-side apply), read by every fleet view.
+// written by vk-sandbox's publisher (one root object per node, and in the sharded form its NodeInventoryShards:
+// docs/inventory.md), read by every fleet view.
 export {
   API_VERSION,
   EntryPhase,
@@ -10,6 +11,10 @@ export {
   KIND,
   NodeInventories,
   NodeInventory,
+  NodeInventoryShard,
+  NodeInventoryShards,
   OwnerReference,
+  SHARD_KIND,
+  shardName,
   VERSION,
 } from "./schema.ts";

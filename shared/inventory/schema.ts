@@ -10,6 +10,9 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const KIND = "NodeInventory";
 
 export const NodeInventories: ResourceRef = { group: GROUP, version: VERSION, resource: "nodeinventories", namespaced: false };
+/** The sharded form's row objects (CRD nodeinventoryshards.sandbox.cocoonstack.io, docs/inventory.md). */
+export const SHARD_KIND = "NodeInventoryShard";
+export const NodeInventoryShards: ResourceRef = { group: GROUP, version: VERSION, resource: "nodeinventoryshards", namespaced: false };
 
 export const InventoryPool = z.object({
   template: z.string().min(1),
@@ -76,5 +79,39 @@ export const NodeInventory = z.object({
   templates: z.array(InventoryTemplate).optional(),
   entries: z.array(InventoryEntry).optional(),
   publishedAt: z.string().optional(),
+  /**
+   * Present only in the sharded form (docs/inventory.md): the node's rows are in NodeInventoryShard objects, not in
+   * `entries`; `generation`/`count` name the set the publisher last completed. Absent: the seed's single-object form
+   * (an upstream publisher, or --inventory-format=single), whose rows are `entries`.
+   */
+  shards: z.object({ generation: z.number().int().min(1), count: z.number().int().min(1) }).optional(),
 });
 export type NodeInventory = z.infer<typeof NodeInventory>;
+
+/**
+ * One slice of a sharded node's rows: NodeInventoryShard `<node>.<generation>.<index>`. A row's shard is fixed for a
+ * generation (a hash of its id, modulo `count`), so within one generation a row never moves between shards; a new
+ * generation (another count) is written whole before the root names it, and the old one is deleted after.
+ */
+export const NodeInventoryShard = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(SHARD_KIND),
+  metadata: z
+    .object({
+      name: z.string(),
+      ownerReferences: z.array(OwnerReference).optional(),
+    })
+    .passthrough(),
+  node: z.string().min(1),
+  generation: z.number().int().min(1),
+  index: z.number().int().min(0),
+  count: z.number().int().min(1),
+  entries: z.array(InventoryEntry).optional(),
+});
+export type NodeInventoryShard = z.infer<typeof NodeInventoryShard>;
+
+/**
+ * The one name a shard may have. Node names are DNS subdomains, so `.<digits>.<digits>` read from the right parses
+ * back to exactly one (node, generation, index): no node's shard can take another node's shard name.
+ */
+export const shardName = (node: string, generation: number, index: number): string => `${node}.${generation}.${index}`;

@@ -4,7 +4,17 @@
 // reaped ones vanish on the next publish.
 import { parseGoTime } from "#shared/clock/index.ts";
 import type { Info, SandboxRow } from "#shared/sandboxd/index.ts";
-import { API_VERSION, type InventoryEntry, type InventoryPool, type InventoryTemplate, KIND, type NodeInventory } from "#shared/inventory/index.ts";
+import {
+  API_VERSION,
+  type InventoryEntry,
+  type InventoryPool,
+  type InventoryTemplate,
+  KIND,
+  type NodeInventory,
+  type NodeInventoryShard,
+  SHARD_KIND,
+  shardName,
+} from "#shared/inventory/index.ts";
 
 export interface BuildInput {
   nodeName: string;
@@ -51,7 +61,16 @@ function byNameThenId(a: InventoryEntry, b: InventoryEntry): number {
 /** RFC 3339, UTC, millisecond precision. */
 export const rfc3339 = (d: Date): string => d.toISOString();
 
-export function buildInventory(i: BuildInput): NodeInventory {
+/** The node's rows, sorted by name (ties broken by id) so an unchanged index always produces the same list. */
+export function buildEntries(rows: readonly SandboxRow[], ownAddressOf: (id: string) => string | undefined): InventoryEntry[] {
+  return rows.map((r) => inventoryEntry(r, ownAddressOf)).sort(byNameThenId);
+}
+
+const ownerOf = (nodeName: string, nodeUid: string | undefined) =>
+  nodeUid ? [{ apiVersion: "v1", kind: "Node", name: nodeName, uid: nodeUid }] : undefined;
+
+/** The object `<node>` without its rows: what the sharded form applies every publish. */
+export function buildRoot(i: Omit<BuildInput, "rows" | "ownAddressOf">): NodeInventory {
   const pools: InventoryPool[] = i.info.pools.map((p) => ({
     template: p.key.template,
     net: p.key.net,
@@ -67,8 +86,6 @@ export function buildInventory(i: BuildInput): NodeInventory {
     if (t.mem_total_bytes > 0) out.memoryBytes = t.mem_total_bytes;
     return out;
   });
-  // Sorted (ties broken by id) so an unchanged index always produces the same list.
-  const entries = i.rows.map((r) => inventoryEntry(r, i.ownAddressOf)).sort(byNameThenId);
   const inv: NodeInventory = {
     apiVersion: API_VERSION,
     kind: KIND,
@@ -76,11 +93,46 @@ export function buildInventory(i: BuildInput): NodeInventory {
     node: i.nodeName,
     publishedAt: rfc3339(i.publishedAt),
   };
-  if (i.nodeUid) inv.metadata.ownerReferences = [{ apiVersion: "v1", kind: "Node", name: i.nodeName, uid: i.nodeUid }];
+  const owner = ownerOf(i.nodeName, i.nodeUid);
+  if (owner) inv.metadata.ownerReferences = owner;
   if (i.address) inv.address = i.address;
   // An empty list is left out, not sent as []: with server-side apply, a field this manager stops sending is cleared.
   if (pools.length > 0) inv.pools = pools;
   if (templates.length > 0) inv.templates = templates;
+  return inv;
+}
+
+/** The seed's single-object form: the root with every row in `entries`. */
+export function buildInventory(i: BuildInput): NodeInventory {
+  const inv = buildRoot(i);
+  const entries = buildEntries(i.rows, i.ownAddressOf);
   if (entries.length > 0) inv.entries = entries;
   return inv;
+}
+
+export interface ShardInput {
+  nodeName: string;
+  nodeUid?: string;
+  generation: number;
+  index: number;
+  count: number;
+  entries: InventoryEntry[];
+}
+
+/** One NodeInventoryShard (docs/inventory.md): owned by the Node like the root, so GC removes both with it. */
+export function buildShard(i: ShardInput): NodeInventoryShard {
+  const shard: NodeInventoryShard = {
+    apiVersion: API_VERSION,
+    kind: SHARD_KIND,
+    metadata: { name: shardName(i.nodeName, i.generation, i.index) },
+    node: i.nodeName,
+    generation: i.generation,
+    index: i.index,
+    count: i.count,
+  };
+  const owner = ownerOf(i.nodeName, i.nodeUid);
+  if (owner) shard.metadata.ownerReferences = owner;
+  // Omitted when empty, as in the root: apply then clears the rows this manager sent before.
+  if (i.entries.length > 0) shard.entries = i.entries;
+  return shard;
 }

@@ -114,6 +114,44 @@ describe("issue 22 case 2: a node writes only its own NodeInventory", () => {
   });
 });
 
+describe("issue 29: a node writes and deletes only its own NodeInventoryShards, and reads none", () => {
+  const shards = "/apis/sandbox.cocoonstack.io/v1beta1/nodeinventoryshards";
+  const shard = (name: string, node: string) => ({ apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventoryShard", metadata: { name }, node, generation: 9, index: 0, count: 1 });
+  const refusal = `node identity ${A} may write only its own inventory shards, named ${A}.<generation>.<index>`;
+
+  test("both daemons publish the sharded form with no request refused", async () => {
+    for (const node of [A, B]) {
+      const inv = await env.e2e.kube.req<{ shards?: { generation: number; count: number } }>("GET", `${inventories}/${node}`);
+      expect(inv.body.shards?.count).toBeGreaterThanOrEqual(1);
+      const name = `${node}.${inv.body.shards!.generation}.0`;
+      expect((await env.e2e.kube.req("GET", `${shards}/${name}`)).status).toBe(200);
+    }
+  });
+
+  test("another node's shard cannot be rewritten or deleted, nor one squatted under its name or a malformed one", async () => {
+    const b = await env.e2e.kube.req<{ shards: { generation: number } }>("GET", `${inventories}/${B}`);
+    const bShard = `${B}.${b.body.shards.generation}.0`;
+    const rewrite = await apply(`${shards}/${bShard}`, shard(bShard, B));
+    expect([rewrite.status, rewrite.message]).toEqual([403, expect.stringContaining(refusal)]);
+    expect((await apply(`${shards}/${bShard}`, shard(bShard, A))).status).toBe(403);
+    expect((await asA("DELETE", `${shards}/${bShard}`)).status).toBe(403);
+    // Names of its own prefix that are not <node>.<generation>.<index>: another node ("vk-a.x") could own them.
+    for (const name of [`${B}.9.1`, `${A}.x.0`, `${A}.9`, `${A}.9.0.1`, `${A}-9-0`]) {
+      const r = await asA("POST", shards, shard(name, A));
+      expect({ name, status: r.status }).toEqual({ name, status: 403 });
+    }
+    expect((await env.e2e.kube.req("GET", `${shards}/${bShard}`)).status).toBe(200);
+  });
+
+  test("its own shard name is its to create and delete; listing or reading shards (every tenant's rows) is not", async () => {
+    const own = `${A}.999.0`;
+    expect((await asA("POST", shards, shard(own, A))).status).toBe(201);
+    expect((await asA("DELETE", `${shards}/${own}`)).status).toBe(200);
+    expect((await asA("GET", shards)).status).toBe(403);
+    expect((await asA("GET", `${shards}/${A}.1.0`)).status).toBe(403);
+  });
+});
+
 describe("second review A: with node networks set, a node identity registers its Node only inside them", () => {
   test("a Node of its own name at a host outside the networks is refused, on create and by its first status patch", async () => {
     const tokenC = env.e2e.nodeToken(C);

@@ -130,7 +130,7 @@ describe("helm install on the real apiserver", () => {
     expect(r.stdout).toContain(`E2B_API_URL=http://sandbox-apiserver-e2b.${NAMESPACE}.svc`);
     expect(r.stdout).toContain("E2B_DOMAIN=sandbox.example.com");
     const expected = await render(values);
-    expect(expected).toHaveLength(30 - 4); // certManager off drops the four cert-manager objects (30: seed 003's 23 and the seven objects beyond it, chart/README.md "Beyond seed 003")
+    expect(expected).toHaveLength(31 - 4); // certManager off drops the four cert-manager objects (31: seed 003's 23 and the eight objects beyond it, chart/README.md "Beyond seed 003")
     for (const o of expected) {
       const [gv, plural, namespaced] = RESOURCES[o.kind]!;
       const got = await cluster.adminFetch(`${gv}${namespaced ? `/namespaces/${o.metadata.namespace}` : ""}/${plural}/${o.metadata.name}`);

@@ -14,8 +14,8 @@ const manifestsCrds = join(root, "manifests", "crds");
 const chartCrds = join(chartDir, "crds");
 
 describe("chart/crds and manifests/crds", () => {
-  test("chart/crds holds the NodeInventory CRD; manifests/crds links it, byte-identical", () => {
-    expect(readdirSync(chartCrds)).toEqual(["nodeinventories.sandbox.cocoonstack.io.yaml"]);
+  test("chart/crds holds the NodeInventory and NodeInventoryShard CRDs; manifests/crds links them, byte-identical", () => {
+    expect(readdirSync(chartCrds).sort()).toEqual(["nodeinventories.sandbox.cocoonstack.io.yaml", "nodeinventoryshards.sandbox.cocoonstack.io.yaml"]);
     for (const f of readdirSync(chartCrds)) {
       const link = join(manifestsCrds, f);
       expect(lstatSync(link).isSymbolicLink()).toBe(true);
@@ -25,9 +25,11 @@ describe("chart/crds and manifests/crds", () => {
     }
   });
 
-  test("helm --include-crds renders the manifests file's object, and no upstream CRD (seed 003)", async () => {
+  test("helm --include-crds renders the manifests files' objects, and no upstream CRD (seed 003)", async () => {
     const crds = (await render()).filter((o) => o.kind === "CustomResourceDefinition");
-    expect(crds).toEqual([parse(readFileSync(join(manifestsCrds, "nodeinventories.sandbox.cocoonstack.io.yaml"), "utf8"))]);
+    expect(crds).toEqual(
+      ["nodeinventories.sandbox.cocoonstack.io.yaml", "nodeinventoryshards.sandbox.cocoonstack.io.yaml"].map((f) => parse(readFileSync(join(manifestsCrds, f), "utf8"))),
+    );
     const r = await helm(["template", "r", chartDir]);
     expect(r.stderr).toBe(""); // no "found symbolic link" line: the chart holds real files
   });

@@ -51,7 +51,7 @@ describe("monitoring", () => {
 
   test("on, default: a ServiceMonitor for the apiserver's secure /metrics and the rule set without the proxy alert", async () => {
     const objects = await render(ON);
-    expect(objects).toHaveLength(24); // the default 22 (chart/README.md "Objects": 16 of seed 003, the two admission policies of issue 21 and 22 and the template policy of issue 27, with bindings) and the two monitoring objects
+    expect(objects).toHaveLength(25); // the default 23 (chart/README.md "Objects") and the two monitoring objects
     const sm = find(objects, "ServiceMonitor", "sandbox-apiserver");
     expect(sm.metadata.namespace).toBe("sandbox-system");
     expect(sm.spec).toEqual({
@@ -78,7 +78,7 @@ describe("monitoring", () => {
 
   test("on, with e2b and proxy TLS: the proxy's ServiceMonitor scrapes its plain-HTTP metrics port, and the proxy alert joins", async () => {
     const objects = await render(merge(E2B, ON, at("envdProxy.tlsSecretName", "w"), at("monitoring.serviceMonitor.labels", { release: "kube-prometheus" })));
-    expect(objects).toHaveLength(32); // the e2b render of 29 (chart/README.md "Objects"), the two ServiceMonitors and the rule
+    expect(objects).toHaveLength(33); // the e2b render of 30 (chart/README.md "Objects"), the two ServiceMonitors and the rule
     const sm = find(objects, "ServiceMonitor", "sandbox-envd-proxy");
     expect(sm.metadata.labels?.release).toBe("kube-prometheus");
     expect((sm.spec as { endpoints: unknown }).endpoints).toEqual([{ port: "metrics", path: "/metrics", scheme: "http", interval: "30s" }]);

@@ -90,13 +90,13 @@ describe("seed 003 and beyond", () => {
     }
   });
 
-  test("helm renders 22, 29 and 30 objects: seed 003's 16, 22 and 23 and the objects beyond it", async () => {
+  test("helm renders 23, 30 and 31 objects: seed 003's 16, 22 and 23 and the objects beyond it", async () => {
     const [plainRender, e2b, secret] = await Promise.all([
       render(),
       render(E2B),
       render(merge(E2B, at("apiserver.e2b.envdSecret", { value: "v", secretName: "" }))),
     ]);
-    expect([plainRender.length, e2b.length, secret.length]).toEqual([22, 29, 30]);
+    expect([plainRender.length, e2b.length, secret.length]).toEqual([23, 30, 31]);
     const beyondDefault = BEYOND_SEED.filter((o) => o.in === "default").map(beyondIdentity);
     const beyondAll = BEYOND_SEED.map(beyondIdentity);
     expect(ids(plainRender)).toEqual(sorted([...SEED_003_DEFAULT, ...beyondDefault]));

@@ -64,16 +64,16 @@ const spread = (name: string) => [
 const DEFAULT_RESOURCES = { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } };
 
 describe("object sets", () => {
-  test("default render: exactly 22 objects (seed 003's 16 and the 6 admission-policy objects beyond it), in the release namespace except the auth reader", async () => {
+  test("default render: exactly 23 objects (seed 003's 16, the shard CRD and the 6 admission-policy objects beyond it), in the release namespace except the auth reader", async () => {
     const objects = await render();
-    expect(objects).toHaveLength(22);
+    expect(objects).toHaveLength(23);
     expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS));
   });
 
-  test("without --include-crds: the same minus the CRD (21)", async () => {
+  test("without --include-crds: the same minus the two CRDs (21)", async () => {
     const objects = await render({}, { includeCrds: false });
     expect(objects).toHaveLength(21);
-    expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS.slice(1)));
+    expect(ids(objects)).toEqual(sorted(DEFAULT_OBJECTS.filter((o) => !o.startsWith("CustomResourceDefinition "))));
   });
 
   test("object names never depend on the release name", async () => {
@@ -102,11 +102,11 @@ describe("object sets", () => {
     expect(reader.subjects).toEqual([{ kind: "ServiceAccount", name: "sandbox-apiserver", namespace: "elsewhere" }]);
   });
 
-  test("warmPoolDriver=false: 14 objects, no leader election, a ClusterRole of the inventory, Node and Pod reads", async () => {
+  test("warmPoolDriver=false: 15 objects, no leader election, a ClusterRole of the inventory, Node and Pod reads", async () => {
     const objects = await render(at("apiserver.warmPoolDriver", false));
     expect(ids(objects)).toEqual(sorted(without(DEFAULT_OBJECTS, LEADER_ELECTION)));
     expect(find(objects, "ClusterRole", "sandbox-apiserver-inventory-reader").rules).toEqual([
-      { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
+      { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories", "nodeinventoryshards"], verbs: ["get", "list", "watch"] },
       { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
       { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
       // Sandbox lifecycle Events in the sandboxes' namespaces (issue 21), with or without the driver.
@@ -115,7 +115,7 @@ describe("object sets", () => {
     expect(container(objects, "sandbox-apiserver").args).toContain("--enable-warm-pool-driver=false");
   });
 
-  test("certManager.enabled=false with caBundle: 16 objects, caBundle set, no injection annotation", async () => {
+  test("certManager.enabled=false with caBundle: 17 objects, caBundle set, no injection annotation", async () => {
     const objects = await render(at("certManager", { enabled: false, caBundle: "Zm9v" }));
     expect(ids(objects)).toEqual(sorted(without(DEFAULT_OBJECTS, CERT_MANAGER)));
     const apiService = find(objects, "APIService", "v1beta1.agents.x-k8s.io");
@@ -124,23 +124,23 @@ describe("object sets", () => {
     expect(objects.some((o) => o.apiVersion.startsWith("cert-manager.io/"))).toBe(false);
   });
 
-  test("both off: 10 objects", async () => {
+  test("both off: 11 objects", async () => {
     const objects = await render(
       merge(at("certManager", { enabled: false, caBundle: "Zm9v" }), at("apiserver.warmPoolDriver", false)),
     );
     expect(ids(objects)).toEqual(sorted(without(DEFAULT_OBJECTS, [...CERT_MANAGER, ...LEADER_ELECTION])));
-    expect(objects).toHaveLength(10);
+    expect(objects).toHaveLength(11);
   });
 
-  test("e2b enabled: 29 objects (seed 003's 22, the 6 admission-policy objects and the proxy's metrics Service beyond it)", async () => {
+  test("e2b enabled: 30 objects (seed 003's 22, the shard CRD, the 6 admission-policy objects and the proxy's metrics Service beyond it)", async () => {
     const objects = await render(E2B);
-    expect(objects).toHaveLength(29);
+    expect(objects).toHaveLength(30);
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS]));
   });
 
-  test("e2b with envdSecret.value: 30 (seed 003's 23 and the 7 beyond it), the Secret rendered and mounted by both Deployments", async () => {
+  test("e2b with envdSecret.value: 31 (seed 003's 23 and the 8 beyond it), the Secret rendered and mounted by both Deployments", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret", { value: "s3cret", secretName: "" })));
-    expect(objects).toHaveLength(30);
+    expect(objects).toHaveLength(31);
     expect(ids(objects)).toEqual(sorted([...DEFAULT_OBJECTS, ...E2B_OBJECTS, `Secret ${NS}/sandbox-e2b-envd-secret`]));
     const secret = find(objects, "Secret", "sandbox-e2b-envd-secret");
     expect(secret.type).toBe("Opaque");
@@ -158,7 +158,7 @@ describe("object sets", () => {
 
   test("envdSecret.value wins over secretName", async () => {
     const objects = await render(merge(E2B, at("apiserver.e2b.envdSecret.value", "v")));
-    expect(objects).toHaveLength(30);
+    expect(objects).toHaveLength(31);
     const volumes = deployment(objects, "sandbox-apiserver").template.spec.volumes!;
     expect(volumes.find((v) => v.name === "e2b-envd-secret")?.secret?.secretName).toBe("sandbox-e2b-envd-secret");
   });
@@ -166,7 +166,7 @@ describe("object sets", () => {
   test("templateAliases adds one ConfigMap (key aliases), its mount and --e2b-template-alias-file", async () => {
     const aliases = "base python:3.12 small\nnode node:22\n";
     const objects = await render(merge(E2B, at("apiserver.e2b.templateAliases", aliases)));
-    expect(objects).toHaveLength(30);
+    expect(objects).toHaveLength(31);
     const cm = find(objects, "ConfigMap", "sandbox-apiserver-e2b-template-aliases");
     expect(cm.metadata.namespace).toBe(NS);
     expect(cm.data).toEqual({ aliases });
@@ -185,7 +185,7 @@ describe("object sets", () => {
 
   test("templateAliases without e2b renders nothing extra", async () => {
     const objects = await render(at("apiserver.e2b.templateAliases", "base img"));
-    expect(objects).toHaveLength(22);
+    expect(objects).toHaveLength(23);
   });
 });
 
@@ -243,7 +243,7 @@ describe("RBAC", () => {
   test("the inventory reader grants nodeinventories, list/watch of the Nodes that vouch for them and, with the driver, the pool rules", async () => {
     const objects = await render();
     expect(find(objects, "ClusterRole", "sandbox-apiserver-inventory-reader").rules).toEqual([
-      { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
+      { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories", "nodeinventoryshards"], verbs: ["get", "list", "watch"] },
       { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
       { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
       { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
@@ -296,7 +296,7 @@ describe("RBAC", () => {
   test("the proxy reads nodeinventories and the Nodes (list/watch) and nothing else, as its own ServiceAccount", async () => {
     const objects = await render(E2B);
     expect(find(objects, "ClusterRole", "sandbox-envd-proxy-inventory-reader").rules).toEqual([
-      { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["get", "list", "watch"] },
+      { apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories", "nodeinventoryshards"], verbs: ["get", "list", "watch"] },
       { apiGroups: [""], resources: ["nodes"], verbs: ["list", "watch"] },
     ]);
     expect(find(objects, "ClusterRoleBinding", "sandbox-envd-proxy-inventory-reader").subjects).toEqual([

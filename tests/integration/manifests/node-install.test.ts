@@ -44,6 +44,7 @@ describe("manifests/ is complete", () => {
     expect(existsSync(join(manifests, "node-admission.yaml"))).toBe(true);
     expect(readdirSync(join(manifests, "crds")).sort()).toEqual([
       "nodeinventories.sandbox.cocoonstack.io.yaml",
+      "nodeinventoryshards.sandbox.cocoonstack.io.yaml",
       "sandboxtemplates.extensions.agents.x-k8s.io.yaml",
       "sandboxwarmpools.extensions.agents.x-k8s.io.yaml",
     ]);

@@ -9,7 +9,7 @@ import { startKubeApiserver, type TestCluster } from "../../kube/harness.ts";
 import { kubectl } from "../../kube/kubectl.ts";
 
 const root = join(import.meta.dir, "..", "..", "..");
-const files = ["manifests/rbac.yaml", "manifests/node-admission.yaml", "manifests/crds/nodeinventories.sandbox.cocoonstack.io.yaml"].map((f) => join(root, f));
+const files = ["manifests/rbac.yaml", "manifests/node-admission.yaml", "manifests/crds/nodeinventories.sandbox.cocoonstack.io.yaml", "manifests/crds/nodeinventoryshards.sandbox.cocoonstack.io.yaml"].map((f) => join(root, f));
 let cluster: TestCluster;
 let kubeconfig: string;
 

@@ -98,7 +98,7 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
   const cluster = await startKubeApiserver();
   const dir = mkdtempSync(join(tmpdir(), "sandbox-apiserver-it-"));
   try {
-    const crds = ["nodeinventories.sandbox.cocoonstack.io.yaml", "sandboxwarmpools.extensions.agents.x-k8s.io.yaml", "sandboxtemplates.extensions.agents.x-k8s.io.yaml"];
+    const crds = ["nodeinventories.sandbox.cocoonstack.io.yaml", "nodeinventoryshards.sandbox.cocoonstack.io.yaml", "sandboxwarmpools.extensions.agents.x-k8s.io.yaml", "sandboxtemplates.extensions.agents.x-k8s.io.yaml"];
     const docs = [`apiVersion: v1\nkind: Namespace\nmetadata: {name: ${NAMESPACE}}`];
     if (o.crds !== false) for (const f of crds) docs.push(readFileSync(join(REPO, "manifests/crds", f), "utf8"));
     await cluster.apply(docs.join("\n---\n"));

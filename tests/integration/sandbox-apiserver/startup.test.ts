@@ -68,6 +68,7 @@ describe("startup order and failures", () => {
 
   test("33: without the auth-reader RoleBinding startup fails naming extension-apiserver-authentication", async () => {
     await stack.cluster.apply(readFileSync(join(REPO, "manifests/crds/nodeinventories.sandbox.cocoonstack.io.yaml"), "utf8"));
+    await stack.cluster.apply(readFileSync(join(REPO, "manifests/crds/nodeinventoryshards.sandbox.cocoonstack.io.yaml"), "utf8"));
     const p = await stack.startServer({ waitReady: false });
     expect(await exited(p)).toBe(1);
     expect(p.stderr()).toContain("extension-apiserver-authentication");

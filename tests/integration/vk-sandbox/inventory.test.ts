@@ -2,7 +2,7 @@
 // simulator (scenarios 42, 43, 44), applying as the rbac.yaml ServiceAccount.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
-import { NodeInventories, NodeInventory } from "#shared/inventory/index.ts";
+import { NodeInventories, NodeInventory, NodeInventoryShards, type NodeInventoryShard } from "#shared/inventory/index.ts";
 import { InventoryPublisher } from "#services/vk-sandbox/inventory/index.ts";
 import { NodeController } from "#services/vk-sandbox/node/index.ts";
 import { isNotFound } from "#shared/kube/errors.ts";
@@ -11,6 +11,9 @@ import type { Log } from "#shared/log/index.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { type KubeFixture, nodeSpecFromFlags, quietLog, startKubeFixture } from "./kube-fixture.ts";
 import { waitFor } from "../../support/wait.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse } from "yaml";
 
 let k: KubeFixture;
 let sim: SandboxdSim;
@@ -31,7 +34,7 @@ afterAll(async () => {
 type Inv = NodeInventory & { metadata: { uid?: string; managedFields?: { manager: string; operation: string }[] } };
 const getInventory = (name: string) => k.admin.get<Inv>(NodeInventories, name);
 
-async function startPublishing(nodeName: string, own: Map<string, string>, log: Log = quietLog) {
+async function startPublishing(nodeName: string, own: Map<string, string>, log: Log = quietLog, format: "single" | "sharded" = "single") {
   const node = new NodeController({ client: k.daemon, spec: nodeSpecFromFlags([`--node-name=${nodeName}`]), log: quietLog, statusIntervalMs: 200 });
   running.push(node);
   await node.ensure();
@@ -45,6 +48,7 @@ async function startPublishing(nodeName: string, own: Map<string, string>, log: 
     nodeGone: () => node.gone,
     intervalMs: INTERVAL_MS,
     log,
+    format,
   });
   running.push(publisher);
   publisher.start();
@@ -59,6 +63,7 @@ async function publishedAtAfter(name: string, after: string, ms = 10_000): Promi
 }
 
 describe("NodeInventory publisher on a real apiserver", () => {
+  // Scenario 42 is the seed's single-object form (--inventory-format=single); the sharded form is the next test.
   test("scenario 42: node, address, pools, sorted entries, field manager vk-sandbox, Node ownerRef, advancing publishedAt", async () => {
     const b = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/bravo", metadata: { team: "x" } });
     const a = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/alpha" });
@@ -93,6 +98,32 @@ describe("NodeInventory publisher on a real apiserver", () => {
       return got.entries === undefined ? got : undefined;
     });
     expect(empty.pools).toBeDefined();
+  }, 60_000);
+
+  test("the sharded form (issue 29): the rows in NodeInventoryShards the node's own identity writes, the root naming the set; a release rewrites its shard", async () => {
+    const b = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/sh-bravo", metadata: { team: "y" } });
+    const a = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/sh-alpha" });
+    await startPublishing("inv-s", new Map(), quietLog, "sharded");
+    const root = await waitFor("the sharded root", async () => {
+      const got = await getInventory("inv-s").catch(() => undefined);
+      return got?.shards ? got : undefined;
+    });
+    expect(root.entries).toEqual([]);
+    expect(root.shards).toEqual({ generation: 1, count: 1 });
+    const shard = await k.admin.get<NodeInventoryShard>(NodeInventoryShards, "inv-s.1.0");
+    expect(shard).toMatchObject({ node: "inv-s", generation: 1, index: 0, count: 1 });
+    expect(shard.metadata.ownerReferences?.[0]).toMatchObject({ kind: "Node", name: "inv-s" });
+    const mine = (shard.entries ?? []).filter((e) => e.name.startsWith("ns/sh-"));
+    expect(mine.map((e) => e.name)).toEqual(["ns/sh-alpha", "ns/sh-bravo"]);
+    expect(mine[1]).toMatchObject({ id: b.id, claimMetadata: '{"team":"y"}' });
+    const next = await publishedAtAfter("inv-s", root.publishedAt!);
+    expect(next.shards).toEqual({ generation: 1, count: 1 });
+    await sandboxd.release(a.id, { token: a.token });
+    await waitFor("the released row gone from its shard", async () => {
+      const s2 = await k.admin.get<NodeInventoryShard>(NodeInventoryShards, "inv-s.1.0");
+      return !(s2.entries ?? []).some((e) => e.id === a.id) ? true : undefined;
+    });
+    await sandboxd.release(b.id, { token: b.token });
   }, 60_000);
 
   test("scenario 43: a failing /v1/sandboxes or /v1/info stalls publishedAt; recovery resumes it", async () => {
@@ -140,5 +171,42 @@ describe("NodeInventory publisher on a real apiserver", () => {
       err = e;
     }
     expect(isNotFound(err)).toBe(true);
+  }, 60_000);
+});
+
+// Last in the file: it swaps the NodeInventory CRD for an older one and puts it back.
+describe("an older NodeInventory CRD (helm upgrade never updates crds/)", () => {
+  test("one without `shards`: the sharded publisher applies the single form in the same publish and keeps to it, saying why", async () => {
+    const path = join(import.meta.dir, "../../../manifests/crds/nodeinventories.sandbox.cocoonstack.io.yaml");
+    const current = readFileSync(path, "utf8");
+    const old = parse(current) as { spec: { versions: { schema: { openAPIV3Schema: { properties: Record<string, unknown> } } }[] } };
+    for (const v of old.spec.versions) delete v.schema.openAPIV3Schema.properties.shards;
+    await k.cluster.apply([old]);
+    try {
+      // Once the apiserver serves the older schema, server-side apply refuses the undeclared field.
+      await waitFor("the older schema in force", async () => {
+        const refused = await k.cluster
+          .apply([{ apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "probe" }, node: "probe", shards: { generation: 1, count: 1 } }])
+          .then(() => false, (e: Error) => e.message.includes(".shards: field not declared in schema"));
+        return refused || undefined;
+      }, 30_000);
+      const c = await sandboxd.claim({ template: "base:24.04", claim_ref: "ns/pruned" });
+      const warnings: string[] = [];
+      await startPublishing("inv-p", new Map(), { ...quietLog, warn: (_f: object, msg: string) => void warnings.push(msg) }, "sharded");
+      const inv = await waitFor("the single form", async () => {
+        const got = await getInventory("inv-p").catch(() => undefined);
+        return got?.entries?.some((e) => e.id === c.id) ? got : undefined;
+      });
+      expect(inv.shards).toBeUndefined();
+      await publishedAtAfter("inv-p", inv.publishedAt!);
+      expect((await getInventory("inv-p")).entries?.some((e) => e.id === c.id)).toBe(true);
+      expect(warnings.filter((m) => m.includes("cannot publish NodeInventoryShards"))).toHaveLength(1);
+      // The shards written before the root was refused are deleted again.
+      const left = await k.admin.list<NodeInventoryShard>(NodeInventoryShards, { fieldSelector: "node=inv-p" });
+      expect(left.items).toEqual([]);
+      await sandboxd.release(c.id, { token: c.token });
+    } finally {
+      await k.cluster.apply(current);
+    }
   }, 60_000);
 });

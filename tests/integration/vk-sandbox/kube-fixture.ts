@@ -26,7 +26,7 @@ export async function startKubeFixture(o: { crd?: boolean } = {}): Promise<KubeF
   const cluster = await startKubeApiserver();
   try {
     await cluster.apply(readFileSync(join(root, "manifests", "rbac.yaml"), "utf8"));
-    if (o.crd) await cluster.apply(readFileSync(join(root, "manifests", "crds", "nodeinventories.sandbox.cocoonstack.io.yaml"), "utf8"));
+    if (o.crd) for (const f of ["nodeinventories", "nodeinventoryshards"]) await cluster.apply(readFileSync(join(root, "manifests", "crds", `${f}.sandbox.cocoonstack.io.yaml`), "utf8"));
     await cluster.createNamespace("kube-node-lease");
     await cluster.apply([{ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "vk-fixture", namespace: "sandbox-nodes" } }]);
     const token = await cluster.serviceAccountToken("sandbox-nodes", "vk-fixture", 3600);

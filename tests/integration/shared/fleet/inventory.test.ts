@@ -21,6 +21,7 @@ let client: KubeClient;
 beforeAll(async () => {
   cluster = await startKubeApiserver();
   await cluster.apply(readFileSync(join(REPO, "manifests/crds/nodeinventories.sandbox.cocoonstack.io.yaml"), "utf8"));
+  await cluster.apply(readFileSync(join(REPO, "manifests/crds/nodeinventoryshards.sandbox.cocoonstack.io.yaml"), "utf8"));
   client = new KubeClient(await loadKubeConnection({ KUBECONFIG: cluster.kubeconfig() }));
 }, 60_000);
 
@@ -71,8 +72,10 @@ async function publish(node: string, publishedAt: number | undefined, address = 
 }
 
 async function removeAll(): Promise<void> {
-  const r = await cluster.adminFetch("/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories", { method: "DELETE" });
-  await r.body?.cancel();
+  for (const kind of ["nodeinventories", "nodeinventoryshards"]) {
+    const r = await cluster.adminFetch(`/apis/sandbox.cocoonstack.io/v1beta1/${kind}`, { method: "DELETE" });
+    await r.body?.cancel();
+  }
 }
 
 let clock: FakeClock;
@@ -258,6 +261,31 @@ describe("the informer", () => {
     }
   }, 60_000);
 
+  test("without the NodeInventoryShard CRD (helm upgrade installs no new crds/) ready() resolves and single-form nodes are served; shards are read once the CRD exists", async () => {
+    const bare = await startKubeApiserver();
+    const f = new InventoryFleet({ client: new KubeClient(await loadKubeConnection({ KUBECONFIG: bare.kubeconfig() })), staleAfterMs: WINDOW, syncTimeoutMs: 10_000 });
+    try {
+      await bare.apply(readFileSync(join(REPO, "manifests/crds/nodeinventories.sandbox.cocoonstack.io.yaml"), "utf8"));
+      const node = (name: string) =>
+        bare.adminFetch("/api/v1/nodes", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ apiVersion: "v1", kind: "Node", metadata: { name } }) }).then((r) => r.body?.cancel());
+      await node("plain");
+      await node("sharded");
+      await bare.apply([{ apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "plain" }, node: "plain", publishedAt: iso(Date.now()), entries: [{ name: "a/x", id: "sb_x", phase: "Running" }] }]);
+      await f.ready();
+      await waitFor("the single-form node", () => (f.freshNode("plain")?.fleet.entries.length === 1 ? true : undefined), 10_000, 20);
+      await bare.apply(readFileSync(join(REPO, "manifests/crds/nodeinventoryshards.sandbox.cocoonstack.io.yaml"), "utf8"));
+      await bare.apply([
+        { apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventoryShard", metadata: { name: "sharded.1.0" }, node: "sharded", generation: 1, index: 0, count: 1, entries: [{ name: "a/y", id: "sb_y", phase: "Running" }] },
+        { apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "sharded" }, node: "sharded", publishedAt: iso(Date.now()), shards: { generation: 1, count: 1 } },
+      ]);
+      // The informer retries with backoff (at most 30 s between tries).
+      await waitFor("the sharded node's rows", () => (f.freshNode("sharded")?.fleet.entries.map((e) => e.id).join() === "sb_y" ? true : undefined), 60_000, 50);
+    } finally {
+      await f.stop();
+      await bare.stop();
+    }
+  }, 120_000);
+
   test("ready() names the Node permission when only the Node cache cannot sync (an identity without list/watch nodes)", async () => {
     await cluster.apply([
       { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "inventory-only" }, rules: [{ apiGroups: ["sandbox.cocoonstack.io"], resources: ["nodeinventories"], verbs: ["list", "watch"] }] },
@@ -391,5 +419,83 @@ describe("trust (issue 22 case 2): the root token goes only to an address of a N
     // Control: the same inventories naming the Nodes' exact hosts are trusted (so the refusal was the prefix's).
     await cluster.apply([raw("prefix-ip", "prefix-ip", "10.0.0.10:7777"), raw("node-1.internal", "node-1.internal", "node-1.internal:7777"), raw("suffix-ip", "suffix-ip", "10.0.0.2:7777")]);
     await waitFor("the exact hosts in the view", () => ["prefix-ip", "node-1.internal", "suffix-ip"].every((n) => fleet.freshNode(n) !== undefined), 10_000, 20);
+  });
+});
+
+describe("the sharded form (issue 29, docs/inventory.md): a node's rows in NodeInventoryShards, read back as one inventory", () => {
+  const row = (i: number) => ({ name: `team/sb-${String(i).padStart(3, "0")}`, id: `sb_${String(i).padStart(16, "0")}`, phase: "Running", claimMetadata: `{"i":"${i}"}` });
+  const root = (node: string, generation: number, count: number, extra: Record<string, unknown> = {}) => ({
+    apiVersion: "sandbox.cocoonstack.io/v1beta1",
+    kind: "NodeInventory",
+    metadata: { name: node },
+    node,
+    address: `${ipOf(node)}:7777`,
+    publishedAt: iso(clock.now()),
+    shards: { generation, count },
+    ...extra,
+  });
+  const shard = (node: string, generation: number, index: number, count: number, rows: number[], name = `${node}.${generation}.${index}`) => ({
+    apiVersion: "sandbox.cocoonstack.io/v1beta1",
+    kind: "NodeInventoryShard",
+    metadata: { name },
+    node,
+    generation,
+    index,
+    count,
+    ...(rows.length ? { entries: rows.map(row) } : {}),
+  });
+  const ids = (node: string) => fleet.freshNode(node)?.fleet.entries.map((e) => e.id) ?? [];
+  const idsOf = (rows: number[]) => [...rows].sort((a, b) => a - b).map((i) => row(i).id);
+  const del = async (name: string) => (await cluster.adminFetch(`/apis/sandbox.cocoonstack.io/v1beta1/nodeinventoryshards/${name}`, { method: "DELETE" })).body?.cancel();
+
+  test("the rows of the set the root names come back sorted in one inventory, metadata included, for every reader", async () => {
+    await ensureNode("sh");
+    await cluster.apply([shard("sh", 1, 0, 2, [3, 1]), shard("sh", 1, 1, 2, [2, 0]), root("sh", 1, 2)]);
+    await waitFor("the shard rows in the fleet view", () => (ids("sh").length === 4 ? true : undefined), 10_000, 20);
+    const rec = fleet.freshNode("sh")!;
+    expect(rec.inventory.entries!.map((e) => e.name)).toEqual(["team/sb-000", "team/sb-001", "team/sb-002", "team/sb-003"]);
+    expect(rec.fleet.entries.find((e) => e.id === row(2).id)?.metadata).toEqual({ i: "2" });
+    expect(rec.inventory.shards).toEqual({ generation: 1, count: 2 });
+  });
+
+  test("a new set is used only once complete: until then the rows of the older complete set, and the old set's deletion changes nothing", async () => {
+    await ensureNode("sh");
+    await cluster.apply([shard("sh", 1, 0, 1, [0, 1, 2]), root("sh", 1, 1)]);
+    await waitFor("set 1", () => (ids("sh").length === 3 ? true : undefined), 10_000, 20);
+    // The root names set 2 (4 shards) before all of them reached this reader (two watches, no order between them).
+    await cluster.apply([root("sh", 2, 4), shard("sh", 2, 0, 4, [0]), shard("sh", 2, 1, 4, [1, 5])]);
+    await waitFor("the root naming set 2", () => (fleet.freshNode("sh")?.inventory.shards?.generation === 2 ? true : undefined), 10_000, 20);
+    expect(ids("sh")).toEqual(idsOf([0, 1, 2]));
+    await cluster.apply([shard("sh", 2, 2, 4, [2]), shard("sh", 2, 3, 4, [])]);
+    await waitFor("set 2 complete", () => (ids("sh").length === 4 ? true : undefined), 10_000, 20);
+    expect(ids("sh")).toEqual(idsOf([0, 1, 2, 5]));
+    await del("sh.1.0");
+    await Bun.sleep(300);
+    expect(ids("sh")).toEqual(idsOf([0, 1, 2, 5]));
+  });
+
+  test("a shard counts only under its own name and node: one named for another place, or naming another node, adds nothing", async () => {
+    await ensureNode("sh");
+    await ensureNode("other");
+    await cluster.apply([
+      shard("sh", 1, 0, 1, [0]),
+      root("sh", 1, 1),
+      // Index 0 of set 1 under a name that says index 7; and a shard of node "other" claiming to be sh's.
+      shard("sh", 1, 0, 1, [9], "sh.1.7"),
+      { ...shard("other", 1, 0, 1, [8]), metadata: { name: "sh.1.1" } },
+    ]);
+    await waitFor("sh's one row", () => (ids("sh").length === 1 ? true : undefined), 10_000, 20);
+    await Bun.sleep(300);
+    expect(ids("sh")).toEqual(idsOf([0]));
+    // The CRD itself refuses an index past its set.
+    await expect(cluster.apply([shard("sh", 1, 3, 2, [1])])).rejects.toThrow(/index must be below count/);
+  });
+
+  test("a root without shards (the upstream Go daemon, or --inventory-format=single) lists its own entries and ignores leftover shards", async () => {
+    await ensureNode("sh");
+    await cluster.apply([shard("sh", 1, 0, 1, [0, 1])]);
+    await cluster.apply([{ ...root("sh", 1, 1), shards: undefined, entries: [row(7)] }]);
+    await waitFor("the inline row", () => (ids("sh").length === 1 ? true : undefined), 10_000, 20);
+    expect(ids("sh")).toEqual(idsOf([7]));
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { FakeClock } from "#shared/clock/index.ts";
 import { NodeInventory } from "#shared/inventory/index.ts";
-import { buildInventory, InventoryPublisher } from "#services/vk-sandbox/inventory/index.ts";
+import { buildEntries, buildInventory, InventoryPublisher, SHARD_MAX_BYTES, SHARD_RESYNC_PUBLISHES } from "#services/vk-sandbox/inventory/index.ts";
 import { KubeApiError } from "#shared/kube/errors.ts";
 import type { Info, SandboxRow } from "#shared/sandboxd/schemas.ts";
 
@@ -100,6 +100,10 @@ describe("buildInventory", () => {
 class Fakes {
   applies: any[] = [];
   gets: any[] = [];
+  deletes: string[] = [];
+  /** What the empty merge patch of the root answers (the last set a previous run completed); undefined: 404. */
+  storedRoot: any = undefined;
+  rows: SandboxRow[] = rows;
   node: "present" | "missing" | "error" = "present";
   nodeAddresses: { type: string; address: string }[] = [{ type: "InternalIP", address: "10.0.0.5" }];
   listFails = false;
@@ -112,14 +116,21 @@ class Fakes {
       return { metadata: { name, uid: "uid-n" }, status: { addresses: this.nodeAddresses } } as any;
     },
     patch: async (_res: any, name: string, body: any, o: any) => {
+      if (o.type === "merge") {
+        if (this.storedRoot === undefined) throw notFound();
+        return this.storedRoot;
+      }
       this.applies.push({ name, body, o });
       return body;
+    },
+    delete: async (_res: any, name: string) => {
+      this.deletes.push(name);
     },
   };
   sandboxd = {
     list: async () => {
       if (this.listFails) throw new Error("list 500");
-      return rows;
+      return this.rows;
     },
     info: async () => {
       if (this.infoFails) throw new Error("info 500");
@@ -137,6 +148,8 @@ function publisher(f: Fakes, extra: Partial<ConstructorParameters<typeof Invento
     ownAddresses: () => new Map(),
     intervalMs: 5,
     log: quiet,
+    // The seed's scenarios are about the single-object form; the sharded form has its own tests below.
+    format: "single",
     ...extra,
   });
 }
@@ -221,7 +234,7 @@ describe("InventoryPublisher", () => {
     let failNext = true;
     const patch = f.kube.patch;
     f.kube.patch = async (...a: Parameters<typeof patch>) => {
-      if (failNext) {
+      if (failNext && a[3].type === "apply") {
         failNext = false;
         throw new KubeApiError({ status: 500, reason: "InternalError", verb: "apply", path: "/" });
       }
@@ -246,5 +259,195 @@ describe("InventoryPublisher", () => {
 
   test("a non-positive interval is refused", () => {
     expect(() => publisher(new Fakes(), { intervalMs: 0 })).toThrow(RangeError);
+  });
+});
+
+/** `n` rows of the largest metadata sandboxd accepts (16 pairs, 4 KiB as JSON), claim refs `team/sbx-<i>`. */
+function bigRows(n: number, from = 0): SandboxRow[] {
+  return Array.from({ length: n }, (_, j) => {
+    const i = from + j;
+    const metadata = Object.fromEntries(Array.from({ length: 16 }, (_, k) => [`k${String(k).padStart(2, "0")}`, `${i}-${k}-`.padEnd(240, "v")]));
+    return { id: `sb_${i.toString(16).padStart(16, "0")}`, key, deadline: "2026-12-01T00:00:00Z", hibernated: false, claim_ref: `team/sbx-${i}`, claimed_at: "2026-11-30T00:00:00Z", metadata };
+  });
+}
+
+describe("InventoryPublisher, sharded form (issue 29)", () => {
+  const sharded = (f: Fakes, extra: Partial<ConstructorParameters<typeof InventoryPublisher>[0]> = {}) => publisher(f, { format: "sharded", ...extra });
+  const shardApplies = (f: Fakes) => f.applies.filter((a) => a.body.kind === "NodeInventoryShard");
+  const rootApplies = (f: Fakes) => f.applies.filter((a) => a.body.kind === "NodeInventory");
+
+  test("2,000 rows of the largest metadata: shards each under the cap, applied before a root that lists no rows and names the set", async () => {
+    const f = new Fakes();
+    f.rows = bigRows(2000);
+    const out = await sharded(f).publishOnce();
+    expect(out.published).toBe(true);
+    const shards = shardApplies(f);
+    expect(shards.length).toBeGreaterThan(16);
+    expect(f.applies.at(-1)!.body.kind).toBe("NodeInventory");
+    const root = f.applies.at(-1)!.body;
+    expect(root.entries).toEqual([]);
+    expect(root.shards).toEqual({ generation: 1, count: shards.length });
+    expect(JSON.stringify(root).length).toBeLessThan(4096);
+    for (const a of shards) {
+      expect(Buffer.byteLength(JSON.stringify(a.body))).toBeLessThanOrEqual(SHARD_MAX_BYTES);
+      expect(a.name).toBe(`n.1.${a.body.index}`);
+      expect(a.o).toEqual({ type: "apply", fieldManager: "vk-sandbox", force: true });
+      expect(a.body.metadata.ownerReferences).toEqual([{ apiVersion: "v1", kind: "Node", name: "n", uid: "uid-n" }]);
+    }
+    const union = shards.flatMap((a) => a.body.entries ?? []).sort((x: any, y: any) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+    expect(union).toEqual(buildEntries(f.rows, () => undefined));
+    if (out.published) expect(out.sizes).toMatchObject({ format: "sharded", rows: 2000, shards: shards.length, appliedObjects: shards.length + 1 });
+  });
+
+  test("publishing costs what changed: nothing changed is the root alone; one release rewrites one shard", async () => {
+    const f = new Fakes();
+    f.rows = bigRows(2000);
+    const p = sharded(f);
+    await p.publishOnce();
+    f.applies = [];
+    const steady = await p.publishOnce();
+    expect(f.applies.map((a) => a.body.kind)).toEqual(["NodeInventory"]);
+    if (steady.published) expect(steady.sizes.appliedBytes).toBeLessThan(4096);
+    f.rows = f.rows.filter((r) => r.id !== f.rows[777]!.id);
+    f.applies = [];
+    await p.publishOnce();
+    expect(shardApplies(f)).toHaveLength(1);
+    expect(rootApplies(f)).toHaveLength(1);
+    expect(f.deletes).toEqual([]);
+  });
+
+  test("a count change writes a new generation whole, then the root, then deletes the old set", async () => {
+    const f = new Fakes();
+    f.rows = bigRows(10);
+    const p = sharded(f);
+    await p.publishOnce();
+    expect(rootApplies(f)[0].body.shards).toEqual({ generation: 1, count: 1 });
+    f.rows = bigRows(400);
+    f.applies = [];
+    await p.publishOnce();
+    const root = rootApplies(f)[0].body;
+    expect(root.shards.generation).toBe(2);
+    expect(shardApplies(f).map((a) => a.name)).toEqual(Array.from({ length: root.shards.count }, (_, i) => `n.2.${i}`));
+    expect(f.deletes).toEqual(["n.1.0"]);
+  });
+
+  test("a restarted node continues after the set its root names, and deletes that set", async () => {
+    const f = new Fakes();
+    f.rows = bigRows(3);
+    f.storedRoot = { apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "n" }, node: "n", shards: { generation: 5, count: 2 } };
+    await sharded(f).publishOnce();
+    expect(rootApplies(f)[0].body.shards).toEqual({ generation: 6, count: 1 });
+    expect(f.deletes.sort()).toEqual(["n.5.0", "n.5.1"]);
+  });
+
+  test("a failed shard apply leaves the root unapplied (publishedAt stalls) and is retried next publish", async () => {
+    const f = new Fakes();
+    f.rows = bigRows(400);
+    const patch = f.kube.patch;
+    let fail = true;
+    f.kube.patch = async (...a: Parameters<typeof patch>) => {
+      if (fail && a[1] === "n.1.1") throw new KubeApiError({ status: 500, reason: "InternalError", verb: "apply", path: "/" });
+      return patch(...a);
+    };
+    const p = sharded(f);
+    expect(await p.publishOnce()).toMatchObject({ published: false, reason: "apply-failed" });
+    expect(rootApplies(f)).toHaveLength(0);
+    fail = false;
+    f.applies = [];
+    expect((await p.publishOnce()).published).toBe(true);
+    expect(shardApplies(f).map((a) => a.name)).toContain("n.1.1");
+    expect(rootApplies(f)).toHaveLength(1);
+  });
+
+  test("a cluster without the shard CRD (404) or the shard RBAC (403): the single form meanwhile, said once, and shards as soon as they are taken", async () => {
+    for (const status of [404, 403]) {
+      const f = new Fakes();
+      f.rows = bigRows(3);
+      const patch = f.kube.patch;
+      let refuse = true;
+      f.kube.patch = async (...a: Parameters<typeof patch>) => {
+        if (refuse && a[0].resource === "nodeinventoryshards") throw new KubeApiError({ status, reason: status === 404 ? "NotFound" : "Forbidden", verb: "apply", path: "/" });
+        return patch(...a);
+      };
+      const warned: string[] = [];
+      const p = sharded(f, { log: { ...quiet, warn: (_o: unknown, msg: string) => void warned.push(msg) } });
+      expect((await p.publishOnce()).published).toBe(true);
+      expect((await p.publishOnce()).published).toBe(true);
+      const roots = rootApplies(f);
+      expect(roots).toHaveLength(2);
+      expect(roots[0].body.entries).toHaveLength(3);
+      expect(roots[0].body.shards).toBeUndefined();
+      expect(warned.filter((m) => m.includes("cannot publish NodeInventoryShards"))).toHaveLength(1);
+      refuse = false;
+      f.applies = [];
+      await p.publishOnce();
+      expect(rootApplies(f)[0].body.shards?.count).toBe(1);
+      expect(shardApplies(f)).toHaveLength(1);
+    }
+  });
+
+  test("a node name with no room for `.<generation>.<index>` within 253 characters publishes the single form", async () => {
+    const f = new Fakes();
+    f.rows = bigRows(2);
+    const long = "n".repeat(248); // 248 + ".1.1023" is past 253
+    const out = await sharded(f, { nodeName: long }).publishOnce();
+    expect(out.published).toBe(true);
+    expect(shardApplies(f)).toHaveLength(0);
+    expect(rootApplies(f)[0].body.entries).toHaveLength(2);
+  });
+
+  test(`every ${SHARD_RESYNC_PUBLISHES} publishes every shard is applied again, so one removed by hand comes back`, async () => {
+    const f = new Fakes();
+    f.rows = bigRows(400);
+    const p = sharded(f);
+    let counts: number[] = [];
+    for (let i = 0; i <= SHARD_RESYNC_PUBLISHES; i++) {
+      f.applies = [];
+      await p.publishOnce();
+      counts.push(shardApplies(f).length);
+    }
+    const n = counts[0]!;
+    expect(counts.filter((c) => c === n)).toHaveLength(2);
+    expect(counts.filter((c) => c === 0)).toHaveLength(SHARD_RESYNC_PUBLISHES - 1);
+  });
+});
+
+describe("InventoryPublisher, the size warning", () => {
+  test("a single-form node past the warning size says so once per crossing: log line and Event on its Node naming node and size, and the sizes", async () => {
+    const f = new Fakes();
+    f.rows = bigRows(150);
+    const warnings: { o: any; msg: string }[] = [];
+    const events: { obj: any; reason: string; message: string }[] = [];
+    const sizes: number[] = [];
+    const p = publisher(f, {
+      log: { ...quiet, warn: (o: unknown, msg: string) => void warnings.push({ o, msg }) },
+      events: { warning: (obj, reason, message) => void events.push({ obj, reason, message }) },
+      observe: (s) => void sizes.push(s.largestObjectBytes),
+    });
+    await p.publishOnce();
+    await p.publishOnce();
+    expect(sizes[0]).toBeGreaterThan(512 * 1024);
+    const w = warnings.filter((x) => x.msg.includes("past the warning size"));
+    expect(w).toHaveLength(1);
+    expect(w[0]!.o).toMatchObject({ node: "n", bytes: sizes[0], rows: 150, format: "single" });
+    expect(w[0]!.msg).toContain("--inventory-format=sharded");
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ obj: { kind: "Node", metadata: { name: "n", uid: "uid-n" } }, reason: "InventoryNearLimit" });
+    expect(events[0]!.message).toContain(`${sizes[0]} bytes`);
+    // Back under 90% of the size re-arms it; past it again warns again.
+    f.rows = bigRows(10);
+    await p.publishOnce();
+    f.rows = bigRows(150);
+    await p.publishOnce();
+    expect(events).toHaveLength(2);
+  });
+
+  test("the sharded form at full capacity stays under the warning size", async () => {
+    const f = new Fakes();
+    f.rows = bigRows(2000);
+    const events: unknown[] = [];
+    const out = await publisher(f, { format: "sharded", events: { warning: (o) => void events.push(o) } }).publishOnce();
+    expect(events).toEqual([]);
+    if (out.published) expect(out.sizes.largestObjectBytes).toBeLessThan(512 * 1024);
   });
 });
