@@ -18,6 +18,7 @@ import { REPO, startStack, type RunningStack } from "#tests/e2e/stack/run-stack.
 import { builtImages } from "#tests/support/images.ts";
 import { ensurePythonSdk } from "#tests/support/python/venv.ts";
 import { run } from "#tests/support/run.ts";
+import { waitFor } from "#tests/support/wait.ts";
 import { operations } from "./operations.ts";
 
 const problem = nodeProblem();
@@ -106,11 +107,13 @@ clusterDescribe(`the chart on a real kubelet${problem ? ` (skipped: ${problem})`
     expect(r.stdout).toContain("hello\n");
     expect(r.stdout).toContain("read back: written by examples/hello.ts");
     const id = /^sandbox (\S+)/m.exec(r.stdout)![1]!;
-    const listed = await k(["get", "sandboxes", "-A", "-o", "wide"]);
-    // The SDK's id is sb-<hex>; kubectl's CLAIM ID column shows the node's claim id, sb_<hex>.
+    // The SDK's id is sb-<hex>; kubectl's CLAIM ID column shows the node's claim id, sb_<hex>. The aggregated API lists
+    // what the nodes published, so the row comes with the node's next NodeInventory publish (every 2 s here).
     const hex = id.replace(/^sb-/, "");
-    const row = listed.stdout.split("\n").find((l) => l.includes(`sb_${hex}`));
-    expect(row).toBeDefined();
+    const row = await waitFor("the SDK's sandbox in kubectl get sandboxes -A", async () => {
+      const listed = await k(["get", "sandboxes", "-A", "-o", "wide"]);
+      return listed.stdout.split("\n").find((l) => l.includes(`sb_${hex}`));
+    }, 60_000);
     expect(row).toMatch(/sim-node-[01]/);
     // The other try-lines, as printed: kubectl through the aggregator and the release's Pods.
     for (const line of stack.out.filter((l) => l.startsWith("stack: try: ") && !l.includes("examples/hello.ts"))) {

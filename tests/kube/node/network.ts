@@ -34,6 +34,8 @@ export async function uplink(): Promise<string | undefined> {
 }
 
 const GUARD_RULES = (n = NODE_NET) => [
+  // Link-local multicast (224.0.0.0/24, never routed): the bridge's own IGMP reports, seen in the kernel log.
+  ["-d", "224.0.0.0/24", "-j", "RETURN"],
   // After kube-proxy's DNAT a Service address means "not programmed yet": refuse instead of routing it anywhere.
   ["-d", n.serviceCidr, "-m", "comment", "--comment", "sbx: unprogrammed service", "-j", "REJECT"],
   ["-s", n.podRange, "-d", n.podRange, "-j", "RETURN"],
