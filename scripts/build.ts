@@ -16,6 +16,7 @@
 // (docs/performance.md "Idle memory").
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { revision } from "./lib/build-identity.ts";
 
 const root = join(import.meta.dir, "..");
 const dist = join(root, "dist");
@@ -24,22 +25,8 @@ const dist = join(root, "dist");
 const PRODUCTS = ["vk-sandbox", "sandbox-apiserver", "sandbox-envd-proxy", "sandbox-e2b"];
 const OPTIONAL = ["sandboxd-sim"];
 
-function git(args: string[]): string | undefined {
-  const proc = Bun.spawnSync(["git", ...args], { cwd: root, stdout: "pipe", stderr: "ignore" });
-  return proc.exitCode === 0 ? proc.stdout.toString().trim() : undefined;
-}
-
-function revision(): string {
-  if (process.env.BUILD_REVISION) return process.env.BUILD_REVISION;
-  const rev = git(["rev-parse", "--short=12", "HEAD"]);
-  if (!rev) return "unknown";
-  // A build from a tree with uncommitted changes is not that commit; say so.
-  const dirty = git(["status", "--porcelain", "--untracked-files=no"]);
-  return dirty ? `${rev}-dirty` : rev;
-}
-
 const version = process.env.BUILD_VERSION || (JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version as string);
-const rev = revision();
+const rev = revision(root);
 const builtAt = process.env.BUILD_TIME || new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
 
 /** Bun's compile target for each architecture name the images and the release use (the OCI platform's). */

@@ -67,7 +67,6 @@ export async function assembleRootfs(root: string, debs: string[]): Promise<void
     `PRETTY_NAME="sandbox control plane base (Debian GNU/Linux 12 packages)"\nNAME="Debian GNU/Linux"\nID=debian\nVERSION_ID="12"\nVERSION_CODENAME=${DEBIAN_SUITE}\n`,
   );
   // The zone the runtime falls back to without TZ.
-  mkdirSync(join(root, "etc"), { recursive: true });
   if (!existsSync(join(root, "usr/share/zoneinfo/UTC"))) throw new Error("tzdata left no usr/share/zoneinfo/UTC");
   for (const [d, mode, owner] of [["tmp", 0o1777, 0], ["root", 0o700, 0], ["home/nonroot", 0o700, NONROOT]] as const) {
     mkdirSync(join(root, d), { recursive: true });

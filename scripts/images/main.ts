@@ -13,6 +13,7 @@
 // <image>.oci.tar (the index, tagged T) and images.json (digests, sizes, labels).
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { revision } from "../lib/build-identity.ts";
 import { ensureHostPackages } from "../lib/host-packages.ts";
 import { buildBase } from "./base.ts";
 import { Buildah } from "./buildah.ts";
@@ -62,17 +63,6 @@ function parseOptions(argv: string[]): Options {
   // An OCI tag: the registry would refuse anything else after the upload.
   for (const t of [o.tag, ...o.pushTags]) if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(t)) usage(`tag ${JSON.stringify(t)} is not a valid image tag`);
   return o;
-}
-
-function git(args: string[]): string | undefined {
-  const p = Bun.spawnSync(["git", ...args], { cwd: root, stdout: "pipe", stderr: "ignore" });
-  return p.exitCode === 0 ? p.stdout.toString().trim() : undefined;
-}
-
-function revision(): string {
-  if (process.env.BUILD_REVISION) return process.env.BUILD_REVISION;
-  const rev = git(["rev-parse", "--short=12", "HEAD"]) ?? "unknown";
-  return git(["status", "--porcelain", "--untracked-files=no"]) ? `${rev}-dirty` : rev;
 }
 
 async function sh(argv: string[], env: Record<string, string> = {}): Promise<string> {
@@ -132,7 +122,7 @@ async function main(): Promise<void> {
   );
   const cache = join(process.env.SANDBOX_CACHE || join(process.env.HOME ?? "/root", ".cache", "sandbox-control-plane"), "images");
   const buildah = new Buildah(join(cache, "storage"));
-  const rev = revision();
+  const rev = revision(root);
   const version = o.tag;
   const builtAt = process.env.BUILD_TIME || new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
   const source = process.env.BUILD_SOURCE || "https://github.com/cocoonstack/sandbox-control-plane";

@@ -12,7 +12,7 @@ import { NODE_NET } from "#tests/kube/node/network.ts";
 import { kubectl } from "#tests/kube/kubectl.ts";
 import { helmBinary } from "#tests/kube/peers.ts";
 import { freePorts } from "#tests/kube/ports.ts";
-import { run } from "#tests/support/run.ts";
+import { run, type RunResult, succeeded } from "#tests/support/run.ts";
 import { aggregatedServingCert } from "./aggregation.ts";
 import { binary } from "./binary.ts";
 import { ALIASES, type StackFiles } from "./files.ts";
@@ -63,11 +63,7 @@ function releaseValues(tag: string, caBundle: string): Record<string, unknown> {
   };
 }
 
-async function must(what: string, p: Promise<{ code: number; stdout: string; stderr: string }>): Promise<string> {
-  const r = await p;
-  if (r.code !== 0) throw new Error(`${what}: exit ${r.code}: ${(r.stderr || r.stdout).trim().split("\n").slice(-8).join("\n")}`);
-  return r.stdout;
-}
+const must = async (what: string, p: Promise<RunResult>): Promise<string> => succeeded(what, await p);
 
 async function clusterIp(kubeconfig: string, service: string): Promise<string> {
   const out = await must(`Service ${service}`, kubectl(["-n", RELEASE_NAMESPACE, "get", "service", service, "-o", "jsonpath={.spec.clusterIP}"], { kubeconfig }));

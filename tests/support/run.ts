@@ -34,3 +34,9 @@ export async function run(cmd: string[], o: RunOptions = {}): Promise<RunResult>
     clearTimeout(timer);
   }
 }
+
+/** A result's stdout when it exited 0; otherwise throws naming `what` with the output's last lines. */
+export function succeeded(what: string, r: RunResult): string {
+  if (r.code !== 0) throw new Error(`${what}: exit ${r.code}: ${(r.stderr || r.stdout).trim().split("\n").slice(-8).join("\n")}`);
+  return r.stdout;
+}

@@ -60,6 +60,9 @@ afterAll(async () => {
 clusterDescribe(`the chart on a real kubelet${problem ? ` (skipped: ${problem})` : ""}`, () => {
   test("the chart's four Pods are Ready on the node, from the images built here, as 65532 on a read-only root", async () => {
     const list = await pods();
+    // Each container's process, as the kernel sees it: containerd's task PID (one listing for all four).
+    const socket = /ctr --address (\S+)/.exec(stack.out.join("\n"))![1]!;
+    const tasks = (await run(["ctr", "--address", socket, "--namespace", "k8s.io", "tasks", "ls"])).stdout;
     const byApp = (name: string) => list.items.filter((p) => p.metadata.labels?.["app.kubernetes.io/name"] === name);
     for (const app of ["sandbox-apiserver", "sandbox-envd-proxy"]) {
       const ps = byApp(app);
@@ -69,11 +72,8 @@ clusterDescribe(`the chart on a real kubelet${problem ? ` (skipped: ${problem})`
         expect(p.status.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
         expect(p.spec.containers[0]!.image).toMatch(new RegExp(`^localhost/${app}:`));
         expect(p.spec.containers[0]!.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
-        // The process itself, as the kernel sees it: containerd's task PID, its uid and its root mount.
         const id = p.status.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, "");
-        const socket = /ctr --address (\S+)/.exec(stack.out.join("\n"))![1]!;
-        const info = await run(["ctr", "--address", socket, "--namespace", "k8s.io", "tasks", "ls"]);
-        const pid = new RegExp(`^${id}\\s+(\\d+)\\s+RUNNING`, "m").exec(info.stdout)?.[1];
+        const pid = new RegExp(`^${id}\\s+(\\d+)\\s+RUNNING`, "m").exec(tasks)?.[1];
         expect(pid).toBeDefined();
         const status = readFileSync(`/proc/${pid}/status`, "utf8");
         expect(/^Uid:\s+(\d+)/m.exec(status)![1]).toBe("65532");

@@ -232,8 +232,8 @@ export function operations(getStack: () => RunningStack): void {
         // The seed's bounds: lease 15 s, renew deadline 10 s, retry 2 s; a released lease is taken at the next retry.
         expect(took).toBeLessThan(30);
         // The new leader drives the pool: a change of replicas shows in its status.
-        const pool = await json<{ metadata: { name: string; namespace: string }; spec: { replicas: number } }[] | { items: Array<{ metadata: { name: string; namespace: string }; spec: { replicas: number } }> }>(["get", "sandboxwarmpools", "-A"]);
-        const p = (pool as { items: Array<{ metadata: { name: string; namespace: string }; spec: { replicas: number } }> }).items[0]!;
+        const pools = await json<{ items: Array<{ metadata: { name: string; namespace: string }; spec: { replicas: number } }> }>(["get", "sandboxwarmpools", "-A"]);
+        const p = pools.items[0]!;
         const want = p.spec.replicas + 1;
         expect((await k(["-n", p.metadata.namespace, "patch", "sandboxwarmpool", p.metadata.name, "--type=merge", "-p", JSON.stringify({ spec: { replicas: want } })])).code).toBe(0);
         await waitFor("the pool's status follows the new replicas", async () => {
@@ -280,7 +280,7 @@ export function operations(getStack: () => RunningStack): void {
       await during("evictions", async () => {
         const evict = async (name: string) => {
           const body = JSON.stringify({ apiVersion: "policy/v1", kind: "Eviction", metadata: { name, namespace: NS } });
-          return run(["bash", "-c", `${await kubectlPath()} --kubeconfig ${getStack().env.KUBECONFIG} create --raw /api/v1/namespaces/${NS}/pods/${name}/eviction -f - <<'EOF'\n${body}\nEOF`]);
+          return kubectl(["create", "--raw", `/api/v1/namespaces/${NS}/pods/${name}/eviction`, "-f", "-"], { kubeconfig: getStack().env.KUBECONFIG!, stdin: body });
         };
         const [a, b] = (await readyPods("sandbox-apiserver")).map((p) => p.metadata.name);
         expect((await evict(a!)).code).toBe(0);
@@ -309,9 +309,4 @@ export function operations(getStack: () => RunningStack): void {
       expect(authReader.code).not.toBe(0);
     }, 600_000);
   });
-}
-
-async function kubectlPath(): Promise<string> {
-  const { kubectlBinary } = await import("#tests/kube/peers.ts");
-  return kubectlBinary();
 }

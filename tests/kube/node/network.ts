@@ -7,7 +7,7 @@
 //   kube-proxy's NAT (a Service not yet programmed) is rejected, and Pods may reach only Pods, Services and the node;
 // - chain SBX-LEAK (mangle POSTROUTING): counts any packet from or to the cluster's ranges leaving by the default
 //   route's interface. Its counters must read zero; the test reads them.
-import { run } from "#tests/support/run.ts";
+import { run, succeeded } from "#tests/support/run.ts";
 
 export const NODE_NET = {
   nodeBridge: "sbx-node0",
@@ -22,9 +22,7 @@ export const NODE_NET = {
 } as const;
 
 export async function sh(argv: string[], what = argv.join(" ")): Promise<string> {
-  const r = await run(argv, { timeoutMs: 60_000 });
-  if (r.code !== 0) throw new Error(`${what}: exit ${r.code}: ${(r.stderr || r.stdout).trim()}`);
-  return r.stdout;
+  return succeeded(what, await run(argv, { timeoutMs: 60_000 }));
 }
 
 /** The interface of the default route, or undefined (a machine with none has nowhere to leak to). */
