@@ -5,6 +5,7 @@
 import { mkdirSync, readFileSync, existsSync, rmSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
+import { SUITE_TEST_TIMEOUT_MS } from "./support/test-timeout.ts";
 
 const root = join(import.meta.dir, "..");
 const outDir = join(root, "tests", ".out");
@@ -16,9 +17,13 @@ const args = process.argv.slice(2);
 const contended = args.includes("--contended");
 const load = contended ? startCpuLoad(availableParallelism()) : undefined;
 
+// Bun 1.4.5 applies a preload's setDefaultTimeout to the first test file only; every later file fell back to bun's
+// 5 s, so a busy machine failed tests that name no timeout. The flag reaches every file.
+const timeout = args.some((a) => a.startsWith("--timeout")) ? [] : [`--timeout=${SUITE_TEST_TIMEOUT_MS}`];
+
 const started = performance.now();
 const proc = Bun.spawn(
-  ["bun", "test", "--reporter=junit", `--reporter-outfile=${report}`, ...args.filter((a) => a !== "--contended")],
+  ["bun", "test", "--reporter=junit", `--reporter-outfile=${report}`, ...timeout, ...args.filter((a) => a !== "--contended")],
   { cwd: root, stdio: ["ignore", "inherit", "inherit"] },
 );
 if (load) {

@@ -1,7 +1,7 @@
-// Preloaded by bunfig.toml for every `bun test`. Bun 1.4.5 ignores a `timeout` key in bunfig's [test] table, so
-// without this each test that names no timeout gets bun's 5 s: integration tests that take a second or two on an
-// idle machine then fail only on a loaded one ("this test timed out after 5000ms"). A test that can legitimately take
-// longer still names its own timeout; this is the default budget for the rest.
+// Preloaded by bunfig.toml for every `bun test` (bun ignores a `timeout` key in bunfig's [test] table). Bun 1.4.5
+// applies this to the first test file only, so tests/run.ts (what scripts/test.sh runs) also passes `--timeout`,
+// which reaches every file; this preload keeps a plain `bun test one.test.ts` at the same budget.
 import { setDefaultTimeout } from "bun:test";
+import { SUITE_TEST_TIMEOUT_MS } from "./test-timeout.ts";
 
-setDefaultTimeout(60_000);
+setDefaultTimeout(SUITE_TEST_TIMEOUT_MS);

@@ -3,9 +3,9 @@
 // whose PATH has no bun (Bun installed by the bootstrap only), the stack ones against a stack started by the
 // README's own command. The try-lines run from a directory outside the clone: they are printed with absolute paths.
 import { afterAll, describe, expect, test } from "bun:test";
-import { accessSync, constants, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { accessSync, constants, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { delimiter, join, relative } from "node:path";
 import { REPO, type RunningStack, startStack } from "#tests/e2e/stack/run-stack.ts";
 import { run } from "#tests/support/run.ts";
 import { waitFor } from "#tests/support/wait.ts";
@@ -102,6 +102,21 @@ describe("the README's commands", () => {
     const r = await run(["bash", "-c", `${cmd} tests/unit/services/sandbox-apiserver/api/table.test.ts`], { cwd: REPO, env: shellEnv, timeoutMs: 300_000 });
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split("\n").at(-1)).toMatch(/^[1-9]\d* passed, 0 failed$/);
+  }, 320_000);
+
+  test("bash scripts/test.sh gives every file the suite's 60 s default budget, not only the first (bun's preload reaches one file)", async () => {
+    const [cmd] = find(/^bash scripts\/test\.sh$/);
+    // Two files each with a test that takes longer than bun's own 5 s default and names no timeout.
+    const dir = join(REPO, "tests", ".out", "timeout-probe");
+    mkdirSync(dir, { recursive: true });
+    const files = ["first", "second"].map((n) => {
+      const f = join(dir, `${n}.test.ts`);
+      writeFileSync(f, 'import { test } from "bun:test";\ntest("outlasts 5 s", async () => { await Bun.sleep(5_500); });\n');
+      return `./${relative(REPO, f)}`;
+    });
+    const r = await run(["bash", "-c", `${cmd} ${files.join(" ")}`], { cwd: REPO, env: shellEnv, timeoutMs: 300_000 });
+    expect(r.stdout.trim().split("\n").at(-1)).toBe("2 passed, 0 failed");
+    expect(r.code).toBe(0);
   }, 320_000);
 
   test("bash scripts/test.sh --contended runs a CPU burner per core beside the tests and stops every one when they end", async () => {
