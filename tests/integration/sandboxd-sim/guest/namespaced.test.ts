@@ -222,6 +222,32 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     }
   });
 
+  nsTest("the files API resolves a sandbox's links inside it (issue 27): a link to a host file reads and writes the sandbox's own, never the host's", async () => {
+    const { sb } = await newSandbox("tok-links");
+    const name = `links-${randomBytes(6).toString("hex")}`;
+    writeFileSync(`/root/${name}.secret`, "host secret");
+    try {
+      // `user` (uid 1000) makes the links; the files API acts as the host's root.
+      await sb.commands.run(`ln -s /root/${name}.secret ~/read-link; ln -s /root/${name}.written ~/write-link; ln -s ../../../../../../root ~/up; ln -s /etc ~/etc-link`);
+      // The link is there (stat is an lstat, as envd's), but what it names is the sandbox's /root/…, which has no such file.
+      expect(await sb.files.exists("read-link")).toBe(true);
+      expect(await sb.files.read("read-link").catch((e: Error) => e.name)).toBe("FileNotFoundError");
+      expect(await sb.files.read(`up/${name}.secret`).catch((e: Error) => e.name)).toBe("FileNotFoundError");
+      await sb.files.write("write-link", "through the link");
+      expect(existsSync(`/root/${name}.written`)).toBe(false);
+      expect(await out(sb, `cat /root/${name}.written`, { user: "root" })).toBe("through the link");
+      // A link inside the sandbox still works as a link: /etc through etc-link is the sandbox's own /etc.
+      expect((await sb.files.read("etc-link/hostname")).trim()).toBe((await out(sb, "hostname")).trim());
+      // remove acts on the link, not on what it names.
+      await sb.files.remove("etc-link");
+      expect(await out(sb, "test -L ~/etc-link || echo gone; test -f /etc/hostname && echo kept")).toBe("gone\nkept");
+      expect(readFileSync(`/root/${name}.secret`, "utf8")).toBe("host secret");
+    } finally {
+      rmSync(`/root/${name}.secret`, { force: true });
+      rmSync(`/root/${name}.written`, { force: true });
+    }
+  });
+
   nsTest("the egress lane shares the host's network (a host listener is reachable inside) but keeps its own root", async () => {
     const e = await newSandbox("tok-egress", { template: "base", net: "egress" });
     const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("from the host") });
