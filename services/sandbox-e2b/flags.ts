@@ -115,6 +115,7 @@ export function parseE2bMeshFlags(argv: readonly string[], env: Env): CliOutcome
               maxPublicRelaysPerClient: v.envdProxyMaxPublicRelaysPerClient,
               relayBufferMax: v.envdProxyRelayBufferMax,
               guestHandshakeTimeout: v.envdProxyGuestHandshakeTimeout,
+              wakeTimeout: v.envdProxyWakeTimeout,
               requestBodyMinRate: v.envdProxyRequestBodyMinRate,
               requestBodyRateWindow: v.envdProxyRequestBodyRateWindow,
             }),

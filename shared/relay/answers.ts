@@ -18,11 +18,19 @@ export function relayError(status: number, message: string, headers?: Record<str
 export const SANDBOX_NOT_FOUND_MESSAGE = "sandbox was not found";
 export const SANDBOX_PAUSED_MESSAGE = "sandbox is paused";
 /**
- * A sandbox that was asleep and whose node could not wake it in time (the wake failed or outlasted the handshake
- * bound): a 502 that names the wake, so the caller knows a retry (or a connect) is the remedy, not a new sandbox.
+ * A sandbox that was asleep and whose node could not wake it (the wake failed, the node could not be dialled): a 502
+ * that names the wake, so the caller knows a retry (or a connect) is the remedy, not a new sandbox.
  * Python reads it as SandboxUnreachableException ("state unknown"); not "was not found": the sandbox is there.
  */
 export const SANDBOX_WAKE_FAILED_MESSAGE = "sandbox was asleep and its node could not wake it; retry later";
+/**
+ * A sandbox that was asleep and whose node had not woken it within --wake-timeout: a 504 (the SDKs' timeout, never
+ * "not found": the JS SDK's isRunning() reads a 502 as gone). The node's wake goes on; a later request is served.
+ */
+export function sandboxWakeTimedOutMessage(timeoutMs: number): string {
+  const bound = timeoutMs % 1000 === 0 ? `${timeoutMs / 1000}s` : `${timeoutMs}ms`;
+  return `sandbox was asleep and did not wake in time (within ${bound}); retry later`;
+}
 /** Our side could not tell (node unreadable, no address): the SDKs' "state unknown" answer, not "gone". */
 export const SANDBOX_UNAVAILABLE_MESSAGE = "sandbox unavailable";
 /** Seconds a refused relay is told to wait: a slot frees as soon as one relay closes. */

@@ -4,7 +4,7 @@
 // and WebSocket keep openTunnel's node:net socket (node:http2 and the WebSocket pump need a node stream).
 import type { Socket, SocketHandler } from "bun";
 import type { GuestWire, WireEvents } from "./h1.ts";
-import { endpointOf, relayReply, relayRequest, TUNNEL_DIAL_TIMEOUT_MS, TunnelUnreachable, type TunnelRefused, type TunnelTarget } from "./tunnel.ts";
+import { endpointOf, relayReply, relayRequest, TUNNEL_DIAL_TIMEOUT_MS, TunnelTimedOut, TunnelUnreachable, type TunnelRefused, type TunnelTarget } from "./tunnel.ts";
 
 /** One Bun socket through the node's ports relay: first the Upgrade handshake, then a GuestWire. */
 export class BunTunnel implements GuestWire {
@@ -172,7 +172,7 @@ export class BunTunnel implements GuestWire {
     const tunnel = new BunTunnel(t, ep.authority);
     return new Promise<BunTunnel>((resolve, reject) => {
       const onAbort = () => fail(new TunnelUnreachable("ports relay dial aborted"));
-      const timer = setTimeout(() => fail(new TunnelUnreachable("ports relay handshake timed out")), o.dialTimeoutMs ?? TUNNEL_DIAL_TIMEOUT_MS);
+      const timer = setTimeout(() => fail(new TunnelTimedOut()), o.dialTimeoutMs ?? TUNNEL_DIAL_TIMEOUT_MS);
       function fail(err: TunnelRefused | TunnelUnreachable) {
         tunnel.settle?.(err);
         tunnel.destroy();

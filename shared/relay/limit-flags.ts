@@ -13,6 +13,7 @@ export interface RelayLimitFlagValues {
   maxPublicRelaysPerClient: number;
   relayBufferMax: number;
   guestHandshakeTimeout: DurationValue;
+  wakeTimeout: DurationValue;
   requestBodyMinRate: number;
   requestBodyRateWindow: DurationValue;
 }
@@ -77,6 +78,12 @@ function rows(prefix: string) {
       positive: true,
       help: "How long a guest may take to answer a request head (after the last request-body byte) or a WebSocket upgrade; past it the client gets 504 and the tunnel closes.",
     }),
+    wakeTimeout: durationFlag({
+      flag: `${prefix}wake-timeout`,
+      default: `${d.wakeTimeoutMs / 1000}s`,
+      positive: true,
+      help: "How long a request with a sandbox's token may wait for the sandbox's node to wake it when the fleet view shows it asleep (hibernated or archived): the node dial and its answer together. Past it the client gets 504 `sandbox was asleep and did not wake in time`, the relay's slot is freed, and the node's wake goes on, so a later request is served. The request holds its relay slot while it waits.",
+    }),
     requestBodyMinRate: intFlag({
       flag: `${prefix}request-body-min-rate`,
       default: String(d.requestBodyMinRate),
@@ -108,6 +115,7 @@ export const envdProxyRelayLimitFlags: Table<"envdProxy"> = (() => {
     envdProxyMaxPublicRelaysPerClient: r.maxPublicRelaysPerClient,
     envdProxyRelayBufferMax: r.relayBufferMax,
     envdProxyGuestHandshakeTimeout: r.guestHandshakeTimeout,
+    envdProxyWakeTimeout: r.wakeTimeout,
     envdProxyRequestBodyMinRate: r.requestBodyMinRate,
     envdProxyRequestBodyRateWindow: r.requestBodyRateWindow,
   };
@@ -125,6 +133,7 @@ export function relayLimitsFrom(v: RelayLimitFlagValues): RelayLimitOptions {
     maxPublicRelaysPerClient: v.maxPublicRelaysPerClient,
     bufferBytes: v.relayBufferMax,
     guestHandshakeMs: v.guestHandshakeTimeout.ms,
+    wakeTimeoutMs: v.wakeTimeout.ms,
     requestBodyMinRate: v.requestBodyMinRate,
     requestBodyRateWindowMs: v.requestBodyRateWindow.ms,
   };

@@ -29,6 +29,12 @@ export interface RelayLimitOptions {
   /** How long a guest may take to answer a request head or a WebSocket upgrade (ms). */
   guestHandshakeMs: number;
   /**
+   * How long a relay to a sandbox the fleet view shows asleep may wait for its node to wake it (ms): the dial and
+   * the node's 101 together. Past it the client gets 504 and the relay's slot is freed; the node's wake goes on, so
+   * a later request is served.
+   */
+  wakeTimeoutMs: number;
+  /**
    * A request body still arriving must bring at least this many bytes per second, counted over each window of
    * requestBodyRateWindowMs (a body dripped a byte at a time would otherwise hold its slot forever); else 408 and the
    * tunnel closes. 0 = no minimum.
@@ -49,6 +55,7 @@ export const DEFAULT_RELAY_LIMITS: RelayLimitOptions = {
   maxPublicRelaysPerClient: 8,
   bufferBytes: 32 * 1024 * 1024,
   guestHandshakeMs: 30_000,
+  wakeTimeoutMs: 30_000,
   requestBodyMinRate: 1024,
   requestBodyRateWindowMs: 10_000,
 };

@@ -37,7 +37,7 @@ export class RelayMetrics {
   });
   readonly wakes = new Counter({
     name: "sandbox_envd_proxy_wakes_total",
-    help: "Requests to a sandbox the fleet view showed asleep, by outcome: ok (relayed once it woke), failed (answered 502: its node could not wake it in time).",
+    help: "Requests to a sandbox the fleet view showed asleep, by outcome: ok (relayed once it woke), failed (answered 502: its node could not wake it), timeout (answered 504: not woken within --wake-timeout).",
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });

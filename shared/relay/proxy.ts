@@ -16,13 +16,13 @@ import { isFramingError } from "./framing/index.ts";
 import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
 import { BufferBudget, BufferShare, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
 import { RelayMetrics } from "./metrics.ts";
-import { rateLimited, relayError, SANDBOX_WAKE_FAILED_MESSAGE, sandboxNotFound, sandboxPaused, unresolvedAnswer } from "./answers.ts";
+import { rateLimited, relayError, SANDBOX_WAKE_FAILED_MESSAGE, sandboxNotFound, sandboxWakeTimedOutMessage, sandboxPaused, unresolvedAnswer } from "./answers.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
 import { FailedLookupTarpit, type TarpitOptions } from "./tarpit.ts";
 import { envdPathVerdict, routeRequest, type Route } from "./route.ts";
 import { credentialOf, servesPublicly, TRAFFIC_TOKEN_RE } from "./public-ports.ts";
 import { isApiHost, type ApiHandler } from "./api-host.ts";
-import { endpointOf, openTunnel, TunnelRefused } from "./tunnel.ts";
+import { endpointOf, openTunnel, TunnelRefused, TunnelTimedOut } from "./tunnel.ts";
 import { asleepInView } from "./asleep.ts";
 import { guestHandshake, HandshakeTimeout, isWebSocketUpgrade, type WsRelayData } from "./websocket.ts";
 
@@ -172,19 +172,29 @@ export class EnvdRelay {
     const onBun = !this.o.guestHttp2 && !endpointOf(owner.address).secure && !isWebSocketUpgrade(req);
     let sock: import("node:net").Socket | BunTunnel;
     // A sandbox the view shows asleep: this relay (with its token) is what wakes it; the node answers the Upgrade
-    // once it runs, within the handshake bound. Timed, and a failure says it was the wake (asleep.ts).
+    // once it runs, within --wake-timeout. Timed, and a failure says it was the wake (asleep.ts).
     const asleep = !passive && asleepInView(this.o.fleet.nodes(), owner.address, owner.claimId);
     try {
       const target = { address: owner.address, claimId: owner.claimId, port: route.port, token: passive ? this.o.rootToken : owner.claimToken };
-      sock = onBun ? await BunTunnel.open(target, { signal: req.signal }) : await openTunnel(target, { signal: req.signal });
+      // Asleep: the node holds the Upgrade while it wakes the sandbox, so the handshake gets --wake-timeout.
+      const dial = asleep ? { signal: req.signal, dialTimeoutMs: this.limits.wakeTimeoutMs } : { signal: req.signal };
+      sock = onBun ? await BunTunnel.open(target, dial) : await openTunnel(target, dial);
       if (asleep) {
         this.metrics.wakeWaitSeconds.observe((performance.now() - started) / 1000);
         this.metrics.wakes.inc({ outcome: "ok" });
       }
     } catch (err) {
       slot.release();
+      if (asleep && !req.signal.aborted && err instanceof TunnelTimedOut) {
+        // The wake outlasted --wake-timeout: a 504 that says so. The node's wake goes on (a later request is served);
+        // this request's slot is already freed, so a burst on a slow wake cannot hold the tenant's slots past the bound.
+        this.metrics.wakes.inc({ outcome: "timeout" });
+        this.metrics.upstreamErrors.inc({ reason: "wake" });
+        this.o.log.warn({ address: owner.address, wakeTimeoutMs: this.limits.wakeTimeoutMs }, "a sleeping sandbox did not wake within --wake-timeout");
+        return relayError(504, sandboxWakeTimedOutMessage(this.limits.wakeTimeoutMs));
+      }
       if (asleep && !req.signal.aborted && !(err instanceof TunnelRefused && [400, 401, 404, 429].includes(err.status))) {
-        // The node could not resume it (its wake failed, or took longer than the handshake bound): a 502 that says so.
+        // The node could not resume it (its wake failed, a dial error): a 502 that says so.
         this.metrics.wakes.inc({ outcome: "failed" });
         this.metrics.upstreamErrors.inc({ reason: "wake" });
         this.o.log.warn({ address: owner.address, err: errorChain(err) }, "waking a sleeping sandbox through the ports relay failed");

@@ -39,6 +39,14 @@ export class TunnelUnreachable extends Error {
   }
 }
 
+/** The node did not complete the Upgrade handshake within the dial bound (a wake slower than --wake-timeout, or a hung node). */
+export class TunnelTimedOut extends TunnelUnreachable {
+  constructor() {
+    super("ports relay handshake timed out");
+    this.name = "TunnelTimedOut";
+  }
+}
+
 export function endpointOf(address: string): { host: string; port: number; secure: boolean; authority: string } {
   const url = new URL(address.includes("://") ? address : `http://${address}`);
   const secure = url.protocol === "https:";
@@ -60,7 +68,7 @@ export function openTunnel(t: TunnelTarget, o: { signal?: AbortSignal; dialTimeo
     sock.setNoDelay(true);
     let settled = false;
     let head: Buffer = Buffer.alloc(0);
-    const timer = setTimeout(() => fail(new TunnelUnreachable("ports relay handshake timed out")), o.dialTimeoutMs ?? TUNNEL_DIAL_TIMEOUT_MS);
+    const timer = setTimeout(() => fail(new TunnelTimedOut()), o.dialTimeoutMs ?? TUNNEL_DIAL_TIMEOUT_MS);
     const onAbort = () => fail(new TunnelUnreachable("ports relay dial aborted"));
     o.signal?.addEventListener("abort", onAbort, { once: true });
     const cleanup = () => {

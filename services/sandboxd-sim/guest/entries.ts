@@ -29,8 +29,14 @@ function namesFrom(file: string): Map<number, string> {
 // A namespaced sandbox names owners from its own /etc (a user `useradd` made counts); a process sandbox, whose
 // "/" has no /etc, from the host's. Re-read when the file changes. (os.userInfo() under Bun answers "unknown".)
 const nameCache = new Map<string, { mtimeMs: number; names: Map<number, string> }>();
-function namesOf(root: string, file: "passwd" | "group"): Map<number, string> {
-  let path = join(root, "etc", file);
+function namesOf(paths: GuestPaths, file: "passwd" | "group"): Map<number, string> {
+  // Resolved inside the sandbox: its /etc/passwd may be a link, and this runs as the host's root (paths.ts).
+  let path: string;
+  try {
+    path = paths.toHost(`/etc/${file}`, "/");
+  } catch {
+    path = join(paths.root, "etc", file);
+  }
   let st = statOrUndefined(path);
   if (!st) {
     path = `/etc/${file}`;
@@ -78,8 +84,8 @@ export function entryOf(paths: GuestPaths, hostPath: string, metadata?: FileMeta
     size: BigInt(st.size),
     mode: st.mode & 0o7777,
     permissions: permissionString(st),
-    owner: namesOf(paths.root, "passwd").get(st.uid) ?? String(st.uid),
-    group: namesOf(paths.root, "group").get(st.gid) ?? String(st.gid),
+    owner: namesOf(paths, "passwd").get(st.uid) ?? String(st.uid),
+    group: namesOf(paths, "group").get(st.gid) ?? String(st.gid),
     modifiedTime: timestampFromMs(Math.floor(st.mtimeMs)),
   };
   if (st.isSymbolicLink()) {

@@ -76,10 +76,12 @@ interface PollingWatcher {
 
 export function filesystemService(sb: GuestSandbox, watchers: Map<string, PollingWatcher>): ServiceImpl<typeof Filesystem> {
   const resolve = (p: string) => sb.paths.toHost(p);
+  // stat, remove and rename act on a link itself (envd's Lstat, os.RemoveAll, os.Rename); its parents still resolve inside the root.
+  const resolveLink = (p: string) => sb.paths.toHost(p, undefined, { follow: false });
   return {
     stat(req) {
       try {
-        return { entry: entryOf(sb.paths, resolve(req.path), sb.metadata) };
+        return { entry: entryOf(sb.paths, resolveLink(req.path), sb.metadata) };
       } catch (e) {
         throw fsError(e, req.path);
       }
@@ -98,8 +100,8 @@ export function filesystemService(sb: GuestSandbox, watchers: Map<string, Pollin
 
     move(req) {
       try {
-        const src = resolve(req.source);
-        const dst = resolve(req.destination);
+        const src = resolveLink(req.source);
+        const dst = resolveLink(req.destination);
         lstatSync(src); // NotFound names the source
         mkdirSync(dirname(dst), { recursive: true });
         renameSync(src, dst);
@@ -124,7 +126,7 @@ export function filesystemService(sb: GuestSandbox, watchers: Map<string, Pollin
 
     remove(req) {
       try {
-        const host = resolve(req.path);
+        const host = resolveLink(req.path);
         if (host === sb.paths.root) throw new ConnectError("refusing to remove the sandbox root", Code.InvalidArgument);
         lstatSync(host);
         rmSync(host, { recursive: true, force: true });

@@ -74,6 +74,6 @@ export function isolationLine(i: Isolation = hostIsolation()): string {
     return "guest sandboxes: own Linux namespaces (user, mount, PID, IPC, UTS; network on the none lane) and an overlay root each, rootless: one uid (the simulator's, root inside), so every user runs as it; not VMs, not a security boundary";
   }
   return i.mode === "namespaces"
-    ? "guest sandboxes: own Linux namespaces (mount, PID, IPC, UTS; network on the none lane) and an overlay root each; not VMs, not a security boundary"
+    ? "guest sandboxes: own Linux namespaces (mount, PID, IPC, UTS; network on the none lane) and an overlay root each; root inside is the host's uid 0 with a bounded capability set (no chroot, mount or mknod: commands and build steps stay inside their root); not VMs, not a security boundary against the shared kernel"
     : `guest sandboxes: FALLBACK to process sandboxes (${i.reason}): commands run as plain host processes with the host's files and network`;
 }

@@ -9,7 +9,9 @@
 // through ns-relay.ts, started on first use inside its network namespace only, listening on D/relay.sock.
 // Rootless (the simulator is not root, isolation.ts): the same in a user namespace of its own too, which maps the
 // simulator's uid (only it) to root inside; every command then runs as that one uid (nsenter -U, no setpriv).
-// Not a VM and not a security boundary: same kernel, root inside is root on the host's files it can reach.
+// Not a VM and not a security boundary: same kernel. Rootful, root inside is uid 0 on the host, kept inside its root
+// by a bounded capability set (ROOT_CAPABILITIES) and read-only host knobs under /proc: it cannot chroot out, mount,
+// make devices or write the host kernel's sysctls, but a kernel bug is the host's.
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
@@ -19,16 +21,33 @@ import { toolEnv, userNamespaceArgs } from "./isolation.ts";
 import { recordNamespace } from "./reap.ts";
 
 const RELAY_SCRIPT = new URL("./ns-relay.ts", import.meta.url).pathname;
+/**
+ * The capability bounding set of every command in a rootful sandbox: what root's ordinary work inside needs (own
+ * files, chown, users, signals, low ports, ping), as a container runtime's default, minus SYS_CHROOT (with it, root
+ * leaves a chroot for the mount namespace's real root, the host's: `chroot` is not `pivot_root`) and MKNOD (a host
+ * disk's device node). Without SYS_ADMIN, DAC_READ_SEARCH, SYS_PTRACE, SYS_MODULE, SYS_RAWIO, NET_ADMIN and the
+ * rest: no mount, no open_by_handle_at, no module, no raw memory. Issue 27: a build RUN as root left its chroot.
+ */
+export const ROOT_CAPABILITIES = "-all,+chown,+dac_override,+fowner,+fsetid,+kill,+setgid,+setuid,+setpcap,+setfcap,+net_bind_service,+net_raw,+audit_write";
+
 /** Launches of `unshare` tried when it fails at once on its signal mask (started()). */
 const LAUNCH_ATTEMPTS = 3;
 const START_TIMEOUT_MS = 20_000;
 
-// $1 dir, $2 hostname, $3 own network (1/0), then the overlaid system dirs.
+// $1 dir, $2 hostname, $3 own network (1/0), $4 rootful (1: the simulator is root, no user namespace), then the
+// overlaid system dirs. Rootful, the host kernel's knobs under /proc (sysctls, sysrq, irq, bus, fs) are read-only
+// inside: their files check only the uid, and root inside is uid 0 on the host (core_pattern runs a program as the
+// host's root). Rootless they already belong to the host's root, not to the namespace's.
 const SETUP = String.raw`set -e
-D=$1; ID=$2; NET=$3; shift 3
+D=$1; ID=$2; NET=$3; ROOTFUL=$4; shift 4
 L=$D/layer
 for s in "$@"; do mount -t overlay overlay -o "lowerdir=/$s,upperdir=$D/sys/$s/up,workdir=$D/sys/$s/work" "$L/$s"; done
 mount -t proc proc "$L/proc"
+if [ "$ROOTFUL" = 1 ]; then
+  for p in sys sysrq-trigger irq bus fs; do
+    if [ -e "$L/proc/$p" ]; then mount --bind "$L/proc/$p" "$L/proc/$p"; mount -o remount,bind,ro "$L/proc/$p"; fi
+  done
+fi
 mount -t tmpfs -o mode=755,size=1m dev "$L/dev"
 for n in null zero full random urandom tty; do : > "$L/dev/$n"; mount --bind "/dev/$n" "$L/dev/$n"; done
 mkdir "$L/dev/pts" "$L/dev/shm"
@@ -105,7 +124,7 @@ export class Namespace {
     this.socketPath = join(o.dir, "relay.sock");
     this.freezer = o.freezer === false ? undefined : Freezer.create(o.cgroup);
     const unshare = ["unshare", ...userNamespaceArgs(o.rootless), "--mount", "--pid", "--fork", "--kill-child", "--uts", "--ipc", ...(o.ownNetwork ? ["--net"] : []), "--propagation", "private",
-      "/bin/sh", "-c", SETUP, "sh", o.dir, o.hostname, o.ownNetwork ? "1" : "0", ...overlaidDirs()];
+      "/bin/sh", "-c", SETUP, "sh", o.dir, o.hostname, o.ownNetwork ? "1" : "0", o.rootless ? "0" : "1", ...overlaidDirs()];
     const [cmd, args] = this.inCgroup(unshare);
     this.launcher = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/", env: toolEnv() });
     this.ready = this.started(cmd, args, LAUNCH_ATTEMPTS);
@@ -186,7 +205,9 @@ export class Namespace {
     const enter = ["nsenter", "-t", String(this.pid1), ...(this.o.rootless ? ["-U", "--preserve-credentials"] : []), "-m", "-p", "-u", "-i", ...(this.ownNetwork ? ["-n"] : []), "-r", `-w${this.rootPath}${cwd}`, "--"];
     // Rootless: nsenter -U already made the command root inside, the only uid the namespace maps (and setgroups is denied).
     if (this.o.rootless) return this.inCgroup([...enter, ...argv]);
-    return this.inCgroup([...enter, "setpriv", `--reuid=${who.uid}`, `--regid=${who.gid}`, ...(who.uid === 0 ? ["--clear-groups"] : ["--init-groups"]), "--", ...argv]);
+    // Rootful, root inside is uid 0 on the host: its capabilities are bounded (ROOT_CAPABILITIES) so it cannot leave
+    // the chroot, mount, make devices or reach the host by handle; every user's, so a setuid binary gains no more.
+    return this.inCgroup([...enter, "setpriv", `--reuid=${who.uid}`, `--regid=${who.gid}`, ...(who.uid === 0 ? ["--clear-groups"] : ["--init-groups"]), `--bounding-set=${ROOT_CAPABILITIES}`, "--", ...argv]);
   }
 
   private inCgroup(argv: string[]): [string, string[]] {

@@ -129,6 +129,17 @@ describe("helm install on the real apiserver", () => {
     // NOTES.txt tells the operator where the e2b surface and the data plane are.
     expect(r.stdout).toContain(`E2B_API_URL=http://sandbox-apiserver-e2b.${NAMESPACE}.svc`);
     expect(r.stdout).toContain("E2B_DOMAIN=sandbox.example.com");
+    // Issue 27: without node networks a node identity chooses where the root token goes; the notes say so, with the fix.
+    expect(r.stdout).toContain("WARNING: inventory.trustedNetworks is empty. sandbox-apiserver and sandbox-envd-proxy send the fleet's\nsandboxd root token");
+    expect(r.stdout).toContain("a node token used before the\nreal daemon registers can point the root token at a host of its own");
+    expect(r.stdout).toContain("ConfigMap sandbox-nodes/vk-sandbox-node-networks, key nodeNetworks");
+    expect(r.stdout).toContain(`helm upgrade sandbox-operator <chart> -n ${NAMESPACE} --reuse-values --set 'inventory.trustedNetworks={10.20.0.0/16}'`);
+    // With the node network set, the same release's notes carry no warning (a server-side dry run: nothing changes).
+    const networked = await helm(["upgrade", "sandbox-operator", chartDir, "--namespace", NAMESPACE, "--kubeconfig", kubeconfig, "--dry-run=server"], merge(values, at("inventory.trustedNetworks", ["10.20.0.0/16"])));
+    expect([networked.code, networked.stderr]).toEqual([0, ""]);
+    expect(networked.stdout).toContain("kubectl get nodeinventories");
+    expect(networked.stdout).not.toContain("WARNING");
+    expect(networked.stdout).toContain("- --inventory-trusted-networks=10.20.0.0/16");
     const expected = await render(values);
     expect(expected).toHaveLength(31 - 4); // certManager off drops the four cert-manager objects (31: seed 003's 23 and the eight objects beyond it, chart/README.md "Beyond seed 003")
     for (const o of expected) {

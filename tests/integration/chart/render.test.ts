@@ -466,6 +466,7 @@ describe("envd proxy Deployment", () => {
       "--max-public-relays-per-client=0",
       "--relay-buffer-max=33554432",
       "--guest-handshake-timeout=30s",
+      "--wake-timeout=30s",
       "--request-body-min-rate=1024",
       "--request-body-rate-window=10s",
       "--public-traffic-default=true",
@@ -508,13 +509,14 @@ describe("envd proxy Deployment", () => {
           maxPublicRelaysPerClient: 4,
           bufferMax: 268435456,
           guestHandshakeTimeout: "1m",
+          wakeTimeout: "2m",
           requestBodyMinRate: 0,
           requestBodyRateWindow: "30s",
         }),
       ),
     );
     const args = container(objects, "sandbox-envd-proxy").args!;
-    expect(args.filter((a) => /^--(max-relays|max-public-relays|relay-buffer-max|guest-handshake-timeout|request-body)/.test(a))).toEqual([
+    expect(args.filter((a) => /^--(max-relays|max-public-relays|relay-buffer-max|guest-handshake-timeout|wake-timeout|request-body)/.test(a))).toEqual([
       "--max-relays=512",
       "--max-relays-per-sandbox=100",
       "--max-relays-per-client=20",
@@ -524,6 +526,7 @@ describe("envd proxy Deployment", () => {
       "--max-public-relays-per-client=4",
       "--relay-buffer-max=268435456",
       "--guest-handshake-timeout=1m",
+      "--wake-timeout=2m",
       "--request-body-min-rate=0",
       "--request-body-rate-window=30s",
     ]);

@@ -408,13 +408,32 @@ describe("reads of unpublished sandboxes, delete and verbs", () => {
     expect(e.stderr).toContain("no valid changes were saved");
   });
 
-  test("issue 28.3: spec.operatingMode Suspended hibernates the node's claim and Running wakes it (merge, strategic and JSON patch); the Mode column and the Suspended condition follow the node's phase", async () => {
+  test("issue 28.3: spec.operatingMode Suspended hibernates the node's claim and Running wakes it (merge, strategic and JSON patch); the Mode column, the Suspended condition and the Paused/Resumed Events follow the node's phase, a sandbox asleep by itself included", async () => {
     const c = await create(sandbox("sleeper"));
     const id = c.obj!.metadata.annotations!["sandbox.cocoonstack.io/claim-id"]!;
     const publish = (phase: string) => stack.publish({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [{ name: "default/sleeper", id, phase }] });
     const modeRow = async () => (await k(["get", "sandbox", "sleeper", "--no-headers"])).stdout.trim().split(/\s+/).slice(1, 3).join(" ");
+    /** The sandbox's Events as kubectl lists them: reason -> how many times (an identical Event is one object whose count grows). */
+    const events = async (): Promise<Record<string, number>> => {
+      const r = await k(["get", "events", "-n", "default", "--field-selector", "involvedObject.kind=Sandbox,involvedObject.name=sleeper", "-o", "json"]);
+      const items = (JSON.parse(r.stdout) as { items: { reason: string; type: string; message: string; count?: number; involvedObject: Record<string, string> }[] }).items;
+      for (const e of items) {
+        expect([e.type, e.involvedObject.apiVersion, e.involvedObject.kind, e.involvedObject.namespace]).toEqual(["Normal", "agents.x-k8s.io/v1beta1", "Sandbox", "default"]);
+        if (e.reason === "Paused") expect(e.message).toBe(`hibernated on node "n1" (claim id ${id})`);
+        if (e.reason === "Resumed") expect(e.message).toBe(`woken on node "n1" (claim id ${id})`);
+      }
+      const out: Record<string, number> = {};
+      for (const e of items) out[e.reason] = (out[e.reason] ?? 0) + (e.count ?? 1);
+      return out;
+    };
+    const eventsReach = (want: Record<string, number>) =>
+      waitFor(`sleeper's Events ${JSON.stringify(want)}`, async () => {
+        const got = await events();
+        return Object.entries(want).every(([r, n]) => got[r] === n) ? got : undefined;
+      }, 15_000, 50);
     await publish("Running");
     await waitFor("sandbox sleeper running", async () => (await modeRow()) === "Running Running", 10_000);
+    await eventsReach({ Claimed: 1 });
     const nodeVerbs = () => n1.requests.filter((r) => r.path.startsWith(`/v1/sandboxes/${id}/`)).map((r) => r.route);
 
     const suspend = await k(["patch", "sandbox", "sleeper", "--type=merge", "-p", '{"spec":{"operatingMode":"Suspended"}}']);
@@ -422,12 +441,13 @@ describe("reads of unpublished sandboxes, delete and verbs", () => {
     expect(suspend.stdout).toContain("sandbox.agents.x-k8s.io/sleeper patched");
     expect(nodeVerbs()).toEqual(["hibernate"]);
     expect(n1.claims().find((x) => x.id === id)!.state).toBe("hibernated");
-    // The node republishes it hibernated: Phase Hibernated, Mode Suspended, condition Suspended=True.
+    // The node republishes it hibernated: Phase Hibernated, Mode Suspended, condition Suspended=True, a Paused Event.
     await publish("Hibernated");
     await waitFor("Mode Suspended", async () => (await modeRow()) === "Hibernated Suspended", 10_000);
     const cond = await k(["get", "sandbox", "sleeper", "-o", 'jsonpath={.spec.operatingMode} {.status.conditions[?(@.type=="Suspended")].status} {.status.conditions[?(@.type=="Suspended")].reason}']);
     expect(cond.stdout).toBe("Suspended True Hibernated");
-    // The same mode again is a no-op: no node call.
+    expect(await eventsReach({ Claimed: 1, Paused: 1 })).toEqual({ Claimed: 1, Paused: 1 });
+    // The same mode again is a no-op: no node call, and no Event (nothing changed on the node).
     expect((await k(["patch", "sandbox", "sleeper", "--type=merge", "-p", '{"spec":{"operatingMode":"Suspended"}}'])).code).toBe(0);
     expect(nodeVerbs()).toEqual(["hibernate"]);
 
@@ -438,6 +458,10 @@ describe("reads of unpublished sandboxes, delete and verbs", () => {
     expect(n1.claims().find((x) => x.id === id)!.state).toBe("running");
     await publish("Running");
     await waitFor("Mode Running", async () => (await modeRow()) === "Running Running", 10_000);
+    expect(await eventsReach({ Paused: 1, Resumed: 1 })).toEqual({ Claimed: 1, Paused: 1, Resumed: 1 });
+    // kubectl describe shows them under the sandbox.
+    const described = await k(["describe", "sandbox", "sleeper"]);
+    for (const r of ["Claimed", "Paused", "Resumed"]) expect(described.stdout).toMatch(new RegExp(`Normal\\s+${r}\\s`));
 
     // A JSON patch works too; a bad value is a 422 naming the supported values, and reaches no node.
     const json = await k(["patch", "sandbox", "sleeper", "--type=json", "-p", '[{"op":"replace","path":"/spec/operatingMode","value":"Suspended"}]']);
@@ -448,10 +472,24 @@ describe("reads of unpublished sandboxes, delete and verbs", () => {
     const other = await k(["patch", "sandbox", "sleeper", "--type=merge", "-p", '{"spec":{"operatingMode":"Running","shutdownTime":"2030-01-01T00:00:00Z"}}']);
     expect(other.stderr).toContain("spec.shutdownTime: Forbidden: only spec.operatingMode may change");
     expect(nodeVerbs()).toEqual(["hibernate", "wake", "hibernate"]);
-    // A sandbox the node put to sleep by itself (an idle pool) reads Suspended the same way: the phase is the node's.
+    await publish("Hibernated");
+    await eventsReach({ Paused: 2, Resumed: 1 });
+    expect((await k(["patch", "sandbox", "sleeper", "--type=merge", "-p", '{"spec":{"operatingMode":"Running"}}'])).code).toBe(0);
+    await publish("Running");
+    await eventsReach({ Paused: 2, Resumed: 2 });
+
+    // A sandbox the node puts to sleep by itself (its own hibernate, as its idle sweep does: no verb from this API)
+    // reads Suspended the same way, and gets the same Paused Event: the mode and the Event follow the node's phase.
+    const verbsBefore = nodeVerbs().length;
+    n1.hibernate(id);
+    expect(n1.claims().find((x) => x.id === id)!.state).toBe("hibernated");
     await publish("Hibernated");
     await waitFor("Mode Suspended again", async () => (await modeRow()) === "Hibernated Suspended", 10_000);
-  });
+    expect(await eventsReach({ Paused: 3, Resumed: 2 })).toEqual({ Claimed: 1, Paused: 3, Resumed: 2 });
+    expect(nodeVerbs()).toHaveLength(verbsBefore);
+    const mode = await k(["get", "sandbox", "sleeper", "-o", 'jsonpath={.spec.operatingMode} {.status.conditions[?(@.type=="Suspended")].status}']);
+    expect(mode.stdout).toBe("Suspended True");
+  }, 90_000);
 
   const post = (path: string, body: unknown) => k(["create", "--raw", `/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/${path}`, "-f", "-"], JSON.stringify(body));
 

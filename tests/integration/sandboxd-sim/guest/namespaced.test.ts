@@ -177,6 +177,77 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     expect(await out(a.sb, "ps -eo args", { user: "root" })).not.toContain("ns-relay");
   });
 
+  nsTest("root inside stays inside (issue 27): a chroot escape, mknod, a remount and writes to the host kernel's /proc/sys are refused; the host's /etc/shadow is out of reach", async () => {
+    const { sb } = await newSandbox("tok-escape");
+    const marker = `escape-${randomBytes(6).toString("hex")}`;
+    // The classic escape of a chroot: chroot into a subdirectory while the working directory stays outside it, climb
+    // with "..", chroot there. With CAP_SYS_CHROOT it reaches the mount namespace's real root, which is the host's.
+    const escape = [
+      "import os",
+      "os.makedirs('/tmp/jail', exist_ok=True)",
+      "try:",
+      "    os.chroot('/tmp/jail')",
+      "except OSError as e:",
+      "    print('chroot refused', e.errno); raise SystemExit(0)",
+      "for _ in range(64): os.chdir('..')",
+      "os.chroot('.')",
+      `open('/tmp/${marker}', 'w').write('escaped')`,
+      "print('escaped', open('/etc/shadow').read().split(':')[1][:3])",
+    ].join("\n");
+    await sb.files.write("/tmp/escape.py", escape);
+    try {
+      expect(await out(sb, "python3 /tmp/escape.py", { user: "root" })).toBe("chroot refused 1");
+      expect(existsSync(`/tmp/${marker}`)).toBe(false);
+      // No device node (a host disk read raw), no mount (a host directory bound in), no host sysctl (core_pattern runs
+      // a program as the host's root), no sysrq; each refusal leaves the host as it was.
+      const refused = await sb.commands.run(
+        "mknod /tmp/sda b 8 0 2>&1; mount -t tmpfs x /mnt 2>&1; mount --bind / /mnt 2>&1; " +
+          "echo 1 > /proc/sys/kernel/core_uses_pid 2>&1; echo h > /proc/sysrq-trigger 2>&1; echo done",
+        { user: "root" },
+      );
+      // (A failed redirection is the shell's own complaint, on its stderr.)
+      const said = `${refused.stdout}${refused.stderr}`;
+      for (const what of [/mknod: .*Operation not permitted/, /mount: \/mnt: permission denied/, /core_uses_pid: Read-only file system/, /sysrq-trigger: (Read-only file system|No such file or directory)/]) expect(said).toMatch(what);
+      // (A kernel built without sysrq has no /proc/sysrq-trigger.)
+      expect(said.split("\n").filter((l) => /Operation not permitted|Read-only file system|permission denied|No such file/i.test(l))).toHaveLength(5);
+      expect(refused.stdout.trim().endsWith("done")).toBe(true);
+      // Inside, /etc/shadow is the sandbox's own copy, with no host password hash in it (layer.ts seedUsers).
+      const hostHashes = readFileSync("/etc/shadow", "utf8").split("\n").map((l) => l.split(":")[1] ?? "").filter((h) => h.startsWith("$"));
+      const inside = await out(sb, "cat /etc/shadow", { user: "root" });
+      for (const h of hostHashes) expect(inside).not.toContain(h);
+      // Root's ordinary work inside still works: own files, chown, a user, packages' files under /usr (copied up).
+      expect(await out(sb, "touch /usr/local/bin/t && chown 1000:1000 /tmp/escape.py && stat -c %u /tmp/escape.py && useradd -m bob && id -u bob >/dev/null && echo ok", { user: "root" })).toBe("1000\nok");
+    } finally {
+      rmSync(`/tmp/${marker}`, { force: true });
+    }
+  });
+
+  nsTest("the files API resolves a sandbox's links inside it (issue 27): a link to a host file reads and writes the sandbox's own, never the host's", async () => {
+    const { sb } = await newSandbox("tok-links");
+    const name = `links-${randomBytes(6).toString("hex")}`;
+    writeFileSync(`/root/${name}.secret`, "host secret");
+    try {
+      // `user` (uid 1000) makes the links; the files API acts as the host's root.
+      await sb.commands.run(`ln -s /root/${name}.secret ~/read-link; ln -s /root/${name}.written ~/write-link; ln -s ../../../../../../root ~/up; ln -s /etc ~/etc-link`);
+      // The link is there (stat is an lstat, as envd's), but what it names is the sandbox's /root/…, which has no such file.
+      expect(await sb.files.exists("read-link")).toBe(true);
+      expect(await sb.files.read("read-link").catch((e: Error) => e.name)).toBe("FileNotFoundError");
+      expect(await sb.files.read(`up/${name}.secret`).catch((e: Error) => e.name)).toBe("FileNotFoundError");
+      await sb.files.write("write-link", "through the link");
+      expect(existsSync(`/root/${name}.written`)).toBe(false);
+      expect(await out(sb, `cat /root/${name}.written`, { user: "root" })).toBe("through the link");
+      // A link inside the sandbox still works as a link: /etc through etc-link is the sandbox's own /etc.
+      expect((await sb.files.read("etc-link/hostname")).trim()).toBe((await out(sb, "hostname")).trim());
+      // remove acts on the link, not on what it names.
+      await sb.files.remove("etc-link");
+      expect(await out(sb, "test -L ~/etc-link || echo gone; test -f /etc/hostname && echo kept")).toBe("gone\nkept");
+      expect(readFileSync(`/root/${name}.secret`, "utf8")).toBe("host secret");
+    } finally {
+      rmSync(`/root/${name}.secret`, { force: true });
+      rmSync(`/root/${name}.written`, { force: true });
+    }
+  });
+
   nsTest("the egress lane shares the host's network (a host listener is reachable inside) but keeps its own root", async () => {
     const e = await newSandbox("tok-egress", { template: "base", net: "egress" });
     const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("from the host") });

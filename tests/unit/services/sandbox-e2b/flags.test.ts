@@ -48,6 +48,7 @@ describe("sandbox-e2b flags", () => {
       "--envd-proxy-bind-address=:8443",
       "--envd-proxy-max-relays-per-sandbox=4",
       "--envd-proxy-guest-handshake-timeout=2s",
+      "--envd-proxy-wake-timeout=5s",
       "--envd-proxy-max-public-relays=6",
       "--envd-proxy-max-public-relays-per-sandbox=3",
       "--envd-proxy-max-public-relays-per-client=2",
@@ -57,6 +58,7 @@ describe("sandbox-e2b flags", () => {
     expect(bounded.envdProxy?.limits).toMatchObject({
       maxRelaysPerSandbox: 4,
       guestHandshakeMs: 2000,
+      wakeTimeoutMs: 5000,
       maxPublicRelays: 6,
       maxPublicRelaysPerSandbox: 3,
       maxPublicRelaysPerClient: 2,

@@ -66,6 +66,7 @@ describe("envd-proxy flags", () => {
       "--max-public-relays-per-client=1",
       "--relay-buffer-max=1048576",
       "--guest-handshake-timeout=5s",
+      "--wake-timeout=45s",
       "--request-body-min-rate=512",
       "--request-body-rate-window=3s",
     ]);
@@ -79,12 +80,16 @@ describe("envd-proxy flags", () => {
       maxPublicRelaysPerClient: 1,
       bufferBytes: 1048576,
       guestHandshakeMs: 5000,
+      wakeTimeoutMs: 45_000,
       requestBodyMinRate: 512,
       requestBodyRateWindowMs: 3000,
     });
     for (const f of ["--max-relays-per-sandbox", "--max-relays-per-namespace", "--max-public-relays", "--max-public-relays-per-client", "--request-body-min-rate"]) expect(envdProxyHelp()).toContain(f);
     // The defaults: public buckets below the tenant's and the process's caps, a body minimum on.
     expect(config([]).limits).toMatchObject({ maxPublicRelays: 64, maxPublicRelaysPerSandbox: 16, maxPublicRelaysPerClient: 8, requestBodyMinRate: 1024, requestBodyRateWindowMs: 10_000 });
+    // A wake may take 30 s by default (an archive's restore), then 504; it must be a positive duration.
+    expect(config([]).limits.wakeTimeoutMs).toBe(30_000);
+    expect(envdProxyHelp()).toContain("--wake-timeout");
   });
 
   test("an empty namespace means every namespace", () => {
@@ -92,6 +97,7 @@ describe("envd-proxy flags", () => {
   });
 
   const usage: [string[], string][] = [
+    [["--wake-timeout=0s"], "--wake-timeout"],
     [["--inventory-stale-after=0"], "--inventory-stale-after"],
     [["--inventory-trusted-networks=10.0.0.0"], "--inventory-trusted-networks"],
     [["--bind-address=8443"], "--bind-address"],

@@ -7,6 +7,8 @@ describe("isolationLine", () => {
     const line = isolationLine({ mode: "namespaces" });
     expect(line).toContain("own Linux namespaces");
     expect(line).toContain("not VMs, not a security boundary");
+    // Issue 27: root inside is contained, and the stack's startup line says how far.
+    expect(line).toContain("root inside is the host's uid 0 with a bounded capability set (no chroot, mount or mknod: commands and build steps stay inside their root)");
   });
   test("the fallback is called a fallback and names why", () => {
     const line = isolationLine({ mode: "process", reason: "not running as root" });

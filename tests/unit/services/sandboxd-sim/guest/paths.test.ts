@@ -1,5 +1,8 @@
 // Guest paths: whatever a client sends, the files API resolves inside the sandbox's directory.
 import { describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import fc from "fast-check";
 import { GuestPaths, PathError } from "#services/sandboxd-sim/guest/paths.ts";
 
@@ -43,5 +46,30 @@ describe("GuestPaths", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  test("links resolve inside the root (issue 27): an absolute target starts at the sandbox's /, '..' stops there, the last one is kept when asked, a loop is refused", () => {
+    const dir = mkdtempSync(join(tmpdir(), "guest-paths-"));
+    try {
+      const p = new GuestPaths(dir);
+      mkdirSync(join(dir, "home/user"), { recursive: true });
+      mkdirSync(join(dir, "etc"));
+      mkdirSync(join(dir, "data"));
+      symlinkSync("/etc/shadow", join(dir, "home/user/shadow"));
+      symlinkSync("../../../../../../root", join(dir, "home/user/up"));
+      symlinkSync("/data", join(dir, "home/user/d"));
+      symlinkSync("loop2", join(dir, "home/user/loop1"));
+      symlinkSync("loop1", join(dir, "home/user/loop2"));
+      expect(p.toHost("shadow")).toBe(join(dir, "etc/shadow"));
+      expect(p.toHost("up/.ssh/id_rsa")).toBe(join(dir, "root/.ssh/id_rsa"));
+      expect(p.toHost("d/new.txt")).toBe(join(dir, "data/new.txt"));
+      expect(p.toHost(`${dir}/home/user/shadow`)).toBe(join(dir, "etc/shadow"));
+      // remove, rename and stat act on the link itself; its parents still resolve.
+      expect(p.toHost("shadow", undefined, { follow: false })).toBe(join(dir, "home/user/shadow"));
+      expect(p.toHost("d/x", undefined, { follow: false })).toBe(join(dir, "data/x"));
+      expect(() => p.toHost("loop1")).toThrow(PathError);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
