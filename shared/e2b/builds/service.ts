@@ -100,11 +100,19 @@ export class BuildService {
     rec.started = true;
     rec.status = "building";
     const ctl = new AbortController();
-    const done = this.run(rec, plan, ctl, settle).finally(() => {
-      settle();
-      release();
-      this.running.delete(rec);
-    });
+    // The terminal status is set only once the slot is free (and the build sandbox released): a client that sees
+    // "ready" and starts its next build must not be told every slot is busy.
+    const done = this.run(rec, plan, ctl, settle)
+      .catch((err: unknown): Outcome => {
+        this.deps.log.error({ err, build: rec.buildID }, "build ended unexpectedly");
+        return { status: "error", reason: { message: "internal error", step: "finalize" } };
+      })
+      .then((outcome) => {
+        settle();
+        release();
+        this.running.delete(rec);
+        this.records.finish(rec, outcome.status, outcome.reason);
+      });
     this.running.set(rec, { ctl, done });
   }
 
@@ -144,7 +152,8 @@ export class BuildService {
 
   // ------------------------------------------------------------------------------------------------------------
 
-  private async run(rec: BuildRecord, plan: BuildPlan, ctl: AbortController, settle: () => void): Promise<void> {
+  /** Runs the build and releases its sandbox; the caller records the outcome once the slot is free. */
+  private async run(rec: BuildRecord, plan: BuildPlan, ctl: AbortController, settle: () => void): Promise<Outcome> {
     const log = this.deps.log.child({ build: rec.buildID, template: rec.name, namespace: rec.ns });
     const deadline = this.clock.monotonic() + this.settings.timeoutMs;
     const timer = this.clock.after(this.settings.timeoutMs, () => ctl.abort(new Error("timeout")));
@@ -153,6 +162,7 @@ export class BuildService {
     // The build's own outcome lines: always kept, whatever the tenant's output took.
     const tell = (level: "info" | "warn" | "error", message: string) => rec.log.add(step, level, message, true);
     let claim: { address: string; id: string } | undefined;
+    let outcome: Outcome;
     try {
       const pool = this.poolOf(plan.fromImage, rec.size);
       say("info", `claiming a sandbox from ${plan.fromImage} (${pool.size})`);
@@ -215,7 +225,7 @@ export class BuildService {
       const pub = await promoteAndPublish(this.deps.nodes, log, { ns: rec.ns, name: rec.name, address, claimId: claim.id, tags: rec.tags, signal: ctl.signal });
       if (pub.superseded) tell("warn", "a build of the same name finished later; it is the template now");
       tell("info", `template ${rec.name} ready`);
-      this.records.finish(rec, "ready");
+      outcome = { status: "ready" };
       await pruneCache(this.deps.nodes, log, rec.ns, rec.name, new Set(keys.flatMap((k) => cacheRef(rec.ns, k) ?? [])));
       await capCache(this.deps.nodes, log, rec.ns, rec.name);
     } catch (err) {
@@ -228,11 +238,12 @@ export class BuildService {
           : "internal error";
       if (!(err instanceof StepFailed)) log.warn({ err, step }, "build failed");
       tell("error", why);
-      this.records.finish(rec, "error", { message: why, step });
+      outcome = { status: "error", reason: { message: why, step } };
     } finally {
       timer.cancel();
       if (claim) await this.release(rec.ns, claim, log);
     }
+    return outcome;
   }
 
   /**
@@ -288,6 +299,8 @@ export class BuildService {
     return { image, size: size ?? (a?.size as "small" | "medium" | "large" | undefined) ?? "small" };
   }
 }
+
+type Outcome = { status: "ready" | "error"; reason?: { message: string; step: string } };
 
 function nonNegative(v: string | undefined, name: string): number | undefined {
   if (v === undefined || v === "") return undefined;

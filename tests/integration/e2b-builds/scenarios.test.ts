@@ -214,6 +214,8 @@ describe("parallel 1, a 6 s build timeout", () => {
   afterAll(() => s.stop());
 
   test("scenario 47: a second start while one runs answers 429 and stays waiting; a later start is taken", async () => {
+    // A slow release of the build sandbox: "ready" must still mean the slot is free (the status waits for it).
+    for (const n of s.cluster.nodes) n.latency("release", 1_500);
     const a = await requestBuild(s, "first");
     const b = await requestBuild(s, "second");
     expect((await api(s, "POST", `/v2/templates/first/builds/${a.buildID}`, { fromImage: "base", steps: [{ type: "RUN", args: ["sleep 2"] }] })).status).toBe(202);
@@ -225,6 +227,7 @@ describe("parallel 1, a 6 s build timeout", () => {
     expect((await api(s, "POST", `/v2/templates/second/builds/${b.buildID}`, { fromImage: "base", steps: [] })).status).toBe(202);
     expect((await waitBuild(s, b)).status).toBe("ready");
     await waitFor("the build sandboxes released", () => buildClaims(s) === 0, 10_000);
+    for (const n of s.cluster.nodes) n.latency("release", null);
   }, 60_000);
 
   test("a build over its timeout ends in error at the running step and releases its sandbox; its lease is the timeout", async () => {
