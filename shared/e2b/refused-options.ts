@@ -31,7 +31,9 @@ function egressFieldsIn(network: Record<string, unknown>, served: readonly strin
 }
 
 function egressRefusal(prefix: string, fields: string[]): E2bError {
-  const what = fields.map((f) => `${prefix}${f} (${EGRESS_FIELDS[f] ?? "not a network option this server knows"})`).join(", ");
+  // At most ten named (a body may hold thousands of keys), each name bounded.
+  const named = fields.slice(0, 10).map((f) => `${prefix}${f.slice(0, 100)} (${EGRESS_FIELDS[f] ?? "not a network option this server knows"})`);
+  const what = fields.length > named.length ? `${named.join(", ")} and ${fields.length - named.length} more` : named.join(", ");
   return badRequest(`${what} ${fields.length === 1 ? "is" : "are"} not supported: ${EGRESS_POLICY}; leave ${fields.length === 1 ? "it" : "them"} out (allow_internet_access chooses the egress lane)`);
 }
 
