@@ -16,7 +16,7 @@ export const ADMIN_KNOBS = [
   "advance", "reapNow", "refillNow", "idleNow", "slowWake", "memory", "latency", "hang", "fail", "reset", "listFails", "clearFaults",
   "setWarm", "setGolden", "provisionFails", "atCapacity", "setProvisionLatency", "setMaxClaims", "setTenant",
   "removeTenant", "setTokens", "drain", "undrain", "expire", "hibernate", "archive", "failVmm", "vanish", "peers",
-  "forceRedirect", "attachGuest", "detachGuest", "attachAgent", "setPreview", "previewOf", "restart", "info",
+  "forceRedirect", "attachGuest", "detachGuest", "attachAgent", "wedgeGuest", "setPreview", "previewOf", "restart", "info",
 ] as const;
 
 const jsonReply = (status: number, v: unknown) =>

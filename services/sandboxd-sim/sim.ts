@@ -4,6 +4,7 @@
 // returns its control handle; startSimCluster(n, opts) starts n nodes on one shared clock, peers of each other
 // (a mesh). Every knob of sandboxd.md §7 is a method of the handle, and the same knobs are reachable over
 // `/_sim/<knob>` (admin.ts).
+import { unknownSandbox } from "./errors.ts";
 import { FakeClock, type SimClock, SkewedRealClock } from "./clock.ts";
 import { createIdSource, type IdSource } from "./ids.ts";
 import { Mesh } from "./mesh.ts";
@@ -100,6 +101,12 @@ export interface SandboxdSim {
   /** The upstream `GET …/agent` (Upgrade: silkd) splices to; without one the agent relay answers 502. */
   attachAgent(id: string, target: number | string): void;
   attachFakeGuest(id: string, opts?: FakeGuestOptions): Promise<FakeGuest>;
+  /**
+   * The sandbox's guest agent (envd, guest port 49983) stops answering, as a wedged envd in a running VM: the ports
+   * relay still opens (the VM is up) and its connection stays silent; `false` brings the agent back. Nothing else
+   * about the sandbox changes (it stays running; pause, release and its other ports work).
+   */
+  wedgeGuest(id: string, wedged?: boolean): Promise<void>;
   /** The preview listener's advertise address (host:port or origin), or null: no listener, preview → 501. */
   setPreview(advertise: string | null): void;
   /** What a preview URL minted by this node grants (sandbox, port, owner, expiry), or null when it is not ours. */
@@ -129,6 +136,10 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
   const faults = new Faults();
   const log = new RequestLog();
   const guests: FakeGuest[] = [];
+  // wedgeGuest: one silent listener per node (accepts, reads and discards, never writes), and the 49983 upstream
+  // each wedged sandbox had before (an attached fake guest) to put back.
+  let silent: Bun.TCPSocketListener | undefined;
+  const unwedged = new Map<string, { host: string; port: number } | undefined>();
   let handle!: SandboxdSim;
   const server = new NodeServer({
     node,
@@ -200,6 +211,21 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
       node.attachGuest(id, 49983, g.port);
       return g;
     },
+    wedgeGuest: async (id, wedged = true) => {
+      const key = `${id}:49983`;
+      if (!wedged) {
+        if (!unwedged.has(id)) return;
+        const before = unwedged.get(id);
+        unwedged.delete(id);
+        if (before) node.guests.set(key, before);
+        else node.guests.delete(key);
+        return;
+      }
+      if (!node.table.get(id)) throw unknownSandbox();
+      const listener = (silent ??= Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
+      if (!unwedged.has(id)) unwedged.set(id, node.guests.get(key));
+      node.guests.set(key, { host: "127.0.0.1", port: listener.port });
+    },
     setPreview: (advertise) => void (node.previewAdvertise = advertise),
     previewOf: (url) => readPreviewUrl(node.previewSecret, url),
     claims: () => node.table.all(),
@@ -221,6 +247,7 @@ export async function startSandboxdSim(opts: SimOptions = {}): Promise<SandboxdS
       mesh.unregister(node);
       await server.close();
       await Promise.all(guests.map((g) => g.stop()));
+      silent?.stop(true);
       await node.guestHost?.stop();
     },
   };

@@ -1,13 +1,30 @@
 // Request bodies and query strings, validated with the route's zod schema (the same one /openapi.json shows).
-// Bodies are JSON of at most 1 MiB whatever the Content-Type says; unknown fields are ignored. A required body
-// that is empty or invalid, or any invalid optional body, is 400 `invalid request body: …` naming the field.
+// Bodies are JSON of at most 1 MiB whatever the Content-Type says. A required body that is empty or invalid, or any
+// invalid optional body, is 400 `invalid request body: …` naming the field; a field a strict schema does not know
+// (schemas.ts: create, pause, connect, resume, snapshot) is named as unknown, never dropped silently.
 import type { z } from "@hono/zod-openapi";
 import { badRequest } from "./errors.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-function describe(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
-  return issues.map((i) => (i.path.length ? `${i.path.map(String).join(".")}: ${i.message}` : i.message)).join("; ");
+interface Issue {
+  path: readonly PropertyKey[];
+  message: string;
+  code?: string;
+  keys?: readonly string[];
+}
+
+function describeOne(i: Issue): string {
+  const at = i.path.map(String).join(".");
+  if (i.code === "unrecognized_keys" && i.keys?.length) {
+    const names = i.keys.slice(0, 10).map((k) => JSON.stringify(at ? `${at}.${k}` : k).slice(0, 120));
+    return `unknown field${names.length === 1 ? "" : "s"} ${names.join(", ")}: not a field this server serves in this request, so it is refused rather than ignored`;
+  }
+  return at ? `${at}: ${i.message}` : i.message;
+}
+
+function describe(issues: readonly Issue[]): string {
+  return issues.map(describeOne).join("; ");
 }
 
 async function readCapped(req: Request): Promise<string> {

@@ -8,6 +8,7 @@ import { CHECKPOINT_ID_RE, COLD_CLAIM_TIMEOUT_MS, SIZE_TIERS, isSandboxdError, m
 import { INIT_TIMEOUT_MS, RELAY_PROXY_ENV, envdCall, initEnvd, type EnvdTarget } from "./envd.ts";
 import { E2bError, badRequest, templateNotFound } from "./errors.ts";
 import { lifecycleRefusal } from "./lifecycle-options.ts";
+import { createOptionRefusal } from "./refused-options.ts";
 import type { AliasTarget } from "./files.ts";
 import { newClaimName, type IdempotentCreates, type Made, type Stamp } from "./idempotency.ts";
 import { SURFACE_METADATA_PREFIX } from "./surface-metadata.ts";
@@ -253,20 +254,15 @@ export class SandboxCreator {
   }
 }
 
-const NO_NETWORK: NonNullable<NewSandbox["network"]> = {};
-const nonEmpty = (v: unknown) => v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0) && !(typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
-
 function refuseOptions(b: NewSandbox): void {
   if (b.secure === false) throw badRequest("secure: false is not supported: every sandbox requires its envd access token");
   if (b.autoPause === true && b.allow_internet_access === true) throw badRequest("autoPause cannot be combined with allow_internet_access: egress-lane sandboxes cannot be paused");
-  const { allowPublicTraffic: _served, ...rules } = b.network ?? NO_NETWORK;
-  if (b.network !== undefined && nonEmpty(rules)) throw badRequest(`network rules other than allowPublicTraffic are not supported (got ${Object.keys(rules).map((k) => JSON.stringify(k)).join(", ")})`);
-  if (nonEmpty(b.volumeMounts)) throw badRequest("volumeMounts are not supported");
+  // network rules, iam, volumeMounts, mcp: refused-options.ts (each named, with why).
+  const option = createOptionRefusal(b);
+  if (option) throw option;
   // autoPauseMemory / autoResume: lifecycle-options.ts (true is served, a filesystem-only pause and no-resume are not).
   const lifecycle = lifecycleRefusal(b);
   if (lifecycle) throw lifecycle;
-  if (nonEmpty(b.mcp)) throw badRequest("mcp is not supported");
-  if (nonEmpty(b.iam)) throw badRequest("iam is not supported");
 }
 
 /** envd `GET /envs` (a built template's environment), for merging a create's envVars over it. */

@@ -70,9 +70,16 @@ export function registerSandboxRoutes({ route }: RouteKit, t: SandboxRouteTarget
     },
   );
   route(
-    createRoute({ method: "post", path: "/sandboxes/{sandboxID}/pause", request: { ...idParams, ...jsonBody(S.PauseBody, false) }, responses: { ...noContent("Paused"), 409: json(S.ErrorSchema, "Already paused"), ...errors } }),
+    createRoute({ method: "post", path: "/sandboxes/{sandboxID}/pause", request: { ...idParams, ...jsonBody(S.PauseBody, false) }, responses: { ...noContent("Paused"), 409: json(S.ErrorSchema, "Already paused"), 503: json(S.ErrorSchema, "requireHealthyGuest and the guest agent does not answer: still running"), ...errors } }),
     async (c, ns) => {
-      await t.sandboxes.pause(ns, id(c), (await readJsonBody(c.req.raw, S.PauseBody, false)).memory);
+      await t.sandboxes.pause(ns, id(c), await readJsonBody(c.req.raw, S.PauseBody, false));
+      return c.body(null, 204);
+    },
+  );
+  route(
+    createRoute({ method: "put", path: "/sandboxes/{sandboxID}/network", request: { ...idParams, ...jsonBody(S.NetworkUpdateBody, true) }, responses: { ...noContent("Nothing to change"), ...errors } }),
+    async (c, ns) => {
+      await t.sandboxes.updateNetwork(ns, id(c), await readJsonBody(c.req.raw, S.NetworkUpdateBody, true));
       return c.body(null, 204);
     },
   );

@@ -3,8 +3,10 @@
 // fork fork.ts, metrics sandbox-metrics.ts. Every node call uses the fleet root token and the raw claim id.
 import type { Clock } from "../clock/index.ts";
 import { parseWireTime } from "../sandboxd/index.ts";
+import { envdCall } from "./envd.ts";
 import { E2bError, badRequest, fromNode, sandboxNotFound } from "./errors.ts";
 import { pauseRefusal } from "./lifecycle-options.ts";
+import { networkUpdateRefusal } from "./refused-options.ts";
 import { matches, page, parseFilters, parsePaging } from "./list.ts";
 import { claimedAtOf, type LiveLookup } from "./lookup.ts";
 import type { NodeAccess } from "./nodes.ts";
@@ -14,8 +16,17 @@ import type { ListQuery, ListedSandbox, SandboxReply } from "./schemas.ts";
 import type { Admission, E2bSettings, SandboxEvents } from "./settings.ts";
 import type { TokenForms } from "./token-forms.ts";
 
+/** How long a strict pause (`requireHealthyGuest`) waits for the guest agent's `GET /health`. */
+export const GUEST_HEALTH_TIMEOUT_MS = 5_000;
+
+export interface PauseOptions {
+  memory?: boolean;
+  /** Python `pause(strict=True)`: refuse (503, the sandbox keeps running) when the guest agent does not answer. */
+  requireHealthyGuest?: boolean;
+}
+
 export interface SandboxesDeps {
-  settings: Pick<E2bSettings, "aliases" | "defaultTimeoutSeconds">;
+  settings: Pick<E2bSettings, "aliases" | "defaultTimeoutSeconds" | "rootToken">;
   nodes: Pick<NodeAccess, "nodes" | "locate" | "client" | "forget" | "markReleased">;
   lookup: Pick<LiveLookup, "read">;
   /** A wake takes a start of the namespace's rate. */
@@ -84,13 +95,20 @@ export class Sandboxes {
     await this.setTimeout(ns, id, duration !== undefined && duration > 0 ? duration : this.d.settings.defaultTimeoutSeconds);
   }
 
-  async pause(ns: string, id: string, memory: boolean | undefined): Promise<void> {
-    const refused = pauseRefusal(memory);
+  async pause(ns: string, id: string, o: PauseOptions): Promise<void> {
+    const refused = pauseRefusal(o.memory);
     if (refused) throw refused;
     const { loc, row } = await this.d.lookup.read(ns, id, "failed to pause the sandbox");
     if (isPaused(row)) throw new E2bError(409, `sandbox "${id}" is already paused`);
     if (row.key.net === "egress") {
       throw badRequest(`sandbox "${id}" has internet access (egress lane), which cannot be paused: its network attachment does not survive hibernation`);
+    }
+    if (o.requireHealthyGuest === true && !(await this.guestAnswers(loc.address, loc.claimId))) {
+      // e2b's answer to a strict pause of an unresponsive guest: 503, nothing changed (Python: ServiceBusyException).
+      throw new E2bError(
+        503,
+        `sandbox "${id}" was not paused: its guest agent (envd) did not answer a health check within ${GUEST_HEALTH_TIMEOUT_MS / 1000} s and requireHealthyGuest (strict) is set; the sandbox keeps running, retry later`,
+      );
     }
     try {
       await this.d.nodes.client(loc.address).hibernate(loc.claimId);
@@ -99,6 +117,30 @@ export class Sandboxes {
     }
     this.d.ownWrites.paused(ns, loc.claimId);
     this.d.events.changed(loc.address);
+  }
+
+  /**
+   * The guest agent answers `GET /health` (204) through the node's passive relay (root token: no wake, no activity)
+   * within GUEST_HEALTH_TIMEOUT_MS. Any other answer, a refused relay or silence is "does not answer".
+   */
+  private async guestAnswers(address: string, claimId: string): Promise<boolean> {
+    try {
+      const r = await envdCall({ address, claimId, rootToken: this.d.settings.rootToken }, { method: "GET", path: "/health", timeoutMs: GUEST_HEALTH_TIMEOUT_MS, maxBytes: 4096 });
+      return r.status === 204 || r.status === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * `PUT /sandboxes/{id}/network`: a visible sandbox; every egress field refused by name (refused-options.ts); an
+   * empty body (no per-sandbox rule, what every sandbox here has) or the sandbox's own lane changes nothing.
+   */
+  async updateNetwork(ns: string, id: string, body: Record<string, unknown>): Promise<void> {
+    if (this.d.ownWrites.isKilled(ns, id)) throw sandboxNotFound(id);
+    const { row } = await this.d.lookup.read(ns, id, "failed to read the sandbox");
+    const refused = networkUpdateRefusal(body, row.key.net === "egress");
+    if (refused) throw refused;
   }
 
   /** connect (running: 200, paused: wake + 201) and the legacy resume (running: 409). */

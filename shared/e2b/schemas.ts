@@ -1,6 +1,8 @@
 // Wire types of the e2b surface (names follow e2b's own OpenAPI spec). One zod schema per type: the routes
 // validate requests with them and `/openapi.json` is generated from them (app.ts registers each route with its
-// schemas), so what the document says is exactly what is accepted. Unknown request fields are ignored.
+// schemas), so what the document says is exactly what is accepted. The create, pause, connect, resume and snapshot
+// bodies are strict: a field this server does not know is a 400 naming it (body.ts), never dropped silently; each
+// field the newest SDKs send there is served or refused by name (refused-options.ts, lifecycle-options.ts).
 import { z } from "@hono/zod-openapi";
 
 export const ErrorSchema = z.object({ code: z.number().int(), message: z.string(), error_code: z.string().optional() }).openapi("Error");
@@ -8,7 +10,7 @@ export const ErrorSchema = z.object({ code: z.number().int(), message: z.string(
 const seconds = (what: string) => z.number().int().openapi({ description: `${what}, in seconds` });
 
 export const NewSandbox = z
-  .object({
+  .strictObject({
     templateID: z.string().openapi({ example: "base", description: "Alias, pool image, built template or snapshot id" }),
     timeout: seconds("Lease").optional(),
     metadata: z.record(z.string(), z.string()).optional(),
@@ -16,17 +18,18 @@ export const NewSandbox = z
     allow_internet_access: z.boolean().optional(),
     autoPause: z.boolean().optional(),
     secure: z.boolean().optional(),
-    // allowPublicTraffic: user ports without a token (shared/envd-token/traffic.ts); other network rules are refused.
+    // allowPublicTraffic: user ports without a token (shared/envd-token/traffic.ts); every other network field is
+    // refused by name with the reason (refused-options.ts), so it is not typed here.
     network: z
       .object({ allowPublicTraffic: z.boolean().optional() })
-      .passthrough()
+      .catchall(z.unknown())
       .optional()
-      .openapi({ description: "Only allowPublicTraffic is served; any other network rule is refused" }),
-    volumeMounts: z.array(z.unknown()).optional(),
+      .openapi({ description: "Only allowPublicTraffic is served; each other network field is a 400 naming it (the node's guarded-egress policy)" }),
+    volumeMounts: z.array(z.unknown()).optional().openapi({ description: "Refused with a 400: the volume API is not offered" }),
     autoPauseMemory: z.boolean().optional(),
-    autoResume: z.object({ enabled: z.boolean() }).partial().optional(),
-    mcp: z.unknown().optional(),
-    iam: z.unknown().optional(),
+    autoResume: z.strictObject({ enabled: z.boolean().optional() }).optional(),
+    mcp: z.unknown().optional().openapi({ description: "Refused with a 400: needs e2b's MCP gateway template" }),
+    iam: z.unknown().optional().openapi({ description: "Refused with a 400: the node's guarded-egress policy" }),
   })
   .openapi("NewSandbox");
 export type NewSandbox = z.infer<typeof NewSandbox>;
@@ -70,13 +73,23 @@ export const SandboxDetailSchema = ListedSandbox.openapi("SandboxDetail");
 
 export const TimeoutBody = z.object({ timeout: seconds("New lease") }).openapi("SandboxTimeout");
 export const RefreshBody = z.object({ duration: seconds("Lease").optional() }).openapi("SandboxRefresh");
-export const PauseBody = z.object({ memory: z.boolean().optional() }).openapi("SandboxPause");
-export const ConnectBody = z.object({ timeout: seconds("Lease").optional(), memory: z.boolean().optional() }).openapi("ConnectSandbox");
-export const ResumeBody = ConnectBody.extend({ autoPause: z.boolean().optional() }).openapi("ResumedSandbox");
+export const PauseBody = z
+  .strictObject({
+    memory: z.boolean().optional(),
+    requireHealthyGuest: z.boolean().optional().openapi({ description: "Refuse the pause (503, the sandbox keeps running) when the guest agent does not answer" }),
+  })
+  .openapi("SandboxPause");
+export const ConnectBody = z.strictObject({ timeout: seconds("Lease").optional(), memory: z.boolean().optional() }).openapi("ConnectSandbox");
+export const ResumeBody = z.strictObject({ timeout: seconds("Lease").optional(), memory: z.boolean().optional(), autoPause: z.boolean().optional() }).openapi("ResumedSandbox");
 export const ForkBody = z.object({ timeout: seconds("Lease of each child").optional(), count: z.number().int().optional() }).openapi("SandboxFork");
 export const ForkResult = z.object({ sandbox: SandboxSchema }).openapi("SandboxForkResult");
 // `memory: false` (Python `create_snapshot(mode="filesystem")`) is refused with a 400 (lifecycle-options.ts).
-export const SnapshotBody = z.object({ name: z.string().optional(), memory: z.boolean().optional() }).openapi("NewSnapshot");
+export const SnapshotBody = z.strictObject({ name: z.string().optional(), memory: z.boolean().optional() }).openapi("NewSnapshot");
+/** `PUT /sandboxes/{id}/network` (JS `Sandbox.updateNetwork`): every egress field is refused by name (refused-options.ts). */
+export const NetworkUpdateBody = z
+  .object({ allow_internet_access: z.boolean().optional() })
+  .catchall(z.unknown())
+  .openapi("SandboxNetworkUpdate");
 export const SnapshotInfo = z.object({ snapshotID: z.string(), names: z.array(z.string()) }).openapi("SnapshotInfo");
 export type SnapshotInfo = z.infer<typeof SnapshotInfo>;
 

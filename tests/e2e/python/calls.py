@@ -140,6 +140,22 @@ async def commands(rec, sb):
 
     await rec.astep("commands.send_stdin / close_stdin", stdin)
 
+    async def streamed():
+        # Client-streaming StreamInput over Connect: the sync client takes an iterable, the async one an input handle.
+        h = await w(sb.commands.run("cat", background=True, stdin=True))
+        chunks = ["one\n", b"two\n", "three\n"]
+        if isinstance(sb, AsyncSandbox):
+            handle = sb.commands.stream_input(h.pid)
+            for c in chunks:
+                await handle.send(c)
+            await handle.close()
+        else:
+            sb.commands.stream_input(h.pid, iter(chunks))
+        await w(sb.commands.close_stdin(h.pid))
+        return (await w(h.wait())).stdout
+
+    await rec.astep("commands.stream_input", streamed)
+
 
 async def run(sb, cmd, **kw):
     return result(await w(sb.commands.run(cmd, **kw)))

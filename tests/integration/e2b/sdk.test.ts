@@ -230,11 +230,11 @@ describe("snapshots, fork, metrics", () => {
     await sbx.kill();
   });
 
-  test("network_update_refused: updateNetwork answers 501, not SandboxNotFoundError", async () => {
+  test("network_update_refused: updateNetwork answers 400 naming the egress field, not SandboxNotFoundError", async () => {
     const sbx = await Sandbox.create("base", sdkOpts(s));
     const err = await Sandbox.updateNetwork(sbx.sandboxId, { allowOut: [] } as never, sdkOpts(s)).catch((e) => e);
     expect(err).not.toBeInstanceOf(SandboxNotFoundError);
-    expect(String(err.message)).toContain("not served");
+    expect(String(err.message)).toStartWith("400: allowOut (an egress allow list) is not supported: egress rules");
     await sbx.kill();
   });
 });

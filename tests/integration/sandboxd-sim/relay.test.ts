@@ -57,6 +57,36 @@ describe("sandboxd-sim ports relay", () => {
     expect(await raw(at(80), c.token)).toContain('{"error":"sandbox failed"}');
   });
 
+  test("wedgeGuest: the relay to the guest agent (49983) opens and stays silent, other ports still answer; false brings the agent back", async () => {
+    const s = await sim();
+    const echo = await startEcho();
+    stops.push(echo.stop);
+    const c = (await claim(s)).json;
+    s.attachGuest(c.id, 49983, echo.port);
+    s.attachGuest(c.id, 8080, echo.port);
+    const open = async (port: number) => {
+      const conn = await rawRequest(s.url, upgradeHead(`/v1/sandboxes/${c.id}/ports/${port}`, ROOT), headComplete);
+      expect(conn.data()).toStartWith("HTTP/1.1 101 Switching Protocols\r\n");
+      return conn;
+    };
+    await s.wedgeGuest(c.id);
+    const wedged = await open(49983);
+    const head = wedged.data().length;
+    wedged.sock.write("GET /health HTTP/1.1\r\nHost: envd\r\n\r\n");
+    // Another port of the same sandbox answers meanwhile: the sandbox is up, only its agent is silent.
+    const other = await open(8080);
+    other.sock.write("ping|");
+    await until(() => other.data().endsWith("ping|"), "the echo on port 8080");
+    await s.wedgeGuest(c.id, false);
+    const back = await open(49983);
+    back.sock.write("pong|");
+    await until(() => back.data().endsWith("pong|"), "the agent's echo after the wedge");
+    // The wedged connection never got a byte back, though two later ones were answered.
+    expect(wedged.data().length).toBe(head);
+    for (const conn of [wedged, other, back]) conn.sock.destroy();
+    await expect(s.wedgeGuest("sb-unknown")).rejects.toThrow("unknown sandbox");
+  });
+
   test("a root-token relay to a running sandbox is passive but works", async () => {
     const s = await sim();
     const echo = await startEcho();

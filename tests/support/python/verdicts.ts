@@ -112,6 +112,8 @@ function judgeCall(s: ScenarioStep, seen: string): Judged {
       return ok(same(v, { type: "TimeoutException" }));
     case "commands.send_stdin / close_stdin":
       return ok(v === "typed\n");
+    case "commands.stream_input":
+      return ok(v === "one\ntwo\nthree\n");
     case "files.write/make_dir/rename/exists/list/get_info/remove":
       return ok(same(v, { made: true, old_exists: false, new_exists: true, entries: [["sub", "dir"], ["b.txt", "file"]], size: 5, gone: true }));
     case "files.write_files":
