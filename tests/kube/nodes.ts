@@ -29,3 +29,24 @@ export async function vouchingNode(cluster: Pick<TestCluster, "adminFetch">, nam
   if (!patched.ok) throw new Error(`Node ${name} addresses: ${patched.status} ${await patched.text()}`);
   await patched.body?.cancel();
 }
+
+/** One row of a hand-published inventory (the single form's entry, as vk-sandbox writes it). */
+export type InventoryEntry = { id: string; name: string; phase: string } & Record<string, unknown>;
+
+/**
+ * Applies node `node`'s NodeInventory in the single form, as vk-sandbox publishes it (publishedAt at whole seconds,
+ * default now). The caller registers the vouching Node (vouchingNode) when a reader must trust the address.
+ */
+export async function applyInventory(cluster: Pick<TestCluster, "apply">, inv: { node: string; address: string; entries: InventoryEntry[]; publishedAt?: Date }): Promise<void> {
+  await cluster.apply([
+    {
+      apiVersion: "sandbox.cocoonstack.io/v1beta1",
+      kind: "NodeInventory",
+      metadata: { name: inv.node },
+      node: inv.node,
+      address: inv.address,
+      publishedAt: (inv.publishedAt ?? new Date()).toISOString().replace(/\.\d{3}Z$/, "Z"),
+      entries: inv.entries,
+    },
+  ]);
+}

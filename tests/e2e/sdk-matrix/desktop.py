@@ -5,19 +5,15 @@ E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL, E2B_DOMAIN. Prints one JSON object on
 """
 
 import json
+import sys
+from pathlib import Path
 
 from e2b import Sandbox as Base
 from e2b_desktop import Sandbox as Desktop
 
-out = {}
-
-
-def record(case, fn):
-    try:
-        value = fn()
-        out[case] = {"returned": value if isinstance(value, (bool, int, str, type(None))) else type(value).__name__}
-    except Exception as e:  # the point is what was raised
-        out[case] = {"raised": type(e).__name__, "mro": [c.__name__ for c in type(e).__mro__], "message": str(e)[:400]}
+# The errors suite's record of each case (returned or raised), shared rather than copied.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "errors"))
+from outcomes import out, record  # noqa: E402
 
 
 def main():

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
-import { vouchingNode } from "#tests/kube/nodes.ts";
+import { applyInventory, vouchingNode } from "#tests/kube/nodes.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { deriveAccessToken, envdAccessToken } from "#shared/e2b/tokens.ts";
@@ -55,17 +55,7 @@ function spawnProxy(extra: string[] = []): Child {
 
 async function publish(name: string, entries: { id: string; name: string }[], publishedAt: Date): Promise<void> {
   await vouchingNode(kube.cluster, name, sim.addr);
-  await kube.cluster.apply([
-    {
-      apiVersion: "sandbox.cocoonstack.io/v1beta1",
-      kind: "NodeInventory",
-      metadata: { name },
-      node: name,
-      address: sim.addr,
-      publishedAt: publishedAt.toISOString().replace(/\.\d{3}Z$/, "Z"),
-      entries: entries.map((e) => ({ ...e, phase: "Running" })),
-    },
-  ]);
+  await applyInventory(kube.cluster, { node: name, address: sim.addr, publishedAt, entries: entries.map((e) => ({ ...e, phase: "Running" })) });
 }
 
 describe("sandbox-envd-proxy on NodeInventory", () => {
@@ -110,17 +100,7 @@ describe("sandbox-envd-proxy on NodeInventory", () => {
     try {
       const client = new SandboxdClient({ baseUrl: other.url, token: ROOT });
       const c = await client.claim({ template: "img", claim_ref: "team-a/z" });
-      await kube.cluster.apply([
-        {
-          apiVersion: "sandbox.cocoonstack.io/v1beta1",
-          kind: "NodeInventory",
-          metadata: { name: "node-other" },
-          node: "node-other",
-          address: other.addr,
-          publishedAt: new Date(Date.now() - 600_000).toISOString().replace(/\.\d{3}Z$/, "Z"),
-          entries: [{ id: c.id, name: "team-a/z", phase: "Running" }],
-        },
-      ]);
+      await applyInventory(kube.cluster, { node: "node-other", address: other.addr, publishedAt: new Date(Date.now() - 600_000), entries: [{ id: c.id, name: "team-a/z", phase: "Running" }] });
       await publish("node-fresh", [], new Date());
       const p = spawnProxy();
       try {

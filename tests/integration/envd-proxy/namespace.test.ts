@@ -10,7 +10,7 @@ import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.t
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { deriveAccessToken, envdAccessToken } from "#shared/e2b/tokens.ts";
-import { vouchingNode } from "#tests/kube/nodes.ts";
+import { applyInventory, vouchingNode } from "#tests/kube/nodes.ts";
 import { fileSignature } from "#shared/sandboxd/urls.ts";
 import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
 import { createLogger } from "#shared/log/index.ts";
@@ -43,20 +43,14 @@ beforeAll(async () => {
   // Both on one fresh node: only the namespace decides what the inventory lookup may return. The Node vouches for
   // the inventory's address (shared/fleet/trust.ts), or no reader would call it.
   await vouchingNode(kube.cluster, "node-1", sim.addr);
-  await kube.cluster.apply([
-    {
-      apiVersion: "sandbox.cocoonstack.io/v1beta1",
-      kind: "NodeInventory",
-      metadata: { name: "node-1" },
-      node: "node-1",
-      address: sim.addr,
-      publishedAt: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
-      entries: [
-        { id: a.id, name: "team-a/x", phase: "Running" },
-        { id: b.id, name: "team-b/y", phase: "Running" },
-      ],
-    },
-  ]);
+  await applyInventory(kube.cluster, {
+    node: "node-1",
+    address: sim.addr,
+    entries: [
+      { id: a.id, name: "team-a/x", phase: "Running" },
+      { id: b.id, name: "team-b/y", phase: "Running" },
+    ],
+  });
   const env = { KUBECONFIG: kube.cluster.kubeconfig() };
   const flags = parseEnvdProxyFlags(
     ["--bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "token")}`, "--namespace=team-a"],

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { vouchingNode } from "#tests/kube/nodes.ts";
+import { applyInventory, vouchingNode } from "#tests/kube/nodes.ts";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
@@ -49,9 +49,7 @@ describe("sandbox-envd-proxy: the probe lane under anonymous junk", () => {
     // The node is published and fresh, with none of the new sandboxes in its entries yet; its Node vouches for the
     // address (shared/fleet/trust.ts).
     await vouchingNode(kube.cluster, "node-lane", sim.addr);
-    await kube.cluster.apply([
-      { apiVersion: "sandbox.cocoonstack.io/v1beta1", kind: "NodeInventory", metadata: { name: "node-lane" }, node: "node-lane", address: sim.addr, publishedAt: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"), entries: [] },
-    ]);
+    await applyInventory(kube.cluster, { node: "node-lane", address: sim.addr, entries: [] });
     const p = spawnService(
       "sandbox-envd-proxy",
       ["--bind-address=127.0.0.1:0", `--domain=${DOMAIN}`, `--e2b-envd-secret-file=${join(dir, "secret")}`, `--sandboxd-token-file=${join(dir, "token")}`],

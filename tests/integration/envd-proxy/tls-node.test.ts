@@ -18,7 +18,7 @@ import { startTestGuest, type TestGuest } from "../e2b/guest.ts";
 import { spawnService, type Child } from "../e2b/process.ts";
 import { startEdge, type Edge } from "../e2b/tls-edge.ts";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
-import { vouchingNode } from "#tests/kube/nodes.ts";
+import { applyInventory, vouchingNode } from "#tests/kube/nodes.ts";
 
 const ROOT = "root-proxy-tls";
 const SECRET = "proxy-secret-tls";
@@ -66,17 +66,7 @@ function spawnProxy(caFile: string): Child {
 async function publishedSandbox(node: string, address: string): Promise<{ host: string; accessToken: string }> {
   const c = await new SandboxdClient({ baseUrl: sim.url, token: ROOT }).claim({ template: "img", claim_ref: `team-a/${node}` });
   await vouchingNode(kube.cluster, node, address);
-  await kube.cluster.apply([
-    {
-      apiVersion: "sandbox.cocoonstack.io/v1beta1",
-      kind: "NodeInventory",
-      metadata: { name: node },
-      node,
-      address,
-      publishedAt: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
-      entries: [{ id: c.id, name: `team-a/${node}`, phase: "Running" }],
-    },
-  ]);
+  await applyInventory(kube.cluster, { node, address, entries: [{ id: c.id, name: `team-a/${node}`, phase: "Running" }] });
   return { host: `49983-${c.id.replace("sb_", "sb-")}.${DOMAIN}`, accessToken: deriveAccessToken(SECRET, c.token) };
 }
 

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startKubeFixture, type KubeFixture } from "../vk-sandbox/kube-fixture.ts";
-import { vouchingNode } from "#tests/kube/nodes.ts";
+import { applyInventory, vouchingNode } from "#tests/kube/nodes.ts";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { SandboxdClient } from "#shared/sandboxd/client.ts";
 import { deriveAccessToken } from "#shared/e2b/tokens.ts";
@@ -61,20 +61,14 @@ describe("sandbox-envd-proxy --wake-timeout", () => {
     const awake = await client.claim({ template: "img", claim_ref: "team-w/awake" });
     sim.hibernate(asleep.id);
     await vouchingNode(kube.cluster, "node-wake", sim.addr);
-    await kube.cluster.apply([
-      {
-        apiVersion: "sandbox.cocoonstack.io/v1beta1",
-        kind: "NodeInventory",
-        metadata: { name: "node-wake" },
-        node: "node-wake",
-        address: sim.addr,
-        publishedAt: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
-        entries: [
-          { id: asleep.id, name: "team-w/asleep", phase: "Hibernated" },
-          { id: awake.id, name: "team-w/awake", phase: "Running" },
-        ],
-      },
-    ]);
+    await applyInventory(kube.cluster, {
+      node: "node-wake",
+      address: sim.addr,
+      entries: [
+        { id: asleep.id, name: "team-w/asleep", phase: "Hibernated" },
+        { id: awake.id, name: "team-w/awake", phase: "Running" },
+      ],
+    });
     proxy = spawnService(
       "sandbox-envd-proxy",
       [
