@@ -29,6 +29,12 @@ const RELAY_SCRIPT = new URL("./ns-relay.ts", import.meta.url).pathname;
  * rest: no mount, no open_by_handle_at, no module, no raw memory. Issue 27: a build RUN as root left its chroot.
  */
 export const ROOT_CAPABILITIES = "-all,+chown,+dac_override,+fowner,+fsetid,+kill,+setgid,+setuid,+setpcap,+setfcap,+net_bind_service,+net_raw,+audit_write";
+/**
+ * The same on the egress lane, which shares the host's network namespace: without NET_RAW, since a packet socket there
+ * reads every packet of the host's own interfaces, its loopback included (a root token on its way to the node,
+ * another sandbox's envd token). Ping inside then needs the kernel's unprivileged ICMP (net.ipv4.ping_group_range).
+ */
+export const HOST_NETWORK_ROOT_CAPABILITIES = ROOT_CAPABILITIES.replace(",+net_raw", "");
 
 /** Launches of `unshare` tried when it fails at once on its signal mask (started()). */
 const LAUNCH_ATTEMPTS = 3;
@@ -206,8 +212,10 @@ export class Namespace {
     // Rootless: nsenter -U already made the command root inside, the only uid the namespace maps (and setgroups is denied).
     if (this.o.rootless) return this.inCgroup([...enter, ...argv]);
     // Rootful, root inside is uid 0 on the host: its capabilities are bounded (ROOT_CAPABILITIES) so it cannot leave
-    // the chroot, mount, make devices or reach the host by handle; every user's, so a setuid binary gains no more.
-    return this.inCgroup([...enter, "setpriv", `--reuid=${who.uid}`, `--regid=${who.gid}`, ...(who.uid === 0 ? ["--clear-groups"] : ["--init-groups"]), `--bounding-set=${ROOT_CAPABILITIES}`, "--", ...argv]);
+    // the chroot, mount, make devices or reach the host by handle; every user's, so a setuid binary gains no more. On
+    // the host's network (egress lane) no NET_RAW either: a packet socket there reads the host's traffic.
+    const bounding = this.ownNetwork ? ROOT_CAPABILITIES : HOST_NETWORK_ROOT_CAPABILITIES;
+    return this.inCgroup([...enter, "setpriv", `--reuid=${who.uid}`, `--regid=${who.gid}`, ...(who.uid === 0 ? ["--clear-groups"] : ["--init-groups"]), `--bounding-set=${bounding}`, "--", ...argv]);
   }
 
   private inCgroup(argv: string[]): [string, string[]] {

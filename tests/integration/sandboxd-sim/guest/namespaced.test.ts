@@ -259,6 +259,43 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     }
   });
 
+  nsTest("root on the egress lane cannot read the host's traffic: no packet socket on the network it shares with the host", async () => {
+    // The egress lane shares the host's network namespace: with CAP_NET_RAW, root inside opened a packet socket on the
+    // host's loopback and read what the host's processes send there (a root token on its way to this node, another
+    // sandbox's envd token). The marker below stands for such a header.
+    const e = await newSandbox("tok-egress-sniff", { template: "base", net: "egress" });
+    const marker = `sniffed-${randomBytes(6).toString("hex")}`;
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("ok") });
+    const sniff = [
+      "import socket, sys, time",
+      "try:",
+      "    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))",
+      "    s.bind(('lo', 0))",
+      "except OSError as e:",
+      "    print('refused', e.errno); raise SystemExit(0)",
+      "print('listening', flush=True)",
+      "s.settimeout(1)",
+      "end = time.time() + 20",
+      "while time.time() < end:",
+      "    try:",
+      "        if sys.argv[1].encode() in s.recv(65536): print('captured'); raise SystemExit(0)",
+      "    except socket.timeout:",
+      "        pass",
+      "print('nothing captured')",
+    ].join("\n");
+    await e.sb.files.write("/tmp/sniff.py", sniff);
+    // The host keeps talking on its loopback while the sandbox listens.
+    const talk = setInterval(() => void fetch(`http://127.0.0.1:${server.port}/`, { headers: { authorization: `Bearer ${marker}` } }).catch(() => {}), 100);
+    try {
+      expect(await out(e.sb, `python3 /tmp/sniff.py ${marker}`, { user: "root" })).toBe("refused 1");
+      // Root's ordinary network work on the lane is unchanged: the host listener answers.
+      expect(await out(e.sb, `python3 -c "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:${server.port}/').read().decode())"`, { user: "root" })).toBe("ok");
+    } finally {
+      clearInterval(talk);
+      await server.stop(true);
+    }
+  });
+
   nsTest("hibernate freezes every process (a counter stops), wake resumes it where it was, files kept", async () => {
     const { sb, claimId, dir } = await newSandbox("tok-freeze");
     await sb.commands.run("i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done", { background: true, timeoutMs: 0 });
