@@ -63,7 +63,7 @@ function watchDirectory(sb: GuestSandbox, dirHost: string, recursive: boolean, i
 }
 
 function watchedDir(sb: GuestSandbox, path: string): string {
-  const host = sb.paths.toHost(path);
+  const host = sb.paths.forFiles(path);
   const st = statSync(host);
   if (!st.isDirectory()) throw new ConnectError(`path ${JSON.stringify(path)} is not a directory`, Code.InvalidArgument);
   return host;
@@ -75,9 +75,9 @@ interface PollingWatcher {
 }
 
 export function filesystemService(sb: GuestSandbox, watchers: Map<string, PollingWatcher>): ServiceImpl<typeof Filesystem> {
-  const resolve = (p: string) => sb.paths.toHost(p);
+  const resolve = (p: string) => sb.paths.forFiles(p);
   // stat, remove and rename act on a link itself (envd's Lstat, os.RemoveAll, os.Rename); its parents still resolve inside the root.
-  const resolveLink = (p: string) => sb.paths.toHost(p, undefined, { follow: false });
+  const resolveLink = (p: string) => sb.paths.forFiles(p, undefined, { follow: false });
   return {
     stat(req) {
       try {

@@ -68,6 +68,7 @@ export class GuestSandbox {
       // Files are reached through PID 1's root: the overlay as the sandbox sees it, symlinks resolved inside it.
       this.ready = ns.ready.then(() => {
         this.paths.root = ns.rootPath;
+        this.paths.kernelProc = true;
       });
       this.ready.catch(() => {});
     } else {

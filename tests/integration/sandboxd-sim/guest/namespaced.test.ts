@@ -259,6 +259,39 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     }
   });
 
+  nsTest("the files API does not reach the sandbox's /proc, where it would act with the host root's capabilities", async () => {
+    // The files API runs as the host's root with every capability, through PID 1's root: in the sandbox's /proc it
+    // wrote what a capability guards and root inside lacks. CAP_SYS_NICE here (another process's timer slack: harmless
+    // to show); the same write reaches /proc/<pid>/autogroup (a nice of -20 for the sandbox against every host
+    // session), oom_score_adj (CAP_SYS_RESOURCE: exempt from the host's OOM killer) and /proc/mtrr (CAP_SYS_ADMIN).
+    const { sb, claimId } = await newSandbox("tok-proc");
+    await sb.commands.run("sleep 600", { background: true, timeoutMs: 0 });
+    const pid = await out(sb, "pgrep -n -x sleep", { user: "root" });
+    expect(pid).toMatch(/^\d+$/);
+    const slack = `/proc/${pid}/timerslack_ns`;
+    // The same process seen from the host, to read its slack where it is allowed.
+    const nsPid = (p: number) => /^NSpid:.*\s(\d+)$/m.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1];
+    const hostPid = sim.node.guestHost!.get(claimId)!.ns!.pids().find((p) => nsPid(p) === pid);
+    expect(hostPid).toBeDefined();
+    const hostSlack = () => readFileSync(`/proc/${hostPid}/timerslack_ns`, "utf8").trim();
+    const before = hostSlack();
+    expect(before).not.toBe("12345");
+    // Root inside may not (no CAP_SYS_NICE in its bounding set).
+    expect(await out(sb, `echo 12345 > ${slack} 2>/dev/null || echo refused`, { user: "root" })).toBe("refused");
+    const refusal = await sb.files.write(slack, "12345").then(
+      () => "written",
+      (e: Error) => e.message,
+    );
+    expect(refusal).toContain("not reached by the files API");
+    expect(hostSlack()).toBe(before);
+    // Through a link too, and for every files call: read, list, stat.
+    for (const call of [() => sb.files.read("/dev/fd/../../proc/1/status"), () => sb.files.list("/proc"), () => sb.files.getInfo("/proc/self")]) {
+      expect(await call().then(() => "served", (e: Error) => e.message)).toContain("not reached by the files API");
+    }
+    // Commands still read the sandbox's own /proc, as the user they run as.
+    expect(await out(sb, "head -1 /proc/1/status")).toStartWith("Name:");
+  });
+
   nsTest("root on the egress lane cannot read the host's traffic: no packet socket on the network it shares with the host", async () => {
     // The egress lane shares the host's network namespace: with CAP_NET_RAW, root inside opened a packet socket on the
     // host's loopback and read what the host's processes send there (a root token on its way to this node, another
