@@ -3,7 +3,7 @@
 // envd's EntryInfo for a host path: name, type, guest path, size, permission bits, Go-style permission string
 // ("drwxr-xr-x"), owner and group names, modification time and a symlink's target.
 import { lstatSync, readFileSync, readlinkSync, statSync, type Stats } from "node:fs";
-import { basename, join } from "node:path";
+import { basename } from "node:path";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { FileType, type EntryInfoSchema } from "./gen/filesystem/filesystem_pb.ts";
@@ -35,7 +35,9 @@ function namesOf(paths: GuestPaths, file: "passwd" | "group"): Map<number, strin
   try {
     path = paths.toHost(`/etc/${file}`, "/");
   } catch {
-    path = join(paths.root, "etc", file);
+    // A link loop, or a sandbox that ended: no names (owners by number). Never the root's path opened as is: the
+    // kernel would follow its links from the host's "/", or a host process that got PID 1's number.
+    return new Map();
   }
   let st = statOrUndefined(path);
   if (!st) {

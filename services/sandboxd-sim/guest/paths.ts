@@ -19,6 +19,9 @@ export class GuestPaths {
   // A namespaced sandbox rebases it onto /proc/<pid 1>/root once started (sandbox.ts).
   constructor(public root: string) {}
 
+  /** Called before each resolution: throws when the root is no longer the sandbox's (a namespaced sandbox ended). */
+  check: () => void = () => {};
+
   /** The host directory commands start in and HOME points at. */
   get home(): string {
     return join(this.root, GUEST_HOME);
@@ -30,6 +33,7 @@ export class GuestPaths {
    * Throws PathError when it would leave the root or loops through links.
    */
   toHost(path: string, base = GUEST_HOME, o: { follow?: boolean } = {}): string {
+    this.check();
     const p = path.trim() === "" ? base : path;
     const direct = normalize(p);
     const inRoot = direct === this.root || direct.startsWith(this.root + sep);

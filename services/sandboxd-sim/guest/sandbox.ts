@@ -8,10 +8,10 @@
 import { createHash } from "node:crypto";
 import { chownSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
-import { GuestPaths } from "./paths.ts";
+import { GuestPaths, PathError } from "./paths.ts";
 import { ProcessRefused, ProcessTable, type SpawnOptions } from "./processes.ts";
 import { FileMetadata } from "./metadata.ts";
-import type { Namespace } from "./namespace.ts";
+import { NamespaceEnded, type Namespace } from "./namespace.ts";
 import type { StartCommand } from "./captures.ts";
 import { simLog } from "../log.ts";
 
@@ -63,12 +63,16 @@ export class GuestSandbox {
     this.ns = o.ns;
     this.rootless = o.rootless === true;
     const ns = o.ns;
-    this.processes = new ProcessTable(ns ? (argv, cwd, who) => ns.command(argv, cwd, who) : undefined);
+    this.processes = new ProcessTable(ns ? (argv, cwd, who) => enter(ns, argv, cwd, who) : undefined);
     if (ns) {
       // Files are reached through PID 1's root: the overlay as the sandbox sees it, symlinks resolved inside it.
       this.ready = ns.ready.then(() => {
         this.paths.root = ns.rootPath;
         this.paths.kernelProc = true;
+        // /proc/<pid 1>/root is the sandbox's only while PID 1 is: never a host process's that got its number.
+        this.paths.check = () => {
+          if (!ns.alive()) throw new PathError(`sandbox ${this.id} ended: its init process is gone; release it`);
+        };
       });
       this.ready.catch(() => {});
     } else {
@@ -191,5 +195,15 @@ export class GuestSandbox {
   killNow(): void {
     this.processes.killAll();
     this.ns?.killNow();
+  }
+}
+
+/** The command line entering a namespaced sandbox; one whose PID 1 is gone refuses it as a process that cannot start. */
+function enter(ns: Namespace, ...a: Parameters<Namespace["command"]>): ReturnType<Namespace["command"]> {
+  try {
+    return ns.command(...a);
+  } catch (e) {
+    if (e instanceof NamespaceEnded) throw new ProcessRefused(e.message);
+    throw e;
   }
 }

@@ -292,6 +292,47 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     expect(await out(sb, "head -1 /proc/1/status")).toStartWith("Name:");
   });
 
+  nsTest("root inside cannot end the sandbox's PID 1, and once it is gone its number, reused by a host process, never becomes the sandbox", async () => {
+    // The simulator reaches a sandbox through /proc/<pid 1>/root and nsenter -t <pid 1>. PID 1 trapped TERM, so root
+    // inside could end it; its number was then free, and a host process given it (pids wrap at pid_max, 32768 here)
+    // became the sandbox: the files API read and wrote the host's files through its root as the host's root
+    // (reproduced: /etc/hostname read "vm", an upload landed in the host's /tmp), commands entered its namespaces.
+    const { sb, claimId } = await newSandbox("tok-pid1");
+    const ns = sim.node.guestHost!.get(claimId)!.ns!;
+    const pid1 = Number(/^\/proc\/(\d+)\/root$/.exec(ns.rootPath)![1]);
+    // Every signal root inside may send its PID 1 (dash, waiting, handled INT: that one ended it).
+    await sb.commands.run("for s in $(seq 1 31); do kill -$s 1 2>/dev/null; done; true", { user: "root" });
+    expect(await out(sb, "echo still here")).toBe("still here");
+    expect(existsSync(`/proc/${pid1}`)).toBe(true);
+    // Ended from the host (as the host's OOM killer would), its number then handed to a host process (ns_last_pid
+    // forces what a tenant forking in another sandbox gets by chance).
+    process.kill(pid1, "SIGKILL");
+    await waitFor("the sandbox's PID 1 gone", () => !existsSync(`/proc/${pid1}`));
+    let squatter: ReturnType<typeof Bun.spawn> | undefined;
+    try {
+      for (let i = 0; i < 50 && squatter?.pid !== pid1; i++) {
+        squatter?.kill();
+        writeFileSync("/proc/sys/kernel/ns_last_pid", String(pid1 - 1));
+        squatter = Bun.spawn(["sleep", "60"]);
+      }
+      expect(squatter!.pid).toBe(pid1);
+      const read = await sb.files.read("/etc/hostname").then((t) => `read: ${t}`, (e: Error) => e.message);
+      expect(read).toContain("ended: its init process is gone");
+      const name = `pid1-${randomBytes(6).toString("hex")}`;
+      const written = await sb.files.write(`/tmp/${name}`, "x").then(() => "written", (e: Error) => e.message);
+      expect(written).toContain("ended: its init process is gone");
+      expect(existsSync(`/tmp/${name}`)).toBe(false);
+      const ran = await sb.commands.run("cat /etc/hostname", { user: "root", cwd: "/" }).then((r) => `ran: ${r.stdout}`, (e: Error) => e.message);
+      expect(ran).toContain("ended: its init process is gone");
+      // Releasing it kills no host process that inherited the number.
+      await sim.node.guestHost!.get(claimId)!.destroy();
+      expect(squatter!.exitCode).toBeNull();
+      expect(existsSync(`/proc/${pid1}`)).toBe(true);
+    } finally {
+      squatter?.kill();
+    }
+  });
+
   nsTest("root on the egress lane cannot read the host's traffic: no packet socket on the network it shares with the host", async () => {
     // The egress lane shares the host's network namespace: with CAP_NET_RAW, root inside opened a packet socket on the
     // host's loopback and read what the host's processes send there (a root token on its way to this node, another
