@@ -54,6 +54,12 @@ function routes(id: string): Array<[string, string, unknown?]> {
     ["POST", `/sandboxes/${id}/timeout`, { timeout: 30 }],
     ["POST", `/sandboxes/${id}/refreshes`, { duration: 30 }],
     ["POST", `/sandboxes/${id}/pause`],
+    // A strict pause probes the guest through the node's ports relay: never for another tenant's sandbox.
+    ["POST", `/sandboxes/${id}/pause`, { requireHealthyGuest: true }],
+    // The network update: 404 whatever the body asks (an empty body would be a 204 for its owner).
+    ["PUT", `/sandboxes/${id}/network`, {}],
+    ["PUT", `/sandboxes/${id}/network`, { allow_internet_access: true }],
+    ["PUT", `/sandboxes/${id}/network`, { allowOut: ["1.1.1.1"] }],
     ["POST", `/sandboxes/${id}/resume`, {}],
     ["POST", `/sandboxes/${id}/connect`, { timeout: 30 }],
     ["POST", `/v2/sandboxes/${id}/connect`, { timeout: 30 }],
