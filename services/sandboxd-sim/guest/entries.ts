@@ -2,12 +2,13 @@
 //
 // envd's EntryInfo for a host path: name, type, guest path, size, permission bits, Go-style permission string
 // ("drwxr-xr-x"), owner and group names, modification time and a symlink's target.
-import { lstatSync, readFileSync, readlinkSync, statSync, type Stats } from "node:fs";
+import { lstatSync, readlinkSync, statSync, type Stats } from "node:fs";
 import { basename } from "node:path";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { FileType, type EntryInfoSchema } from "./gen/filesystem/filesystem_pb.ts";
 import type { GuestPaths } from "./paths.ts";
+import { readSmallFile } from "./small-file.ts";
 import type { FileMetadata } from "./metadata.ts";
 
 export type EntryInit = MessageInitShape<typeof EntryInfoSchema>;
@@ -16,12 +17,12 @@ export type EntryInit = MessageInitShape<typeof EntryInfoSchema>;
 function namesFrom(file: string): Map<number, string> {
   const out = new Map<number, string>();
   try {
-    for (const line of readFileSync(file, "utf8").split("\n")) {
+    for (const line of readSmallFile(file).split("\n")) {
       const [name, , id] = line.split(":");
       if (name && id && /^\d+$/.test(id) && !out.has(Number(id))) out.set(Number(id), name);
     }
   } catch {
-    // no such file: ids show as numbers
+    // no such file, or not a regular file (a FIFO, a device): ids show as numbers
   }
   return out;
 }

@@ -6,9 +6,10 @@
 // child processes in its directory. Release, expiry and kill call destroy(): every process killed and the
 // directory removed. Hibernate and wake call pause()/resume() (the freezer cgroup, else SIGSTOP / SIGCONT).
 import { createHash } from "node:crypto";
-import { chownSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { chownSync, mkdirSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { GuestPaths, PathError } from "./paths.ts";
+import { NotRegularFile, readSmallFile } from "./small-file.ts";
 import { ProcessRefused, ProcessTable, type SpawnOptions } from "./processes.ts";
 import { FileMetadata } from "./metadata.ts";
 import { NamespaceEnded, type Namespace } from "./namespace.ts";
@@ -104,7 +105,15 @@ export class GuestSandbox {
   user(name: string | undefined): GuestUser | undefined {
     if (!this.ns) return undefined;
     const want = name && name !== "" ? name : this.defaultUser;
-    for (const line of readFileSync(this.paths.toHost("/etc/passwd"), "utf8").split("\n")) {
+    let passwd: string;
+    try {
+      passwd = readSmallFile(this.paths.toHost("/etc/passwd"));
+    } catch (e) {
+      // Root inside may have made it a FIFO or a link to a device: refused, never waited on (small-file.ts).
+      if (e instanceof NotRegularFile) throw new ProcessRefused(`the sandbox's /etc/passwd is not a regular file: no user ${JSON.stringify(want)}`);
+      throw e;
+    }
+    for (const line of passwd.split("\n")) {
       const f = line.split(":");
       // Rootless: the user's name and home, but the namespace's one uid (root inside).
       if (f[0] === want && f.length >= 7) return { name: want, uid: this.rootless ? 0 : Number(f[2]), gid: this.rootless ? 0 : Number(f[3]), home: f[5] || "/" };

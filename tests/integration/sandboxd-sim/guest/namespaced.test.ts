@@ -333,6 +333,21 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     }
   });
 
+  nsTest("a sandbox's /etc/passwd made a FIFO or huge holds nothing: the simulator reads it bounded and never blocks on it", async () => {
+    // The simulator reads a sandbox's /etc/passwd and /etc/group (a command's user, a file entry's owner) on its own
+    // event loop, which every sandbox of the node shares. Root inside made /etc/passwd a FIFO: the synchronous open
+    // waited for a writer forever and the whole node stopped answering. A sparse file of gigabytes was read whole.
+    const a = await newSandbox("tok-fifo-a");
+    const b = await newSandbox("tok-fifo-b");
+    await a.sb.commands.run("rm /etc/group && truncate -s 3G /etc/group && rm /etc/passwd && mkfifo /etc/passwd", { user: "root" });
+    // Reading the FIFO must not block the node: a's own requests are refused at once, b's are served meanwhile.
+    const refused = await a.sb.commands.run("id").then((r) => `ran: ${r.stdout}`, (e: Error) => e.message);
+    expect(refused).toContain("/etc/passwd is not a regular file");
+    expect(await out(b.sb, "echo b served")).toBe("b served");
+    // Entries name owners by number when the sandbox's files are not readable names (a has no names now).
+    expect((await a.sb.files.getInfo("/etc/hostname").catch((e: Error) => e)) instanceof Error).toBe(false);
+  });
+
   nsTest("root on the egress lane cannot read the host's traffic: no packet socket on the network it shares with the host", async () => {
     // The egress lane shares the host's network namespace: with CAP_NET_RAW, root inside opened a packet socket on the
     // host's loopback and read what the host's processes send there (a root token on its way to this node, another
