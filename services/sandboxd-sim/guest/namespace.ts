@@ -19,6 +19,7 @@ import { Freezer } from "./freezer.ts";
 import { overlaidDirs, removeTree } from "./layer.ts";
 import { toolEnv, userNamespaceArgs } from "./isolation.ts";
 import { recordNamespace } from "./reap.ts";
+import { statFields } from "./proc-stat.ts";
 
 const RELAY_SCRIPT = new URL("./ns-relay.ts", import.meta.url).pathname;
 /**
@@ -94,7 +95,7 @@ function childOf(parent: number): number | undefined {
   for (const d of readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      const f = readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]!.split(" ");
+      const f = statFields(readFileSync(`/proc/${d}/stat`, "utf8"));
       if (Number(f[1]) === parent) return Number(d);
     } catch {
       // exited meanwhile

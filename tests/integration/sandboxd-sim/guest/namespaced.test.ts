@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createHash, randomBytes } from "node:crypto";
+import { spawn } from "node:child_process";
 import { Sandbox } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { startRelayFront, type FrontRoute, type RelayFront } from "./relay-front.ts";
@@ -346,6 +347,31 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     expect(await out(b.sb, "echo b served")).toBe("b served");
     // Entries name owners by number when the sandbox's files are not readable names (a has no names now).
     expect((await a.sb.files.getInfo("/etc/hostname").catch((e: Error) => e)) instanceof Error).toBe(false);
+  });
+
+  nsTest("a process named like /proc/<pid>/stat fields cannot make release signal a host process group", async () => {
+    // Release (and hibernate without a freezer) signals every process group under the commands it started, found by
+    // reading each host /proc/<pid>/stat after the first ") ". A process may name itself (15 bytes, prctl): ") S <ppid>
+    // <pgid>" made it a child of a command it ran (whose host pid the SDK reports) with any process group, and the
+    // simulator, the host's root, SIGKILLed that group: a host process here (pgid 1 would have been every process).
+    const { sb, claimId } = await newSandbox("tok-comm");
+    const victim = spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
+    try {
+      await new Promise((r) => victim.once("spawn", r));
+      const leader = await sb.commands.run("sleep 600", { background: true, timeoutMs: 0 });
+      const name = `) S ${leader.pid} ${victim.pid}`;
+      expect(name.length).toBeLessThanOrEqual(15);
+      const spoof = `import ctypes, time; ctypes.CDLL(None).prctl(15, b"${name}", 0, 0, 0); open("/tmp/named", "w").write("1"); time.sleep(600)`;
+      await sb.files.write("/tmp/spoof.py", spoof);
+      await sb.commands.run("python3 /tmp/spoof.py", { background: true, timeoutMs: 0 });
+      await waitFor("the process named", async () => (await sb.files.exists("/tmp/named")) === true);
+      await sim.node.guestHost!.get(claimId)!.destroy();
+      expect(victim.exitCode).toBeNull();
+      expect(victim.signalCode).toBeNull();
+      expect(existsSync(`/proc/${victim.pid}`)).toBe(true);
+    } finally {
+      victim.kill("SIGKILL");
+    }
   });
 
   nsTest("root on the egress lane cannot read the host's traffic: no packet socket on the network it shares with the host", async () => {
