@@ -75,8 +75,17 @@ export function permissionString(st: Stats): string {
   return out;
 }
 
+/** The sandbox's user and group names by id (read once per listing, not once per entry). */
+export interface OwnerNames {
+  users: Map<number, string>;
+  groups: Map<number, string>;
+}
+export function ownerNames(paths: GuestPaths): OwnerNames {
+  return { users: namesOf(paths, "passwd"), groups: namesOf(paths, "group") };
+}
+
 /** lstat-based entry for a host path inside the sandbox (throws the fs error, e.g. ENOENT), with its metadata. */
-export function entryOf(paths: GuestPaths, hostPath: string, metadata?: FileMetadata): EntryInit {
+export function entryOf(paths: GuestPaths, hostPath: string, metadata?: FileMetadata, names: OwnerNames = ownerNames(paths)): EntryInit {
   const st = lstatSync(hostPath);
   const guestPath = paths.toGuest(hostPath);
   const e: EntryInit = {
@@ -87,8 +96,8 @@ export function entryOf(paths: GuestPaths, hostPath: string, metadata?: FileMeta
     size: BigInt(st.size),
     mode: st.mode & 0o7777,
     permissions: permissionString(st),
-    owner: namesOf(paths, "passwd").get(st.uid) ?? String(st.uid),
-    group: namesOf(paths, "group").get(st.gid) ?? String(st.gid),
+    owner: names.users.get(st.uid) ?? String(st.uid),
+    group: names.groups.get(st.gid) ?? String(st.gid),
     modifiedTime: timestampFromMs(Math.floor(st.mtimeMs)),
   };
   if (st.isSymbolicLink()) {

@@ -4,13 +4,13 @@
 // the SDK branches on them: NotFound (exists() -> false, remove/list of a missing path), AlreadyExists (makeDir
 // -> false), InvalidArgument (listing a file). Watching uses fs.watch; a "rename" notice becomes CREATE or REMOVE
 // depending on whether the name still exists, "change" becomes WRITE.
-import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, watch, type FSWatcher } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, opendirSync, renameSync, rmSync, statSync, watch, type FSWatcher } from "node:fs";
 import { dirname, join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { EventType, Filesystem, type FilesystemEventSchema } from "./gen/filesystem/filesystem_pb.ts";
-import { entryOf, type EntryInit } from "./entries.ts";
+import { EventType, FileType, Filesystem, type FilesystemEventSchema } from "./gen/filesystem/filesystem_pb.ts";
+import { entryOf, ownerNames, type EntryInit, type OwnerNames } from "./entries.ts";
 import { PathError } from "./paths.ts";
 import type { GuestSandbox } from "./sandbox.ts";
 import { basicUser } from "./request-user.ts";
@@ -28,17 +28,41 @@ function fsError(e: unknown, path: string): ConnectError {
   return new ConnectError(`${JSON.stringify(path)}: ${(e as Error).message}`, Code.Internal);
 }
 
-function listDir(sb: GuestSandbox, dir: string, depth: number, out: EntryInit[]): void {
-  for (const name of readdirSync(dir).sort()) {
+/**
+ * Entries one listing may hold: it is walked synchronously on the event loop every sandbox of the node shares, and
+ * "/" at a large depth is the whole tree (the host's /usr below it: ~150k entries, tens of seconds of a stalled node).
+ */
+export const LIST_MAX_ENTRIES = 10_000;
+
+const tooMany = () => new ConnectError(`the listing has more than ${LIST_MAX_ENTRIES} entries; list a subdirectory or a smaller depth`, Code.ResourceExhausted);
+
+/** A directory's names, sorted; read one at a time and refused past what the listing may still hold (a directory of millions). */
+function namesIn(dir: string, room: number): string[] {
+  const names: string[] = [];
+  const d = opendirSync(dir);
+  try {
+    for (let e = d.readSync(); e !== null; e = d.readSync()) {
+      if (names.length >= room) throw tooMany();
+      names.push(e.name);
+    }
+  } finally {
+    d.closeSync();
+  }
+  return names.sort();
+}
+
+function listDir(sb: GuestSandbox, dir: string, depth: number, out: EntryInit[], names: OwnerNames = ownerNames(sb.paths)): void {
+  for (const name of namesIn(dir, LIST_MAX_ENTRIES - out.length)) {
+    if (out.length >= LIST_MAX_ENTRIES) throw tooMany();
     const p = join(dir, name);
     let entry: EntryInit;
     try {
-      entry = entryOf(sb.paths, p, sb.metadata);
+      entry = entryOf(sb.paths, p, sb.metadata, names);
     } catch {
       continue; // removed while listing
     }
     out.push(entry);
-    if (depth > 1 && lstatSync(p).isDirectory()) listDir(sb, p, depth - 1, out);
+    if (depth > 1 && entry.type === FileType.DIRECTORY) listDir(sb, p, depth - 1, out, names);
   }
 }
 

@@ -14,6 +14,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { spawn } from "node:child_process";
 import { Sandbox } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { LIST_MAX_ENTRIES } from "#services/sandboxd-sim/guest/filesystem-service.ts";
 import { startRelayFront, type FrontRoute, type RelayFront } from "./relay-front.ts";
 
 const ROOT = "ns-root-token";
@@ -372,6 +373,17 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     } finally {
       victim.kill("SIGKILL");
     }
+  });
+
+  nsTest("a deep listing is bounded: past LIST_MAX_ENTRIES it is refused naming the bound, not walked on the node's event loop", async () => {
+    // files.list walks synchronously on the event loop every sandbox of the node shares; "/" at depth 64 was the whole
+    // tree, the host's /usr, /etc and /lib below (150k entries here), seconds of a stalled node per request.
+    const { sb } = await newSandbox("tok-list");
+    const refused = await sb.files.list("/", { depth: 64 }).then((l) => `listed ${l.length}`, (e: Error) => e.message);
+    expect(refused).toContain(`more than ${LIST_MAX_ENTRIES} entries`);
+    // An ordinary listing is unchanged.
+    await sb.files.write("/tmp/l/a/b.txt", "x");
+    expect((await sb.files.list("/tmp/l", { depth: 3 })).map((e) => e.path)).toEqual(["/tmp/l/a", "/tmp/l/a/b.txt"]);
   });
 
   nsTest("root on the egress lane cannot read the host's traffic: no packet socket on the network it shares with the host", async () => {
