@@ -8,7 +8,7 @@
 // skips, if the guest fell back to the process sandbox. Not root: they skip, naming why, in the code below.
 import { waitFor } from "#tests/support/wait.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createHash, randomBytes } from "node:crypto";
 import { spawn } from "node:child_process";
@@ -95,13 +95,22 @@ function processesNaming(dir: string): number[] {
   return pids;
 }
 
+// A host secret under /etc (root's alone, and a file in a directory only root may enter), made before any layer.
+const SECRET = `sim-secret-${randomBytes(6).toString("hex")}`;
 beforeAll(async () => {
+  if (AS_ROOT) {
+    writeFileSync(`/etc/${SECRET}`, "host key material", { mode: 0o600 });
+    mkdirSync(`/etc/${SECRET}.d`, { mode: 0o700 });
+    writeFileSync(`/etc/${SECRET}.d/wifi.conf`, "psk=host", { mode: 0o644 });
+  }
   sim = await startSandboxdSim({ rootToken: ROOT, pools: ["base/none/small=2", "base/egress/small=1"], guestAgents: true });
   front = await startRelayFront(sim.url, ROOT, (id) => routes.get(id));
 });
 afterAll(async () => {
   await front.stop();
   await sim.stop();
+  rmSync(`/etc/${SECRET}`, { force: true });
+  rmSync(`/etc/${SECRET}.d`, { recursive: true, force: true });
 });
 
 describe("a namespaced sandbox is a small machine of its own", () => {
@@ -384,6 +393,17 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     // An ordinary listing is unchanged.
     await sb.files.write("/tmp/l/a/b.txt", "x");
     expect((await sb.files.list("/tmp/l", { depth: 3 })).map((e) => e.path)).toEqual(["/tmp/l/a", "/tmp/l/a/b.txt"]);
+  });
+
+  nsTest("root inside reads no host secret under /etc: a file only root may read is empty inside, the host's unchanged", async () => {
+    // /etc is an overlay over the host's, and root inside (uid 0, CAP_DAC_OVERRIDE) read its root-only files: private
+    // keys, an admin kubeconfig, VPN and Wi-Fi secrets. They are empty files of the sandbox's own now (layer.ts).
+    const { sb } = await newSandbox("tok-etc");
+    expect(await out(sb, `wc -c < /etc/${SECRET}; stat -c '%a %U' /etc/${SECRET}; wc -c < /etc/${SECRET}.d/wifi.conf`, { user: "root" })).toBe("0\n600 root\n0");
+    expect(readFileSync(`/etc/${SECRET}`, "utf8")).toBe("host key material");
+    // What is everyone's stays (the host's /etc/os-release), and sudo's root-only files are kept for sudo inside.
+    expect(await out(sb, "cat /etc/os-release", { user: "root" })).toBe(readFileSync("/etc/os-release", "utf8").trim());
+    if (existsSync("/etc/sudoers")) expect(await out(sb, "wc -c < /etc/sudoers", { user: "root" })).not.toBe("0");
   });
 
   nsTest("root on the egress lane cannot read the host's traffic: no packet socket on the network it shares with the host", async () => {
