@@ -34,7 +34,7 @@ function fsError(e: unknown, path: string): ConnectError {
  */
 export const LIST_MAX_ENTRIES = 10_000;
 
-const tooMany = () => new ConnectError(`the listing has more than ${LIST_MAX_ENTRIES} entries; list a subdirectory or a smaller depth`, Code.ResourceExhausted);
+const tooMany = () => new ConnectError(`the listing has more than ${LIST_MAX_ENTRIES} entries; list a subdirectory or a smaller depth`, Code.InvalidArgument);
 
 /** A directory's names, sorted; read one at a time and refused past what the listing may still hold (a directory of millions). */
 function namesIn(dir: string, room: number): string[] {
