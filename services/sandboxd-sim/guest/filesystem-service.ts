@@ -66,6 +66,39 @@ function listDir(sb: GuestSandbox, dir: string, depth: number, out: EntryInit[],
   }
 }
 
+/**
+ * Watches one sandbox may hold at once (WatchDir streams and polling watchers together). Each takes inotify watches
+ * of the host's root, which every root process of the machine shares (fs.inotify.max_user_watches): the sandbox's
+ * own watches are bounded, not only its rate.
+ */
+export const MAX_WATCHES = 32;
+/** Directories a recursive watch may cover (one inotify watch each): "/" is ~20k here, the host's /usr below it. */
+export const MAX_RECURSIVE_WATCH_DIRS = 2_000;
+/** Events kept for a reader that does not take them (a polling watcher nobody polls, a stream read slowly). */
+export const MAX_PENDING_EVENTS = 10_000;
+
+/** Throws once `dir` holds more than MAX_RECURSIVE_WATCH_DIRS directories (itself included), without walking further. */
+function boundRecursiveWatch(dir: string, path: string): void {
+  let dirs = 0;
+  const walk = (d: string) => {
+    if (++dirs > MAX_RECURSIVE_WATCH_DIRS) {
+      throw new ConnectError(`a recursive watch of ${JSON.stringify(path)} would cover more than ${MAX_RECURSIVE_WATCH_DIRS} directories; watch a smaller tree`, Code.InvalidArgument);
+    }
+    let h;
+    try {
+      h = opendirSync(d);
+    } catch {
+      return; // gone or unreadable: not watched either
+    }
+    try {
+      for (let e = h.readSync(); e !== null; e = h.readSync()) if (e.isDirectory()) walk(join(d, e.name));
+    } finally {
+      h.closeSync();
+    }
+  };
+  walk(dir);
+}
+
 /** Watch a host directory; calls `emit` with envd-shaped events (names relative to the watched directory). */
 function watchDirectory(sb: GuestSandbox, dirHost: string, recursive: boolean, includeEntry: boolean, emit: (e: FsEventInit) => void): FSWatcher {
   return watch(dirHost, { recursive }, (kind, filename) => {
@@ -96,9 +129,27 @@ function watchedDir(sb: GuestSandbox, path: string): string {
 interface PollingWatcher {
   watcher: FSWatcher;
   events: FsEventInit[];
+  /** Gives the sandbox's watch back (startWatch). */
+  end: () => void;
 }
 
 export function filesystemService(sb: GuestSandbox, watchers: Map<string, PollingWatcher>): ServiceImpl<typeof Filesystem> {
+  let watches = 0;
+  /** A watch of this sandbox starts: refused past MAX_WATCHES; the returned function ends it (once). */
+  const startWatch = (path: string, recursive: boolean): { dir: string; end: () => void } => {
+    const dir = watchedDir(sb, path);
+    if (watches >= MAX_WATCHES) throw new ConnectError(`this sandbox already holds ${MAX_WATCHES} directory watches; stop one first`, Code.FailedPrecondition);
+    if (recursive) boundRecursiveWatch(dir, path);
+    watches++;
+    let ended = false;
+    return {
+      dir,
+      end: () => {
+        if (!ended) watches--;
+        ended = true;
+      },
+    };
+  };
   const resolve = (p: string) => sb.paths.forFiles(p);
   // stat, remove and rename act on a link itself (envd's Lstat, os.RemoveAll, os.Rename); its parents still resolve inside the root.
   const resolveLink = (p: string) => sb.paths.forFiles(p, undefined, { follow: false });
@@ -163,15 +214,18 @@ export function filesystemService(sb: GuestSandbox, watchers: Map<string, Pollin
 
     async *watchDir(req, ctx: HandlerContext) {
       let watcher: FSWatcher;
+      let end = () => {};
       const queue: FsEventInit[] = [];
       let wake: (() => void) | undefined;
       try {
-        const dir = watchedDir(sb, req.path);
-        watcher = watchDirectory(sb, dir, req.recursive, req.includeEntry, (e) => {
-          queue.push(e);
+        const w = startWatch(req.path, req.recursive);
+        end = w.end;
+        watcher = watchDirectory(sb, w.dir, req.recursive, req.includeEntry, (e) => {
+          if (queue.length < MAX_PENDING_EVENTS) queue.push(e);
           wake?.();
         });
       } catch (e) {
+        end();
         throw fsError(e, req.path);
       }
       const onAbort = () => wake?.();
@@ -193,20 +247,24 @@ export function filesystemService(sb: GuestSandbox, watchers: Map<string, Pollin
         }
       } finally {
         watcher.close();
+        end();
         ctx.signal.removeEventListener("abort", onAbort);
         if (timer) clearInterval(timer);
       }
     },
 
     createWatcher(req) {
+      let end = () => {};
       try {
-        const dir = watchedDir(sb, req.path);
+        const w = startWatch(req.path, req.recursive);
+        end = w.end;
         const id = randomUUID();
         const events: FsEventInit[] = [];
-        const watcher = watchDirectory(sb, dir, req.recursive, req.includeEntry, (e) => events.push(e));
-        watchers.set(id, { watcher, events });
+        const watcher = watchDirectory(sb, w.dir, req.recursive, req.includeEntry, (e) => void (events.length < MAX_PENDING_EVENTS && events.push(e)));
+        watchers.set(id, { watcher, events, end });
         return { watcherId: id };
       } catch (e) {
+        end();
         throw fsError(e, req.path);
       }
     },
@@ -221,6 +279,7 @@ export function filesystemService(sb: GuestSandbox, watchers: Map<string, Pollin
       const w = watchers.get(req.watcherId);
       if (!w) throw new ConnectError(`watcher ${JSON.stringify(req.watcherId)} not found`, Code.NotFound);
       w.watcher.close();
+      w.end();
       watchers.delete(req.watcherId);
       return {};
     },

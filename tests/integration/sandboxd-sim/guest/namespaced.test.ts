@@ -14,7 +14,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { spawn } from "node:child_process";
 import { Sandbox } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
-import { LIST_MAX_ENTRIES } from "#services/sandboxd-sim/guest/filesystem-service.ts";
+import { LIST_MAX_ENTRIES, MAX_RECURSIVE_WATCH_DIRS, MAX_WATCHES } from "#services/sandboxd-sim/guest/filesystem-service.ts";
 import { startRelayFront, type FrontRoute, type RelayFront } from "./relay-front.ts";
 
 const ROOT = "ns-root-token";
@@ -404,6 +404,27 @@ describe("a namespaced sandbox is a small machine of its own", () => {
     // What is everyone's stays (the host's /etc/os-release), and sudo's root-only files are kept for sudo inside.
     expect(await out(sb, "cat /etc/os-release", { user: "root" })).toBe(readFileSync("/etc/os-release", "utf8").trim());
     if (existsSync("/etc/sudoers")) expect(await out(sb, "wc -c < /etc/sudoers", { user: "root" })).not.toBe("0");
+  });
+
+  nsTest("directory watches are bounded per sandbox: a recursive watch of a large tree and a 33rd watch are refused", async () => {
+    // Each watch takes inotify watches of the host's root, shared by every root process of the machine (192k here): a
+    // recursive watch of "/" took ~20k (the host's /usr below it), and a sandbox could hold any number of them.
+    const { sb } = await newSandbox("tok-watch");
+    const big = await sb.files.watchDir("/", () => {}, { recursive: true }).then(async (h) => (await h.stop(), "watching"), (e: Error) => e.message);
+    expect(big).toContain(`more than ${MAX_RECURSIVE_WATCH_DIRS} directories`);
+    await sb.files.makeDir("/tmp/w/a/b");
+    const handles = [await sb.files.watchDir("/tmp/w", () => {}, { recursive: true })];
+    for (let i = 1; i < MAX_WATCHES; i++) handles.push(await sb.files.watchDir("/tmp", () => {}));
+    const over = await sb.files.watchDir("/tmp", () => {}).then(async (h) => (await h.stop(), "watching"), (e: Error) => e.message);
+    expect(over).toContain(`already holds ${MAX_WATCHES} directory watches`);
+    // A stopped watch gives its place back, and a watch still sees its events.
+    await handles.pop()!.stop();
+    const seen: string[] = [];
+    const again = await sb.files.watchDir("/tmp/w", (e) => void seen.push(e.name), { recursive: true });
+    await sb.files.write("/tmp/w/a/b/new.txt", "x");
+    await waitFor("the recursive watch's event", () => seen.some((n) => n.endsWith("new.txt")));
+    await again.stop();
+    for (const h of handles) await h.stop();
   });
 
   nsTest("root on the egress lane cannot read the host's traffic: no packet socket on the network it shares with the host", async () => {
