@@ -14,17 +14,28 @@ interface Issue {
   keys?: readonly string[];
 }
 
+/** Issues named in one error (a 1 MiB body can hold ~100k invalid entries: naming each made a ~6 MB answer). */
+const MAX_ISSUES = 10;
+/** Characters of one issue's path (a key may be as long as the body) and of its message. */
+const MAX_PATH_CHARS = 120;
+const MAX_MESSAGE_CHARS = 200;
+
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
+
 function describeOne(i: Issue): string {
-  const at = i.path.map(String).join(".");
+  const at = clip(i.path.map((p) => clip(String(p), MAX_PATH_CHARS)).join("."), MAX_PATH_CHARS);
   if (i.code === "unrecognized_keys" && i.keys?.length) {
-    const names = i.keys.slice(0, 10).map((k) => JSON.stringify(at ? `${at}.${k}` : k).slice(0, 120));
+    const names = i.keys.slice(0, MAX_ISSUES).map((k) => JSON.stringify(at ? `${at}.${clip(k, MAX_PATH_CHARS)}` : clip(k, MAX_PATH_CHARS)).slice(0, MAX_PATH_CHARS));
     return `unknown field${names.length === 1 ? "" : "s"} ${names.join(", ")}: not a field this server serves in this request, so it is refused rather than ignored`;
   }
-  return at ? `${at}: ${i.message}` : i.message;
+  const message = clip(i.message, MAX_MESSAGE_CHARS);
+  return at ? `${at}: ${message}` : message;
 }
 
+/** The first MAX_ISSUES issues, each bounded, and how many more there were. */
 function describe(issues: readonly Issue[]): string {
-  return issues.map(describeOne).join("; ");
+  const named = issues.slice(0, MAX_ISSUES).map(describeOne).join("; ");
+  return issues.length > MAX_ISSUES ? `${named}; and ${issues.length - MAX_ISSUES} more` : named;
 }
 
 async function readCapped(req: Request): Promise<string> {

@@ -24,15 +24,18 @@ export const EGRESS_FIELDS: Readonly<Record<string, string>> = {
 
 const present = (v: unknown) => v !== undefined && v !== null;
 
+/** A field of EGRESS_FIELDS itself (`in` would also answer for "constructor", "toString" … of Object.prototype). */
+const isEgressField = (k: string) => Object.hasOwn(EGRESS_FIELDS, k);
+
 /** The refused `network.*` fields present in a body (known ones first, in the SDK's order, then any other). */
 function egressFieldsIn(network: Record<string, unknown>, served: readonly string[]): string[] {
   const keys = Object.keys(network).filter((k) => !served.includes(k) && present(network[k]));
-  return [...Object.keys(EGRESS_FIELDS).filter((k) => keys.includes(k)), ...keys.filter((k) => !(k in EGRESS_FIELDS))];
+  return [...Object.keys(EGRESS_FIELDS).filter((k) => keys.includes(k)), ...keys.filter((k) => !isEgressField(k))];
 }
 
 function egressRefusal(prefix: string, fields: string[]): E2bError {
   // At most ten named (a body may hold thousands of keys), each name bounded.
-  const named = fields.slice(0, 10).map((f) => `${prefix}${f.slice(0, 100)} (${EGRESS_FIELDS[f] ?? "not a network option this server knows"})`);
+  const named = fields.slice(0, 10).map((f) => `${prefix}${f.slice(0, 100)} (${isEgressField(f) ? EGRESS_FIELDS[f] : "not a network option this server knows"})`);
   const what = fields.length > named.length ? `${named.join(", ")} and ${fields.length - named.length} more` : named.join(", ");
   return badRequest(`${what} ${fields.length === 1 ? "is" : "are"} not supported: ${EGRESS_POLICY}; leave ${fields.length === 1 ? "it" : "them"} out (allow_internet_access chooses the egress lane)`);
 }

@@ -40,6 +40,9 @@ export interface SandboxesDeps {
 }
 
 export class Sandboxes {
+  /** Health probes in flight, by node and claim: concurrent strict pauses of one sandbox share one (guestAnswers). */
+  private readonly probes = new Map<string, Promise<boolean>>();
+
   constructor(private readonly d: SandboxesDeps) {}
 
   /** The `template` list filter: an alias resolves to its image. */
@@ -121,9 +124,21 @@ export class Sandboxes {
 
   /**
    * The guest agent answers `GET /health` (204) through the node's passive relay (root token: no wake, no activity)
-   * within GUEST_HEALTH_TIMEOUT_MS. Any other answer, a refused relay or silence is "does not answer".
+   * within GUEST_HEALTH_TIMEOUT_MS. Any other answer, a refused relay or silence is "does not answer". Concurrent
+   * strict pauses of one sandbox share one probe: a burst of them at a wedged guest holds one node connection for the
+   * probe's time, not one each.
    */
-  private async guestAnswers(address: string, claimId: string): Promise<boolean> {
+  private guestAnswers(address: string, claimId: string): Promise<boolean> {
+    const key = `${address}\n${claimId}`;
+    let probe = this.probes.get(key);
+    if (!probe) {
+      probe = this.probeGuest(address, claimId).finally(() => this.probes.delete(key));
+      this.probes.set(key, probe);
+    }
+    return probe;
+  }
+
+  private async probeGuest(address: string, claimId: string): Promise<boolean> {
     try {
       const r = await envdCall({ address, claimId, rootToken: this.d.settings.rootToken }, { method: "GET", path: "/health", timeoutMs: GUEST_HEALTH_TIMEOUT_MS, maxBytes: 4096 });
       return r.status === 204 || r.status === 200;

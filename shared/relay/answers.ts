@@ -31,6 +31,33 @@ export function sandboxWakeTimedOutMessage(timeoutMs: number): string {
   const bound = timeoutMs % 1000 === 0 ? `${timeoutMs / 1000}s` : `${timeoutMs}ms`;
   return `sandbox was asleep and did not wake in time (within ${bound}); retry later`;
 }
+
+/**
+ * The wake timeout as the request's protocol reads it. Plain HTTP (envd REST, isRunning): the 504 envelope. A Connect
+ * request (commands, filesystem RPCs) reads an HTTP status only as a Connect code, and connect-es maps 502, 503 and 504
+ * alike to `unavailable`, which the JS SDK's commands.run turns into SandboxNotFoundError ("Sandbox is probably not
+ * running anymore"): so a Connect request gets Connect's own error, `deadline_exceeded` with the same words (the SDKs'
+ * TimeoutError) — a unary call in a 504 JSON body, a stream as its end-of-stream message (Connect streams carry their
+ * error in a 200, an HTTP error status is read as unavailable again).
+ */
+export function wakeTimedOutAnswer(req: Request, timeoutMs: number): Response {
+  const message = sandboxWakeTimedOutMessage(timeoutMs);
+  const type = req.headers.get("content-type")?.toLowerCase() ?? "";
+  if (type.startsWith("application/connect+")) {
+    const json = type.startsWith("application/connect+json");
+    // End-of-stream frame: flag 0x02, big-endian length, a JSON body (also for a proto stream: Connect's end message is JSON).
+    const body = Buffer.from(JSON.stringify({ error: { code: "deadline_exceeded", message } }));
+    const frame = Buffer.alloc(5 + body.length);
+    frame[0] = 0x02;
+    frame.writeUInt32BE(body.length, 1);
+    body.copy(frame, 5);
+    return new Response(frame, { status: 200, headers: { "content-type": json ? "application/connect+json" : type.split(";")[0]! } });
+  }
+  if (req.headers.has("connect-protocol-version")) {
+    return new Response(`${JSON.stringify({ code: "deadline_exceeded", message })}\n`, { status: 504, headers: { "content-type": "application/json" } });
+  }
+  return relayError(504, message);
+}
 /** Our side could not tell (node unreadable, no address): the SDKs' "state unknown" answer, not "gone". */
 export const SANDBOX_UNAVAILABLE_MESSAGE = "sandbox unavailable";
 /** Seconds a refused relay is told to wait: a slot frees as soon as one relay closes. */

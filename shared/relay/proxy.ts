@@ -16,7 +16,7 @@ import { isFramingError } from "./framing/index.ts";
 import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
 import { BufferBudget, BufferShare, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
 import { RelayMetrics } from "./metrics.ts";
-import { rateLimited, relayError, SANDBOX_WAKE_FAILED_MESSAGE, sandboxNotFound, sandboxWakeTimedOutMessage, sandboxPaused, unresolvedAnswer } from "./answers.ts";
+import { rateLimited, relayError, SANDBOX_WAKE_FAILED_MESSAGE, sandboxNotFound, sandboxPaused, unresolvedAnswer, wakeTimedOutAnswer } from "./answers.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
 import { FailedLookupTarpit, type TarpitOptions } from "./tarpit.ts";
 import { envdPathVerdict, routeRequest, type Route } from "./route.ts";
@@ -191,7 +191,7 @@ export class EnvdRelay {
         this.metrics.wakes.inc({ outcome: "timeout" });
         this.metrics.upstreamErrors.inc({ reason: "wake" });
         this.o.log.warn({ address: owner.address, wakeTimeoutMs: this.limits.wakeTimeoutMs }, "a sleeping sandbox did not wake within --wake-timeout");
-        return relayError(504, sandboxWakeTimedOutMessage(this.limits.wakeTimeoutMs));
+        return wakeTimedOutAnswer(req, this.limits.wakeTimeoutMs);
       }
       if (asleep && !req.signal.aborted && !(err instanceof TunnelRefused && [400, 401, 404, 429].includes(err.status))) {
         // The node could not resume it (its wake failed, a dial error): a 502 that says so.

@@ -2,12 +2,13 @@
 //
 // envd's EntryInfo for a host path: name, type, guest path, size, permission bits, Go-style permission string
 // ("drwxr-xr-x"), owner and group names, modification time and a symlink's target.
-import { lstatSync, readFileSync, readlinkSync, statSync, type Stats } from "node:fs";
-import { basename, join } from "node:path";
+import { lstatSync, readlinkSync, statSync, type Stats } from "node:fs";
+import { basename } from "node:path";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { FileType, type EntryInfoSchema } from "./gen/filesystem/filesystem_pb.ts";
 import type { GuestPaths } from "./paths.ts";
+import { readSmallFile } from "./small-file.ts";
 import type { FileMetadata } from "./metadata.ts";
 
 export type EntryInit = MessageInitShape<typeof EntryInfoSchema>;
@@ -16,12 +17,12 @@ export type EntryInit = MessageInitShape<typeof EntryInfoSchema>;
 function namesFrom(file: string): Map<number, string> {
   const out = new Map<number, string>();
   try {
-    for (const line of readFileSync(file, "utf8").split("\n")) {
+    for (const line of readSmallFile(file).split("\n")) {
       const [name, , id] = line.split(":");
       if (name && id && /^\d+$/.test(id) && !out.has(Number(id))) out.set(Number(id), name);
     }
   } catch {
-    // no such file: ids show as numbers
+    // no such file, or not a regular file (a FIFO, a device): ids show as numbers
   }
   return out;
 }
@@ -35,7 +36,9 @@ function namesOf(paths: GuestPaths, file: "passwd" | "group"): Map<number, strin
   try {
     path = paths.toHost(`/etc/${file}`, "/");
   } catch {
-    path = join(paths.root, "etc", file);
+    // A link loop, or a sandbox that ended: no names (owners by number). Never the root's path opened as is: the
+    // kernel would follow its links from the host's "/", or a host process that got PID 1's number.
+    return new Map();
   }
   let st = statOrUndefined(path);
   if (!st) {
@@ -72,8 +75,17 @@ export function permissionString(st: Stats): string {
   return out;
 }
 
+/** The sandbox's user and group names by id (read once per listing, not once per entry). */
+export interface OwnerNames {
+  users: Map<number, string>;
+  groups: Map<number, string>;
+}
+export function ownerNames(paths: GuestPaths): OwnerNames {
+  return { users: namesOf(paths, "passwd"), groups: namesOf(paths, "group") };
+}
+
 /** lstat-based entry for a host path inside the sandbox (throws the fs error, e.g. ENOENT), with its metadata. */
-export function entryOf(paths: GuestPaths, hostPath: string, metadata?: FileMetadata): EntryInit {
+export function entryOf(paths: GuestPaths, hostPath: string, metadata?: FileMetadata, names: OwnerNames = ownerNames(paths)): EntryInit {
   const st = lstatSync(hostPath);
   const guestPath = paths.toGuest(hostPath);
   const e: EntryInit = {
@@ -84,8 +96,8 @@ export function entryOf(paths: GuestPaths, hostPath: string, metadata?: FileMeta
     size: BigInt(st.size),
     mode: st.mode & 0o7777,
     permissions: permissionString(st),
-    owner: namesOf(paths, "passwd").get(st.uid) ?? String(st.uid),
-    group: namesOf(paths, "group").get(st.gid) ?? String(st.gid),
+    owner: names.users.get(st.uid) ?? String(st.uid),
+    group: names.groups.get(st.gid) ?? String(st.gid),
     modifiedTime: timestampFromMs(Math.floor(st.mtimeMs)),
   };
   if (st.isSymbolicLink()) {

@@ -19,7 +19,7 @@ export const envdError = (status: number, message: string) => Response.json({ co
 
 function resolveOr400(sb: GuestSandbox, path: string): string | Response {
   try {
-    return sb.paths.toHost(path);
+    return sb.paths.forFiles(path);
   } catch (e) {
     if (e instanceof PathError) return envdError(400, e.message);
     throw e;

@@ -9,8 +9,8 @@
 // The lower layers are the host's system directories one by one, never `/` as a whole: a lower of `/` would show
 // the host's /tmp, /root and every other sandbox's layer (and the kernel refuses an upper inside its lower).
 import { spawnSync } from "node:child_process";
-import { chownSync, chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { chownSync, chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync, type Stats } from "node:fs";
+import { dirname, join } from "node:path";
 
 /** Host directories the sandbox sees (read-only below its own layer). */
 const SYSTEM_DIRS = ["usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32"];
@@ -101,7 +101,59 @@ export function prepareLayer(dir: string, o: { rootless?: boolean } = {}): void 
     else mkdirSync(join(dir, "sys", d.name, "up"), { recursive: true });
   }
   seedUsers(join(dir, "sys", "etc", "up"));
+  if (!o.rootless) maskHostSecrets("/etc", join(dir, "sys", "etc", "up"));
   ensureWorkDirs(dir);
+}
+
+/** What sudo inside needs to read (root-only, not a secret): kept. */
+const KEEP_ROOT_ONLY = new Set(["/etc/sudoers", "/etc/sudoers.d"]);
+
+/**
+ * Every host file under /etc that only its owner or group may read (keys in /etc/ssl/private, a k3s or kubeadm admin
+ * kubeconfig, VPN and Wi-Fi secrets, /etc/security/opasswd) gets an empty file of the same owner and mode in the
+ * sandbox's upper layer, which hides the host's. Rootful, root inside is uid 0 with CAP_DAC_OVERRIDE over the
+ * overlay's lower layer, the host's /etc itself; the seeded account files (seedUsers) are the sandbox's already.
+ * Read at each new layer (a directory walk of /etc, ~1-30 ms), so a file the host gained since is hidden too.
+ */
+function maskHostSecrets(hostDir: string, upperDir: string, hidden = false): void {
+  let names: string[];
+  try {
+    names = readdirSync(hostDir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const host = join(hostDir, name);
+    if (KEEP_ROOT_ONLY.has(host)) continue;
+    let st: Stats;
+    try {
+      st = lstatSync(host);
+    } catch {
+      continue; // gone meanwhile
+    }
+    const upper = join(upperDir, name);
+    if (st.isDirectory()) {
+      // A directory others may not enter hides every file in it.
+      const closed = hidden || (st.mode & 0o001) === 0;
+      maskHostSecrets(host, upper, closed);
+      continue;
+    }
+    if (!st.isFile() || (!hidden && (st.mode & 0o004) !== 0) || existsSync(upper)) continue;
+    mkdirLike(hostDir, upperDir);
+    writeFileSync(upper, "", { mode: st.mode & 0o7777 });
+    chownSync(upper, st.uid, st.gid);
+    chmodSync(upper, st.mode & 0o7777);
+  }
+}
+
+/** The upper directory for a host directory, with its owner and mode (an upper directory's are the merged one's). */
+function mkdirLike(hostDir: string, upperDir: string): void {
+  if (existsSync(upperDir)) return;
+  mkdirLike(dirname(hostDir), dirname(upperDir));
+  const st = lstatSync(hostDir);
+  mkdirSync(upperDir);
+  chownSync(upperDir, st.uid, st.gid);
+  chmodSync(upperDir, st.mode & 0o7777);
 }
 
 /** The sandbox's /etc/hostname and an /etc/hosts naming it (the host's entries kept), for a new or copied layer. */

@@ -19,6 +19,7 @@ import { Freezer } from "./freezer.ts";
 import { overlaidDirs, removeTree } from "./layer.ts";
 import { toolEnv, userNamespaceArgs } from "./isolation.ts";
 import { recordNamespace } from "./reap.ts";
+import { statFields } from "./proc-stat.ts";
 
 const RELAY_SCRIPT = new URL("./ns-relay.ts", import.meta.url).pathname;
 /**
@@ -29,11 +30,21 @@ const RELAY_SCRIPT = new URL("./ns-relay.ts", import.meta.url).pathname;
  * rest: no mount, no open_by_handle_at, no module, no raw memory. Issue 27: a build RUN as root left its chroot.
  */
 export const ROOT_CAPABILITIES = "-all,+chown,+dac_override,+fowner,+fsetid,+kill,+setgid,+setuid,+setpcap,+setfcap,+net_bind_service,+net_raw,+audit_write";
+/**
+ * The same on the egress lane, which shares the host's network namespace: without NET_RAW, since a packet socket there
+ * reads every packet of the host's own interfaces, its loopback included (a root token on its way to the node,
+ * another sandbox's envd token). Ping inside then needs the kernel's unprivileged ICMP (net.ipv4.ping_group_range).
+ */
+export const HOST_NETWORK_ROOT_CAPABILITIES = ROOT_CAPABILITIES.replace(",+net_raw", "");
 
 /** Launches of `unshare` tried when it fails at once on its signal mask (started()). */
 const LAUNCH_ATTEMPTS = 3;
 const START_TIMEOUT_MS = 20_000;
 
+// PID 1 (the last line) handles no signal that ends it (dash handles INT while it waits; it is ignored here): a
+// namespace's init gets from inside it only the signals it handles, so root inside cannot end it (the host ends it
+// with SIGKILL). While it lives its number is the sandbox's; once it is gone
+// the number is free for any host process (Namespace.alive).
 // $1 dir, $2 hostname, $3 own network (1/0), $4 rootful (1: the simulator is root, no user namespace), then the
 // overlaid system dirs. Rootful, the host kernel's knobs under /proc (sysctls, sysrq, irq, bus, fs) are read-only
 // inside: their files check only the uid, and root inside is uid 0 on the host (core_pattern runs a program as the
@@ -58,7 +69,7 @@ ln -s /proc/self/fd "$L/dev/fd"; ln -s /proc/self/fd/0 "$L/dev/stdin"; ln -s /pr
 # The hostname tool refuses the "_" of a sandbox id; rootless, /proc/sys is the host root's: sethostname(2) then.
 { printf %s "$ID" > /proc/sys/kernel/hostname; } 2>/dev/null || python3 -c 'import socket,sys; socket.sethostname(sys.argv[1])' "$ID"
 if [ "$NET" = 1 ]; then ip link set lo up; fi
-exec chroot "$L" /bin/sh -c 'echo ready; exec </dev/null >/dev/null 2>&1; trap "exit 0" TERM; while :; do sleep infinity & wait; done'
+exec chroot "$L" /bin/sh -c 'echo ready; exec </dev/null >/dev/null 2>&1; trap "" HUP INT QUIT TERM USR1 USR2 ALRM; while :; do sleep infinity & wait; done'
 `;
 
 export interface NamespaceOptions {
@@ -84,7 +95,7 @@ function childOf(parent: number): number | undefined {
   for (const d of readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      const f = readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]!.split(" ");
+      const f = statFields(readFileSync(`/proc/${d}/stat`, "utf8"));
       if (Number(f[1]) === parent) return Number(d);
     } catch {
       // exited meanwhile
@@ -115,6 +126,8 @@ export class Namespace {
   private launcher: ChildProcess;
   private pid1 = 0;
   private nsLink = "";
+  /** The launcher exited after PID 1 was up: PID 1 is gone and its number may be any host process's now. */
+  private ended = false;
   private relay: Promise<void> | undefined;
   private relayProc: ChildProcess | undefined;
   private gone: Promise<void> | undefined;
@@ -157,7 +170,10 @@ export class Namespace {
       });
       launcher.once("exit", (code, sig) => {
         clearTimeout(timer);
-        if (this.pid1) return;
+        if (this.pid1) {
+          this.ended = true; // unshare --fork exits once it has reaped PID 1
+          return;
+        }
         if (attempts > 1 && code === 1 && stderr.includes("sigprocmask")) {
           this.launcher = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/", env: toolEnv() });
           this.started(cmd, args, attempts - 1).then(resolve, reject);
@@ -168,9 +184,28 @@ export class Namespace {
     });
   }
 
-  /** The sandbox's "/" seen from the host (valid once ready). */
+  /** The sandbox's "/" seen from the host (valid once ready, while alive(): check it before each use). */
   get rootPath(): string {
     return `/proc/${this.pid1}/root`;
+  }
+
+  /**
+   * PID 1 is still this sandbox's: up, its launcher not exited, and the process with its number is in the sandbox's
+   * PID namespace. Once PID 1 is gone (the host's OOM killer, a kill from the host) its number is free, and a host
+   * process given it would make /proc/<pid>/root the host's "/" and nsenter -t <pid> the host's namespaces.
+   */
+  alive(): boolean {
+    if (!this.pid1 || this.ended) return false;
+    try {
+      return readlinkSync(`/proc/${this.pid1}/ns/pid`) === this.nsLink;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Throws NamespaceEnded unless alive(). */
+  assertAlive(): void {
+    if (!this.alive()) throw new NamespaceEnded(`sandbox ${this.o.hostname}: its init process is gone (the sandbox ended); release it`);
   }
 
   /**
@@ -184,6 +219,7 @@ export class Namespace {
       () =>
         new Promise<void>((resolve, reject) => {
           // Rootless: joining the network namespace needs its owner, the user namespace, first.
+          this.assertAlive();
           const [cmd, args] = this.inCgroup(["nsenter", "-t", String(this.pid1), ...(this.o.rootless ? ["-U", "--preserve-credentials"] : []), "-n", "--", process.execPath, RELAY_SCRIPT, this.socketPath]);
           const p = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], cwd: "/", env: toolEnv() });
           this.relayProc = p;
@@ -202,12 +238,15 @@ export class Namespace {
 
   /** Host command line that runs argv inside the sandbox as `who`, starting in the guest directory `cwd`. */
   command(argv: string[], cwd: string, who: Identity): [string, string[]] {
+    this.assertAlive();
     const enter = ["nsenter", "-t", String(this.pid1), ...(this.o.rootless ? ["-U", "--preserve-credentials"] : []), "-m", "-p", "-u", "-i", ...(this.ownNetwork ? ["-n"] : []), "-r", `-w${this.rootPath}${cwd}`, "--"];
     // Rootless: nsenter -U already made the command root inside, the only uid the namespace maps (and setgroups is denied).
     if (this.o.rootless) return this.inCgroup([...enter, ...argv]);
     // Rootful, root inside is uid 0 on the host: its capabilities are bounded (ROOT_CAPABILITIES) so it cannot leave
-    // the chroot, mount, make devices or reach the host by handle; every user's, so a setuid binary gains no more.
-    return this.inCgroup([...enter, "setpriv", `--reuid=${who.uid}`, `--regid=${who.gid}`, ...(who.uid === 0 ? ["--clear-groups"] : ["--init-groups"]), `--bounding-set=${ROOT_CAPABILITIES}`, "--", ...argv]);
+    // the chroot, mount, make devices or reach the host by handle; every user's, so a setuid binary gains no more. On
+    // the host's network (egress lane) no NET_RAW either: a packet socket there reads the host's traffic.
+    const bounding = this.ownNetwork ? ROOT_CAPABILITIES : HOST_NETWORK_ROOT_CAPABILITIES;
+    return this.inCgroup([...enter, "setpriv", `--reuid=${who.uid}`, `--regid=${who.gid}`, ...(who.uid === 0 ? ["--clear-groups"] : ["--init-groups"]), `--bounding-set=${bounding}`, "--", ...argv]);
   }
 
   private inCgroup(argv: string[]): [string, string[]] {
@@ -250,7 +289,7 @@ export class Namespace {
   /** Kill synchronously what can be killed now (process exit path). */
   killNow(): void {
     this.freezer?.thaw();
-    if (this.pid1) signal(this.pid1, "SIGKILL");
+    if (this.alive()) signal(this.pid1, "SIGKILL"); // never a host process that inherited its number
     signal(this.launcher.pid!, "SIGKILL");
     if (this.relayProc?.pid) signal(this.relayProc.pid, "SIGKILL");
     for (const p of this.pids()) signal(p, "SIGKILL");
@@ -276,6 +315,9 @@ export class Namespace {
     })());
   }
 }
+
+/** A namespaced sandbox whose PID 1 is gone: nothing may enter it or reach its root through /proc/<pid>. */
+export class NamespaceEnded extends Error {}
 
 function signal(pid: number, sig: NodeJS.Signals): void {
   try {

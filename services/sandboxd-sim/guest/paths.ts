@@ -19,6 +19,9 @@ export class GuestPaths {
   // A namespaced sandbox rebases it onto /proc/<pid 1>/root once started (sandbox.ts).
   constructor(public root: string) {}
 
+  /** Called before each resolution: throws when the root is no longer the sandbox's (a namespaced sandbox ended). */
+  check: () => void = () => {};
+
   /** The host directory commands start in and HOME points at. */
   get home(): string {
     return join(this.root, GUEST_HOME);
@@ -30,6 +33,7 @@ export class GuestPaths {
    * Throws PathError when it would leave the root or loops through links.
    */
   toHost(path: string, base = GUEST_HOME, o: { follow?: boolean } = {}): string {
+    this.check();
     const p = path.trim() === "" ? base : path;
     const direct = normalize(p);
     const inRoot = direct === this.root || direct.startsWith(this.root + sep);
@@ -38,6 +42,26 @@ export class GuestPaths {
     const host = resolve(this.root, "." + (guest.startsWith("/") ? guest : `/${guest}`));
     if (host !== this.root && !host.startsWith(this.root + sep)) throw new PathError(`path ${JSON.stringify(path)} leaves the sandbox`);
     return this.resolveLinks(path, relative(this.root, host), o.follow !== false);
+  }
+
+  /**
+   * Set for a namespaced sandbox, whose /proc is a procfs of the host's kernel: the files API, which acts as the
+   * simulator (the host's root, every capability), must not reach it (forFiles).
+   */
+  kernelProc = false;
+
+  /**
+   * toHost for the files API (stat, list, read, write, move, remove, watch). A namespaced sandbox's /proc is refused:
+   * a command there runs as its user with a bounded capability set, but the files API would write its files with every
+   * capability of the host's root (another process's autogroup nice or OOM exemption, /proc/mtrr), which envd, acting
+   * as the request's user, never could.
+   */
+  forFiles(path: string, base = GUEST_HOME, o: { follow?: boolean } = {}): string {
+    const host = this.toHost(path, base, o);
+    if (this.kernelProc && relative(this.root, host).split(sep)[0] === "proc") {
+      throw new PathError(`path ${JSON.stringify(path)} is in /proc, which is not reached by the files API (it would act there as the host's root, with every capability); read it with a command`);
+    }
+    return host;
   }
 
   /** `rel` (below the root, no "." or ".." left) with each link resolved inside the root. */

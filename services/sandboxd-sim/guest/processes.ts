@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { statFields } from "./proc-stat.ts";
 
 export interface ProcessConfig {
   cmd: string;
@@ -118,7 +119,7 @@ function terminalOf(leader: number): string | undefined {
   for (const d of readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      const ppid = Number(readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]!.split(" ")[1]); // field 4: the parent
+      const ppid = Number(statFields(readFileSync(`/proc/${d}/stat`, "utf8"))[1]); // field 4: the parent
       (children.get(ppid) ?? children.set(ppid, []).get(ppid)!).push(Number(d));
     } catch {
       // exited meanwhile
@@ -259,7 +260,7 @@ export class ProcessTable {
     for (const d of readdirSync("/proc")) {
       if (!/^\d+$/.test(d)) continue;
       try {
-        const f = readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]!.split(" ");
+        const f = statFields(readFileSync(`/proc/${d}/stat`, "utf8"));
         const ppid = Number(f[1]);
         (children.get(ppid) ?? children.set(ppid, []).get(ppid)!).push({ pid: Number(d), pgid: Number(f[2]) });
       } catch {
@@ -277,6 +278,8 @@ export class ProcessTable {
   }
 
   private signalGroup(pgid: number, sig: NodeJS.Signals): void {
+    // -1 is every process, -0 the simulator's own group: never a sandbox's (a pgid read from /proc is checked here too).
+    if (!Number.isInteger(pgid) || pgid <= 1) return;
     try {
       process.kill(-pgid, sig);
     } catch {

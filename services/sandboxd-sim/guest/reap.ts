@@ -18,6 +18,7 @@ import { readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path";
 import { Freezer } from "./freezer.ts";
 import { removeTree } from "./layer.ts";
+import { statFields } from "./proc-stat.ts";
 
 export const BASE_PREFIX = "sandboxd-sim-guests-";
 const OWNER_FILE = "owner.json";
@@ -28,7 +29,7 @@ const REAP_WAIT_MS = 5_000;
 /** Field 22 of /proc/<pid>/stat: start time in clock ticks since boot (undefined: no such process). */
 function startTime(pid: number): string | undefined {
   try {
-    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[19];
+    return statFields(readFileSync(`/proc/${pid}/stat`, "utf8"))[19];
   } catch {
     return undefined;
   }

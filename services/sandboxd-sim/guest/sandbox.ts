@@ -6,12 +6,13 @@
 // child processes in its directory. Release, expiry and kill call destroy(): every process killed and the
 // directory removed. Hibernate and wake call pause()/resume() (the freezer cgroup, else SIGSTOP / SIGCONT).
 import { createHash } from "node:crypto";
-import { chownSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { chownSync, mkdirSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
-import { GuestPaths } from "./paths.ts";
+import { GuestPaths, PathError } from "./paths.ts";
+import { NotRegularFile, readSmallFile } from "./small-file.ts";
 import { ProcessRefused, ProcessTable, type SpawnOptions } from "./processes.ts";
 import { FileMetadata } from "./metadata.ts";
-import type { Namespace } from "./namespace.ts";
+import { NamespaceEnded, type Namespace } from "./namespace.ts";
 import type { StartCommand } from "./captures.ts";
 import { simLog } from "../log.ts";
 
@@ -63,11 +64,16 @@ export class GuestSandbox {
     this.ns = o.ns;
     this.rootless = o.rootless === true;
     const ns = o.ns;
-    this.processes = new ProcessTable(ns ? (argv, cwd, who) => ns.command(argv, cwd, who) : undefined);
+    this.processes = new ProcessTable(ns ? (argv, cwd, who) => enter(ns, argv, cwd, who) : undefined);
     if (ns) {
       // Files are reached through PID 1's root: the overlay as the sandbox sees it, symlinks resolved inside it.
       this.ready = ns.ready.then(() => {
         this.paths.root = ns.rootPath;
+        this.paths.kernelProc = true;
+        // /proc/<pid 1>/root is the sandbox's only while PID 1 is: never a host process's that got its number.
+        this.paths.check = () => {
+          if (!ns.alive()) throw new PathError(`sandbox ${this.id} ended: its init process is gone; release it`);
+        };
       });
       this.ready.catch(() => {});
     } else {
@@ -99,7 +105,15 @@ export class GuestSandbox {
   user(name: string | undefined): GuestUser | undefined {
     if (!this.ns) return undefined;
     const want = name && name !== "" ? name : this.defaultUser;
-    for (const line of readFileSync(this.paths.toHost("/etc/passwd"), "utf8").split("\n")) {
+    let passwd: string;
+    try {
+      passwd = readSmallFile(this.paths.toHost("/etc/passwd"));
+    } catch (e) {
+      // Root inside may have made it a FIFO or a link to a device: refused, never waited on (small-file.ts).
+      if (e instanceof NotRegularFile) throw new ProcessRefused(`the sandbox's /etc/passwd is not a regular file: no user ${JSON.stringify(want)}`);
+      throw e;
+    }
+    for (const line of passwd.split("\n")) {
       const f = line.split(":");
       // Rootless: the user's name and home, but the namespace's one uid (root inside).
       if (f[0] === want && f.length >= 7) return { name: want, uid: this.rootless ? 0 : Number(f[2]), gid: this.rootless ? 0 : Number(f[3]), home: f[5] || "/" };
@@ -190,5 +204,15 @@ export class GuestSandbox {
   killNow(): void {
     this.processes.killAll();
     this.ns?.killNow();
+  }
+}
+
+/** The command line entering a namespaced sandbox; one whose PID 1 is gone refuses it as a process that cannot start. */
+function enter(ns: Namespace, ...a: Parameters<Namespace["command"]>): ReturnType<Namespace["command"]> {
+  try {
+    return ns.command(...a);
+  } catch (e) {
+    if (e instanceof NamespaceEnded) throw new ProcessRefused(e.message);
+    throw e;
   }
 }

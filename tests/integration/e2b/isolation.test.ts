@@ -54,6 +54,12 @@ function routes(id: string): Array<[string, string, unknown?]> {
     ["POST", `/sandboxes/${id}/timeout`, { timeout: 30 }],
     ["POST", `/sandboxes/${id}/refreshes`, { duration: 30 }],
     ["POST", `/sandboxes/${id}/pause`],
+    // A strict pause probes the guest through the node's ports relay: never for another tenant's sandbox.
+    ["POST", `/sandboxes/${id}/pause`, { requireHealthyGuest: true }],
+    // The network update: 404 whatever the body asks (an empty body would be a 204 for its owner).
+    ["PUT", `/sandboxes/${id}/network`, {}],
+    ["PUT", `/sandboxes/${id}/network`, { allow_internet_access: true }],
+    ["PUT", `/sandboxes/${id}/network`, { allowOut: ["1.1.1.1"] }],
     ["POST", `/sandboxes/${id}/resume`, {}],
     ["POST", `/sandboxes/${id}/connect`, { timeout: 30 }],
     ["POST", `/v2/sandboxes/${id}/connect`, { timeout: 30 }],
@@ -202,5 +208,24 @@ describe("built templates of one name in two namespaces (issue 31)", () => {
       expect((await api("POST", "/v2/sandboxes", key, { templateID: name })).status).toBe(404);
       expect((await api("POST", "/v2/sandboxes", otherKey, { templateID: name })).status).toBe(201);
     }
+  }, 60_000);
+});
+
+describe("a strict pause (requireHealthyGuest) of a guest that does not answer", () => {
+  test("is a 503 and the sandbox keeps running; a burst of them shares one health probe through the node", async () => {
+    // Each strict pause probes envd /health through the node's ports relay for up to 5 s: twelve at once at a
+    // wedged guest held twelve node connections (one per request, any number of them), one now.
+    const sbx = (await api("POST", "/v2/sandboxes", KEY_T, { templateID: "img:1" })).json;
+    await node().wedgeGuest(claimIdOf(sbx.sandboxID));
+    const probes = () => node().requests.filter((e) => e.route === "ports").length;
+    const before = probes();
+    const replies = await Promise.all(Array.from({ length: 12 }, () => api("POST", `/sandboxes/${sbx.sandboxID}/pause`, KEY_T, { requireHealthyGuest: true })));
+    expect(replies.map((r) => r.status)).toEqual(Array(12).fill(503));
+    expect(replies[0]!.json.message).toContain("did not answer a health check");
+    expect(probes() - before).toBe(1);
+    expect((await api("GET", `/sandboxes/${sbx.sandboxID}`, KEY_T)).json.state).toBe("running");
+    // The guest back, a strict pause pauses.
+    await node().wedgeGuest(claimIdOf(sbx.sandboxID), false);
+    expect((await api("POST", `/sandboxes/${sbx.sandboxID}/pause`, KEY_T, { requireHealthyGuest: true })).status).toBe(204);
   }, 60_000);
 });

@@ -111,6 +111,20 @@ describe("sandbox-envd-proxy --wake-timeout", () => {
     expect(other.status).toBe(200);
     expect(((await other.json()) as { path: string }).path).toBe("/echo");
 
+    // A Connect stream (the SDK's commands.run) held on the same wake gets Connect's own error in a 200 end-of-stream
+    // message: connect-es reads an HTTP 504 as `unavailable`, which the JS SDK reports as a sandbox no longer running.
+    const stream = await fetch(`http://127.0.0.1:${port}/process.Process/Start`, {
+      method: "POST",
+      headers: { host: `49983-${asleep.id.replace("sb_", "sb-")}.${DOMAIN}`, "x-access-token": deriveAccessToken(SECRET, asleep.token), "content-type": "application/connect+json", "connect-protocol-version": "1" },
+      body: new Uint8Array(5),
+      signal: AbortSignal.timeout(60_000),
+    });
+    expect([stream.status, stream.headers.get("content-type")]).toEqual([200, "application/connect+json"]);
+    const frame = Buffer.from(await stream.arrayBuffer());
+    expect(frame[0]).toBe(0x02); // end of stream
+    expect(JSON.parse(frame.subarray(5, 5 + frame.readUInt32BE(1)).toString())).toEqual({ error: { code: "deadline_exceeded", message: "sandbox was asleep and did not wake in time (within 1s); retry later" } });
+    expect(sim.node.waking(asleep.id)).toBe(true);
+
     // The node finishes its one wake.
     sim.advance(60_000);
     await until(() => sim.claims().find((c) => c.id === asleep.id)?.state === "running", "the node's wake to complete", 30_000, 20);

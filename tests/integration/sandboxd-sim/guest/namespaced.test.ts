@@ -8,11 +8,13 @@
 // skips, if the guest fell back to the process sandbox. Not root: they skip, naming why, in the code below.
 import { waitFor } from "#tests/support/wait.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createHash, randomBytes } from "node:crypto";
+import { spawn } from "node:child_process";
 import { Sandbox } from "e2b";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
+import { LIST_MAX_ENTRIES, MAX_RECURSIVE_WATCH_DIRS, MAX_WATCHES } from "#services/sandboxd-sim/guest/filesystem-service.ts";
 import { startRelayFront, type FrontRoute, type RelayFront } from "./relay-front.ts";
 
 const ROOT = "ns-root-token";
@@ -93,13 +95,22 @@ function processesNaming(dir: string): number[] {
   return pids;
 }
 
+// A host secret under /etc (root's alone, and a file in a directory only root may enter), made before any layer.
+const SECRET = `sim-secret-${randomBytes(6).toString("hex")}`;
 beforeAll(async () => {
+  if (AS_ROOT) {
+    writeFileSync(`/etc/${SECRET}`, "host key material", { mode: 0o600 });
+    mkdirSync(`/etc/${SECRET}.d`, { mode: 0o700 });
+    writeFileSync(`/etc/${SECRET}.d/wifi.conf`, "psk=host", { mode: 0o644 });
+  }
   sim = await startSandboxdSim({ rootToken: ROOT, pools: ["base/none/small=2", "base/egress/small=1"], guestAgents: true });
   front = await startRelayFront(sim.url, ROOT, (id) => routes.get(id));
 });
 afterAll(async () => {
   await front.stop();
   await sim.stop();
+  rmSync(`/etc/${SECRET}`, { force: true });
+  rmSync(`/etc/${SECRET}.d`, { recursive: true, force: true });
 });
 
 describe("a namespaced sandbox is a small machine of its own", () => {
@@ -255,6 +266,200 @@ describe("a namespaced sandbox is a small machine of its own", () => {
       expect(await out(e.sb, `python3 -c "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:${server.port}/').read().decode())"`)).toBe("from the host");
       expect(await out(e.sb, "pwd; ls -A /tmp | wc -l")).toBe("/home/user\n0");
     } finally {
+      await server.stop(true);
+    }
+  });
+
+  nsTest("the files API does not reach the sandbox's /proc, where it would act with the host root's capabilities", async () => {
+    // The files API runs as the host's root with every capability, through PID 1's root: in the sandbox's /proc it
+    // wrote what a capability guards and root inside lacks. CAP_SYS_NICE here (another process's timer slack: harmless
+    // to show); the same write reaches /proc/<pid>/autogroup (a nice of -20 for the sandbox against every host
+    // session), oom_score_adj (CAP_SYS_RESOURCE: exempt from the host's OOM killer) and /proc/mtrr (CAP_SYS_ADMIN).
+    const { sb, claimId } = await newSandbox("tok-proc");
+    await sb.commands.run("sleep 600", { background: true, timeoutMs: 0 });
+    const pid = await out(sb, "pgrep -n -x sleep", { user: "root" });
+    expect(pid).toMatch(/^\d+$/);
+    const slack = `/proc/${pid}/timerslack_ns`;
+    // The same process seen from the host, to read its slack where it is allowed.
+    const nsPid = (p: number) => /^NSpid:.*\s(\d+)$/m.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1];
+    const hostPid = sim.node.guestHost!.get(claimId)!.ns!.pids().find((p) => nsPid(p) === pid);
+    expect(hostPid).toBeDefined();
+    const hostSlack = () => readFileSync(`/proc/${hostPid}/timerslack_ns`, "utf8").trim();
+    const before = hostSlack();
+    expect(before).not.toBe("12345");
+    // Root inside may not (no CAP_SYS_NICE in its bounding set).
+    expect(await out(sb, `echo 12345 > ${slack} 2>/dev/null || echo refused`, { user: "root" })).toBe("refused");
+    const refusal = await sb.files.write(slack, "12345").then(
+      () => "written",
+      (e: Error) => e.message,
+    );
+    expect(refusal).toContain("not reached by the files API");
+    expect(hostSlack()).toBe(before);
+    // Through a link too, and for every files call: read, list, stat.
+    for (const call of [() => sb.files.read("/dev/fd/../../proc/1/status"), () => sb.files.list("/proc"), () => sb.files.getInfo("/proc/self")]) {
+      expect(await call().then(() => "served", (e: Error) => e.message)).toContain("not reached by the files API");
+    }
+    // Commands still read the sandbox's own /proc, as the user they run as.
+    expect(await out(sb, "head -1 /proc/1/status")).toStartWith("Name:");
+  });
+
+  nsTest("root inside cannot end the sandbox's PID 1, and once it is gone its number, reused by a host process, never becomes the sandbox", async () => {
+    // The simulator reaches a sandbox through /proc/<pid 1>/root and nsenter -t <pid 1>. PID 1 trapped TERM, so root
+    // inside could end it; its number was then free, and a host process given it (pids wrap at pid_max, 32768 here)
+    // became the sandbox: the files API read and wrote the host's files through its root as the host's root
+    // (reproduced: /etc/hostname read "vm", an upload landed in the host's /tmp), commands entered its namespaces.
+    const { sb, claimId } = await newSandbox("tok-pid1");
+    const ns = sim.node.guestHost!.get(claimId)!.ns!;
+    const pid1 = Number(/^\/proc\/(\d+)\/root$/.exec(ns.rootPath)![1]);
+    // Every signal root inside may send its PID 1 (dash, waiting, handled INT: that one ended it).
+    await sb.commands.run("for s in $(seq 1 31); do kill -$s 1 2>/dev/null; done; true", { user: "root" });
+    expect(await out(sb, "echo still here")).toBe("still here");
+    expect(existsSync(`/proc/${pid1}`)).toBe(true);
+    // Ended from the host (as the host's OOM killer would), its number then handed to a host process (ns_last_pid
+    // forces what a tenant forking in another sandbox gets by chance).
+    process.kill(pid1, "SIGKILL");
+    await waitFor("the sandbox's PID 1 gone", () => !existsSync(`/proc/${pid1}`));
+    let squatter: ReturnType<typeof Bun.spawn> | undefined;
+    try {
+      for (let i = 0; i < 50 && squatter?.pid !== pid1; i++) {
+        squatter?.kill();
+        writeFileSync("/proc/sys/kernel/ns_last_pid", String(pid1 - 1));
+        squatter = Bun.spawn(["sleep", "60"]);
+      }
+      expect(squatter!.pid).toBe(pid1);
+      const read = await sb.files.read("/etc/hostname").then((t) => `read: ${t}`, (e: Error) => e.message);
+      expect(read).toContain("ended: its init process is gone");
+      const name = `pid1-${randomBytes(6).toString("hex")}`;
+      const written = await sb.files.write(`/tmp/${name}`, "x").then(() => "written", (e: Error) => e.message);
+      expect(written).toContain("ended: its init process is gone");
+      expect(existsSync(`/tmp/${name}`)).toBe(false);
+      const ran = await sb.commands.run("cat /etc/hostname", { user: "root", cwd: "/" }).then((r) => `ran: ${r.stdout}`, (e: Error) => e.message);
+      expect(ran).toContain("ended: its init process is gone");
+      // Releasing it kills no host process that inherited the number.
+      await sim.node.guestHost!.get(claimId)!.destroy();
+      expect(squatter!.exitCode).toBeNull();
+      expect(existsSync(`/proc/${pid1}`)).toBe(true);
+    } finally {
+      squatter?.kill();
+    }
+  });
+
+  nsTest("a sandbox's /etc/passwd made a FIFO or huge holds nothing: the simulator reads it bounded and never blocks on it", async () => {
+    // The simulator reads a sandbox's /etc/passwd and /etc/group (a command's user, a file entry's owner) on its own
+    // event loop, which every sandbox of the node shares. Root inside made /etc/passwd a FIFO: the synchronous open
+    // waited for a writer forever and the whole node stopped answering. A sparse file of gigabytes was read whole.
+    const a = await newSandbox("tok-fifo-a");
+    const b = await newSandbox("tok-fifo-b");
+    await a.sb.commands.run("rm /etc/group && truncate -s 3G /etc/group && rm /etc/passwd && mkfifo /etc/passwd", { user: "root" });
+    // Reading the FIFO must not block the node: a's own requests are refused at once, b's are served meanwhile.
+    const refused = await a.sb.commands.run("id").then((r) => `ran: ${r.stdout}`, (e: Error) => e.message);
+    expect(refused).toContain("/etc/passwd is not a regular file");
+    expect(await out(b.sb, "echo b served")).toBe("b served");
+    // Entries name owners by number when the sandbox's files are not readable names (a has no names now).
+    expect((await a.sb.files.getInfo("/etc/hostname").catch((e: Error) => e)) instanceof Error).toBe(false);
+  });
+
+  nsTest("a process named like /proc/<pid>/stat fields cannot make release signal a host process group", async () => {
+    // Release (and hibernate without a freezer) signals every process group under the commands it started, found by
+    // reading each host /proc/<pid>/stat after the first ") ". A process may name itself (15 bytes, prctl): ") S <ppid>
+    // <pgid>" made it a child of a command it ran (whose host pid the SDK reports) with any process group, and the
+    // simulator, the host's root, SIGKILLed that group: a host process here (pgid 1 would have been every process).
+    const { sb, claimId } = await newSandbox("tok-comm");
+    const victim = spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
+    try {
+      await new Promise((r) => victim.once("spawn", r));
+      const leader = await sb.commands.run("sleep 600", { background: true, timeoutMs: 0 });
+      const name = `) S ${leader.pid} ${victim.pid}`;
+      expect(name.length).toBeLessThanOrEqual(15);
+      const spoof = `import ctypes, time; ctypes.CDLL(None).prctl(15, b"${name}", 0, 0, 0); open("/tmp/named", "w").write("1"); time.sleep(600)`;
+      await sb.files.write("/tmp/spoof.py", spoof);
+      await sb.commands.run("python3 /tmp/spoof.py", { background: true, timeoutMs: 0 });
+      await waitFor("the process named", async () => (await sb.files.exists("/tmp/named")) === true);
+      await sim.node.guestHost!.get(claimId)!.destroy();
+      expect(victim.exitCode).toBeNull();
+      expect(victim.signalCode).toBeNull();
+      expect(existsSync(`/proc/${victim.pid}`)).toBe(true);
+    } finally {
+      victim.kill("SIGKILL");
+    }
+  });
+
+  nsTest("a deep listing is bounded: past LIST_MAX_ENTRIES it is refused naming the bound, not walked on the node's event loop", async () => {
+    // files.list walks synchronously on the event loop every sandbox of the node shares; "/" at depth 64 was the whole
+    // tree, the host's /usr, /etc and /lib below (150k entries here), seconds of a stalled node per request.
+    const { sb } = await newSandbox("tok-list");
+    const refused = await sb.files.list("/", { depth: 64 }).then((l) => `listed ${l.length}`, (e: Error) => e.message);
+    expect(refused).toContain(`more than ${LIST_MAX_ENTRIES} entries`);
+    // An ordinary listing is unchanged.
+    await sb.files.write("/tmp/l/a/b.txt", "x");
+    expect((await sb.files.list("/tmp/l", { depth: 3 })).map((e) => e.path)).toEqual(["/tmp/l/a", "/tmp/l/a/b.txt"]);
+  });
+
+  nsTest("root inside reads no host secret under /etc: a file only root may read is empty inside, the host's unchanged", async () => {
+    // /etc is an overlay over the host's, and root inside (uid 0, CAP_DAC_OVERRIDE) read its root-only files: private
+    // keys, an admin kubeconfig, VPN and Wi-Fi secrets. They are empty files of the sandbox's own now (layer.ts).
+    const { sb } = await newSandbox("tok-etc");
+    expect(await out(sb, `wc -c < /etc/${SECRET}; stat -c '%a %U' /etc/${SECRET}; wc -c < /etc/${SECRET}.d/wifi.conf`, { user: "root" })).toBe("0\n600 root\n0");
+    expect(readFileSync(`/etc/${SECRET}`, "utf8")).toBe("host key material");
+    // What is everyone's stays (the host's /etc/os-release), and sudo's root-only files are kept for sudo inside.
+    expect(await out(sb, "cat /etc/os-release", { user: "root" })).toBe(readFileSync("/etc/os-release", "utf8").trim());
+    if (existsSync("/etc/sudoers")) expect(await out(sb, "wc -c < /etc/sudoers", { user: "root" })).not.toBe("0");
+  });
+
+  nsTest("directory watches are bounded per sandbox: a recursive watch of a large tree and a 33rd watch are refused", async () => {
+    // Each watch takes inotify watches of the host's root, shared by every root process of the machine (192k here): a
+    // recursive watch of "/" took ~20k (the host's /usr below it), and a sandbox could hold any number of them.
+    const { sb } = await newSandbox("tok-watch");
+    const big = await sb.files.watchDir("/", () => {}, { recursive: true }).then(async (h) => (await h.stop(), "watching"), (e: Error) => e.message);
+    expect(big).toContain(`more than ${MAX_RECURSIVE_WATCH_DIRS} directories`);
+    await sb.files.makeDir("/tmp/w/a/b");
+    const handles = [await sb.files.watchDir("/tmp/w", () => {}, { recursive: true })];
+    for (let i = 1; i < MAX_WATCHES; i++) handles.push(await sb.files.watchDir("/tmp", () => {}));
+    const over = await sb.files.watchDir("/tmp", () => {}).then(async (h) => (await h.stop(), "watching"), (e: Error) => e.message);
+    expect(over).toContain(`already holds ${MAX_WATCHES} directory watches`);
+    // A stopped watch gives its place back, and a watch still sees its events.
+    await handles.pop()!.stop();
+    const seen: string[] = [];
+    const again = await sb.files.watchDir("/tmp/w", (e) => void seen.push(e.name), { recursive: true });
+    await sb.files.write("/tmp/w/a/b/new.txt", "x");
+    await waitFor("the recursive watch's event", () => seen.some((n) => n.endsWith("new.txt")));
+    await again.stop();
+    for (const h of handles) await h.stop();
+  });
+
+  nsTest("root on the egress lane cannot read the host's traffic: no packet socket on the network it shares with the host", async () => {
+    // The egress lane shares the host's network namespace: with CAP_NET_RAW, root inside opened a packet socket on the
+    // host's loopback and read what the host's processes send there (a root token on its way to this node, another
+    // sandbox's envd token). The marker below stands for such a header.
+    const e = await newSandbox("tok-egress-sniff", { template: "base", net: "egress" });
+    const marker = `sniffed-${randomBytes(6).toString("hex")}`;
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("ok") });
+    const sniff = [
+      "import socket, sys, time",
+      "try:",
+      "    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))",
+      "    s.bind(('lo', 0))",
+      "except OSError as e:",
+      "    print('refused', e.errno); raise SystemExit(0)",
+      "print('listening', flush=True)",
+      "s.settimeout(1)",
+      "end = time.time() + 20",
+      "while time.time() < end:",
+      "    try:",
+      "        if sys.argv[1].encode() in s.recv(65536): print('captured'); raise SystemExit(0)",
+      "    except socket.timeout:",
+      "        pass",
+      "print('nothing captured')",
+    ].join("\n");
+    await e.sb.files.write("/tmp/sniff.py", sniff);
+    // The host keeps talking on its loopback while the sandbox listens.
+    const talk = setInterval(() => void fetch(`http://127.0.0.1:${server.port}/`, { headers: { authorization: `Bearer ${marker}` } }).catch(() => {}), 100);
+    try {
+      expect(await out(e.sb, `python3 /tmp/sniff.py ${marker}`, { user: "root" })).toBe("refused 1");
+      // Root's ordinary network work on the lane is unchanged: the host listener answers.
+      expect(await out(e.sb, `python3 -c "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:${server.port}/').read().decode())"`, { user: "root" })).toBe("ok");
+    } finally {
+      clearInterval(talk);
       await server.stop(true);
     }
   });

@@ -37,3 +37,19 @@ test("a declared Content-Length over the cap is refused before reading; a body w
   const ok = new Request("http://e2b/sandboxes", { method: "POST", body: JSON.stringify({ templateID: "base" }) });
   expect(await readJsonBody(ok, schema, true)).toEqual({ templateID: "base" });
 });
+
+test("an invalid body's error names at most ten issues, each bounded, however many the body holds", async () => {
+  const json = (b: unknown) => new Request("http://e2b/sandboxes", { method: "POST", body: JSON.stringify(b) });
+  const withMetadata = z.object({ templateID: z.string(), metadata: z.record(z.string(), z.string()).optional() });
+  // 80k invalid entries in one 1 MiB body: each named, the answer was ~6 MB (six times the request).
+  const metadata = Object.fromEntries(Array.from({ length: 80_000 }, (_, i) => [`k${i}`, 0]));
+  const flood = (await readJsonBody(json({ templateID: "base", metadata }), withMetadata, true).catch((e: unknown) => e)) as E2bError;
+  expect(flood.status).toBe(400);
+  expect(flood.message).toStartWith("invalid request body: metadata.k0: Invalid input: expected string, received number; metadata.k1: ");
+  expect(flood.message).toEndWith("; and 79990 more");
+  expect(flood.message).not.toContain("metadata.k10:");
+  expect(flood.message.length).toBeLessThan(1000);
+  // A key as long as the body is cut in the answer, not echoed whole.
+  const long = (await readJsonBody(json({ templateID: "base", metadata: { ["k".repeat(500_000)]: 1 } }), withMetadata, true).catch((e: unknown) => e)) as E2bError;
+  expect(long.message).toBe(`invalid request body: ${`metadata.${"k".repeat(120)}`.slice(0, 120)}…: Invalid input: expected string, received number`);
+});

@@ -51,3 +51,14 @@ test("a network update: egress fields refused, the sandbox's own lane and an emp
   expect(networkUpdateRefusal({ allow_internet_access: true }, false)!.message).toStartWith("allow_internet_access cannot change on a running sandbox");
   expect(networkUpdateRefusal({ rules: {}, allow_internet_access: false }, false)!.message).toStartWith("rules (per-host egress rules (header transforms, secret injection)) is not supported: ");
 });
+
+test("a network field named like an Object.prototype member (constructor, toString) is refused by name, not dropped", async () => {
+  // `k in EGRESS_FIELDS` answered true for these, so they were neither a known egress field nor an "other" one:
+  // the create and the network update went through as if the field were not there.
+  const body = await readJsonBody(post({ templateID: "base", network: { constructor: 1, toString: ["x"] } }), NewSandbox, true);
+  const created = createOptionRefusal(body)!;
+  expect(created.status).toBe(400);
+  expect(created.message).toStartWith("network.constructor (not a network option this server knows), network.toString (not a network option this server knows) are not supported: ");
+  const update = networkUpdateRefusal({ hasOwnProperty: true, valueOf: 2 }, false)!;
+  expect(update.message).toStartWith("hasOwnProperty (not a network option this server knows), valueOf (not a network option this server knows) are not supported: ");
+});
