@@ -2,8 +2,9 @@
 // its NodeInventory and NodeInventoryShards with vk-sandbox's own InventoryPublisher (the same build, sharding,
 // digests and server-side applies as the daemon), so every reader sees exactly what a fleet of daemons would write.
 // What makes it cheap is what stands behind each publisher: no sandboxd simulator, only a fixed list of rows in
-// memory (InventorySandboxd: list + info), and for the node's address one small listener that answers every sandboxd
-// call 404, so a reader that probes the fleet for an unpublished sandbox meets a real "not here" from each node.
+// memory (InventorySandboxd: list + info), and at the node's address one small listener serving sandboxd's reads of
+// those rows (a sandbox by id, the list, info) and 404 for anything else, so a reader that reads a sandbox live gets
+// its row, and one that probes the fleet for a sandbox elsewhere meets a real "not here" from each node.
 // Each node gets its Node object with that address among its status.addresses, so the readers' trust check
 // (shared/fleet/trust.ts) vouches for it.
 //
@@ -81,12 +82,25 @@ export class SimulatedFleet {
     for (let k = 0; k < count; k++) {
       const i = this.nodes.length;
       const name = `${this.prefix}-${i}`;
-      // The node's sandboxd: every call answers 404 (no such sandbox, no such route) with sandboxd's error body.
-      const stub = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json({ error: "sandbox not found" }, { status: 404 }) });
+      // The node's sandboxd, reads only: its rows by id and as a list, its info; everything else 404 with sandboxd's
+      // error body (so a reader probing the fleet for a sandbox elsewhere hears "not here").
+      const rows: SandboxRow[] = [];
+      const byId = new Map<string, SandboxRow>();
+      let info: Info | undefined;
+      const stub = Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        fetch: (req) => {
+          const path = new URL(req.url).pathname;
+          if (req.method === "GET" && path === "/v1/info" && info) return Response.json(info);
+          if (req.method === "GET" && path === "/v1/sandboxes") return Response.json({ sandboxes: rows });
+          const row = req.method === "GET" ? byId.get(/^\/v1\/sandboxes\/([^/]+)$/.exec(path)?.[1] ?? "") : undefined;
+          return row ? Response.json(row) : Response.json({ error: "sandbox not found" }, { status: 404 });
+        },
+      });
       this.stubs.push(stub);
       const address = `127.0.0.1:${stub.port}`;
       await vouchingNode(this.o.cluster, name, address);
-      const rows: SandboxRow[] = [];
       for (let j = 0; j < this.o.sandboxesPerNode; j++) {
         const g = i * this.o.sandboxesPerNode + j;
         rows.push({
@@ -100,11 +114,13 @@ export class SimulatedFleet {
           cpu_count: 2,
           mem_total_bytes: 536_870_912,
         });
+        byId.set(rows[j]!.id, rows[j]!);
       }
-      const info: Info = { pools: [], templates: [], claimed: rows.length, advertise_addr: address };
+      info = { pools: [], templates: [], claimed: rows.length, advertise_addr: address };
+      const nodeInfo = info;
       const publisher = new InventoryPublisher({
         kube: this.o.kube,
-        sandboxd: { list: async () => rows, info: async () => info },
+        sandboxd: { list: async () => rows, info: async () => nodeInfo },
         nodeName: name,
         address,
         ownAddresses: () => new Map(),
