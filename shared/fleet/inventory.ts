@@ -57,6 +57,8 @@ export class InventoryFleet implements FleetSource {
   private readonly shardEpoch = new Map<string, number>();
   /** Per shard name: the version parsed and its result (null: refused), so an unchanged shard is parsed once. */
   private readonly parsedShards = new Map<string, { rv: string; shard: NodeInventoryShard | null }>();
+  /** Per node: the rows last merged from its shards, and the shard epoch and set they were merged for. */
+  private readonly mergedRows = new Map<string, { epoch: number; generation: number; count: number; entries: InventoryEntry[] | undefined }>();
   /** Sets already logged as incomplete (node/generation/count), bounded. */
   private readonly warnedIncomplete = new Set<string>();
   private readonly nodeInformer: Informer<NodeAddresses & { metadata?: { name?: string; resourceVersion?: string } }>;
@@ -280,11 +282,12 @@ export class InventoryFleet implements FleetSource {
         continue;
       }
       this.refused.delete(name);
-      const record = recordOf(parsed.data.shards && shardsAreCurrent(raw) ? this.withShardRows(parsed.data) : parsed.data);
+      const record = recordOf(parsed.data.shards && shardsAreCurrent(raw) ? this.withShardRows(parsed.data) : parsed.data, cached?.record);
       this.built.set(name, { rv, record });
       next.push(record);
     }
     for (const name of [...this.built.keys()]) if (!seen.has(name)) this.built.delete(name);
+    for (const node of [...this.mergedRows.keys()]) if (!seen.has(node)) this.mergedRows.delete(node);
     for (const name of [...this.refused.keys()]) if (!seen.has(name)) this.refused.delete(name);
     next.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     this.records = next;
@@ -307,6 +310,20 @@ export class InventoryFleet implements FleetSource {
    * node: trust is the root's (the Node vouches for the address; the admission policy lets a node write only its own).
    */
   private withShardRows(root: NodeInventory): NodeInventory {
+    const named = root.shards!;
+    // A node's publish at steady state changes only its root (`publishedAt`): when no shard of it changed since and
+    // the root names the same set, its rows are the merge of last time, reused as the same array so every reader's
+    // rendering of them is reused too (recordOf, the aggregated API's objects). Without it a wave of N nodes at
+    // steady state re-merged, re-sorted and re-rendered every row of the fleet (docs/scaling.md).
+    const epoch = this.shardEpoch.get(root.node) ?? 0;
+    const memo = this.mergedRows.get(root.node);
+    if (memo && memo.epoch === epoch && memo.generation === named.generation && memo.count === named.count) return withEntries(root, memo.entries);
+    const entries = this.mergeShardRows(root);
+    this.mergedRows.set(root.node, { epoch, generation: named.generation, count: named.count, entries });
+    return withEntries(root, entries);
+  }
+
+  private mergeShardRows(root: NodeInventory): InventoryEntry[] | undefined {
     const named = root.shards!;
     const sets = new Map<string, { generation: number; count: number; shards: NodeInventoryShard[] }>();
     for (const [name, raw] of this.shardsByNode.get(root.node) ?? []) {
@@ -335,10 +352,7 @@ export class InventoryFleet implements FleetSource {
     const entries: InventoryEntry[] = [];
     for (const sh of chosen?.shards ?? []) if (sh.entries) for (const e of sh.entries) entries.push(e);
     entries.sort(byNameThenId);
-    const merged: NodeInventory = { ...root };
-    if (entries.length > 0) merged.entries = entries;
-    else delete merged.entries;
-    return merged;
+    return entries.length > 0 ? entries : undefined;
   }
 
   private parseShard(name: string, raw: RawShard): NodeInventoryShard | null {
@@ -351,6 +365,14 @@ export class InventoryFleet implements FleetSource {
     this.parsedShards.set(name, { rv, shard });
     return shard;
   }
+}
+
+/** The root with `entries` set to the merged rows (absent when none). */
+function withEntries(root: NodeInventory, entries: InventoryEntry[] | undefined): NodeInventory {
+  const merged: NodeInventory = { ...root };
+  if (entries) merged.entries = entries;
+  else delete merged.entries;
+  return merged;
 }
 
 /**
@@ -384,11 +406,20 @@ function byNameThenId(a: InventoryEntry, b: InventoryEntry): number {
 
 /** What of a Node the trust verdict reads: its addresses, in order. */
 function addressesKey(node: NodeAddresses): string {
-  return JSON.stringify((node.status?.addresses ?? []).map((a) => a.address ?? ""));
+  // Every rebuild asks it of every node's Node: once per Node object (the informer replaces it on change).
+  let key = addressKeys.get(node);
+  if (key === undefined) addressKeys.set(node, (key = JSON.stringify((node.status?.addresses ?? []).map((a) => a.address ?? ""))));
+  return key;
 }
+const addressKeys = new WeakMap<object, string>();
 
-export function recordOf(inv: NodeInventory): InventoryRecord {
+/**
+ * One node's record. `previous` is the node's last record: when its rows are the very array this one carries (a
+ * publish that changed only the root), their rendering is reused instead of parsed again (2,000 rows' metadata each).
+ */
+export function recordOf(inv: NodeInventory, previous?: InventoryRecord): InventoryRecord {
   const publishedAt = epochMs(inv.publishedAt);
+  const reuse = previous !== undefined && inv.entries !== undefined && previous.inventory.entries === inv.entries ? previous.fleet.entries : undefined;
   const fleet: FleetNode = {
     name: inv.node,
     address: inv.address ?? "",
@@ -405,7 +436,7 @@ export function recordOf(inv: NodeInventory): InventoryRecord {
       const createdAt = epochMs(t.createdAt);
       return [{ template: t.template, net, size, ...(t.contentDigest ? { contentDigest: t.contentDigest } : {}), ...(createdAt === undefined ? {} : { createdAt }) }];
     }),
-    entries: (inv.entries ?? []).flatMap((e): FleetEntry[] => {
+    entries: reuse ?? (inv.entries ?? []).flatMap((e): FleetEntry[] => {
       if (!e.id) return []; // the e2b surface and the relay address sandboxes by claim id only
       const deadline = epochMs(e.deadline);
       const claimedAt = epochMs(e.claimedAt);

@@ -102,6 +102,17 @@ export class SandboxChanges {
     const nodes = this.o.fleet.fresh();
     const last = this.nodes;
     if (nodes.length === last.length && nodes.every((r, i) => r === last[i])) return;
+    // A node whose new record carries the same rows array as its last (a publish that changed only its root) has the
+    // same rendered sandboxes (store.ts): neither removed nor added, so a steady publish wave costs nothing per row.
+    const lastByName = new Map(last.map((r) => [r.name, r] as const));
+    const sameRows = new Set<InventoryRecord>();
+    for (const rec of nodes) {
+      const prev = lastByName.get(rec.name);
+      if (prev && prev !== rec && prev.inventory.entries !== undefined && prev.inventory.entries === rec.inventory.entries) {
+        sameRows.add(rec);
+        sameRows.add(prev);
+      }
+    }
     const now = new Set(nodes);
     const before = new Set(last);
     // Each touched key's holders as they were before this event.
@@ -116,7 +127,7 @@ export class SandboxChanges {
       return list;
     };
     for (const rec of last) {
-      if (now.has(rec)) continue;
+      if (now.has(rec) || sameRows.has(rec)) continue;
       for (const s of this.o.sandboxesOf(rec)) {
         const list = touch(keyOf(s));
         const i = list.indexOf(s);
@@ -124,7 +135,7 @@ export class SandboxChanges {
       }
     }
     for (const rec of nodes) {
-      if (before.has(rec)) continue;
+      if (before.has(rec) || sameRows.has(rec)) continue;
       for (const s of this.o.sandboxesOf(rec)) {
         const list = touch(keyOf(s));
         // Node-name order; a node holding the name twice keeps its inventory order (as a list sorts them).
