@@ -85,7 +85,10 @@ export class InventoryFleet implements FleetSource {
     this.informer = new Informer<RawInventory>(o.client, NodeInventories, { log: o.log });
     this.nodeInformer = new Informer(o.client, Nodes, { log: o.log });
     this.shardInformer = new Informer<RawShard>(o.client, NodeInventoryShards, { log: o.log });
-    const rebuild = () => this.rebuild();
+    // Every event rebuilds once per burst (queueRebuild), not once each: a reader's first LIST delivers every root and
+    // Node as one synchronous loop of adds, and a rebuild per add walked every root so far (quadratic in nodes on
+    // every restart), warning of each sharded node whose shards had not been listed yet.
+    const rebuild = () => this.queueRebuild();
     const shardEvent = (raw: RawShard, gone: boolean) => {
       const node = typeof raw.node === "string" ? raw.node : "";
       const name = raw.metadata?.name ?? "";
@@ -339,7 +342,7 @@ export class InventoryFleet implements FleetSource {
     if (!complete(chosen)) {
       const older = [...sets.values()].filter((x) => x.generation < named.generation && complete(x)).sort((a, b) => b.generation - a.generation)[0];
       if (older) chosen = older;
-      else if (!this.warnedIncomplete.has(`${root.node}/${named.generation}/${named.count}`)) {
+      else if (this.shardInformer.hasSynced() && !this.warnedIncomplete.has(`${root.node}/${named.generation}/${named.count}`)) {
         // Once per set: a node's first set may reach us shard by shard after its root.
         this.warnedIncomplete.add(`${root.node}/${named.generation}/${named.count}`);
         if (this.warnedIncomplete.size > 4096) this.warnedIncomplete.clear();
