@@ -64,13 +64,13 @@ export class InventoryFleet implements FleetSource {
   private readonly nodeInformer: Informer<NodeAddresses & { metadata?: { name?: string; resourceVersion?: string } }>;
   private readonly networks: TrustedNetworks;
   /** Per inventory name: the version refused and why, so it is neither re-parsed nor re-logged until it changes. */
-  private readonly refused = new Map<string, { rv: string; reason: string }>();
+  private readonly refused = new Map<string, { rv: Version; reason: string }>();
   private readonly clock: Clock;
   private readonly log?: Logger;
   /** Sorted by name; replaced (never mutated) on every event, so a reader may hold one. */
   private records: readonly InventoryRecord[] = [];
   /** Per object name: the resourceVersion its record was built from, so an unchanged node is not re-rendered. */
-  private readonly built = new Map<string, { rv: string; record: InventoryRecord }>();
+  private readonly built = new Map<string, { rv: Version; record: InventoryRecord }>();
   private readonly listeners = new Set<() => void>();
   private started = false;
   /** Claim rate and refill time per key, observed on every inventory change (docs/fleet.md "Demand"). */
@@ -260,13 +260,15 @@ export class InventoryFleet implements FleetSource {
       const node = this.nodeInformer.get(typeof raw.node === "string" ? raw.node : "");
       // The record depends on its Node too: a Node that loses the address, or goes away, withdraws its trust.
       const nodeName = typeof raw.node === "string" ? raw.node : "";
-      const rv = `${raw.metadata?.resourceVersion ?? ""}/${node ? addressesKey(node) : "-"}/${this.shardEpoch.get(nodeName) ?? 0}`;
+      // Compared, not concatenated into a key: this runs for every root on every event.
+      const rv: Version = { rv: raw.metadata?.resourceVersion ?? "", node, epoch: this.shardEpoch.get(nodeName) ?? 0 };
       const cached = this.built.get(name);
-      if (cached && cached.rv === rv) {
+      if (cached && sameVersion(cached.rv, rv)) {
         next.push(cached.record);
         continue;
       }
-      if (this.refused.get(name)?.rv === rv) continue;
+      const refusedAs = this.refused.get(name);
+      if (refusedAs && sameVersion(refusedAs.rv, rv)) continue;
       const parsed = NodeInventory.safeParse(raw);
       if (!parsed.success) {
         // One malformed object must not take the fleet down: skip it, say which and why.
@@ -292,7 +294,8 @@ export class InventoryFleet implements FleetSource {
     for (const name of [...this.built.keys()]) if (!seen.has(name)) this.built.delete(name);
     for (const node of [...this.mergedRows.keys()]) if (!seen.has(node)) this.mergedRows.delete(node);
     for (const name of [...this.refused.keys()]) if (!seen.has(name)) this.refused.delete(name);
-    next.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    // The informer keeps its order between events, so the list is usually sorted already: checked in one pass.
+    if (!sortedByName(next)) next.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     this.records = next;
     this.demand.observe(this.fresh().map((r) => r.fleet));
     for (const fn of this.listeners) {
@@ -405,6 +408,25 @@ function byNameThenId(a: InventoryEntry, b: InventoryEntry): number {
   const ai = a.id ?? "";
   const bi = b.id ?? "";
   return ai < bi ? -1 : ai > bi ? 1 : 0;
+}
+
+/** What a node's record was built from: its root's version, its Node (by addresses) and its shard epoch. */
+interface Version {
+  rv: string;
+  node: NodeAddresses | undefined;
+  epoch: number;
+}
+
+/** The same inputs: a Node heartbeat that left the addresses alone changes nothing. */
+function sameVersion(a: Version, b: Version): boolean {
+  if (a.rv !== b.rv || a.epoch !== b.epoch) return false;
+  if (a.node === b.node) return true;
+  return a.node !== undefined && b.node !== undefined && addressesKey(a.node) === addressesKey(b.node);
+}
+
+function sortedByName(records: readonly InventoryRecord[]): boolean {
+  for (let i = 1; i < records.length; i++) if (records[i - 1]!.name > records[i]!.name) return false;
+  return true;
 }
 
 /** What of a Node the trust verdict reads: its addresses, in order. */
