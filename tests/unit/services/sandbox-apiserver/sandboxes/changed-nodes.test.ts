@@ -14,7 +14,7 @@ const inv = (node: string, publishedAt: string, entries: NodeInventory["entries"
   publishedAt,
   ...(entries ? { entries } : {}),
 });
-const rows = (n: string) => [{ name: `team/${n}`, id: `sb_${n.padStart(16, "0")}`, phase: "Running" }];
+const rows = (n: string): NonNullable<NodeInventory["entries"]> => [{ name: `team/${n}`, id: `sb_${n.padStart(16, "0")}`, phase: "Running" }];
 const names = (l: readonly InventoryRecord[]) => l.map((r) => `${r.name}@${r.inventory.publishedAt}`);
 
 test("same nodes: a root-only republish is unchanged, new rows are a removal and an addition, an identical record nothing", () => {
