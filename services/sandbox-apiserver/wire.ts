@@ -109,7 +109,11 @@ export async function startApiserver(o: StartOptions): Promise<RunningApiserver>
       lagSeen.set(r.name, r.publishedAt);
       metrics.publishLag.observe({ node: r.name }, Math.max(0, (now - r.publishedAt) / 1000));
     }
-    for (const name of [...lagSeen.keys()]) if (!fleet.all().some((r) => r.name === name)) lagSeen.delete(name);
+    // A set, not a scan of every record per name: this runs on every inventory event, N times a publish wave.
+    if (lagSeen.size > fleet.all().length) {
+      const present = new Set(fleet.all().map((r) => r.name));
+      for (const name of [...lagSeen.keys()]) if (!present.has(name)) lagSeen.delete(name);
+    }
   };
   observeFleet();
   shutdown.addCloser("publish lag", async () => unobserveFleet());

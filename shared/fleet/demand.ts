@@ -147,7 +147,8 @@ export class DemandMeter implements DemandReader {
         node,
         seenAt: now,
         stamp,
-        ids: new Set(node.entries.map((e) => e.id)),
+        // The same rows array as last time (a publish that changed only the root): the same ids, not rebuilt per row.
+        ids: prev && prev.node.entries === node.entries ? prev.ids : new Set(node.entries.map((e) => e.id)),
         pools: new Map(node.pools.map((p) => [poolKeyString(p), { warm: p.warm, target: p.target }])),
         open: prev?.open ?? new Map(),
       };
@@ -184,7 +185,7 @@ export class DemandMeter implements DemandReader {
     const countedClaims = new Map<string, number>();
     const claimedAt = new Map<string, { from: number; to: number }[]>();
     const unknown = { from: prev.stamp, to: next.stamp };
-    for (const e of next.node.entries) {
+    for (const e of next.ids === prev.ids ? [] : next.node.entries) {
       if (prev.ids.has(e.id) || !e.template) continue;
       const k = byTemplate.get(e.template);
       if (!k) continue; // not a pool claim (a built template, a snapshot restore)
@@ -197,7 +198,10 @@ export class DemandMeter implements DemandReader {
       stamped.push(at);
     }
     // Own and canary claims listed now are settled; the rest may explain a drop below.
-    for (const id of next.ids) this.pending.delete(id);
+    // Whichever is smaller is walked: the pending claims (at most PENDING_MAX) or the node's rows (2,000 at capacity).
+    if (this.pending.size < next.ids.size) {
+      for (const id of [...this.pending.keys()]) if (next.ids.has(id)) this.pending.delete(id);
+    } else for (const id of next.ids) this.pending.delete(id);
     for (const [k, pool] of next.pools) {
       const before = prev.pools.get(k);
       let claims = seenClaims.get(k) ?? 0;

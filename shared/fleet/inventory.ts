@@ -57,18 +57,20 @@ export class InventoryFleet implements FleetSource {
   private readonly shardEpoch = new Map<string, number>();
   /** Per shard name: the version parsed and its result (null: refused), so an unchanged shard is parsed once. */
   private readonly parsedShards = new Map<string, { rv: string; shard: NodeInventoryShard | null }>();
+  /** Per node: the rows last merged from its shards, and the shard epoch and set they were merged for. */
+  private readonly mergedRows = new Map<string, { epoch: number; generation: number; count: number; entries: InventoryEntry[] | undefined }>();
   /** Sets already logged as incomplete (node/generation/count), bounded. */
   private readonly warnedIncomplete = new Set<string>();
   private readonly nodeInformer: Informer<NodeAddresses & { metadata?: { name?: string; resourceVersion?: string } }>;
   private readonly networks: TrustedNetworks;
   /** Per inventory name: the version refused and why, so it is neither re-parsed nor re-logged until it changes. */
-  private readonly refused = new Map<string, { rv: string; reason: string }>();
+  private readonly refused = new Map<string, { rv: Version; reason: string }>();
   private readonly clock: Clock;
   private readonly log?: Logger;
   /** Sorted by name; replaced (never mutated) on every event, so a reader may hold one. */
   private records: readonly InventoryRecord[] = [];
   /** Per object name: the resourceVersion its record was built from, so an unchanged node is not re-rendered. */
-  private readonly built = new Map<string, { rv: string; record: InventoryRecord }>();
+  private readonly built = new Map<string, { rv: Version; record: InventoryRecord }>();
   private readonly listeners = new Set<() => void>();
   private started = false;
   /** Claim rate and refill time per key, observed on every inventory change (docs/fleet.md "Demand"). */
@@ -83,7 +85,10 @@ export class InventoryFleet implements FleetSource {
     this.informer = new Informer<RawInventory>(o.client, NodeInventories, { log: o.log });
     this.nodeInformer = new Informer(o.client, Nodes, { log: o.log });
     this.shardInformer = new Informer<RawShard>(o.client, NodeInventoryShards, { log: o.log });
-    const rebuild = () => this.rebuild();
+    // Every event rebuilds once per burst (queueRebuild), not once each: a reader's first LIST delivers every root and
+    // Node as one synchronous loop of adds, and a rebuild per add walked every root so far (quadratic in nodes on
+    // every restart), warning of each sharded node whose shards had not been listed yet.
+    const rebuild = () => this.queueRebuild();
     const shardEvent = (raw: RawShard, gone: boolean) => {
       const node = typeof raw.node === "string" ? raw.node : "";
       const name = raw.metadata?.name ?? "";
@@ -255,13 +260,15 @@ export class InventoryFleet implements FleetSource {
       const node = this.nodeInformer.get(typeof raw.node === "string" ? raw.node : "");
       // The record depends on its Node too: a Node that loses the address, or goes away, withdraws its trust.
       const nodeName = typeof raw.node === "string" ? raw.node : "";
-      const rv = `${raw.metadata?.resourceVersion ?? ""}/${node ? addressesKey(node) : "-"}/${this.shardEpoch.get(nodeName) ?? 0}`;
+      // Compared, not concatenated into a key: this runs for every root on every event.
+      const rv: Version = { rv: raw.metadata?.resourceVersion ?? "", node, epoch: this.shardEpoch.get(nodeName) ?? 0 };
       const cached = this.built.get(name);
-      if (cached && cached.rv === rv) {
+      if (cached && sameVersion(cached.rv, rv)) {
         next.push(cached.record);
         continue;
       }
-      if (this.refused.get(name)?.rv === rv) continue;
+      const refusedAs = this.refused.get(name);
+      if (refusedAs && sameVersion(refusedAs.rv, rv)) continue;
       const parsed = NodeInventory.safeParse(raw);
       if (!parsed.success) {
         // One malformed object must not take the fleet down: skip it, say which and why.
@@ -280,13 +287,15 @@ export class InventoryFleet implements FleetSource {
         continue;
       }
       this.refused.delete(name);
-      const record = recordOf(parsed.data.shards && shardsAreCurrent(raw) ? this.withShardRows(parsed.data) : parsed.data);
+      const record = recordOf(parsed.data.shards && shardsAreCurrent(raw) ? this.withShardRows(parsed.data) : parsed.data, cached?.record);
       this.built.set(name, { rv, record });
       next.push(record);
     }
     for (const name of [...this.built.keys()]) if (!seen.has(name)) this.built.delete(name);
+    for (const node of [...this.mergedRows.keys()]) if (!seen.has(node)) this.mergedRows.delete(node);
     for (const name of [...this.refused.keys()]) if (!seen.has(name)) this.refused.delete(name);
-    next.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    // The informer keeps its order between events, so the list is usually sorted already: checked in one pass.
+    if (!sortedByName(next)) next.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     this.records = next;
     this.demand.observe(this.fresh().map((r) => r.fleet));
     for (const fn of this.listeners) {
@@ -308,6 +317,20 @@ export class InventoryFleet implements FleetSource {
    */
   private withShardRows(root: NodeInventory): NodeInventory {
     const named = root.shards!;
+    // A node's publish at steady state changes only its root (`publishedAt`): when no shard of it changed since and
+    // the root names the same set, its rows are the merge of last time, reused as the same array so every reader's
+    // rendering of them is reused too (recordOf, the aggregated API's objects). Without it a wave of N nodes at
+    // steady state re-merged, re-sorted and re-rendered every row of the fleet (docs/scaling.md).
+    const epoch = this.shardEpoch.get(root.node) ?? 0;
+    const memo = this.mergedRows.get(root.node);
+    if (memo && memo.epoch === epoch && memo.generation === named.generation && memo.count === named.count) return withEntries(root, memo.entries);
+    const entries = this.mergeShardRows(root);
+    this.mergedRows.set(root.node, { epoch, generation: named.generation, count: named.count, entries });
+    return withEntries(root, entries);
+  }
+
+  private mergeShardRows(root: NodeInventory): InventoryEntry[] | undefined {
+    const named = root.shards!;
     const sets = new Map<string, { generation: number; count: number; shards: NodeInventoryShard[] }>();
     for (const [name, raw] of this.shardsByNode.get(root.node) ?? []) {
       const shard = this.parseShard(name, raw);
@@ -322,7 +345,7 @@ export class InventoryFleet implements FleetSource {
     if (!complete(chosen)) {
       const older = [...sets.values()].filter((x) => x.generation < named.generation && complete(x)).sort((a, b) => b.generation - a.generation)[0];
       if (older) chosen = older;
-      else if (!this.warnedIncomplete.has(`${root.node}/${named.generation}/${named.count}`)) {
+      else if (this.shardInformer.hasSynced() && !this.warnedIncomplete.has(`${root.node}/${named.generation}/${named.count}`)) {
         // Once per set: a node's first set may reach us shard by shard after its root.
         this.warnedIncomplete.add(`${root.node}/${named.generation}/${named.count}`);
         if (this.warnedIncomplete.size > 4096) this.warnedIncomplete.clear();
@@ -335,10 +358,7 @@ export class InventoryFleet implements FleetSource {
     const entries: InventoryEntry[] = [];
     for (const sh of chosen?.shards ?? []) if (sh.entries) for (const e of sh.entries) entries.push(e);
     entries.sort(byNameThenId);
-    const merged: NodeInventory = { ...root };
-    if (entries.length > 0) merged.entries = entries;
-    else delete merged.entries;
-    return merged;
+    return entries.length > 0 ? entries : undefined;
   }
 
   private parseShard(name: string, raw: RawShard): NodeInventoryShard | null {
@@ -351,6 +371,14 @@ export class InventoryFleet implements FleetSource {
     this.parsedShards.set(name, { rv, shard });
     return shard;
   }
+}
+
+/** The root with `entries` set to the merged rows (absent when none). */
+function withEntries(root: NodeInventory, entries: InventoryEntry[] | undefined): NodeInventory {
+  const merged: NodeInventory = { ...root };
+  if (entries) merged.entries = entries;
+  else delete merged.entries;
+  return merged;
 }
 
 /**
@@ -382,13 +410,41 @@ function byNameThenId(a: InventoryEntry, b: InventoryEntry): number {
   return ai < bi ? -1 : ai > bi ? 1 : 0;
 }
 
-/** What of a Node the trust verdict reads: its addresses, in order. */
-function addressesKey(node: NodeAddresses): string {
-  return JSON.stringify((node.status?.addresses ?? []).map((a) => a.address ?? ""));
+/** What a node's record was built from: its root's version, its Node (by addresses) and its shard epoch. */
+interface Version {
+  rv: string;
+  node: NodeAddresses | undefined;
+  epoch: number;
 }
 
-export function recordOf(inv: NodeInventory): InventoryRecord {
+/** The same inputs: a Node heartbeat that left the addresses alone changes nothing. */
+function sameVersion(a: Version, b: Version): boolean {
+  if (a.rv !== b.rv || a.epoch !== b.epoch) return false;
+  if (a.node === b.node) return true;
+  return a.node !== undefined && b.node !== undefined && addressesKey(a.node) === addressesKey(b.node);
+}
+
+function sortedByName(records: readonly InventoryRecord[]): boolean {
+  for (let i = 1; i < records.length; i++) if (records[i - 1]!.name > records[i]!.name) return false;
+  return true;
+}
+
+/** What of a Node the trust verdict reads: its addresses, in order. */
+function addressesKey(node: NodeAddresses): string {
+  // Every rebuild asks it of every node's Node: once per Node object (the informer replaces it on change).
+  let key = addressKeys.get(node);
+  if (key === undefined) addressKeys.set(node, (key = JSON.stringify((node.status?.addresses ?? []).map((a) => a.address ?? ""))));
+  return key;
+}
+const addressKeys = new WeakMap<object, string>();
+
+/**
+ * One node's record. `previous` is the node's last record: when its rows are the very array this one carries (a
+ * publish that changed only the root), their rendering is reused instead of parsed again (2,000 rows' metadata each).
+ */
+export function recordOf(inv: NodeInventory, previous?: InventoryRecord): InventoryRecord {
   const publishedAt = epochMs(inv.publishedAt);
+  const reuse = previous !== undefined && inv.entries !== undefined && previous.inventory.entries === inv.entries ? previous.fleet.entries : undefined;
   const fleet: FleetNode = {
     name: inv.node,
     address: inv.address ?? "",
@@ -405,7 +461,7 @@ export function recordOf(inv: NodeInventory): InventoryRecord {
       const createdAt = epochMs(t.createdAt);
       return [{ template: t.template, net, size, ...(t.contentDigest ? { contentDigest: t.contentDigest } : {}), ...(createdAt === undefined ? {} : { createdAt }) }];
     }),
-    entries: (inv.entries ?? []).flatMap((e): FleetEntry[] => {
+    entries: reuse ?? (inv.entries ?? []).flatMap((e): FleetEntry[] => {
       if (!e.id) return []; // the e2b surface and the relay address sandboxes by claim id only
       const deadline = epochMs(e.deadline);
       const claimedAt = epochMs(e.claimedAt);

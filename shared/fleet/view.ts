@@ -1,7 +1,7 @@
 // Reads over a fleet snapshot that every consumer shares (the e2b surface, the relay): the inventory freshness
 // rule, the namespace of a claim_ref, entry lookup by either id spelling, and claim placement candidates.
 // Pure functions: the sources (mesh.ts, the Kubernetes one) produce FleetNode lists, these read them.
-import { sameSandboxId } from "../envd-token/index.ts";
+import { publicSandboxId } from "../envd-token/index.ts";
 import { POD_UID_METADATA_KEY, type PoolKey } from "../sandboxd/index.ts";
 import type { FleetEntry, FleetNode } from "./types.ts";
 
@@ -42,15 +42,55 @@ export interface EntryHit {
  * empty matches every namespace (the proxy's empty `--namespace`).
  */
 export function findEntry(nodes: readonly FleetNode[], requestedId: string, namespace?: string): EntryHit | undefined {
+  // sameSandboxId's two spellings, looked up instead of compared with every row: the raw id as given, and its
+  // lowercase against each row's public rendering. A scan was the proxy's and the e2b surface's cost per lookup at
+  // fleet size (400,000 rows: a regex per row per request; docs/scaling.md).
+  const raw = requestedId.trim();
+  const lower = raw.toLowerCase();
   for (const node of nodes) {
     if (!node.address) continue;
-    for (const entry of node.entries) {
-      if (!sameSandboxId(requestedId, entry.id)) continue;
+    const index = idIndexOf(node.entries);
+    const a = index.raw.get(raw);
+    const b = index.pub.get(lower);
+    if (!a && !b) continue;
+    const hits = a && b ? [...new Set([...a, ...b])].sort((x, y) => x - y) : (a ?? b)!;
+    for (const i of hits) {
+      const entry = node.entries[i]!;
       if (namespace && entry.namespace !== namespace) continue;
       return { node, entry };
     }
   }
   return undefined;
+}
+
+interface IdIndex {
+  /** Row positions by raw claim id. */
+  raw: Map<string, number[]>;
+  /** Row positions by the public rendering of the claim id (publicSandboxId). */
+  pub: Map<string, number[]>;
+}
+
+/**
+ * Per rows array, built on first lookup: a node's record is replaced on every publish, but a publish that changed only
+ * its root keeps the same rows array (shared/fleet/inventory.ts), so the index is built once per change of its rows.
+ */
+const idIndexes = new WeakMap<readonly FleetEntry[], IdIndex>();
+
+function idIndexOf(entries: readonly FleetEntry[]): IdIndex {
+  let index = idIndexes.get(entries);
+  if (index) return index;
+  index = { raw: new Map(), pub: new Map() };
+  const add = (m: Map<string, number[]>, k: string, i: number) => {
+    const l = m.get(k);
+    if (l) l.push(i);
+    else m.set(k, [i]);
+  };
+  entries.forEach((e, i) => {
+    add(index!.raw, e.id, i);
+    add(index!.pub, publicSandboxId(e.id), i);
+  });
+  idIndexes.set(entries, index);
+  return index;
 }
 
 /** Every entry of a namespace across the fleet (lists). */

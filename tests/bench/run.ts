@@ -7,7 +7,7 @@
 //
 //   bun run bench                  everything (about 10 min on 2 cores)
 //   bun run bench -- claims        only the groups whose name contains "claims" (groups: claims, idle, latency,
-//                                  deletes, throughput, rss, e2b, e2b-ab, relay-cpu, stack, apiserver, ramp, sleep, inventory); the run file then holds those groups'
+//                                  deletes, throughput, rss, e2b, e2b-ab, relay-cpu, stack, apiserver, ramp, sleep, inventory, fleet); the run file then holds those groups'
 //                                  figures and, marked with the run they came from, the other groups' figures of the
 //                                  newest earlier run
 import { mkdirSync } from "node:fs";
@@ -26,6 +26,7 @@ import { stackFigures } from "./stack.bench.ts";
 import { rampFigures } from "./warmpool-ramp.bench.ts";
 import { sleepFigures } from "./sleep.bench.ts";
 import { inventoryFigures } from "./inventory.bench.ts";
+import { fleetFigures } from "./fleet.bench.ts";
 import { idleFigures } from "./vk-sandbox-idle.bench.ts";
 import { latencyFigures, throughputFigures, type Figure } from "./vk-sandbox-pods.bench.ts";
 import { RESULTS_DIR, latestRun, writeRun, type BenchRun, type RunFigure } from "./results.ts";
@@ -91,6 +92,8 @@ await group("apiserver", apiserverFigures);
 await group("ramp", rampFigures);
 await group("sleep", sleepFigures);
 await group("inventory", inventoryFigures);
+// 200 simulated nodes × 2,000 sandboxes by default (FLEET_NODES, FLEET_SANDBOXES): the longest group by far.
+await group("fleet", fleetFigures);
 
 // A filtered run carries the other groups forward from the newest earlier run, each marked with where it came from.
 if (only.length > 0) {

@@ -102,8 +102,7 @@ export class SandboxChanges {
     const nodes = this.o.fleet.fresh();
     const last = this.nodes;
     if (nodes.length === last.length && nodes.every((r, i) => r === last[i])) return;
-    const now = new Set(nodes);
-    const before = new Set(last);
+    const { removed, added } = changedNodes(last, nodes);
     // Each touched key's holders as they were before this event.
     const touched = new Map<string, Sandbox[]>();
     const touch = (key: string): Sandbox[] => {
@@ -115,16 +114,14 @@ export class SandboxChanges {
       }
       return list;
     };
-    for (const rec of last) {
-      if (now.has(rec)) continue;
+    for (const rec of removed) {
       for (const s of this.o.sandboxesOf(rec)) {
         const list = touch(keyOf(s));
         const i = list.indexOf(s);
         if (i >= 0) list.splice(i, 1);
       }
     }
-    for (const rec of nodes) {
-      if (before.has(rec)) continue;
+    for (const rec of added) {
       for (const s of this.o.sandboxesOf(rec)) {
         const list = touch(keyOf(s));
         // Node-name order; a node holding the name twice keeps its inventory order (as a list sorts them).
@@ -162,4 +159,37 @@ export class SandboxChanges {
       }
     }
   }
+}
+
+/**
+ * The records of `last` whose sandboxes leave and those of `nodes` whose sandboxes arrive. A node whose new record
+ * carries the same rows array as its last (a publish that changed only its root) has the same rendered sandboxes
+ * (store.ts): it is in neither, so a steady publish wave costs nothing per row. Both lists are sorted by name
+ * (InventoryFleet.fresh()), so a fleet whose nodes did not come or go is paired in one pass with no set or map.
+ */
+export function changedNodes(last: readonly InventoryRecord[], nodes: readonly InventoryRecord[]): { removed: InventoryRecord[]; added: InventoryRecord[] } {
+  const removed: InventoryRecord[] = [];
+  const added: InventoryRecord[] = [];
+  const sameRows = (a: InventoryRecord, b: InventoryRecord) => a.inventory.entries !== undefined && a.inventory.entries === b.inventory.entries;
+  if (last.length === nodes.length && nodes.every((r, i) => r.name === last[i]!.name)) {
+    nodes.forEach((rec, i) => {
+      const prev = last[i]!;
+      if (rec === prev || sameRows(prev, rec)) return;
+      removed.push(prev);
+      added.push(rec);
+    });
+    return { removed, added };
+  }
+  const lastByName = new Map(last.map((r) => [r.name, r] as const));
+  const kept = new Set<InventoryRecord>();
+  for (const rec of nodes) {
+    const prev = lastByName.get(rec.name);
+    if (prev && (prev === rec || sameRows(prev, rec))) {
+      kept.add(rec);
+      kept.add(prev);
+    }
+  }
+  for (const rec of last) if (!kept.has(rec)) removed.push(rec);
+  for (const rec of nodes) if (!kept.has(rec)) added.push(rec);
+  return { removed, added };
 }

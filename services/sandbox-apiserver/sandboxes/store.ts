@@ -45,10 +45,14 @@ export class SandboxReader {
    * the same record object while a node's resourceVersion is unchanged, so lists and the watch changes (changes.ts) reuse
    * the rendering instead of synthesizing the whole fleet each time. Rendered objects are shared: never mutate one.
    */
-  private readonly rendered = new WeakMap<InventoryRecord, Map<string, Sandbox[]>>();
+  private readonly rendered = new WeakMap<object, Map<string, Sandbox[]>>();
 
   private byNamespace(rec: InventoryRecord): Map<string, Sandbox[]> {
-    let m = this.rendered.get(rec);
+    // Keyed by the rows array, not the record: a node's publish that changed only its root (`publishedAt`) gets a new
+    // record with the same rows (shared/fleet/inventory.ts), whose rendering is the same objects. A rows array belongs
+    // to one node, and a rendering depends only on the rows and the node's name.
+    const key = rec.inventory.entries ?? rec;
+    let m = this.rendered.get(key);
     if (!m) {
       m = new Map();
       for (const e of rec.inventory.entries ?? []) {
@@ -58,7 +62,7 @@ export class SandboxReader {
         if (list) list.push(s);
         else m.set(ns, [s]);
       }
-      this.rendered.set(rec, m);
+      this.rendered.set(key, m);
     }
     return m;
   }

@@ -491,6 +491,27 @@ describe("the sharded form (issue 29, docs/inventory.md): a node's rows in NodeI
     await expect(cluster.apply([shard("sh", 1, 3, 2, [1])])).rejects.toThrow(/index must be below count/);
   });
 
+  test("a publish that changes only the root keeps the node's rows as the same arrays (nothing re-merged or re-rendered); a shard change brings the new rows", async () => {
+    await ensureNode("sh");
+    await cluster.apply([shard("sh", 1, 0, 2, [0, 2]), shard("sh", 1, 1, 2, [1]), root("sh", 1, 2)]);
+    await waitFor("the rows", () => (ids("sh").length === 3 ? true : undefined), 10_000, 20);
+    const first = fleet.freshNode("sh")!;
+    // The next publish at steady state: a new publishedAt, no shard written.
+    await cluster.apply([root("sh", 1, 2, { publishedAt: iso(clock.now() + 1000) })]);
+    await waitFor("the new stamp", () => (fleet.freshNode("sh") !== first ? true : undefined), 10_000, 20);
+    const second = fleet.freshNode("sh")!;
+    expect(second.publishedAt).toBe(clock.now() + 1000);
+    expect(second.inventory.entries).toBe(first.inventory.entries);
+    expect(second.fleet.entries).toBe(first.fleet.entries);
+    // One shard rewritten (a claim): its rows are read again, the others' with them.
+    await cluster.apply([shard("sh", 1, 1, 2, [1, 3])]);
+    await waitFor("the new row", () => (ids("sh").length === 4 ? true : undefined), 10_000, 20);
+    const third = fleet.freshNode("sh")!;
+    expect(third.fleet.entries).not.toBe(first.fleet.entries);
+    expect(ids("sh")).toEqual(idsOf([0, 1, 2, 3]));
+    expect(third.fleet.entries.find((e) => e.id === row(3).id)?.metadata).toEqual({ i: "3" });
+  });
+
   test("a root without shards (the upstream Go daemon, or --inventory-format=single) lists its own entries and ignores leftover shards", async () => {
     await ensureNode("sh");
     await cluster.apply([shard("sh", 1, 0, 1, [0, 1])]);

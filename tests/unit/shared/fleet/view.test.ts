@@ -39,6 +39,27 @@ describe("lookups", () => {
     expect(findEntry(nodes, "sb_00000000000000ab", "team-a")?.entry.id).toBe(entry.id);
     expect(findEntry(nodes, "sb-00000000000000ab", "team-b")).toBeUndefined();
   });
+  test("the same id twice on a node (two namespaces): the first in row order that matches the namespace; upper case and whitespace as sameSandboxId takes them", () => {
+    const a = { id: "sb_00000000000000cd", name: "team-a/x", namespace: "team-a", phase: "Running" as const };
+    const b = { ...a, name: "team-b/x", namespace: "team-b" };
+    const twice = [node("n0", undefined, { entries: [entry] }), node("n1", undefined, { entries: [a, b] })];
+    expect(findEntry(twice, "sb-00000000000000cd")?.entry).toBe(a);
+    expect(findEntry(twice, "sb_00000000000000cd", "team-b")?.entry).toBe(b);
+    expect(findEntry(twice, " SB-00000000000000CD ", "team-b")?.entry).toBe(b);
+    // The raw id is matched as given (sandboxd ids are lowercase): an upper-case underscore spelling names nothing.
+    expect(findEntry(twice, "SB_00000000000000CD")).toBeUndefined();
+    expect(findEntry(twice, "sb-00000000000000ce")).toBeUndefined();
+  });
+  test("a node's new rows array is looked up afresh (the index belongs to one array)", () => {
+    const first = node("n1", 1, { entries: [entry] });
+    expect(findEntry([first], "sb-00000000000000ab")?.entry).toBe(entry);
+    const moved = { ...entry, id: "sb_00000000000000ef" };
+    const next = { ...first, entries: [moved] };
+    expect(findEntry([next], "sb-00000000000000ab")).toBeUndefined();
+    expect(findEntry([next], "sb-00000000000000ef")?.entry).toBe(moved);
+    // A node without an address is no place to send anyone.
+    expect(findEntry([{ ...next, address: "" }], "sb-00000000000000ef")).toBeUndefined();
+  });
   test("namespace of a claim_ref: before the first slash, default without one", () => {
     expect(namespaceOfName("a/b/c")).toBe("a");
     expect(namespaceOfName("plain")).toBe("default");
