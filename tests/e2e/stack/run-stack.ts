@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { PORTS, type PortName } from "#scripts/stack/ports.ts";
+import { freePorts } from "#tests/kube/ports.ts";
 
 export const REPO = join(import.meta.dir, "../../..");
 
@@ -64,10 +65,13 @@ function processesUsing(dir: string): number[] {
 export async function startStack(args: string[], readyTimeoutMs = 120_000, extraEnv: Record<string, string> = {}): Promise<RunningStack> {
   const ports = {} as Record<PortName, number>;
   const env: Record<string, string> = { ...(process.env as Record<string, string>), ...extraEnv };
-  for (const name of Object.keys(PORTS) as PortName[]) {
-    ports[name] = await freePort();
-    env[PORTS[name].env] = String(ports[name]);
-  }
+  // All at once (each held until every one is chosen): one at a time, the kernel may hand the same port out twice.
+  const names = Object.keys(PORTS) as PortName[];
+  const chosen = freePorts(names.length);
+  names.forEach((name, i) => {
+    ports[name] = chosen[i]!;
+    env[PORTS[name].env] = String(chosen[i]);
+  });
   const stateDir = mkdtempSync(join(tmpdir(), "stack-test-state-"));
   env.STACK_STATE_DIR = stateDir;
   const started = performance.now();
