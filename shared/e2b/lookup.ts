@@ -7,7 +7,14 @@ import { rowBelongs, type Located, type NodeAccess } from "./nodes.ts";
 export type LookupNodes = Pick<NodeAccess, "locate" | "client" | "forget">;
 
 export class LiveLookup {
-  constructor(private readonly nodes: LookupNodes) {}
+  /**
+   * `gone` hears of each sandbox its owner node answered 404 for: the surface then answers it as killed here, so a
+   * fleet view still listing it (a listing taken before the reap, applied after) cannot bring it back for a while.
+   */
+  constructor(
+    private readonly nodes: LookupNodes,
+    private readonly gone: (ns: string, claimId: string) => void = () => undefined,
+  ) {}
 
   /** Locate, then read the row live (root): a 404 anywhere is `sandbox "<id>" not found`; other failures `fixed`. */
   async read(ns: string, id: string, fixed: string): Promise<{ loc: Located; row: SandboxDetail }> {
@@ -17,7 +24,10 @@ export class LiveLookup {
     try {
       row = await this.nodes.client(loc.address).get(loc.claimId);
     } catch (err) {
-      if (isSandboxdError(err) && err.status === 404) this.nodes.forget(ns, loc.claimId);
+      if (isSandboxdError(err) && err.status === 404) {
+        this.nodes.forget(ns, loc.claimId);
+        this.gone(ns, loc.claimId);
+      }
       throw fromNode(err, id, fixed);
     }
     // A Pod's microVM (stamped after the view last saw it) is not found here.

@@ -59,7 +59,8 @@ export class E2bSurface {
     const render = (this.render = new Renderer(settings, imageAliases, clock));
     const tokenForms = (this.tokenForms = new TokenForms(settings.envdSecret, settings.rootToken, clock));
     const events = (this.events = eventsOf(deps));
-    const lookup = (this.lookup = new LiveLookup(nodes));
+    const ownWrites = (this.ownWrites = new OwnWrites(clock));
+    const lookup = (this.lookup = new LiveLookup(nodes, (ns, claimId) => ownWrites.killed(ns, claimId)));
     const quotas = (this.quotas = new NamespaceQuotas({
       limits: settings.quotas ?? new Map(),
       defaults: settings.defaultQuota ?? { maxSandboxes: 0, createsPerSecond: 0, maxSnapshots: 0, snapshotsPerSecond: 0 },
@@ -70,7 +71,6 @@ export class E2bSurface {
     }));
     this.catalog = new TemplateCatalog(nodes, settings.aliases, imageAliases, settings.envdVersion);
     this.snapshots = new Snapshots(nodes, quotas);
-    const ownWrites = (this.ownWrites = new OwnWrites(clock));
     const idempotency = (this.idempotency = new IdempotentCreates({ nodes, ownWrites, tokenForms, render, clock }));
     this.creator = new SandboxCreator({ settings, nodes, catalog: this.catalog, snapshots: this.snapshots, quotas, render, ownWrites, idempotency, events, log, clock });
     this.sandboxes = new Sandboxes({ settings, nodes, lookup, quotas, render, tokenForms, ownWrites, events, clock });
