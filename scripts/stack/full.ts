@@ -89,13 +89,14 @@ export async function startFull(ctx: StackContext & { kubeletPorts: FullPorts })
 
   say("example SandboxTemplate + SandboxWarmPool (examples/warm-pool.yaml)");
   await cluster.apply(readFileSync(join(root, "examples", "warm-pool.yaml"), "utf8"));
-  // A build claims at once (no retry), so "ready" waits until every node has published warm capacity.
-  await waitFor("warm sandboxes in every node's NodeInventory", async () => {
+  // A build claims at once (no retry), and a user's first few creates should not meet a pool still filling (503
+  // "retry"), so "ready" waits until every node has published its pool filled to its target.
+  await waitFor("every node's warm pool filled in its NodeInventory", async () => {
     const r = await cluster.adminFetch("/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories");
     if (r.status !== 200) return false;
-    const list = (await r.json()) as { items?: { pools?: { warm: number }[] }[] };
+    const list = (await r.json()) as { items?: { pools?: { warm: number; target: number }[] }[] };
     const items = list.items ?? [];
-    return items.length === NODE_NAMES.length && items.every((i) => (i.pools ?? []).some((p) => p.warm > 0));
+    return items.length === NODE_NAMES.length && items.every((i) => (i.pools ?? []).some((p) => p.target > 0 && p.warm >= p.target));
   });
 
   return {
