@@ -32,11 +32,17 @@ function describeOne(i: Issue): string {
   return at ? `${at}: ${message}` : message;
 }
 
-/** The first MAX_ISSUES issues, each bounded, and how many more there were. */
-function describe(issues: readonly Issue[]): string {
-  const named = issues.slice(0, MAX_ISSUES).map(describeOne).join("; ");
-  return issues.length > MAX_ISSUES ? `${named}; and ${issues.length - MAX_ISSUES} more` : named;
+/**
+ * The first MAX_ISSUES of a client's items rendered and joined, then how many more there were: an error message names
+ * a bounded number of what the client sent, however many it sent.
+ */
+export function nameFirst<T>(items: readonly T[], render: (item: T) => string, separator: string, beforeMore = separator): string {
+  const named = items.slice(0, MAX_ISSUES).map(render).join(separator);
+  return items.length > MAX_ISSUES ? `${named}${beforeMore}and ${items.length - MAX_ISSUES} more` : named;
 }
+
+/** The first MAX_ISSUES issues, each bounded, and how many more there were. */
+const describe = (issues: readonly Issue[]): string => nameFirst(issues, describeOne, "; ");
 
 async function readCapped(req: Request): Promise<string> {
   const declared = Number(req.headers.get("content-length") ?? NaN);

@@ -6,6 +6,7 @@
 //     guarded-egress policy, set by the operator per pool and tenant, never per sandbox;
 //   - `volumeMounts`: the volume API is not offered, so there is no volume to mount;
 //   - `mcp`: MCP servers run in e2b's MCP gateway template, which this fleet does not offer.
+import { nameFirst } from "./body.ts";
 import { badRequest, type E2bError } from "./errors.ts";
 
 export const EGRESS_POLICY =
@@ -35,8 +36,7 @@ function egressFieldsIn(network: Record<string, unknown>, served: readonly strin
 
 function egressRefusal(prefix: string, fields: string[]): E2bError {
   // At most ten named (a body may hold thousands of keys), each name bounded.
-  const named = fields.slice(0, 10).map((f) => `${prefix}${f.slice(0, 100)} (${isEgressField(f) ? EGRESS_FIELDS[f] : "not a network option this server knows"})`);
-  const what = fields.length > named.length ? `${named.join(", ")} and ${fields.length - named.length} more` : named.join(", ");
+  const what = nameFirst(fields, (f) => `${prefix}${f.slice(0, 100)} (${isEgressField(f) ? EGRESS_FIELDS[f] : "not a network option this server knows"})`, ", ", " ");
   return badRequest(`${what} ${fields.length === 1 ? "is" : "are"} not supported: ${EGRESS_POLICY}; leave ${fields.length === 1 ? "it" : "them"} out (allow_internet_access chooses the egress lane)`);
 }
 
