@@ -4,7 +4,6 @@
 // on a signed URL. The quota and relay-cap 429s need flags the script does not take; they come from the same code
 // (shared/e2b/quotas.ts, shared/relay/answers.ts) and are run on sandbox-e2b (js.test.ts, python.test.ts).
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
 import { Sandbox, SandboxNotFoundError, TimeoutError } from "e2b";
 import { E2B_DOMAIN } from "#scripts/stack/mesh.ts";
 import { kubectlBinary } from "#tests/kube/peers.ts";
@@ -31,8 +30,7 @@ beforeAll(async () => {
   console.log(`full stack ready in ${stack.readySeconds.toFixed(1)} s`);
 }, 660_000);
 afterAll(async () => {
-  await stack?.stop();
-  if (stack) rmSync(stack.stateDir, { recursive: true, force: true });
+  await stack?.discard("errors-full-stack");
   rows.write();
 });
 

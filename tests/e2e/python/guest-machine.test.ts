@@ -88,8 +88,7 @@ nsDescribe("the full stack (bash scripts/stack.sh)", () => {
     stack = await startScriptStack([], 600_000);
   }, 660_000);
   afterAll(async () => {
-    await stack?.stop();
-    if (stack) rmSync(stack.stateDir, { recursive: true, force: true });
+    await stack?.discard("python-guest-machine");
   });
   test("the Python SDK sees a small machine per sandbox", async () => {
     // stack.sh prints which guest it took; the namespaced one, as root.

@@ -173,8 +173,7 @@ describe(FULL, () => {
   }, 660_000);
   afterAll(async () => {
     await stopTaps(u);
-    await stack?.stop();
-    if (stack) rmSync(stack.stateDir, { recursive: true, force: true });
+    await stack?.discard("python-matrix");
   });
   matrix(FULL, () => u);
 });

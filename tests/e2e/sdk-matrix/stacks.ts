@@ -66,8 +66,7 @@ export function onBothStacks(body: (target: () => Target) => void, o: { builds?:
       console.log(`full stack: first warm sandbox after ${((performance.now() - started) / 1000).toFixed(1)} s more`);
     }, 800_000);
     afterAll(async () => {
-      await stack?.stop();
-      if (stack) rmSync(stack.stateDir, { recursive: true, force: true });
+      await stack?.discard("sdk-matrix");
     });
     body(() => t);
   });

@@ -142,8 +142,7 @@ suite("full stack: a sandbox-envd-proxy on 127.0.0.1:443 relays api.<domain> to 
     await resolver?.stop();
     proxy?.kill("SIGTERM");
     await proxy?.exited;
-    await stack?.stop();
-    if (stack) rmSync(stack.stateDir, { recursive: true, force: true });
+    await stack?.discard("sdk-scheme");
   });
   scenarios(FULL_DOMAIN, () => stack.env.E2B_API_KEY!, () => resolver, () => addr);
 });

@@ -6,7 +6,6 @@
 // port or temp dir behind.
 import { waitFor } from "#tests/support/wait.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { kubectlBinary } from "#tests/kube/peers.ts";
 import { kubectl as runKubectl } from "#tests/kube/kubectl.ts";
@@ -33,8 +32,7 @@ beforeAll(async () => {
 }, 660_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  if (stack) rmSync(stack.stateDir, { recursive: true, force: true });
+  await stack?.discard("stack-full");
 });
 
 describe("full stack", () => {

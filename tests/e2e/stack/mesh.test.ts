@@ -3,7 +3,6 @@
 // A taken port is a clear message and exit 1 before anything starts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import net from "node:net";
-import { rmSync } from "node:fs";
 import { REPO, startStack, type RunningStack } from "./run-stack.ts";
 import { sdkScenarios } from "./sdk-scenarios.ts";
 import { Sandbox } from "e2b";
@@ -17,8 +16,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  if (stack) rmSync(stack.stateDir, { recursive: true, force: true });
+  await stack?.discard("stack-mesh");
 });
 
 describe("stack --mesh", () => {

@@ -1,7 +1,7 @@
 // Runs the local stack the way a new user does (`bash scripts/stack.sh [--mesh]` from the repo root), on free
 // ports and a throwaway state dir, reads the export lines it prints, and stops it with Ctrl-C (SIGINT).
 // `leftovers()` names whatever is still running or still on disk afterwards.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,6 +33,26 @@ export interface RunningStack {
   readySeconds: number;
   stop(): Promise<number>;
   leftovers(): Promise<string[]>;
+  /**
+   * Stops it if still running and removes its state dir, keeping its logs in tests/.out/stack-logs/<label>-<time>
+   * (the newest few): a failure met once in a long contended run can then be read afterwards.
+   */
+  discard(label: string): Promise<void>;
+}
+
+const STACK_LOGS = join(REPO, "tests", ".out", "stack-logs");
+/** How many stacks' logs are kept (each a few MB at most). */
+const STACK_LOGS_KEPT = 12;
+
+function archiveLogs(stateDir: string, label: string): void {
+  const logs = join(stateDir, "logs");
+  if (!existsSync(logs)) return;
+  mkdirSync(STACK_LOGS, { recursive: true });
+  cpSync(logs, join(STACK_LOGS, `${label.replace(/[^a-z0-9-]+/gi, "-")}-${new Date().toISOString().replace(/[:.]/g, "-")}`), { recursive: true });
+  const kept = readdirSync(STACK_LOGS)
+    .map((name) => ({ name, at: statSync(join(STACK_LOGS, name)).mtimeMs }))
+    .sort((a, b) => b.at - a.at);
+  for (const old of kept.slice(STACK_LOGS_KEPT)) rmSync(join(STACK_LOGS, old.name), { recursive: true, force: true });
 }
 
 async function portTaken(port: number): Promise<boolean> {
@@ -115,7 +135,7 @@ export async function startStack(args: string[], readyTimeoutMs = 120_000, extra
   }
   const workDir = /(\/\S*sandbox-stack-[^/\s]+)/.exec(out.join("\n"))?.[1];
   let stoppedCode: number | undefined;
-  return {
+  const stack: RunningStack = {
     proc,
     out,
     env: exported,
@@ -123,6 +143,11 @@ export async function startStack(args: string[], readyTimeoutMs = 120_000, extra
     stateDir,
     workDir,
     readySeconds,
+    async discard(label: string) {
+      await stack.stop();
+      archiveLogs(stateDir, label);
+      rmSync(stateDir, { recursive: true, force: true });
+    },
     async stop() {
       if (stoppedCode === undefined) {
         proc.kill("SIGINT");
@@ -145,4 +170,5 @@ export async function startStack(args: string[], readyTimeoutMs = 120_000, extra
       return left;
     },
   };
+  return stack;
 }

@@ -76,10 +76,7 @@ const exportLines = (s: RunningStack) => s.out.filter((l) => l.startsWith("expor
 const elsewhere = mkdtempSync(join(tmpdir(), "readme-newcomer-"));
 const stacks: RunningStack[] = [];
 afterAll(async () => {
-  for (const s of stacks) {
-    await s.stop();
-    rmSync(s.stateDir, { recursive: true, force: true });
-  }
+  for (const s of stacks) await s.discard("readme");
   rmSync(elsewhere, { recursive: true, force: true });
 });
 
