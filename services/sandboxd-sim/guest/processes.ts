@@ -6,8 +6,8 @@
 // attached to the process: the Start stream that spawned it and any Connect streams.
 import { spawn, type ChildProcess } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { statFields } from "./proc-stat.ts";
+import { existsSync, statSync } from "node:fs";
+import { OwnGroups, procSnapshot } from "./groups.ts";
 
 export interface ProcessConfig {
   cmd: string;
@@ -116,15 +116,7 @@ export class GuestProcess {
  */
 function terminalOf(leader: number): string | undefined {
   const children = new Map<number, number[]>();
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const ppid = Number(statFields(readFileSync(`/proc/${d}/stat`, "utf8"))[1]); // field 4: the parent
-      (children.get(ppid) ?? children.set(ppid, []).get(ppid)!).push(Number(d));
-    } catch {
-      // exited meanwhile
-    }
-  }
+  for (const { pid, ppid } of procSnapshot()) (children.get(ppid) ?? children.set(ppid, []).get(ppid)!).push(pid);
   const queue = [...(children.get(leader) ?? [])];
   while (queue.length) {
     const pid = queue.shift()!;
@@ -173,8 +165,8 @@ function inTerminal(c: ProcessConfig, size: { cols: number; rows: number }): [st
 
 export class ProcessTable {
   private readonly procs = new Map<number, GuestProcess>();
-  /** Every process group ever started here: a command's background children outlive their leader. */
-  private readonly groups = new Set<number>();
+  /** The process groups started here, while they are still theirs (groups.ts): a command's background children outlive their leader. */
+  private readonly groups = new OwnGroups();
   private paused = false;
 
   constructor(private readonly launcher?: Launcher) {}
@@ -250,31 +242,8 @@ export class ProcessTable {
     this.groups.clear();
   }
 
-  /**
-   * The groups started here plus the groups of every descendant still running: a command under a terminal
-   * (`script`) or one that called setsid leads a group of its own.
-   */
   private allGroups(): Set<number> {
-    const out = new Set(this.groups);
-    const children = new Map<number, { pid: number; pgid: number }[]>();
-    for (const d of readdirSync("/proc")) {
-      if (!/^\d+$/.test(d)) continue;
-      try {
-        const f = statFields(readFileSync(`/proc/${d}/stat`, "utf8"));
-        const ppid = Number(f[1]);
-        (children.get(ppid) ?? children.set(ppid, []).get(ppid)!).push({ pid: Number(d), pgid: Number(f[2]) });
-      } catch {
-        // exited meanwhile
-      }
-    }
-    const queue = [...this.groups];
-    while (queue.length) {
-      for (const c of children.get(queue.pop()!) ?? []) {
-        out.add(c.pgid);
-        queue.push(c.pid);
-      }
-    }
-    return out;
+    return this.groups.live();
   }
 
   private signalGroup(pgid: number, sig: NodeJS.Signals): void {

@@ -18,7 +18,7 @@ import { readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path";
 import { Freezer } from "./freezer.ts";
 import { removeTree } from "./layer.ts";
-import { statFields } from "./proc-stat.ts";
+import { startTimeOf } from "./groups.ts";
 
 export const BASE_PREFIX = "sandboxd-sim-guests-";
 const OWNER_FILE = "owner.json";
@@ -26,24 +26,15 @@ const NS_FILE = "ns.json";
 /** How long to wait for a dead instance's processes to go before removing its files anyway. */
 const REAP_WAIT_MS = 5_000;
 
-/** Field 22 of /proc/<pid>/stat: start time in clock ticks since boot (undefined: no such process). */
-function startTime(pid: number): string | undefined {
-  try {
-    return statFields(readFileSync(`/proc/${pid}/stat`, "utf8"))[19];
-  } catch {
-    return undefined;
-  }
-}
-
 /** Mark `baseDir` as this process's (the next simulator judges it dead once this process is gone). */
 export function markOwner(baseDir: string): void {
-  writeFileSync(join(baseDir, OWNER_FILE), JSON.stringify({ pid: process.pid, start: startTime(process.pid) }));
+  writeFileSync(join(baseDir, OWNER_FILE), JSON.stringify({ pid: process.pid, start: startTimeOf(process.pid) }));
 }
 
 /** Record a namespaced sandbox's PID namespace in its directory, for reapDead after a SIGKILL. */
 export function recordNamespace(dir: string, pid1: number, nsLink: string): void {
   try {
-    writeFileSync(join(dir, NS_FILE), JSON.stringify({ pid1, start: startTime(pid1), ns: nsLink }));
+    writeFileSync(join(dir, NS_FILE), JSON.stringify({ pid1, start: startTimeOf(pid1), ns: nsLink }));
   } catch {
     // the sandbox is being removed already
   }
@@ -57,7 +48,7 @@ function ownerAlive(baseDir: string): boolean | undefined {
     return undefined; // no owner file: not ours to judge
   }
   if (typeof owner.pid !== "number") return undefined;
-  const start = startTime(owner.pid);
+  const start = startTimeOf(owner.pid);
   return start !== undefined && start === owner.start;
 }
 
