@@ -52,6 +52,8 @@ export class WarmPoolDriver {
   private readonly sleepStatus: SleepStatusWriter;
   /** Per pool (`<ns>/<name>`): why it was last skipped, so its Event and log line come once per new reason. */
   private readonly skipped = new Map<string, string>();
+  /** Per node: the pool set last PUT, so a change of it is logged once (what each node was asked to keep warm). */
+  private readonly lastSet = new Map<string, string>();
 
   constructor(private readonly o: DriverOptions) {
     this.autoscaler = o.demand ? new Autoscaler(o.demand, o.clock, o.autoscale) : undefined;
@@ -112,6 +114,14 @@ export class WarmPoolDriver {
     }
   }
 
+  private logSetChange(node: string, pools: readonly { template: string; net: string; size: string; warm: number }[], eligible: number): void {
+    const set = pools.map((p) => `${p.template}/${p.net}/${p.size}=${p.warm}`).join(", ");
+    if (this.lastSet.get(node) === set) return;
+    this.lastSet.set(node, set);
+    if (this.lastSet.size > 4 * Math.max(eligible, 1024)) this.lastSet.clear(); // nodes that left: bounded
+    this.o.log.info({ node, pools: set || "(none)", eligibleNodes: eligible }, "warm-pool driver changed the node's pool set");
+  }
+
   async reconcile(poolList: readonly WarmPool[], template: (ns: string, name: string) => SandboxTemplate | undefined, signal?: AbortSignal): Promise<void> {
     const pools = [...poolList].sort((a, b) => {
       const ka = `${a.metadata.namespace}/${a.metadata.name}`;
@@ -138,6 +148,7 @@ export class WarmPoolDriver {
         const body = { pools: sets[i]! };
         try {
           const info = await this.o.clients.for(node.address).putPools(body, signal ? { signal } : {});
+          this.logSetChange(node.name, body.pools, nodes.length);
           // The node's answer replaces its inventory counts for this pass; a key it does not report has 0 warm.
           warm.set(node.name, new Map(info.pools.map((p) => [keyString(p.key), p.warm])));
           this.o.metrics?.driverActions.inc({ action: "put_pools", outcome: "ok" });

@@ -109,6 +109,8 @@ export class InventoryPublisher {
   private readonly loop: PeriodicLoop;
   private nodeSeen = false;
   private publishes = 0;
+  /** The pool targets of the last publish, so a change of them is logged once (not every warm count's move). */
+  private lastTargets: string | undefined;
   /** The address host last warned about, so the warning is logged once per change, not every publish. */
   private warnedHost: string | undefined;
   /** The NodeInventory CRD prunes `shards` (an older CRD): single form until restart. */
@@ -190,6 +192,11 @@ export class InventoryPublisher {
       return { published: false, reason: "apply-failed", error: e };
     }
     this.publishes++;
+    const targets = (result.inventory.pools ?? []).map((p) => `${p.template}/${p.net ?? "none"}/${p.size ?? "small"}=${p.target}`).join(", ");
+    if (targets !== this.lastTargets) {
+      this.lastTargets = targets;
+      log.info({ node: name, pools: targets || "(none)" }, "the node's pool targets changed in its NodeInventory");
+    }
     this.checkSize(result.sizes, nodeUid);
     this.o.observe?.(result.sizes);
     log.debug(
