@@ -36,10 +36,10 @@ interface Call {
   method?: string;
   body?: BodyInit | null;
 }
-async function call(path: string, c: Call = {}): Promise<Response> {
+async function call(path: string, c: Call = {}, on: Stack = s): Promise<Response> {
   const headers: Record<string, string> = { ...(c.headers ?? {}) };
   if (c.host) headers.host = c.host;
-  return fetch(`${s.proxyUrl}${path}`, { method: c.method ?? "GET", headers, body: c.body ?? null, ...(c.body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit);
+  return fetch(`${on.proxyUrl}${path}`, { method: c.method ?? "GET", headers, body: c.body ?? null, ...(c.body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit);
 }
 const hostFor = (id: string, port = 49983) => `${port}-${id}.${DOMAIN}`;
 
@@ -143,32 +143,6 @@ describe("routing and admission", () => {
     const text = await r.text();
     expect(JSON.parse(text)).toEqual({ code: 502, message: "sandbox was not found" });
     expect(text).not.toContain("deadbeef");
-  });
-
-  test("23 + 24: a sandbox another replica claimed (unpublished here) is found by the probe; a second request within 60 s makes no probe; a wrong token on the probe path => 502, nothing cached", async () => {
-    const direct = await new SandboxdClient({ baseUrl: node().url, token: ROOT }).claim({ template: "img:1", claim_ref: "team-a/elsewhere" });
-    const id = direct.id.replace("sb_", "sb-");
-    const token = envdAccessToken(SECRET, direct.id, direct.token);
-    // Wrong token first: the probe finds it, admission is refused, and it reads as unknown.
-    const wrong = await call("/echo", { host: hostFor(id), headers: { "x-access-token": "1".repeat(64) } });
-    expect(await wrong.json()).toEqual({ code: 502, message: "sandbox was not found" });
-    const gets = () => node().requests.filter((e) => e.route === "get").length;
-    const g0 = gets();
-    const ok = await call("/echo", { host: hostFor(id), headers: { "x-access-token": token } });
-    expect(ok.status).toBe(200);
-    const g1 = gets();
-    expect(g1).toBeGreaterThan(g0);
-    const again = await call("/echo", { host: hostFor(id), headers: { "x-access-token": token } });
-    expect(again.status).toBe(200);
-    expect(gets()).toBe(g1);
-    // A signed file URL never probes: an unpublished id stays unconfirmed without a token.
-    const other = await new SandboxdClient({ baseUrl: node().url, token: ROOT }).claim({ template: "img:1", claim_ref: "team-a/elsewhere-2" });
-    const g2 = gets();
-    const signed = await call("/files?path=/x&signature=v1_abc", { host: hostFor(other.id.replace("sb_", "sb-")) });
-    expect(await signed.json()).toEqual({ code: 502, message: "sandbox was not found" });
-    expect(gets()).toBe(g2);
-    await new SandboxdClient({ baseUrl: node().url, token: ROOT }).release(direct.id);
-    await new SandboxdClient({ baseUrl: node().url, token: ROOT }).release(other.id);
   });
 
   test("in-process: a create through the surface tells the relay its owner, so the first request reads nothing from the node", async () => {
@@ -353,3 +327,46 @@ describe("protocols", () => {
 void ROOT;
 void SECRET;
 void deriveAccessToken;
+
+// "Unpublished here" must hold for the whole test: on the file's stack the view polls every 200 ms, and on a busy
+// machine a poll listed the directly claimed sandbox before the first request (the inventory path then answered
+// 401 for the wrong token, as it should for a listed sandbox). This stack polls once at start, then hourly.
+describe("a sandbox this replica's view has not listed", () => {
+  let quiet: Stack;
+  beforeAll(async () => {
+    quiet = await startStack({ proxy: true, extraFlags: ["--inventory-poll=1h"] });
+  });
+  afterAll(async () => {
+    await quiet?.stop();
+  });
+
+  test("23 + 24: a sandbox another replica claimed (unpublished here) is found by the probe; a second request within 60 s makes no probe; a wrong token on the probe path => 502, nothing cached", async () => {
+    const n = quiet.cluster.nodes[0]!;
+    const listed = (claimId: string) => quiet.mesh.fleet.nodes().some((x) => x.entries.some((e) => e.id === claimId));
+    const direct = await new SandboxdClient({ baseUrl: n.url, token: ROOT }).claim({ template: "img:1", claim_ref: "team-a/elsewhere" });
+    const id = direct.id.replace("sb_", "sb-");
+    const token = envdAccessToken(SECRET, direct.id, direct.token);
+    // Wrong token first: the probe finds it, admission is refused, and it reads as unknown.
+    const wrong = await call("/echo", { host: hostFor(id), headers: { "x-access-token": "1".repeat(64) } }, quiet);
+    expect(await wrong.json()).toEqual({ code: 502, message: "sandbox was not found" });
+    expect(listed(direct.id)).toBe(false); // the premise: the view had not listed it, so the probe answered
+    const gets = () => n.requests.filter((e) => e.route === "get").length;
+    const g0 = gets();
+    const ok = await call("/echo", { host: hostFor(id), headers: { "x-access-token": token } }, quiet);
+    expect(ok.status).toBe(200);
+    const g1 = gets();
+    expect(g1).toBeGreaterThan(g0);
+    const again = await call("/echo", { host: hostFor(id), headers: { "x-access-token": token } }, quiet);
+    expect(again.status).toBe(200);
+    expect(gets()).toBe(g1);
+    // A signed file URL never probes: an unpublished id stays unconfirmed without a token.
+    const other = await new SandboxdClient({ baseUrl: n.url, token: ROOT }).claim({ template: "img:1", claim_ref: "team-a/elsewhere-2" });
+    const g2 = gets();
+    const signed = await call("/files?path=/x&signature=v1_abc", { host: hostFor(other.id.replace("sb_", "sb-")) }, quiet);
+    expect(await signed.json()).toEqual({ code: 502, message: "sandbox was not found" });
+    expect(gets()).toBe(g2);
+    expect(listed(other.id)).toBe(false);
+    await new SandboxdClient({ baseUrl: n.url, token: ROOT }).release(direct.id);
+    await new SandboxdClient({ baseUrl: n.url, token: ROOT }).release(other.id);
+  });
+});
