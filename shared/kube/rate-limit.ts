@@ -49,12 +49,12 @@ export class TokenBucket {
   }
 
   /**
-   * Takes the next token, always, and answers how many ms until it exists (0: now). For a caller that schedules
+   * Takes the next `n` tokens (default one), always, and answers how many ms until the last exists (0: now). For a caller that schedules
    * the wait itself (the work queue puts the key on its own timer heap); client-go's rate.Limiter.Reserve.
    */
-  reserve(): number {
+  reserve(n = 1): number {
     this.refill();
-    this.tokens -= 1;
+    this.tokens -= n;
     return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
   }
 

@@ -74,6 +74,12 @@ export interface GuestRequest {
   bodyEnd?: BodyEndListener;
   /** Called once the request body's last byte went to the guest (the relay's body-rate check ends then). */
   onBodySent?(): void;
+  /**
+   * The guest's body came in `chunks` chunks in this read: how long (ms) to stop reading it (0 = read on). The
+   * relay's per-namespace decode budget (limits.ts ChunkPacer): 1-byte chunks cost the parser per chunk, and one
+   * tenant's guest must not take the proxy's thread from the others.
+   */
+  pace?(chunks: number): number;
 }
 
 /** Who wants to know that a relayed body was read to its end (the listener's idle timeout, idle.ts). */

@@ -144,7 +144,11 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
     let firstEnd = 0;
     let gathered: Buffer | undefined;
     let gatheredLen = 0;
+    let chunks = 0;
+    // Set while the namespace's decode budget holds this body back (r.pace): only its timer resumes the guest.
+    let paceTimer: Timer | undefined;
     const collect = (start: number, end: number) => {
+      chunks++;
       if (end === start) return;
       if (firstStart < 0) {
         firstStart = start;
@@ -186,6 +190,7 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
       if (finished) return;
       finished = true;
       headTimer?.cancel();
+      paceTimer?.cancel();
       teardown();
       if ((ctrl!.desiredSize ?? 0) >= QUEUE_BYTES) closeBody();
       else draining = true;
@@ -194,6 +199,7 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
       if (finished) return;
       finished = true;
       headTimer?.cancel();
+      paceTimer?.cancel();
       if (ctrl) {
         if (isFramingError(err)) r.onBodyFramingError?.(err);
         // Errored, not closed: the client must see a failed download, never a truncated success.
@@ -203,11 +209,20 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
     };
     const body = (b: Buffer) => {
       read = b;
+      chunks = 0;
       decoder!.feedRanges(b, collect);
       emit();
       read = NO_BYTES; // a paused stream pins no read buffer of its own
-      if (decoder!.done) finish();
-      else if (ctrl && (ctrl.desiredSize ?? 0) <= 0) sock.pause();
+      if (decoder!.done) return finish();
+      if (ctrl && (ctrl.desiredSize ?? 0) <= 0) sock.pause();
+      const wait = chunks > 1 && r.pace ? r.pace(chunks) : 0;
+      if (wait > 0 && paceTimer === undefined) {
+        sock.pause();
+        paceTimer = clock.after(wait, () => {
+          paceTimer = undefined;
+          if (!finished && (ctrl?.desiredSize ?? 0) > 0) sock.resume();
+        });
+      }
     };
     const onData = (c: Buffer) => {
       if (finished) return;
@@ -247,10 +262,11 @@ export function startHttp1(sock: GuestWire, r: GuestRequest, o: Http1Options = {
                 return;
               }
               r.queued?.(QUEUE_BYTES - (ctrl!.desiredSize ?? 0)); // relay bounds (limits.ts)
-              sock.resume();
+              if (paceTimer === undefined) sock.resume();
             },
             cancel() {
               finished = true;
+              paceTimer?.cancel();
               draining = false;
               teardown();
             },

@@ -136,5 +136,6 @@ export function relayLimitsFrom(v: RelayLimitFlagValues): RelayLimitOptions {
     wakeTimeoutMs: v.wakeTimeout.ms,
     requestBodyMinRate: v.requestBodyMinRate,
     requestBodyRateWindowMs: v.requestBodyRateWindow.ms,
+    chunkRatePerNamespace: d.chunkRatePerNamespace,
   };
 }

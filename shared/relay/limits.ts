@@ -1,6 +1,8 @@
 // The relay's bounds (docs/envd-relay.md "Bounds"): how many relays may be open at once (globally, per sandbox and
 // per client address) and how many bytes the proxy may hold for slow readers across every relay. A relay is one
 // relayed HTTP request or one relayed WebSocket, counted from the tunnel dial until its tunnel closes.
+import { type Clock, realClock } from "../clock/index.ts";
+import { TokenBucket } from "../kube/rate-limit.ts";
 
 export interface RelayLimitOptions {
   /** Relays open at once in this process; one more answers 503. */
@@ -42,6 +44,13 @@ export interface RelayLimitOptions {
   requestBodyMinRate: number;
   /** The window the body rate is counted over (ms). */
   requestBodyRateWindowMs: number;
+  /**
+   * Chunks of guest response bodies the relay decodes per second for one namespace, across its streams (ChunkPacer);
+   * past it (and its one-second burst) the tenant's streams pause at the guest until the budget refills. Set far
+   * above what envd sends (its chunks are writes of KiBs), it only meets a guest that frames its body in 1-byte
+   * chunks to spend the proxy's thread.
+   */
+  chunkRatePerNamespace: number;
 }
 
 /** Safe for the chart's 512 Mi limit (docs/envd-relay.md "Bounds" has the arithmetic). */
@@ -58,6 +67,7 @@ export const DEFAULT_RELAY_LIMITS: RelayLimitOptions = {
   wakeTimeoutMs: 30_000,
   requestBodyMinRate: 1024,
   requestBodyRateWindowMs: 10_000,
+  chunkRatePerNamespace: 100_000,
 };
 
 /** Why a relay was refused a slot: its HTTP status follows (429 for a sandbox, client or tenant, 503 for the process). */
@@ -276,5 +286,35 @@ export class BufferShare {
   release(): void {
     this.set(0);
     this.releaseOverdraft();
+  }
+}
+
+/** Budgets kept at once; past it the ones without debt are forgotten (each comes back with a fresh burst). */
+const PACED_NAMESPACES = 10_000;
+
+/**
+ * The per-namespace decode budget (RelayLimitOptions.chunkRatePerNamespace): each read of a chunked guest body
+ * reserves its chunk count from its namespace's bucket, and a read that overdraws it pauses that stream for as long
+ * as the bucket needs to refill. One tenant's 1-byte-chunk guests then cost the proxy's thread at most the rate,
+ * whatever they send, and the other tenants' requests are not queued behind them (docs/envd-relay.md "Bounds").
+ */
+export class ChunkPacer {
+  private readonly buckets = new Map<string, TokenBucket>();
+
+  constructor(
+    private readonly rate: number,
+    private readonly clock: Pick<Clock, "monotonic" | "after"> = realClock,
+  ) {}
+
+  /** How long (ms) the stream that just decoded `chunks` chunks for `namespace` waits before reading on. */
+  take(namespace: string, chunks: number): number {
+    if (!(this.rate > 0)) return 0;
+    let b = this.buckets.get(namespace);
+    if (!b) {
+      if (this.buckets.size >= PACED_NAMESPACES) for (const [ns, x] of this.buckets) if (x.reserve(0) === 0) this.buckets.delete(ns);
+      b = new TokenBucket(this.rate, this.rate, this.clock);
+      this.buckets.set(namespace, b);
+    }
+    return b.reserve(chunks);
   }
 }

@@ -14,7 +14,7 @@ import { forwardHttp2, guestRequestHeaders, type BodyEndListener, type GuestRequ
 import { BunTunnel } from "./bun-tunnel.ts";
 import { isFramingError } from "./framing/index.ts";
 import { forwardHttp1Raw, startHttp1 } from "./h1.ts";
-import { BufferBudget, BufferShare, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
+import { BufferBudget, BufferShare, ChunkPacer, DEFAULT_RELAY_LIMITS, RelaySlots, type RelayLimitOptions } from "./limits.ts";
 import { RelayMetrics } from "./metrics.ts";
 import { rateLimited, relayError, SANDBOX_WAKE_FAILED_MESSAGE, sandboxNotFound, sandboxPaused, unresolvedAnswer, wakeTimedOutAnswer } from "./answers.ts";
 import { OwnerResolver, type Owner } from "./owners.ts";
@@ -60,9 +60,12 @@ export class EnvdRelay {
   readonly owners: OwnerResolver;
   /** Failed lookups past a per-address budget are answered late (tarpit.ts): a junk loop cannot take the thread. */
   readonly tarpit: FailedLookupTarpit;
+  /** Chunked guest bodies decoded per second, per namespace (limits.ts ChunkPacer). */
+  private readonly pacer: ChunkPacer;
 
   constructor(private readonly o: RelayOptions) {
     this.limits = { ...DEFAULT_RELAY_LIMITS, ...o.limits };
+    this.pacer = new ChunkPacer(this.limits.chunkRatePerNamespace);
     this.slots = new RelaySlots(this.limits);
     this.budget = new BufferBudget(this.limits.bufferBytes);
     this.metrics = new RelayMetrics({ activeRelays: () => this.slots.active, bufferedBytes: () => this.budget.bytes, activePublicRelays: () => this.slots.activePublic });
@@ -265,6 +268,8 @@ export class EnvdRelay {
       onBodyFramingError: (err) => this.framingError("body", owner, route, err),
       bodyEnd,
       onBodySent: () => stopBodyWatch(),
+      // A public port's anonymous clients spend a budget of that sandbox's own, never its owner's (as with slots).
+      pace: (chunks) => this.pacer.take(kind.publicRelay ? `public/${owner.claimId}` : owner.namespace, chunks),
     };
     if (req.body !== null && this.limits.requestBodyMinRate > 0) {
       stopBodyWatch = watchBodyRate(this.limits.requestBodyMinRate, this.limits.requestBodyRateWindowMs, () => sent, (err) => {

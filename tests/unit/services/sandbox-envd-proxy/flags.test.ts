@@ -83,6 +83,7 @@ describe("envd-proxy flags", () => {
       wakeTimeoutMs: 45_000,
       requestBodyMinRate: 512,
       requestBodyRateWindowMs: 3000,
+      chunkRatePerNamespace: 100_000, // no flag: far above what envd sends (docs/envd-relay.md "Bounds")
     });
     for (const f of ["--max-relays-per-sandbox", "--max-relays-per-namespace", "--max-public-relays", "--max-public-relays-per-client", "--request-body-min-rate"]) expect(envdProxyHelp()).toContain(f);
     // The defaults: public buckets below the tenant's and the process's caps, a body minimum on.
