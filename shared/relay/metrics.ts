@@ -71,6 +71,11 @@ export class RelayMetrics {
     help: "Requests answered 408 because their body arrived slower than --request-body-min-rate over a --request-body-rate-window.",
     registers: [this.registry],
   });
+  readonly pacedReads = new Counter({
+    name: "sandbox_envd_proxy_paced_reads_total",
+    help: "Reads of a chunked guest body that overdrew its namespace's decode budget (100,000 chunks/s), after which the stream paused at the guest until the budget refilled.",
+    registers: [this.registry],
+  });
   readonly upstreamErrors = new Counter({
     name: "sandbox_envd_proxy_upstream_errors_total",
     help: "Relays that failed toward the node or guest (answered 502), by reason: unavailable, refused, paused, unreachable, wake, guest.",

@@ -269,7 +269,11 @@ export class EnvdRelay {
       bodyEnd,
       onBodySent: () => stopBodyWatch(),
       // A public port's anonymous clients spend a budget of that sandbox's own, never its owner's (as with slots).
-      pace: (chunks) => this.pacer.take(kind.publicRelay ? `public/${owner.claimId}` : owner.namespace, chunks),
+      pace: (chunks) => {
+        const wait = this.pacer.take(kind.publicRelay ? `public/${owner.claimId}` : owner.namespace, chunks);
+        if (wait > 0) this.metrics.pacedReads.inc();
+        return wait;
+      },
     };
     if (req.body !== null && this.limits.requestBodyMinRate > 0) {
       stopBodyWatch = watchBodyRate(this.limits.requestBodyMinRate, this.limits.requestBodyRateWindowMs, () => sent, (err) => {

@@ -17,7 +17,7 @@ let guest: HostileGuest;
 let sbx: Sandbox;
 
 beforeAll(async () => {
-  s = await startStack({ proxy: true });
+  s = await startStack({ proxy: true, extraFlags: ["--metrics-bind-address=127.0.0.1:0"] });
   guest = await startHostileGuest();
   sbx = await Sandbox.create("base", sdkOpts(s));
   s.cluster.nodes[0]!.attachGuest(sbx.sandboxId.replace(/^sb-/, "sb_"), PORT, guest.port);
@@ -62,6 +62,9 @@ test("a guest's 1-byte chunks are decoded at most chunkRatePerNamespace a second
   console.log(`1-byte chunks: ${bytes} bytes in ${seconds.toFixed(2)} s (bound ${Math.round(bound)})`);
   expect(bytes).toBeGreaterThan(0);
   expect(bytes).toBeLessThanOrEqual(bound);
+  // What an operator sees: the pauses are counted.
+  const metrics = await (await fetch(`http://127.0.0.1:${s.mesh.metricsPort}/metrics`)).text();
+  expect(Number(/^sandbox_envd_proxy_paced_reads_total (\d+)/m.exec(metrics)?.[1] ?? 0)).toBeGreaterThan(0);
 }, 30_000);
 
 test("a body of 64 KiB chunks is not held back by the budget", async () => {
