@@ -2,7 +2,7 @@
 // per client address) and how many bytes the proxy may hold for slow readers across every relay. A relay is one
 // relayed HTTP request or one relayed WebSocket, counted from the tunnel dial until its tunnel closes.
 import { type Clock, realClock } from "../clock/index.ts";
-import { TokenBucket } from "../kube/rate-limit.ts";
+import { TokenBucket } from "../kube/index.ts";
 
 export interface RelayLimitOptions {
   /** Relays open at once in this process; one more answers 503. */
