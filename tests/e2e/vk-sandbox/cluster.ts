@@ -164,6 +164,50 @@ export function worstBucketExcess(timesMs: number[], qps: number, burst: number)
   return worst;
 }
 
+/**
+ * How late the apiserver stamped requests while it ran: a probe identity of its own (`sandbox-nodes/<name>`, so the
+ * audit log records it) asks `/version` every 25 ms, and each request's `requestReceivedTimestamp` less the time this
+ * process sent it is its lag. The spread of those lags (the worst less the least) is how long the server, or this
+ * process, stalled: on a machine whose cores are busy, that stall bunches requests a client's bucket released on time,
+ * so a test of a client's rate allows it. Same machine, same clock: no offset to estimate.
+ */
+export function startStallProbe(e2e: E2eCluster, name = "stall-probe"): { stop(): Promise<{ stallMs: number; probes: number }> } {
+  const token = e2e.nodeToken(name);
+  const sent = new Map<number, number>();
+  let stopped = false;
+  const loop = (async () => {
+    for (let i = 0; !stopped; i++) {
+      sent.set(i, Date.now());
+      try {
+        await fetch(`${e2e.cluster.url}/version?probe=${i}`, {
+          headers: { authorization: `Bearer ${token}` },
+          tls: { ca: e2e.cluster.caPem },
+          signal: AbortSignal.timeout(30_000),
+        }).then((r) => r.arrayBuffer());
+      } catch {
+        // A probe that never arrived has no lag to read; the ones around it still do.
+      }
+      await Bun.sleep(25);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      const user = `system:serviceaccount:${NODE_SA_NAMESPACE}:${name}`;
+      const lags: number[] = [];
+      for (const e of auditEvents(e2e.auditPath)) {
+        const m = e.user.username === user ? /[?&]probe=(\d+)/.exec(e.requestURI) : null;
+        // The first request also opens the connection (TCP and TLS): its lag is no stall.
+        const at = m && m[1] !== "0" ? sent.get(Number(m[1])) : undefined;
+        if (at !== undefined) lags.push(Date.parse(e.requestReceivedTimestamp) - at);
+      }
+      if (lags.length === 0) throw new Error(`stall probe ${user}: none of its ${sent.size} requests is in the audit log ${e2e.auditPath}`);
+      return { stallMs: Math.max(...lags) - Math.min(...lags), probes: lags.length };
+    },
+  };
+}
+
 /** Small admin-side helpers over the test cluster. */
 export class Kube {
   constructor(readonly c: TestCluster) {}
