@@ -335,7 +335,8 @@ describe("lifecycle of the process sandbox (the fallback without namespaces)", (
     await waitFor("resumed", runningOrSleeping);
     expect((await post("release")).status).toBe(204);
     await waitFor("killed", () => (procState(h.pid) === undefined || procState(h.pid) === "Z" ? true : undefined));
-    expect(existsSync(root)).toBe(false);
+    // A namespaced sandbox removes its directory once its PID 1 has ended, after the processes die: wait for it.
+    await waitFor("its directory removed", () => (existsSync(root) ? undefined : true));
   });
 
   test("a command in a session of its own (setsid, or the shell under a pty) is stopped, resumed and killed too", async () => {
@@ -361,7 +362,8 @@ describe("lifecycle", () => {
     sim.expire(claimId);
     sim.reapNow();
     await waitFor("killed", () => (procState(h.pid) === undefined || procState(h.pid) === "Z" ? true : undefined));
-    expect(existsSync(root)).toBe(false);
+    // A namespaced sandbox removes its directory once its PID 1 has ended, after the processes die: wait for it.
+    await waitFor("its directory removed", () => (existsSync(root) ? undefined : true));
   });
 
   test("a checkpoint keeps the files of that moment; a claim from it starts with them", async () => {
