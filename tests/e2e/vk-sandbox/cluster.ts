@@ -194,7 +194,7 @@ export function startStallProbe(e2e: E2eCluster, name = "stall-probe"): { stop()
     async stop() {
       stopped = true;
       await loop;
-      const user = `system:serviceaccount:${NODE_SA_NAMESPACE}:${name}`;
+      const user = nodeUser(name);
       const lags: number[] = [];
       for (const e of auditEvents(e2e.auditPath)) {
         const m = e.user.username === user ? /[?&]probe=(\d+)/.exec(e.requestURI) : null;

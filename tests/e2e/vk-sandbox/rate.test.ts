@@ -1,7 +1,7 @@
 // Load and rate limits: 200 Pods at once, and the client-side bucket observed from the apiserver's side (its
 // audit log of the daemon's ServiceAccount), which is independent of anything the daemon reports about itself.
 import { describe, expect, test } from "bun:test";
-import { auditEvents, NODE_SA_NAMESPACE, sandboxPod, startStallProbe, worstBucketExcess } from "./cluster.ts";
+import { auditEvents, nodeUser, sandboxPod, startStallProbe, worstBucketExcess } from "./cluster.ts";
 import { waitFor } from "../../support/wait.ts";
 import { useE2eStack } from "./stack.ts";
 
@@ -50,7 +50,7 @@ describe("rate limits", () => {
     await d.kill("SIGKILL");
     const { stallMs, probes } = await probe.stop();
 
-    const daemon = `system:serviceaccount:${NODE_SA_NAMESPACE}:vk-load`;
+    const daemon = nodeUser("vk-load");
     const times = auditEvents(env.e2e.auditPath)
       .filter((e) => e.user.username === daemon && received(e) >= startedAt - 5_000)
       .map(received);
@@ -83,7 +83,7 @@ describe("rate limits", () => {
     await d.kill("SIGKILL");
     const { stallMs } = await probe.stop();
 
-    const daemon = `system:serviceaccount:${NODE_SA_NAMESPACE}:vk-slow`;
+    const daemon = nodeUser("vk-slow");
     const mine = auditEvents(env.e2e.auditPath).filter((e) => e.user.username === daemon && received(e) >= startedAt);
     const statusWrites = mine.filter((e) => e.verb === "update" && /\/namespaces\/slow\/pods\/s\d+\/status/.test(e.requestURI)).map(received);
     expect(statusWrites.length).toBeGreaterThanOrEqual(20);
