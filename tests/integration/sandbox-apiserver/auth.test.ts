@@ -19,7 +19,7 @@ beforeAll(async () => {
   await stack.register(server.port);
   await stack.cluster.createNamespace("a");
   await stack.cluster.createNamespace("b");
-  await stack.publish({
+  await stack.publishSeen({
     node: "n1",
     publishedAt: rfc3339(Date.now()),
     entries: [
@@ -281,7 +281,7 @@ describe("spec.operatingMode through the aggregator", () => {
   test("issue 28.3: spec.operatingMode needs what the pause and resume subresources need, besides patch", async () => {
     // Its own namespace and sandbox, so the Roles below change nothing the other tests rely on.
     await stack.cluster.createNamespace("mode");
-    await stack.publish({
+    await stack.publishSeen({
       node: "n1",
       publishedAt: rfc3339(Date.now()),
       entries: [

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { kubectl } from "../../kube/kubectl.ts";
-import { type ApiserverProcess, type InventoryInput, type Stack, rfc3339, startStack } from "./fixture.ts";
+import { type ApiserverProcess, type Stack, rfc3339, startStack } from "./fixture.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
 const ROOT = "fleet-root-token";
@@ -32,18 +32,6 @@ const body = (name: string, image = IMG) =>
 const post = (name: string, image = IMG) =>
   stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes", { method: "POST", headers: { "content-type": "application/json" }, body: body(name, image) });
 
-let fences = 0;
-/** Publishes and waits until the server's view holds this publish (a fence entry becomes listable). */
-async function publishSeen(inv: InventoryInput): Promise<void> {
-  const fence = `${inv.node}-${++fences}`;
-  await stack.publish({ ...inv, entries: [...(inv.entries ?? []), { name: `publish-fence/${fence}`, id: `sb_capfence${fences}`, phase: "Running" }] });
-  await waitFor(`the server to see publish ${fence}`, async () => {
-    const r = await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/publish-fence/sandboxes");
-    const b = (await r.json()) as { items?: { metadata: { name: string } }[] };
-    return b.items?.some((i) => i.metadata.name === fence) ?? false;
-  }, 10_000, 20);
-}
-
 /** n1: its pool of IMG reported dry (warm 0 of target 2); n2: fresh, no pool; n3: an hour stale, warm, two sandboxes. */
 async function dryFleet(): Promise<void> {
   const now = Date.now();
@@ -57,8 +45,8 @@ async function dryFleet(): Promise<void> {
       { name: "team/b", id: "sb_stale_b", phase: "Running" },
     ],
   });
-  await publishSeen({ node: "n2", address: "127.0.0.1:9", publishedAt: rfc3339(now), pools: [] });
-  await publishSeen({ node: "n1", address: n1.addr, publishedAt: rfc3339(now), pools: [{ template: IMG, warm: 0, target: 2 }] });
+  await stack.publishSeen({ node: "n2", address: "127.0.0.1:9", publishedAt: rfc3339(now), pools: [] });
+  await stack.publishSeen({ node: "n1", address: n1.addr, publishedAt: rfc3339(now), pools: [{ template: IMG, warm: 0, target: 2 }] });
 }
 
 describe("the capacity answer through the aggregator", () => {
@@ -97,7 +85,7 @@ describe("the capacity answer through the aggregator", () => {
     const create = kubectl(["create", "-f", "-", "-o", "json"], { kubeconfig: stack.admin, stdin: body("patient") });
     // The first attempt saw the dry pool (its 503 is counted); then the node reports its warm VM again.
     await waitFor("the first refused attempt", async () => (await refusals()) > before, 20_000, 100);
-    await publishSeen({ node: "n1", address: n1.addr, publishedAt: rfc3339(Date.now()), pools: [{ template: IMG, warm: 1, target: 2 }] });
+    await stack.publishSeen({ node: "n1", address: n1.addr, publishedAt: rfc3339(Date.now()), pools: [{ template: IMG, warm: 1, target: 2 }] });
     const r = await create;
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);

@@ -79,6 +79,13 @@ export interface Stack {
   /** Points the APIService at a server's port and waits until it is Available. */
   register(port: number): Promise<void>;
   publish(inv: InventoryInput): Promise<void>;
+  /**
+   * Publishes `inv` and returns once the registered server's inventory view holds this very publish (instead of
+   * sleeping, or reading before the informer's WATCH delivered it): the publish carries a fence entry in namespace
+   * publish-fence, named once, which a list of that namespace through the aggregator shows only after the server
+   * applied the object. Nothing else reads that namespace.
+   */
+  publishSeen(inv: InventoryInput): Promise<void>;
   unpublish(node: string): Promise<void>;
   stop(): Promise<void>;
 }
@@ -165,6 +172,7 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
       return p;
     }
 
+    let fences = 0;
     const stack: Stack = {
       cluster,
       dir,
@@ -203,6 +211,19 @@ export async function startStack(o: { authReader?: boolean; crds?: boolean } = {
             entries: inv.entries ?? [],
           },
         ]);
+      },
+      async publishSeen(inv) {
+        const fence = `${inv.node}-${++fences}`;
+        await stack.publish({ ...inv, entries: [...(inv.entries ?? []), { name: `publish-fence/${fence}`, id: `sb_fence${fences}`, phase: "Running" }] });
+        await waitFor(`the server to see publish ${fence}`, async () => {
+          const r = await cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/publish-fence/sandboxes");
+          if (!r.ok) {
+            await r.body?.cancel();
+            return false;
+          }
+          const body = (await r.json()) as { items?: { metadata: { name: string } }[] };
+          return body.items?.some((i) => i.metadata.name === fence) ?? false;
+        }, 30_000, 20);
       },
       async unpublish(node) {
         const r = await cluster.adminFetch(`/apis/sandbox.cocoonstack.io/v1beta1/nodeinventories/${node}`, { method: "DELETE" });

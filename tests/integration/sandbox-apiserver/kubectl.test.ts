@@ -5,7 +5,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startSandboxdSim, type SandboxdSim } from "#services/sandboxd-sim/sim.ts";
 import { kubectl, kubectlStream } from "../../kube/kubectl.ts";
-import { type ApiserverProcess, type InventoryInput, type Stack, readLines, rfc3339, startStack } from "./fixture.ts";
+import { type ApiserverProcess, type Stack, readLines, rfc3339, startStack } from "./fixture.ts";
 import { waitFor } from "#tests/support/wait.ts";
 
 const ROOT = "fleet-root-token";
@@ -35,21 +35,6 @@ afterAll(async () => {
 
 const now = () => rfc3339(Date.now());
 
-let fences = 0;
-/**
- * Publishes `inv` and returns once the server's inventory view holds this very publish (instead of sleeping): the
- * publish carries a fence entry in namespace publish-fence, named once, and a list of that namespace through the
- * aggregator shows it only after the server's informer applied the object. Nothing else reads that namespace.
- */
-async function publishSeen(inv: InventoryInput): Promise<void> {
-  const fence = `${inv.node}-${++fences}`;
-  await stack.publish({ ...inv, entries: [...(inv.entries ?? []), { name: `publish-fence/${fence}`, id: `sb_fence${fences}`, phase: "Running" }] });
-  await waitFor(`the server to see publish ${fence}`, async () => {
-    const r = await stack.cluster.adminFetch("/apis/agents.x-k8s.io/v1beta1/namespaces/publish-fence/sandboxes");
-    const body = (await r.json()) as { items?: { metadata: { name: string } }[] };
-    return body.items?.some((i) => i.metadata.name === fence) ?? false;
-  }, 10_000, 20);
-}
 
 describe("sandbox-apiserver through the aggregator", () => {
   test("1: kubectl api-resources lists sandboxes (namespaced, Sandbox, create/delete/get/list/patch/update/watch) and the APIService is Available", async () => {
@@ -190,8 +175,8 @@ async function create(body: string): Promise<{ code: number; obj?: Obj; stderr: 
 describe("create (claim) through the aggregator", () => {
   beforeAll(async () => {
     // n1 is warm for small/medium/large/egress, n2 for nothing: placement is decided by the inventories.
-    await publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 2, "none/medium": 2, "none/large": 2, "egress/small": 2 }) });
-    await publishSeen({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
+    await stack.publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 2, "none/medium": 2, "none/large": 2, "egress/small": 2 }) });
+    await stack.publishSeen({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
   });
 
   test("7: kubectl create -f claims at the warm node with claim_ref <ns>/<name>, net none, size small; the reply carries claim-id/address/token/deadline and nodeName", async () => {
@@ -275,8 +260,8 @@ describe("placement failures and redirects", () => {
   });
 
   test("14: n1 answering 429, 500 or refusing connections sends every create to the warm n2", async () => {
-    await publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 50 }) });
-    await publishSeen({ node: "n2", address: n2.addr, publishedAt: now(), pools: warm({ "none/small": 1 }) });
+    await stack.publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 50 }) });
+    await stack.publishSeen({ node: "n2", address: n2.addr, publishedAt: now(), pools: warm({ "none/small": 1 }) });
     for (const status of [429, 500]) {
       n1.fail("claim", status, { error: "injected" }, Infinity);
       for (let i = 0; i < 3; i++) {
@@ -287,14 +272,14 @@ describe("placement failures and redirects", () => {
       n1.clearFaults();
     }
     // A node that refuses connections: an inventory address nobody listens on.
-    await publishSeen({ node: "n1", address: "127.0.0.1:1", publishedAt: now(), pools: warm({ "none/small": 50 }) });
+    await stack.publishSeen({ node: "n1", address: "127.0.0.1:1", publishedAt: now(), pools: warm({ "none/small": 50 }) });
     const r = await create(sandbox("fourteen-refused"));
     expect(r.obj!.status.nodeName).toBe("n2");
   });
 
   test("15: the only candidate answering 401 makes create a 500 and no other node is tried", async () => {
-    await publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }) });
-    await publishSeen({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
+    await stack.publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }) });
+    await stack.publishSeen({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
     n1.fail("claim", 401, { error: "bad token" }, 1);
     const before = claimsOf(n2).length;
     const r = await create(sandbox("fifteen"));
@@ -305,8 +290,8 @@ describe("placement failures and redirects", () => {
   });
 
   test("16: a redirect to n2 claims there with no_redirect and n2 owns it; a target no inventory advertises is skipped (503)", async () => {
-    await publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }) });
-    await publishSeen({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
+    await stack.publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }) });
+    await stack.publishSeen({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
     n1.forceRedirect([n2.addr]);
     try {
       const r = await create(sandbox("sixteen"));
@@ -328,8 +313,8 @@ describe("placement failures and redirects", () => {
 
 describe("reads of unpublished sandboxes, delete and verbs", () => {
   test("17: a just-created, unpublished sandbox is readable by name through the claim_ref live lookup; an unknown name is 404 within about 1 s even when nodes stall", async () => {
-    await publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }) });
-    await publishSeen({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
+    await stack.publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }) });
+    await stack.publishSeen({ node: "n2", address: n2.addr, publishedAt: now(), pools: [] });
     // Claimed behind the apiserver's back (another replica's create): only the node knows it.
     const res = await fetch(`${n1.url}/v1/claim`, { method: "POST", headers: { authorization: `Bearer ${ROOT}` }, body: JSON.stringify({ template: IMG, claim_ref: "default/seventeen" }) });
     expect(res.status).toBe(200);
@@ -621,7 +606,7 @@ describe("watch", () => {
   }, 30_000);
 
   test("25: sendInitialEvents=true ends the initial ADDED events with a BOOKMARK annotated k8s.io/initial-events-end", async () => {
-    await publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [{ name: "bm/a", id: "sb_a", phase: "Running" }, { name: "bm/b", id: "sb_b", phase: "Running" }] });
+    await stack.publishSeen({ node: "n1", address: n1.addr, publishedAt: now(), pools: warm({ "none/small": 5 }), entries: [{ name: "bm/a", id: "sb_a", phase: "Running" }, { name: "bm/b", id: "sb_b", phase: "Running" }] });
     const r = await k(["get", "--raw", "/apis/agents.x-k8s.io/v1beta1/namespaces/bm/sandboxes?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=2"]);
     const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; object: { metadata: { name?: string; annotations?: Record<string, string> } } });
     expect(events.map((e) => e.type).slice(0, 3)).toEqual(["ADDED", "ADDED", "BOOKMARK"]);

@@ -22,7 +22,7 @@ beforeAll(async () => {
   server = await stack.startServer({ args: ["--enable-warm-pool-driver=false", "--sandboxd-token=t"] });
   await stack.register(server.port);
   for (const ns of ["a", "b", "c"]) await stack.cluster.createNamespace(ns);
-  await stack.publish({
+  await stack.publishSeen({
     node: "n1",
     publishedAt: rfc3339(Date.now()),
     entries: [
