@@ -48,7 +48,9 @@ async function pausedInList(id: string, opts = sdkOpts(s)): Promise<boolean> {
   return ids.includes(id);
 }
 
-const COUNTER = (file: string) => `sh -c 'i=0; while true; do i=$((i+1)); echo $i > ${file}; sleep 0.1; done'`;
+// Each value is written beside the file and renamed over it: a reader sees one whole number, never the moment after
+// `>` truncated the file and before echo wrote (contended run 14: Python's int('') in between).
+const COUNTER = (file: string) => `sh -c 'i=0; while true; do i=$((i+1)); echo $i > ${file}.next; mv ${file}.next ${file}; sleep 0.1; done'`;
 
 describe("the JS SDK's lifecycle forms", () => {
   test("onTimeout {action: 'pause', keepMemory: true} with autoResume: accepted, the claim archives at its timeout", async () => {
