@@ -35,7 +35,6 @@ afterAll(async () => {
 
 const now = () => rfc3339(Date.now());
 
-
 describe("sandbox-apiserver through the aggregator", () => {
   test("1: kubectl api-resources lists sandboxes (namespaced, Sandbox, create/delete/get/list/patch/update/watch) and the APIService is Available", async () => {
     const r = await k(["api-resources", "--api-group=agents.x-k8s.io", "-o", "wide"]);
